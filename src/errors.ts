@@ -1,0 +1,112 @@
+/**
+ * The error classes beehive raises. Every condition a caller may branch on is a
+ * {@linkcode BeehiveError} subclass with a stable `name`; programming errors
+ * (a malformed id, a value JSON cannot encode) are plain `TypeError`s.
+ *
+ * @module
+ */
+
+/** Options every beehive error accepts. */
+export interface BeehiveErrorOptions {
+  /** The underlying error, e.g. a driver error a store adapter translated. */
+  cause?: unknown;
+}
+
+/**
+ * The base class of every error beehive raises for a condition a caller can
+ * branch on. Use `instanceof` on the subclasses, or compare `name`.
+ */
+export class BeehiveError extends Error {
+  /** Creates an error with the given message. */
+  constructor(message: string, options?: BeehiveErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** No object matches the id or name asked for (or it was collected). */
+export class NotFoundError extends BeehiveError {}
+
+/** A create names an object already held within its kind, deletion-pending rows included. */
+export class NameTakenError extends BeehiveError {}
+
+/**
+ * A spec write targets an object whose deletion was requested. Distinct from
+ * {@linkcode NotFoundError}: the row still exists and still holds its name.
+ */
+export class DeletionPendingError extends BeehiveError {}
+
+/** A name is empty or not well-formed UTF-16. */
+export class InvalidNameError extends BeehiveError {}
+
+/** An id-keyed call names an object of a different kind than the one it is scoped to. */
+export class WrongKindError extends BeehiveError {}
+
+/** An option or argument value is out of its documented range. */
+export class InvalidOptionError extends BeehiveError {}
+
+/** A reconcile returned something that is not a reconcile result. */
+export class InvalidResultError extends BeehiveError {}
+
+/** The call needs a controller registered for the kind, and none is. */
+export class NoControllerError extends BeehiveError {}
+
+/** A relation accessor was read on an object whose read did not load it. */
+export class NotLoadedError extends BeehiveError {}
+
+/** A ControllerClient was used after the pass it was bound to returned. */
+export class ReconcileReturnedError extends BeehiveError {}
+
+/** Another running Beehive in this process already uses the same database. */
+export class StoreInUseError extends BeehiveError {}
+
+/** A store reported an identity that cannot key the in-process claim (e.g. empty). */
+export class InvalidStoreIdentityError extends BeehiveError {}
+
+/** The Beehive stopped, so the stream or call cannot go on. */
+export class StoppedError extends BeehiveError {}
+
+/** A watch position is below what retention kept: changes were trimmed unread. */
+export class WatchTooOldError extends BeehiveError {}
+
+/** A watch position is above anything this store has issued. */
+export class WatchTooNewError extends BeehiveError {}
+
+/** A condition is malformed: bad status, empty type, or text that is not well-formed UTF-16. */
+export class InvalidConditionError extends BeehiveError {}
+
+/** An event is malformed: bad type, empty reason, or text that is not well-formed UTF-16. */
+export class InvalidEventError extends BeehiveError {}
+
+/** The store was closed; nothing more can be read or written through it. */
+export class StoreClosedError extends BeehiveError {}
+
+/** One condition write names the same type twice. */
+export class DuplicateConditionTypeError extends BeehiveError {}
+
+/** A write's schema version is below the version the stored value was written at. */
+export class SchemaVersionDowngradeError extends BeehiveError {}
+
+/**
+ * A transaction handle was used after its frame ended, or while a deeper frame
+ * it opened is still open.
+ */
+export class StaleTxError extends BeehiveError {}
+
+/**
+ * A nested transaction frame was opened while a sibling frame is still open, or
+ * a frame was asked to commit while a frame nested in it is still open.
+ */
+export class ConcurrentNestedTxError extends BeehiveError {}
+
+/** An observed generation is above the object's current generation. */
+export class ObservedGenerationFutureError extends BeehiveError {}
+
+/** An observed generation is not a generation (below 1, or not an integer). */
+export class InvalidObservedGenerationError extends BeehiveError {}
+
+/**
+ * A store failure no other class describes (an I/O error, a full disk, a
+ * corrupt row). `cause` holds the driver's error.
+ */
+export class StoreError extends BeehiveError {}

@@ -1,0 +1,801 @@
+/**
+ * The Store port: the durable-store contract beehive's engine is written
+ * against. Rows carry spec, status and event detail as JSON **text**; a store
+ * never parses them. Each table family is a readonly property
+ * (`store.objects.get(id)`).
+ *
+ * Rules every implementation MUST follow:
+ * - Every member returns a promise and never throws synchronously.
+ * - Failures are {@linkcode BeehiveError} subclasses: a driver's own error
+ *   (e.g. a UNIQUE violation) is translated, never leaked. Once closed, every
+ *   call rejects with `StoreClosedError`.
+ * - A mutator commits atomically: when it rejects, nothing it did is visible.
+ * - Resource versions come from one store-wide sequence: unique, increasing in
+ *   commit order, never reused (gaps are allowed; consumers compare with `>`).
+ * - Every stored instant comes from `Date.now()`, never from the database clock.
+ *
+ * @module
+ */
+
+/** The store-assigned identifier of an object: a positive safe integer, never reused. */
+export type ObjectId = number;
+
+/** The store-assigned identifier of an event run. */
+export type EventId = number;
+
+/** A kind of resource. An empty `group` is the core group. */
+export interface GroupKind {
+  /** The API group; `""` is the core group. */
+  readonly group: string;
+  /** The kind within the group. */
+  readonly kind: string;
+}
+
+/** One object: its id plus the kind needed to route work to it. */
+export interface ObjectRef extends GroupKind {
+  /** The object's id. */
+  readonly id: ObjectId;
+}
+
+/** One object addressed by name within its kind. */
+export interface ObjectNameRef extends GroupKind {
+  /** The object's name, unique within its kind. */
+  readonly name: string;
+}
+
+/** A condition's status. */
+export type ConditionStatus = "True" | "False" | "Unknown";
+
+/** A condition as written. */
+export interface ConditionInput {
+  /** The condition's type; the key within its object. */
+  readonly type: string;
+  /** `"True"`, `"False"` or `"Unknown"`. */
+  readonly status: ConditionStatus;
+  /** A machine-readable reason. @default {""} */
+  readonly reason?: string;
+  /** A human-readable message. @default {""} */
+  readonly message?: string;
+  /**
+   * Marks an in-process condition: valid only within the open of the store
+   * that wrote it. @default {false}
+   */
+  readonly liveness?: boolean;
+}
+
+/** A condition as read. */
+export interface RawCondition {
+  /** The condition's type. */
+  readonly type: string;
+  /** The status; `"Unknown"` when {@linkcode RawCondition.unconfirmed}. */
+  readonly status: ConditionStatus;
+  /** The reason, `""` when none. */
+  readonly reason: string;
+  /** The message, `""` when none. */
+  readonly message: string;
+  /** Whether this is a liveness condition. */
+  readonly liveness: boolean;
+  /**
+   * True when the status was synthesized on read: a liveness condition written
+   * through an earlier open of the store reads as `"Unknown"` until rewritten.
+   * Never stored; ignored on write.
+   */
+  readonly unconfirmed: boolean;
+  /** When the status last changed. */
+  readonly transitionedAt: Date;
+  /** When the condition was last written. */
+  readonly updatedAt: Date;
+}
+
+/** An object row without its conditions. */
+export interface RawObjectMeta extends ObjectRef {
+  /** Unique within its kind; never empty. */
+  readonly name: string;
+  /** The desired state, as JSON text. */
+  readonly spec: string;
+  /** The observed state, as JSON text; `undefined` until first written. */
+  readonly status: string | undefined;
+  /** The migrator schema version the spec was written at (0 = unversioned). */
+  readonly specVersion: number;
+  /** The migrator schema version the status was written at (0 = unversioned). */
+  readonly statusVersion: number;
+  /** Starts at 1 and moves only with a real spec change. */
+  readonly generation: number;
+  /** The generation a controller last settled; `undefined` when never. */
+  readonly observedGeneration: number | undefined;
+  /** When the generation handshake was last recorded. */
+  readonly observedAt: Date | undefined;
+  /** The resource version of the last write that touched the row. */
+  readonly resourceVersion: number;
+  /** Set once deletion is requested; never cleared. */
+  readonly deletionRequestedAt: Date | undefined;
+  /** The durable count of owed reconcile passes; 0 when none. */
+  readonly reconcileOwed: number;
+  /** The finalizers holding the row after deletion is requested. */
+  readonly finalizers: readonly string[];
+  /**
+   * The owner, set only on a delete entry's row image (the `owned_by` edge has
+   * cascaded away by then); `undefined` on rows read from the live table.
+   */
+  readonly owner?: ObjectRef;
+  /** When the object was created. */
+  readonly createdAt: Date;
+  /** When the content (spec, status, conditions, finalizers, deletion mark) last changed. */
+  readonly updatedAt: Date;
+}
+
+/** An object row with its conditions, ordered by type. */
+export interface RawObject extends RawObjectMeta {
+  /** The object's conditions ordered by type; `[]` when none. */
+  readonly conditions: readonly RawCondition[];
+}
+
+/** Everything {@linkcode Objects.create} accepts. */
+export interface ObjectsCreateInput {
+  /** Required, non-empty, well-formed UTF-16, unique within the kind. */
+  readonly name: string;
+  /** The spec as JSON text. */
+  readonly spec: string;
+  /** The migrator schema version `spec` was written at. @default {0} */
+  readonly specVersion?: number;
+  /** Finalizers to hold the row after deletion is requested. @default {[]} */
+  readonly finalizers?: readonly string[];
+}
+
+/** A spec write. */
+export interface ObjectsUpdateSpecInput {
+  /** The new spec as JSON text. */
+  readonly spec: string;
+  /** The schema version `spec` is written at; 0 keeps the stored tag. @default {0} */
+  readonly specVersion?: number;
+}
+
+/** The outcome of a spec write. */
+export interface ObjectsUpdateSpecResult {
+  /** The row after the write (the stored row when nothing changed), with conditions. */
+  readonly object: RawObject;
+  /** Whether the write changed the row; callers enqueue a reconcile on it. */
+  readonly changed: boolean;
+}
+
+/** A status write. */
+export interface ObjectsUpdateStatusInput {
+  /** The new status as JSON text. */
+  readonly status: string;
+  /** The schema version `status` is written at; 0 keeps the stored tag. @default {0} */
+  readonly statusVersion?: number;
+}
+
+/** Everything one reconcile pass needs from its opening read. */
+export interface ReconcileLoad {
+  /** The object, with conditions. */
+  readonly object: RawObject;
+  /**
+   * The store-wide write cursor, sampled **before** the object was read: it may
+   * lag a committed write the object reflects, but never leads one.
+   */
+  readonly cursor: number;
+  /** Whether the object had an outgoing `depends_on` edge at load. */
+  readonly hasDependencies: boolean;
+}
+
+/** The objects table. */
+export interface Objects {
+  /**
+   * Inserts an object of kind `gk`: generation 1, no status, owed count 0, and a
+   * `"create"` entry in the write log at the row's resource version.
+   * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16.
+   * @throws {NameTakenError} the name is held within the kind (deletion-pending rows included).
+   */
+  create(gk: GroupKind, input: ObjectsCreateInput): Promise<RawObject>;
+
+  /** Loads an object with its conditions. @throws {NotFoundError} no such id. */
+  get(id: ObjectId): Promise<RawObject>;
+
+  /** Loads the object holding `ref.name` within its kind. @throws {NotFoundError} the name is not held. */
+  getByName(ref: ObjectNameRef): Promise<RawObject>;
+
+  /** {@linkcode Objects.get} without the conditions query. @throws {NotFoundError} no such id. */
+  getMeta(id: ObjectId): Promise<RawObjectMeta>;
+
+  /**
+   * {@linkcode Objects.getByName} without conditions. A name held by another
+   * kind is not found (the kind is part of the key).
+   * @throws {NotFoundError} the name is not held within the kind.
+   */
+  getMetaByName(ref: ObjectNameRef): Promise<RawObjectMeta>;
+
+  /**
+   * The reconcile loop's opening read: the object with conditions, the write
+   * cursor sampled before it, and whether it has dependencies.
+   * @throws {NotFoundError} the row is gone.
+   */
+  getForReconcile(id: ObjectId): Promise<ReconcileLoad>;
+
+  /** Every object of kind `gk`, ordered by id, with conditions. */
+  list(gk: GroupKind): Promise<RawObject[]>;
+
+  /**
+   * The objects of kind `gk` among `ids`, ordered by id. Ids naming nothing or
+   * another kind are absent: a short result is normal.
+   */
+  listByIds(gk: GroupKind, ids: readonly ObjectId[]): Promise<RawObject[]>;
+
+  /**
+   * The objects of kind `gk` with a `relation` edge to `toId`, ordered by id,
+   * with conditions. No edge reads as `[]`, never an error.
+   */
+  listByIncomingEdge(gk: GroupKind, edge: IncomingEdgeQuery): Promise<RawObject[]>;
+
+  /** The ids of every object of kind `gk`, ascending. */
+  listIds(gk: GroupKind): Promise<ObjectId[]>;
+
+  /** The ids of objects of kind `gk` whose observed generation is behind their generation. */
+  listUnsettledIds(gk: GroupKind): Promise<ObjectId[]>;
+
+  /**
+   * Replaces the spec, bumping generation and resource version and appending
+   * an `"update"` write-log entry. Identical JSON text at the row's own schema
+   * version is a no-op (`changed: false`, nothing written). A deletion-pending
+   * row is refused **before** the schema-version stamp and the byte compare,
+   * and nothing is logged.
+   * @throws {NotFoundError} no such id.
+   * @throws {WrongKindError} the id belongs to another kind.
+   * @throws {DeletionPendingError} the row's deletion was requested.
+   * @throws {SchemaVersionDowngradeError} `specVersion` is non-zero and below the stored one.
+   */
+  updateSpec(ref: ObjectRef, input: ObjectsUpdateSpecInput): Promise<ObjectsUpdateSpecResult>;
+
+  /**
+   * {@linkcode Objects.updateSpec} keyed by name, resolved and written in one
+   * transaction.
+   * @throws {NotFoundError} the name is not held within the kind.
+   * @throws {DeletionPendingError} the row's deletion was requested.
+   * @throws {SchemaVersionDowngradeError} `specVersion` is non-zero and below the stored one.
+   */
+  updateSpecByName(
+    ref: ObjectNameRef,
+    input: ObjectsUpdateSpecInput,
+  ): Promise<ObjectsUpdateSpecResult>;
+
+  /**
+   * Replaces the status. Changed text bumps resource version and `updatedAt`
+   * and logs an `"update"`; identical text at the row's schema version writes
+   * nothing. Never touches the generation handshake. Resolves to whether it wrote.
+   * @throws {NotFoundError} no such id.
+   * @throws {WrongKindError} the id belongs to another kind.
+   * @throws {SchemaVersionDowngradeError} `statusVersion` is non-zero and below the stored one.
+   */
+  updateStatus(ref: ObjectRef, input: ObjectsUpdateStatusInput): Promise<boolean>;
+
+  /**
+   * Records `generation` as settled. Advancing it bumps `observedAt` and the
+   * resource version (not `updatedAt`) and logs an `"update"`; a generation at
+   * or below the recorded one writes nothing. Resolves to whether it wrote.
+   * @throws {InvalidObservedGenerationError} `generation` is not an integer ≥ 1.
+   * @throws {ObservedGenerationFutureError} `generation` exceeds the row's generation.
+   * @throws {NotFoundError} no such id.
+   * @throws {WrongKindError} the id belongs to another kind.
+   */
+  setObservedGeneration(ref: ObjectRef, generation: number): Promise<boolean>;
+
+  /**
+   * Removes `finalizer` from the row's list; a real removal bumps the resource
+   * version and logs an `"update"`. Resolves to `true` when this call removed
+   * the last finalizer of a deletion-pending row.
+   * @throws {NotFoundError} no such id.
+   * @throws {WrongKindError} the id belongs to another kind.
+   */
+  deleteFinalizer(ref: ObjectRef, finalizer: string): Promise<boolean>;
+
+  /**
+   * Physically removes the row (collection): conditions, events, outgoing
+   * edges and watermark cascade away, and a `"delete"` entry carrying the full
+   * row image (conditions and owner included) is logged at a new resource
+   * version. Callers ensure finalizers are empty first.
+   * @throws {NotFoundError} no such id (a second delete of one row).
+   * @throws {StoreError} something still points at the row (edge RESTRICT).
+   */
+  delete(id: ObjectId): Promise<void>;
+}
+
+/** Selects the sources of edges into one target. */
+export interface IncomingEdgeQuery {
+  /** The edges' target. */
+  readonly toId: ObjectId;
+  /** The edges' relation. */
+  readonly relation: Relation;
+}
+
+/** The per-object condition table. */
+export interface Conditions {
+  /**
+   * Upserts `conditions` together: one resource-version bump and one write-log
+   * entry for the batch; a batch whose every member matches what is stored
+   * writes nothing, and so does an empty batch. A liveness condition written
+   * through an earlier open is never a match, so re-confirming it rewrites it.
+   * `transitionedAt` moves only when a status changes.
+   * @throws {InvalidConditionError} a bad status, an empty type, or text that is not well-formed UTF-16.
+   * @throws {DuplicateConditionTypeError} the batch names one type twice.
+   * @throws {NotFoundError} no such id.
+   * @throws {WrongKindError} the id belongs to another kind.
+   */
+  set(ref: ObjectRef, conditions: readonly ConditionInput[]): Promise<void>;
+
+  /**
+   * Removes the condition of type `type`; a real removal bumps the resource
+   * version and logs an `"update"`, a missing one does nothing.
+   * @throws {NotFoundError} no such id.
+   * @throws {WrongKindError} the id belongs to another kind.
+   */
+  delete(ref: ObjectRef, type: string): Promise<void>;
+}
+
+/** The kind of an edge. */
+export type Relation = "owned_by" | "depends_on";
+
+/** One directed edge. */
+export interface EdgeKey {
+  /** The source: the owned child, or the dependent. */
+  readonly fromId: ObjectId;
+  /** The target: the owner, or the dependency. */
+  readonly toId: ObjectId;
+  /** `"owned_by"` (deleting the target cascades) or `"depends_on"` (a target change requeues the source). */
+  readonly relation: Relation;
+}
+
+/** What a caller needs to follow up on an edge it declared. */
+export interface EdgesAddResult {
+  /** The target's kind. */
+  readonly to: GroupKind;
+  /** Whether the target was deletion-pending when the edge landed. */
+  readonly toDeleting: boolean;
+  /** Whether this call incremented the source's owed count (a new non-self `depends_on` edge). */
+  readonly reconcileOwedStamped: boolean;
+}
+
+/** What a caller needs to follow up on an edge it dropped. */
+export interface EdgesDeleteResult {
+  /** The target's kind; set only when {@linkcode EdgesDeleteResult.unblocked}. */
+  readonly to: GroupKind | undefined;
+  /** This call removed a `depends_on` edge from a live source to a deletion-pending target. */
+  readonly unblocked: boolean;
+}
+
+/** The `owned_by` and `depends_on` edge table. */
+export interface Edges {
+  /**
+   * Inserts the edge; idempotent. Bumps no resource version and logs nothing.
+   * A new non-self `depends_on` edge increments the source's owed count and
+   * clears its dependency watermark, atomically with the insert.
+   * @throws {NotFoundError} either endpoint does not exist.
+   */
+  add(edge: EdgeKey): Promise<EdgesAddResult>;
+
+  /** Removes the edge; a missing one does nothing. */
+  delete(edge: EdgeKey): Promise<EdgesDeleteResult>;
+
+  /** Removes the `depends_on` edges into `toId` whose source is itself deletion-pending. */
+  deleteFinalizingDependsOn(toId: ObjectId): Promise<void>;
+
+  /**
+   * Whether anything with a live claim points at `id`: any `owned_by` edge, or
+   * a `depends_on` edge from a source that is not deletion-pending.
+   */
+  hasIncoming(id: ObjectId): Promise<boolean>;
+
+  /** The sources pointing at `toId` through `relation`, ordered by id. */
+  listIncoming(query: IncomingEdgeQuery): Promise<ObjectRef[]>;
+
+  /** The targets `fromId` points at through `relation`, ordered by id. */
+  listOutgoing(fromId: ObjectId, relation: Relation): Promise<ObjectRef[]>;
+
+  /** {@linkcode Edges.listIncoming} for many targets, grouped by target id; empty targets are absent. */
+  groupIncomingByIds(
+    toIds: readonly ObjectId[],
+    relation: Relation,
+  ): Promise<Map<ObjectId, ObjectRef[]>>;
+
+  /** {@linkcode Edges.listOutgoing} for many sources, grouped by source id; empty sources are absent. */
+  groupOutgoingByIds(
+    fromIds: readonly ObjectId[],
+    relation: Relation,
+  ): Promise<Map<ObjectId, ObjectRef[]>>;
+}
+
+/** The outcome of a deletion mark. */
+export interface DeletionRequestResult {
+  /** The row that was marked; meaningful only when `marked`. */
+  readonly id: ObjectId | undefined;
+  /** Whether this call set the mark; a repeat reports `false`. */
+  readonly marked: boolean;
+  /**
+   * The deletion-pending targets this row points at through `depends_on`,
+   * whose block the mark lifted. Empty unless `marked`.
+   */
+  readonly unblocked: readonly ObjectRef[];
+}
+
+/** One owned child of a cascade. */
+export interface DeletionCascadeChild {
+  /** The child. */
+  readonly ref: ObjectRef;
+  /** Whether this call marked it (false when it was already deletion-pending). */
+  readonly marked: boolean;
+}
+
+/** The outcome of a cascade. */
+export interface DeletionCascadeResult {
+  /** Every owned child, marked by this call or already deleting. */
+  readonly children: readonly DeletionCascadeChild[];
+  /** The deletion-pending `depends_on` targets of the children this call marked. */
+  readonly unblocked: readonly ObjectRef[];
+}
+
+/** The deletion-request lifecycle. */
+export interface DeletionRequests {
+  /**
+   * Sets `deletionRequestedAt` (bumping the resource version and logging an
+   * `"update"`); a repeat writes nothing and reports `marked: false`.
+   * @throws {NotFoundError} no such id.
+   * @throws {WrongKindError} the id belongs to another kind.
+   */
+  create(ref: ObjectRef): Promise<DeletionRequestResult>;
+
+  /** {@linkcode DeletionRequests.create} keyed by name. @throws {NotFoundError} the name is not held. */
+  createByName(ref: ObjectNameRef): Promise<DeletionRequestResult>;
+
+  /** Marks every object owned by `ownerId` that is not already deletion-pending, in one transaction. */
+  createFromOwner(ownerId: ObjectId): Promise<DeletionCascadeResult>;
+
+  /** Every deletion-pending object of every kind, ordered by id. */
+  list(): Promise<ObjectRef[]>;
+}
+
+/** A position in the stale-dependents scan. The zero position starts at the beginning. */
+export interface StalePos {
+  /** The resource version of the target whose write put the dependent in scope. */
+  readonly targetVersion: number;
+  /** The target's id. */
+  readonly targetId: ObjectId;
+  /** The dependent's id. */
+  readonly dependentId: ObjectId;
+}
+
+/** Bounds one page of {@linkcode Dependencies.listStaleSince}. */
+export interface ListStaleSinceOptions {
+  /** Resume strictly after this position. */
+  readonly after: StalePos;
+  /** Consider only targets written at or below this resource version. */
+  readonly through: number;
+  /** At most this many rows; non-positive reads nothing. */
+  readonly limit: number;
+}
+
+/** One page of the stale-dependents scan. */
+export interface ListStaleSinceResult {
+  /** One row per (moved target, dependent) pair, in scan order. */
+  readonly dependents: ObjectRef[];
+  /** The position of the last row (the `after` position when the page is empty). */
+  readonly position: StalePos;
+}
+
+/** The dependency watermarks and the staleness scan derived from them. */
+export interface Dependencies {
+  /**
+   * Dependents of the given kinds whose `depends_on` target's resource version
+   * is above their watermark (a missing watermark is stale), for targets
+   * written above `after` and at or below `through`. The kind filter applies
+   * to the dependent only. Self-edges are excluded; no kinds reads nothing.
+   */
+  listStaleSince(
+    kinds: readonly GroupKind[],
+    options: ListStaleSinceOptions,
+  ): Promise<ListStaleSinceResult>;
+
+  /**
+   * Records `cursor` as what `id`'s last successful reconcile observed. Only
+   * rises; writes only for an object with an outgoing `depends_on` edge; bumps
+   * no resource version.
+   */
+  watermarkSet(id: ObjectId, cursor: number): Promise<void>;
+}
+
+/** Persisted scan positions of periodic drivers. */
+export interface DriverCursors {
+  /** The cursor last persisted under `name`, or `undefined` when none has been. */
+  get(name: string): Promise<number | undefined>;
+  /** Persists `cursor` under `name` if it is above the stored one; otherwise writes nothing. */
+  set(name: string, cursor: number): Promise<void>;
+}
+
+/** An event run as read. */
+export interface RawEvent {
+  /** The run's id. */
+  readonly id: EventId;
+  /** The object the run belongs to. */
+  readonly objectId: ObjectId;
+  /** The timeline; `""` is the default. */
+  readonly category: string;
+  /** `"Normal"` or `"Warning"`. */
+  readonly type: "Normal" | "Warning";
+  /** The reason shared by every observation in the run. */
+  readonly reason: string;
+  /** The latest observation's message, `""` when none. */
+  readonly message: string;
+  /** The latest observation's detail as JSON text, `undefined` when none. */
+  readonly detail: string | undefined;
+  /** How many observations the run holds. */
+  readonly count: number;
+  /** When the run started. */
+  readonly firstAt: Date;
+  /** When the run was last extended. */
+  readonly lastAt: Date;
+  /** Re-drawn on every extend. */
+  readonly resourceVersion: number;
+}
+
+/** Everything {@linkcode Events.add} accepts. */
+export interface EventsAddInput {
+  /** The timeline. @default {""} */
+  readonly category?: string;
+  /** `"Normal"` or `"Warning"`. */
+  readonly type: "Normal" | "Warning";
+  /** Non-empty. */
+  readonly reason: string;
+  /** @default {""} */
+  readonly message?: string;
+  /** JSON text. @default {undefined} */
+  readonly detail?: string;
+}
+
+/** Filters one event read. */
+export interface EventQuery {
+  /** Only this timeline (`""` included); `undefined` reads every timeline. */
+  readonly category?: string;
+  /** Only this type. */
+  readonly type?: "Normal" | "Warning";
+  /** Only this reason. */
+  readonly reason?: string;
+  /** Only runs whose `lastAt` is at or after this instant (millisecond resolution). */
+  readonly since?: Date;
+  /** Only the newest N runs; 0 = no limit. @default {0} */
+  readonly limit?: number;
+}
+
+/** One page of an event tail. */
+export interface EventsListSinceResult {
+  /** Runs above the position, oldest first. */
+  readonly events: RawEvent[];
+  /** The highest resource version retention removed (0 when none). */
+  readonly trimmedThrough: number;
+}
+
+/** Bounds one page of {@linkcode Events.listSince}. */
+export interface EventsListSinceOptions {
+  /** Read runs strictly above this resource version. */
+  readonly after: number;
+  /** At most this many runs; non-positive reads nothing. */
+  readonly limit: number;
+  /** Selects which timeline's horizon is reported; `undefined` = the max over timelines. */
+  readonly category?: string;
+}
+
+/** A listing and the log position it is complete as of. */
+export interface Snapshot<T> {
+  /** The rows. */
+  readonly items: T[];
+  /** The position: nothing at or below it is missing from `items`. */
+  readonly resourceVersion: number;
+}
+
+/** Retention bounds for {@linkcode Events.sweep}. */
+export interface EventsSweepOptions {
+  /** Keep each timeline's newest N runs; 0 = unbounded. */
+  readonly perTimeline: number;
+  /** Drop runs whose `lastAt` is older than this many ms; 0 = unbounded. */
+  readonly maxAge: number;
+  /** At most this many timelines trimmed by the cap per call; ≤ 0 = the store's choice. */
+  readonly capBudget?: number;
+}
+
+/** The per-object event log, aggregated into runs. */
+export interface Events {
+  /**
+   * Records an observation in the `(id, category)` timeline: extends the
+   * timeline's newest run when type and reason match, else starts a run.
+   * Draws a resource version; bumps no object row and logs no object write.
+   * @throws {InvalidEventError} bad type, empty reason, or text that is not well-formed UTF-16.
+   * @throws {NotFoundError} no such id.
+   * @throws {WrongKindError} the id belongs to another kind.
+   */
+  add(ref: ObjectRef, input: EventsAddInput): Promise<void>;
+
+  /** The newest run in `id`'s `category` timeline, or `undefined`. */
+  getLatest(id: ObjectId, category: string): Promise<RawEvent | undefined>;
+
+  /** `id`'s runs matching `query`, newest first (by `lastAt`, then id). */
+  list(id: ObjectId, query?: EventQuery): Promise<RawEvent[]>;
+
+  /**
+   * `id`'s runs above `options.after`, oldest first, across every timeline,
+   * read atomically with the retention horizon.
+   * @throws {NotFoundError} `id` holds no object (its log went with it).
+   */
+  listSince(id: ObjectId, options: EventsListSinceOptions): Promise<EventsListSinceResult>;
+
+  /** The highest resource version over `id`'s runs; 0 when none. Not monotonic. */
+  maxVersion(id: ObjectId): Promise<number>;
+
+  /** {@linkcode Events.list} and {@linkcode Events.maxVersion} read in one transaction. */
+  snapshot(id: ObjectId, query?: EventQuery): Promise<Snapshot<RawEvent>>;
+
+  /** Trims the log to the bounds, raising each timeline's horizon; resolves to the runs deleted. */
+  sweep(options: EventsSweepOptions): Promise<number>;
+}
+
+/** What a write-log entry recorded. A soft delete is an `"update"`; only collection is `"delete"`. */
+export type WriteOp = "create" | "update" | "delete";
+
+/** A write-log entry. */
+export interface ObjectWrite {
+  /** The object written. */
+  readonly id: ObjectId;
+  /** The resource version the write gave the row. */
+  readonly resourceVersion: number;
+  /** The object's group. */
+  readonly group: string;
+  /** The object's kind. */
+  readonly kind: string;
+  /** What the write did. */
+  readonly op: WriteOp;
+  /** The row image at collection; set exactly on `"delete"` entries. */
+  readonly final: RawObject | undefined;
+}
+
+/** Bounds one page of a write-log tail. */
+export interface ObjectWritesListSinceOptions {
+  /** Read entries strictly above this resource version. */
+  readonly after: number;
+  /** At most this many entries; non-positive reads nothing. */
+  readonly limit: number;
+}
+
+/** One page of a write-log tail. */
+export interface ObjectWritesListSinceResult {
+  /** Entries above the position, ascending. */
+  readonly writes: ObjectWrite[];
+  /**
+   * The highest resource version retention removed: a position below it lost
+   * entries unread (equality lost nothing).
+   */
+  readonly trimmedThrough: number;
+}
+
+/** The store-wide write-log position. */
+export interface ObjectWritesMaxVersionAllResult {
+  /** The log's bare maximum; not monotonic. */
+  readonly at: number;
+  /** The highest version retention removed from any kind; 0 when none. */
+  readonly trimmedThrough: number;
+}
+
+/** Retention bounds for {@linkcode ObjectWrites.sweep}. */
+export interface ObjectWritesSweepOptions {
+  /** Keep each kind's newest N entries; 0 = unbounded. */
+  readonly perKind: number;
+  /** Drop entries written more than this many ms ago; 0 = unbounded. */
+  readonly maxAge: number;
+}
+
+/** The append-only object write log. */
+export interface ObjectWrites {
+  /**
+   * Kind `gk`'s entries above `after`, ascending, with the horizon and the
+   * delete entries' row images read in one transaction.
+   */
+  listSince(
+    gk: GroupKind,
+    options: ObjectWritesListSinceOptions,
+  ): Promise<ObjectWritesListSinceResult>;
+
+  /**
+   * Every kind's entries above `after`, ascending, without row images. An
+   * empty page reports a horizon of 0.
+   */
+  listSinceAll(options: ObjectWritesListSinceOptions): Promise<ObjectWritesListSinceResult>;
+
+  /** Kind `gk`'s log position: max(its newest entry, its horizon). Only rises. */
+  maxVersion(gk: GroupKind): Promise<number>;
+
+  /** The store-wide bare maximum and horizon, reported apart. */
+  maxVersionAll(): Promise<ObjectWritesMaxVersionAllResult>;
+
+  /** Every object of kind `gk` and the kind's position, read in one transaction. */
+  snapshot(gk: GroupKind): Promise<Snapshot<RawObject>>;
+
+  /** One object (or none, when missing or of another kind) and its kind's position. */
+  snapshotById(gk: GroupKind, id: ObjectId): Promise<Snapshot<RawObject>>;
+
+  /** The objects of kind `gk` owned by `ownerId` and the kind's position. */
+  snapshotByOwner(gk: GroupKind, ownerId: ObjectId): Promise<Snapshot<RawObject>>;
+
+  /**
+   * Trims the log to the bounds, raising each affected kind's horizon in the
+   * same transaction; resolves to the entries deleted.
+   */
+  sweep(options: ObjectWritesSweepOptions): Promise<number>;
+}
+
+/** The durable count of reconcile passes an object is owed. */
+export interface ReconcileOwed {
+  /**
+   * Subtracts `observed` (the count a pass loaded) from the owed count,
+   * floored at 0. A row that is gone is not an error.
+   * @throws {WrongKindError} the id belongs to another kind.
+   */
+  decrement(ref: ObjectRef, observed: number): Promise<void>;
+
+  /** The ids of objects of kind `gk` with a non-zero owed count. */
+  listIds(gk: GroupKind): Promise<ObjectId[]>;
+
+  /** Increments the owed count once per distinct ref; ids that are gone are skipped. */
+  stamp(refs: readonly ObjectRef[]): Promise<void>;
+
+  /** Zeroes the owed count of every object whose kind is not in `keep`; resolves to rows cleared. */
+  sweep(keep: readonly GroupKind[]): Promise<number>;
+}
+
+/**
+ * The durable store beehive depends on. A transaction handle handed to
+ * {@linkcode Store.within} is itself a `Store` whose calls join the transaction.
+ */
+export interface Store {
+  /** Names this store's database: two stores opened on one path report one identity. Never empty. */
+  readonly identity: string;
+  /** The objects table. */
+  readonly objects: Objects;
+  /** The conditions table. */
+  readonly conditions: Conditions;
+  /** The edge table. */
+  readonly edges: Edges;
+  /** The deletion-request lifecycle. */
+  readonly deletionRequests: DeletionRequests;
+  /** The dependency watermarks. */
+  readonly dependencies: Dependencies;
+  /** Driver scan positions. */
+  readonly driverCursors: DriverCursors;
+  /** The event log. */
+  readonly events: Events;
+  /** The object write log. */
+  readonly objectWrites: ObjectWrites;
+  /** The owed counts. */
+  readonly reconcileOwed: ReconcileOwed;
+
+  /**
+   * Runs `fn` in one transaction: commits when it resolves, rolls back when it
+   * rejects. Calls through `tx` join the transaction and read its own writes.
+   * On a transaction handle, `within` opens a savepoint: a rejection unwinds
+   * only that frame's writes and hooks. `afterCommit` hooks run after the
+   * outermost commit, in registration order, and are awaited before it resolves.
+   * @throws {StaleTxError} `tx` is used after its frame ended, or while a frame nested in it is open.
+   * @throws {ConcurrentNestedTxError} a nested frame is opened beside an open sibling, or a frame resolves while one nested in it is still open (everything in it rolls back).
+   */
+  within<T>(fn: (tx: Store) => Promise<T>): Promise<T>;
+
+  /**
+   * Registers `fn` to run once the transaction commits, unless the frame it
+   * was registered against unwinds. Outside a transaction it runs at once. A
+   * hook that throws is logged and undoes nothing.
+   */
+  afterCommit(fn: () => void | Promise<void>): void;
+
+  /** The highest resource version a committed write took. Never falls. */
+  getLatestResourceVersion(): Promise<number>;
+
+  /** Returns up to `maxPages` free pages to the OS; resolves to how many it released. */
+  reclaimSpace(maxPages: number): Promise<number>;
+
+  /** Closes the store, waiting for an in-flight transaction; later calls reject with `StoreClosedError`. */
+  close(): Promise<void>;
+}

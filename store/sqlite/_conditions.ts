@@ -1,0 +1,156 @@
+/**
+ * The conditions family.
+ *
+ * @module
+ */
+import { DuplicateConditionTypeError, InvalidConditionError } from "../../src/errors.ts";
+import type { ConditionInput, Conditions, ObjectRef } from "../../src/store.ts";
+import { assertKind, checkRef, describe, rejectWith } from "./_rows.ts";
+import type { Session } from "./_session.ts";
+import { bumpObject } from "./_write_log.ts";
+
+const STATUSES = new Set(["True", "False", "Unknown"]);
+
+interface NormalCondition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+  liveness: number;
+}
+
+/** Validates a batch before any store work. */
+export function normalizeConditions(conditions: unknown): NormalCondition[] {
+  if (!Array.isArray(conditions)) {
+    throw new TypeError(
+      `Cannot set conditions: current value is ${describe(conditions)}, expected an array`,
+    );
+  }
+  const seen = new Set<string>();
+  return conditions.map((c: ConditionInput) => {
+    if (typeof c !== "object" || c === null) {
+      throw new InvalidConditionError(
+        `Cannot set condition ${describe(c)}: expected an object with type and status`,
+      );
+    }
+    const text = (field: "type" | "reason" | "message", value: unknown): string => {
+      if (value === undefined && field !== "type") return "";
+      if (typeof value !== "string") {
+        throw new InvalidConditionError(
+          `Cannot set condition: its ${field} is ${describe(value)}, expected a string`,
+        );
+      }
+      if (!value.isWellFormed()) {
+        throw new InvalidConditionError(
+          `Cannot set condition: its ${field} ${JSON.stringify(value)} is not well-formed UTF-16`,
+        );
+      }
+      return value;
+    };
+    const type = text("type", c.type);
+    if (type === "") throw new InvalidConditionError("Cannot set condition: its type is empty");
+    if (typeof c.status !== "string" || !STATUSES.has(c.status)) {
+      throw new InvalidConditionError(
+        `Cannot set condition "${type}": its status is ${
+          describe(c.status)
+        }, expected "True", "False" or "Unknown"`,
+      );
+    }
+    if (c.liveness !== undefined && typeof c.liveness !== "boolean") {
+      throw new InvalidConditionError(
+        `Cannot set condition "${type}": liveness is ${describe(c.liveness)}, expected a boolean`,
+      );
+    }
+    if (seen.has(type)) {
+      throw new DuplicateConditionTypeError(
+        `Cannot set conditions: type "${type}" appears twice in one write`,
+      );
+    }
+    seen.add(type);
+    return {
+      type,
+      status: c.status,
+      reason: text("reason", c.reason),
+      message: text("message", c.message),
+      liveness: c.liveness ? 1 : 0,
+    };
+  });
+}
+
+const UPSERT_SQL = `INSERT INTO conditions
+  (object_id, type, status, reason, message, liveness, open_epoch, transitioned_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (object_id, type) DO UPDATE SET
+    status = excluded.status, reason = excluded.reason, message = excluded.message,
+    liveness = excluded.liveness, open_epoch = excluded.open_epoch,
+    transitioned_at = CASE WHEN conditions.status = excluded.status
+      THEN conditions.transitioned_at ELSE excluded.transitioned_at END,
+    updated_at = excluded.updated_at`;
+
+export class SqliteConditions implements Conditions {
+  readonly #s: Session;
+
+  constructor(session: Session) {
+    this.#s = session;
+  }
+
+  set(ref: ObjectRef, conditions: readonly ConditionInput[]): Promise<void> {
+    return rejectWith(() => {
+      checkRef(ref);
+      const batch = normalizeConditions(conditions);
+      if (batch.length === 0) return Promise.resolve();
+      const epoch = this.#s.core.epoch;
+      return this.#s.write(({ db, now, draw }) => {
+        assertKind(ref, db.get(`SELECT "group", kind FROM objects WHERE id = ?`, ref.id));
+        const stored = new Map(
+          db.all(
+            `SELECT type, status, reason, message, liveness, open_epoch FROM conditions
+             WHERE object_id = ? AND type IN (SELECT value FROM json_each(?))`,
+            ref.id,
+            JSON.stringify(batch.map((c) => c.type)),
+          ).map((row) => [row.type as string, row]),
+        );
+        const changed = batch.filter((c) => {
+          const s = stored.get(c.type);
+          // A liveness row from an earlier open is never a match: re-confirming must rewrite it.
+          return s === undefined || (s.liveness === 1 && Number(s.open_epoch) < epoch) ||
+            s.status !== c.status || s.reason !== c.reason || s.message !== c.message ||
+            s.liveness !== c.liveness;
+        });
+        if (changed.length === 0) return;
+        for (const c of changed) {
+          db.run(
+            UPSERT_SQL,
+            ref.id,
+            c.type,
+            c.status,
+            c.reason,
+            c.message,
+            c.liveness,
+            epoch,
+            now,
+            now,
+          );
+        }
+        bumpObject(db, ref, draw(), now);
+      });
+    });
+  }
+
+  delete(ref: ObjectRef, type: string): Promise<void> {
+    return rejectWith(() => {
+      checkRef(ref);
+      if (typeof type !== "string") {
+        throw new TypeError(
+          `Cannot delete condition: current value is ${describe(type)}, expected a string`,
+        );
+      }
+      return this.#s.write(({ db, now, draw }) => {
+        assertKind(ref, db.get(`SELECT "group", kind FROM objects WHERE id = ?`, ref.id));
+        if (db.run("DELETE FROM conditions WHERE object_id = ? AND type = ?", ref.id, type) > 0) {
+          bumpObject(db, ref, draw(), now);
+        }
+      });
+    });
+  }
+}

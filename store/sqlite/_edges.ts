@@ -1,0 +1,250 @@
+/**
+ * The edges family.
+ *
+ * @module
+ */
+import type {
+  EdgeKey,
+  Edges,
+  EdgesAddResult,
+  EdgesDeleteResult,
+  IncomingEdgeQuery,
+  ObjectId,
+  ObjectRef,
+  Relation,
+} from "../../src/store.ts";
+import type { Db, Row } from "./_core.ts";
+import { checkId, checkIds, describe, ID_CHUNK, objectNotFound, rejectWith } from "./_rows.ts";
+import type { Session } from "./_session.ts";
+
+/** Checks a relation. @throws {TypeError} */
+export function checkRelation(relation: unknown): asserts relation is Relation {
+  if (relation !== "owned_by" && relation !== "depends_on") {
+    throw new TypeError(
+      `Cannot use relation: current value is ${
+        describe(relation)
+      }, expected "owned_by" or "depends_on"`,
+    );
+  }
+}
+
+function checkEdge(edge: unknown): asserts edge is EdgeKey {
+  const e = edge as EdgeKey;
+  if (typeof e !== "object" || e === null) {
+    throw new TypeError(
+      `Cannot use edge: current value is ${describe(edge)}, expected { fromId, toId, relation }`,
+    );
+  }
+  checkId(e.fromId, "fromId");
+  checkId(e.toId, "toId");
+  checkRelation(e.relation);
+}
+
+/** Decodes `id, group, kind` columns. */
+export function decodeRef(row: Row): ObjectRef {
+  return { id: Number(row.id), group: row.group as string, kind: row.kind as string };
+}
+
+/** The deletion-pending `depends_on` targets of `fromIds`, excluding self-edges. */
+export function unblockedTargets(db: Db, fromIds: readonly ObjectId[]): ObjectRef[] {
+  const seen = new Map<ObjectId, ObjectRef>();
+  for (let i = 0; i < fromIds.length; i += ID_CHUNK) {
+    const rows = db.all(
+      `SELECT DISTINCT t.id AS id, t."group" AS "group", t.kind AS kind
+       FROM edges e JOIN objects t ON t.id = e.to_id
+       WHERE e.from_id IN (SELECT value FROM json_each(?)) AND e.relation = 'depends_on'
+         AND e.to_id <> e.from_id AND t.deletion_requested_at IS NOT NULL
+       ORDER BY t.id`,
+      JSON.stringify(fromIds.slice(i, i + ID_CHUNK)),
+    );
+    for (const row of rows) seen.set(Number(row.id), decodeRef(row));
+  }
+  return [...seen.values()].sort((a, b) => a.id - b.id);
+}
+
+const NEW_EDGE = `NOT EXISTS (SELECT 1 FROM edges
+  WHERE from_id = ? AND to_id = ? AND relation = 'depends_on')`;
+
+export class SqliteEdges implements Edges {
+  readonly #s: Session;
+
+  constructor(session: Session) {
+    this.#s = session;
+  }
+
+  add(edge: EdgeKey): Promise<EdgesAddResult> {
+    return rejectWith(() => {
+      checkEdge(edge);
+      const { fromId, toId, relation } = edge;
+      return this.#s.write(({ db }) => {
+        if (db.get("SELECT 1 FROM objects WHERE id = ?", fromId) === undefined) {
+          throw objectNotFound(fromId);
+        }
+        const to = db.get(
+          `SELECT "group", kind, deletion_requested_at FROM objects WHERE id = ?`,
+          toId,
+        );
+        if (to === undefined) throw objectNotFound(toId);
+        let stamped = false;
+        if (relation === "depends_on" && fromId !== toId) {
+          // The stamp and the watermark reset happen only for a new edge, before
+          // the insert: a stamp must never be separable from its edge.
+          stamped = db.run(
+            `UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id = ? AND ${NEW_EDGE}`,
+            fromId,
+            fromId,
+            toId,
+          ) > 0;
+          if (stamped) db.run("DELETE FROM dependency_watermarks WHERE object_id = ?", fromId);
+        }
+        db.run(
+          `INSERT INTO edges (from_id, to_id, relation) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+          fromId,
+          toId,
+          relation,
+        );
+        return {
+          to: { group: to.group as string, kind: to.kind as string },
+          toDeleting: to.deletion_requested_at !== null,
+          reconcileOwedStamped: stamped,
+        };
+      });
+    });
+  }
+
+  delete(edge: EdgeKey): Promise<EdgesDeleteResult> {
+    return rejectWith(() => {
+      checkEdge(edge);
+      const { fromId, toId, relation } = edge;
+      return this.#s.write(({ db }): EdgesDeleteResult => {
+        const removed = db.run(
+          "DELETE FROM edges WHERE from_id = ? AND to_id = ? AND relation = ?",
+          fromId,
+          toId,
+          relation,
+        );
+        if (removed === 0 || relation !== "depends_on") return { to: undefined, unblocked: false };
+        const row = db.get(
+          `SELECT t."group" AS "group", t.kind AS kind,
+             t.deletion_requested_at IS NOT NULL AS to_pending,
+             (SELECT deletion_requested_at IS NOT NULL FROM objects WHERE id = ?) AS from_pending
+           FROM objects t WHERE t.id = ?`,
+          fromId,
+          toId,
+        );
+        if (row === undefined || row.to_pending !== 1 || row.from_pending !== 0) {
+          return { to: undefined, unblocked: false };
+        }
+        return { to: { group: row.group as string, kind: row.kind as string }, unblocked: true };
+      });
+    });
+  }
+
+  deleteFinalizingDependsOn(toId: ObjectId): Promise<void> {
+    return rejectWith(() => {
+      checkId(toId, "toId");
+      return this.#s.write(({ db }) => {
+        db.run(
+          `DELETE FROM edges WHERE to_id = ? AND relation = 'depends_on' AND EXISTS (
+             SELECT 1 FROM objects o WHERE o.id = edges.from_id AND o.deletion_requested_at IS NOT NULL)`,
+          toId,
+        );
+      });
+    });
+  }
+
+  hasIncoming(id: ObjectId): Promise<boolean> {
+    return rejectWith(() => {
+      checkId(id);
+      return this.#s.read((db) =>
+        db.get(
+          `SELECT EXISTS (SELECT 1 FROM edges e WHERE e.to_id = ? AND (e.relation = 'owned_by'
+             OR NOT EXISTS (SELECT 1 FROM objects o
+               WHERE o.id = e.from_id AND o.deletion_requested_at IS NOT NULL))) AS v`,
+          id,
+        )!.v === 1
+      );
+    });
+  }
+
+  listIncoming(query: IncomingEdgeQuery): Promise<ObjectRef[]> {
+    return rejectWith(() => {
+      checkId(query?.toId, "toId");
+      checkRelation(query.relation);
+      return this.#s.read((db) =>
+        db.all(
+          `SELECT e.from_id AS id, o."group" AS "group", o.kind AS kind
+           FROM edges e JOIN objects o ON o.id = e.from_id
+           WHERE e.to_id = ? AND e.relation = ? ORDER BY e.from_id`,
+          query.toId,
+          query.relation,
+        ).map(decodeRef)
+      );
+    });
+  }
+
+  listOutgoing(fromId: ObjectId, relation: Relation): Promise<ObjectRef[]> {
+    return rejectWith(() => {
+      checkId(fromId, "fromId");
+      checkRelation(relation);
+      return this.#s.read((db) =>
+        db.all(
+          `SELECT e.to_id AS id, o."group" AS "group", o.kind AS kind
+           FROM edges e JOIN objects o ON o.id = e.to_id
+           WHERE e.from_id = ? AND e.relation = ? ORDER BY e.to_id`,
+          fromId,
+          relation,
+        ).map(decodeRef)
+      );
+    });
+  }
+
+  groupIncomingByIds(
+    toIds: readonly ObjectId[],
+    relation: Relation,
+  ): Promise<Map<ObjectId, ObjectRef[]>> {
+    return rejectWith(() => {
+      checkIds(toIds, "toIds");
+      checkRelation(relation);
+      return this.#s.read((db) => group(db, toIds, relation, "to_id", "from_id"));
+    });
+  }
+
+  groupOutgoingByIds(
+    fromIds: readonly ObjectId[],
+    relation: Relation,
+  ): Promise<Map<ObjectId, ObjectRef[]>> {
+    return rejectWith(() => {
+      checkIds(fromIds, "fromIds");
+      checkRelation(relation);
+      return this.#s.read((db) => group(db, fromIds, relation, "from_id", "to_id"));
+    });
+  }
+}
+
+function group(
+  db: Db,
+  ids: readonly ObjectId[],
+  relation: Relation,
+  key: "to_id" | "from_id",
+  other: "to_id" | "from_id",
+): Map<ObjectId, ObjectRef[]> {
+  const out = new Map<ObjectId, ObjectRef[]>();
+  for (let i = 0; i < ids.length; i += ID_CHUNK) {
+    const rows = db.all(
+      `SELECT e.${key} AS route, e.${other} AS id, o."group" AS "group", o.kind AS kind
+       FROM edges e JOIN objects o ON o.id = e.${other}
+       WHERE e.${key} IN (SELECT value FROM json_each(?)) AND e.relation = ?
+       ORDER BY e.${key}, e.${other}`,
+      JSON.stringify(ids.slice(i, i + ID_CHUNK)),
+      relation,
+    );
+    for (const row of rows) {
+      const route = Number(row.route);
+      let list = out.get(route);
+      if (list === undefined) out.set(route, list = []);
+      list.push(decodeRef(row));
+    }
+  }
+  return out;
+}

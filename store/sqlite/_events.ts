@@ -1,0 +1,345 @@
+/**
+ * The event-log family: observations aggregated into runs per (object, category).
+ *
+ * @module
+ */
+import { InvalidEventError } from "../../src/errors.ts";
+import type {
+  EventQuery,
+  Events,
+  EventsAddInput,
+  EventsListSinceOptions,
+  EventsListSinceResult,
+  EventsSweepOptions,
+  ObjectId,
+  ObjectRef,
+  RawEvent,
+  Snapshot,
+} from "../../src/store.ts";
+import type { Db, Row, SqlValueList } from "./_core.ts";
+import {
+  assertKind,
+  checkId,
+  checkPage,
+  checkRef,
+  checkRetention,
+  describe,
+  objectNotFound,
+  rejectWith,
+} from "./_rows.ts";
+import type { Session } from "./_session.ts";
+
+const EVENT_COLUMNS =
+  "id, object_id, category, type, reason, message, detail, count, first_at, last_at, resource_version";
+
+/** Timelines trimmed by the cap per sweep when the caller leaves it to the store. */
+export const EVENT_CAP_BUDGET = 256;
+
+function decodeEvent(row: Row): RawEvent {
+  return {
+    id: Number(row.id),
+    objectId: Number(row.object_id),
+    category: row.category as string,
+    type: row.type as RawEvent["type"],
+    reason: row.reason as string,
+    message: row.message as string,
+    detail: row.detail === null ? undefined : row.detail as string,
+    count: Number(row.count),
+    firstAt: new Date(Number(row.first_at)),
+    lastAt: new Date(Number(row.last_at)),
+    resourceVersion: Number(row.resource_version),
+  };
+}
+
+function eventText(value: unknown, field: string, required: boolean): string {
+  if (value === undefined && !required) return "";
+  if (typeof value !== "string") {
+    throw new InvalidEventError(
+      `Cannot add event: its ${field} is ${describe(value)}, expected a string`,
+    );
+  }
+  if (!value.isWellFormed()) {
+    throw new InvalidEventError(
+      `Cannot add event: its ${field} ${JSON.stringify(value)} is not well-formed UTF-16`,
+    );
+  }
+  if (required && value === "") {
+    throw new InvalidEventError(`Cannot add event: its ${field} is empty`);
+  }
+  return value;
+}
+
+function checkType(type: unknown, what: string): asserts type is RawEvent["type"] {
+  if (type !== "Normal" && type !== "Warning") {
+    throw new InvalidEventError(
+      `Cannot ${what}: event type is ${describe(type)}, expected "Normal" or "Warning"`,
+    );
+  }
+}
+
+/** Validates a query and renders its SQL and parameters. */
+function renderList(id: ObjectId, query: EventQuery | undefined): [string, SqlValueList] {
+  const q = query ?? {};
+  const where = ["object_id = ?"];
+  const params: SqlValueList = [id];
+  if (q.category !== undefined) {
+    if (typeof q.category !== "string") {
+      throw new TypeError(`Cannot list events: category is ${describe(q.category)}`);
+    }
+    where.push("category = ?");
+    params.push(q.category);
+  }
+  if (q.type !== undefined) {
+    checkType(q.type, "list events");
+    where.push("type = ?");
+    params.push(q.type);
+  }
+  if (q.reason !== undefined && q.reason !== "") {
+    if (typeof q.reason !== "string") {
+      throw new TypeError(`Cannot list events: reason is ${describe(q.reason)}`);
+    }
+    where.push("reason = ?");
+    params.push(q.reason);
+  }
+  if (q.since !== undefined) {
+    if (!(q.since instanceof Date) || Number.isNaN(q.since.getTime())) {
+      throw new TypeError(
+        `Cannot list events: since is ${describe(q.since)}, expected a valid Date`,
+      );
+    }
+    where.push("last_at >= ?");
+    params.push(q.since.getTime());
+  }
+  let sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE ${
+    where.join(" AND ")
+  } ORDER BY last_at DESC, id DESC`;
+  const limit = q.limit ?? 0;
+  if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 0) {
+    throw new TypeError(
+      `Cannot list events: limit is ${describe(limit)}, expected an integer >= 0`,
+    );
+  }
+  if (limit > 0) {
+    sql += " LIMIT ?";
+    params.push(limit);
+  }
+  return [sql, params];
+}
+
+function maxVersion(db: Db, id: ObjectId): number {
+  const v = db.get("SELECT MAX(resource_version) AS v FROM events WHERE object_id = ?", id)?.v;
+  return v === null || v === undefined ? 0 : Number(v);
+}
+
+function raiseHorizon(db: Db, objectId: number, category: string, through: number): void {
+  db.run(
+    `INSERT INTO events_horizon (object_id, category, trimmed_through) VALUES (?, ?, ?)
+     ON CONFLICT (object_id, category) DO UPDATE SET trimmed_through = excluded.trimmed_through
+     WHERE excluded.trimmed_through > events_horizon.trimmed_through`,
+    objectId,
+    category,
+    through,
+  );
+}
+
+export class SqliteEvents implements Events {
+  readonly #s: Session;
+
+  constructor(session: Session) {
+    this.#s = session;
+  }
+
+  add(ref: ObjectRef, input: EventsAddInput): Promise<void> {
+    return rejectWith(() => {
+      checkRef(ref);
+      if (typeof input !== "object" || input === null) {
+        throw new InvalidEventError(`Cannot add event: current value is ${describe(input)}`);
+      }
+      checkType(input.type, "add event");
+      const reason = eventText(input.reason, "reason", true);
+      const category = eventText(input.category, "category", false);
+      const message = eventText(input.message, "message", false);
+      if (input.detail !== undefined && typeof input.detail !== "string") {
+        throw new TypeError(
+          `Cannot add event: detail is ${describe(input.detail)}, expected JSON text`,
+        );
+      }
+      const detail = input.detail ?? null;
+      return this.#s.write(({ db, now, draw }) => {
+        assertKind(ref, db.get(`SELECT "group", kind FROM objects WHERE id = ?`, ref.id));
+        const rv = draw();
+        // "Latest" is append order (greatest id), not clock order.
+        const latest = db.get(
+          `SELECT id, type, reason FROM events INDEXED BY idx_events_latest
+           WHERE object_id = ? AND category = ? ORDER BY id DESC LIMIT 1`,
+          ref.id,
+          category,
+        );
+        if (latest !== undefined && latest.type === input.type && latest.reason === reason) {
+          db.run(
+            `UPDATE events SET count = count + 1, last_at = ?, message = ?, detail = ?,
+               resource_version = ? WHERE id = ?`,
+            now,
+            message,
+            detail,
+            rv,
+            latest.id,
+          );
+        } else {
+          db.run(
+            `INSERT INTO events (object_id, category, type, reason, message, detail, count,
+               first_at, last_at, resource_version) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
+            ref.id,
+            category,
+            input.type,
+            reason,
+            message,
+            detail,
+            now,
+            now,
+            rv,
+          );
+        }
+      });
+    });
+  }
+
+  getLatest(id: ObjectId, category: string): Promise<RawEvent | undefined> {
+    return rejectWith(() => {
+      checkId(id);
+      if (typeof category !== "string") {
+        throw new TypeError(`Cannot read events: category is ${describe(category)}`);
+      }
+      return this.#s.read((db) => {
+        const row = db.get(
+          `SELECT ${EVENT_COLUMNS} FROM events INDEXED BY idx_events_latest
+           WHERE object_id = ? AND category = ? ORDER BY id DESC LIMIT 1`,
+          id,
+          category,
+        );
+        return row === undefined ? undefined : decodeEvent(row);
+      });
+    });
+  }
+
+  list(id: ObjectId, query?: EventQuery): Promise<RawEvent[]> {
+    return rejectWith(() => {
+      checkId(id);
+      const [sql, params] = renderList(id, query);
+      return this.#s.read((db) => db.all(sql, ...params).map(decodeEvent));
+    });
+  }
+
+  listSince(id: ObjectId, options: EventsListSinceOptions): Promise<EventsListSinceResult> {
+    return rejectWith(() => {
+      checkId(id);
+      const { after, limit } = checkPage(options);
+      const category = options.category;
+      if (category !== undefined && typeof category !== "string") {
+        throw new TypeError(`Cannot read events: category is ${describe(category)}`);
+      }
+      return this.#s.readSnapshot((db) => {
+        const events = limit <= 0 ? [] : db.all(
+          `SELECT ${EVENT_COLUMNS} FROM events INDEXED BY idx_events_object_rv
+           WHERE object_id = ? AND resource_version > ? ORDER BY resource_version LIMIT ?`,
+          id,
+          after,
+          limit,
+        ).map(decodeEvent);
+        const h = category === undefined
+          ? db.get("SELECT MAX(trimmed_through) AS t FROM events_horizon WHERE object_id = ?", id)
+          : db.get(
+            "SELECT trimmed_through AS t FROM events_horizon WHERE object_id = ? AND category = ?",
+            id,
+            category,
+          );
+        const trimmedThrough = h?.t === null || h === undefined ? 0 : Number(h.t);
+        // The log cascades with its object: an empty page there means "gone", not "quiet".
+        if (
+          events.length === 0 && trimmedThrough === 0 &&
+          db.get("SELECT 1 FROM objects WHERE id = ?", id) === undefined
+        ) throw objectNotFound(id);
+        return { events, trimmedThrough };
+      });
+    });
+  }
+
+  maxVersion(id: ObjectId): Promise<number> {
+    return rejectWith(() => {
+      checkId(id);
+      return this.#s.read((db) => maxVersion(db, id));
+    });
+  }
+
+  snapshot(id: ObjectId, query?: EventQuery): Promise<Snapshot<RawEvent>> {
+    return rejectWith(() => {
+      checkId(id);
+      const [sql, params] = renderList(id, query);
+      return this.#s.readSnapshot((db) => ({
+        items: db.all(sql, ...params).map(decodeEvent),
+        resourceVersion: maxVersion(db, id),
+      }));
+    });
+  }
+
+  sweep(options: EventsSweepOptions): Promise<number> {
+    return rejectWith(() => {
+      const { perTimeline, maxAge } = checkRetention(options, ["perTimeline", "maxAge"]);
+      const capBudget = options.capBudget ?? 0;
+      if (typeof capBudget !== "number" || !Number.isSafeInteger(capBudget)) {
+        throw new TypeError(`Cannot sweep events: capBudget is ${describe(capBudget)}`);
+      }
+      const budget = capBudget > 0 ? capBudget : EVENT_CAP_BUDGET;
+      return this.#s.write(({ db, now }) => {
+        let deleted = 0;
+        if (perTimeline > 0) {
+          const timelines = db.all(
+            `SELECT object_id, category FROM events GROUP BY object_id, category
+             HAVING COUNT(*) > ? LIMIT ?`,
+            perTimeline,
+            budget,
+          );
+          for (const t of timelines) {
+            const cut = db.get(
+              `SELECT last_at, id FROM events WHERE object_id = ? AND category = ?
+               ORDER BY last_at DESC, id DESC LIMIT 1 OFFSET ?`,
+              t.object_id,
+              t.category,
+              perTimeline,
+            )!;
+            const through = db.get(
+              `SELECT MAX(resource_version) AS v FROM events
+               WHERE object_id = ? AND category = ? AND (last_at, id) <= (?, ?)`,
+              t.object_id,
+              t.category,
+              cut.last_at,
+              cut.id,
+            )!.v;
+            // The horizon rises in the same transaction as the trim it covers.
+            raiseHorizon(db, Number(t.object_id), t.category as string, Number(through));
+            deleted += db.run(
+              `DELETE FROM events WHERE object_id = ? AND category = ? AND (last_at, id) <= (?, ?)`,
+              t.object_id,
+              t.category,
+              cut.last_at,
+              cut.id,
+            );
+          }
+        }
+        if (maxAge > 0) {
+          const horizon = now - maxAge;
+          const aged = db.all(
+            `SELECT object_id, category, MAX(resource_version) AS v FROM events
+             WHERE last_at < ? GROUP BY object_id, category`,
+            horizon,
+          );
+          for (const t of aged) {
+            raiseHorizon(db, Number(t.object_id), t.category as string, Number(t.v));
+          }
+          deleted += db.run("DELETE FROM events WHERE last_at < ?", horizon);
+        }
+        return deleted;
+      });
+    });
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * The `node:sqlite` shim: `DatabaseSync` is built into Deno 2.2+ and Node
+ * 22.5+, so one adapter runs on both with nothing to download.
+ *
+ * @module
+ */
+import { DatabaseSync } from "node:sqlite";
+import type { Connection, Driver, DriverFailure } from "./_driver.ts";
+
+/** The default driver. */
+export const nodeSqliteDriver: Driver = {
+  open(path: string): Connection {
+    // Connection is structurally what DatabaseSync offers.
+    return new DatabaseSync(path) as unknown as Connection;
+  },
+  // node:sqlite attaches SQLite's extended result code as `errcode`.
+  describeFailure(error: unknown): DriverFailure {
+    const e = error as { errcode?: unknown; message?: unknown };
+    return {
+      code: typeof e?.errcode === "number" ? e.errcode : undefined,
+      message: typeof e?.message === "string" ? e.message : String(error),
+    };
+  },
+};

@@ -1,0 +1,102 @@
+/**
+ * The owed-count family: a durable stamp that an object is owed a pass.
+ *
+ * @module
+ */
+import type { GroupKind, ObjectId, ObjectRef, ReconcileOwed } from "../../src/store.ts";
+import {
+  assertKind,
+  checkGroupKind,
+  checkId,
+  checkRef,
+  describe,
+  ID_CHUNK,
+  rejectWith,
+} from "./_rows.ts";
+import type { Session } from "./_session.ts";
+
+export class SqliteReconcileOwed implements ReconcileOwed {
+  readonly #s: Session;
+
+  constructor(session: Session) {
+    this.#s = session;
+  }
+
+  decrement(ref: ObjectRef, observed: number): Promise<void> {
+    return rejectWith(() => {
+      checkRef(ref);
+      if (typeof observed !== "number" || !Number.isSafeInteger(observed) || observed < 0) {
+        throw new TypeError(
+          `Cannot decrement the owed count of object ${ref.id} by ${
+            describe(observed)
+          }: expected an integer >= 0`,
+        );
+      }
+      return this.#s.write(({ db }) => {
+        const row = db.get(
+          `SELECT "group", kind, reconcile_owed FROM objects WHERE id = ?`,
+          ref.id,
+        );
+        if (row === undefined) return; // collected: nothing is owed any more
+        assertKind(ref, row);
+        if (observed === 0 || row.reconcile_owed === 0) return;
+        db.run(
+          "UPDATE objects SET reconcile_owed = max(reconcile_owed - ?, 0) WHERE id = ?",
+          observed,
+          ref.id,
+        );
+      });
+    });
+  }
+
+  listIds(gk: GroupKind): Promise<ObjectId[]> {
+    return rejectWith(() => {
+      checkGroupKind(gk);
+      return this.#s.read((db) =>
+        db.all(
+          `SELECT id FROM objects INDEXED BY idx_objects_owed
+           WHERE "group" = ? AND kind = ? AND reconcile_owed <> 0 ORDER BY id`,
+          gk.group,
+          gk.kind,
+        ).map((r) => Number(r.id))
+      );
+    });
+  }
+
+  stamp(refs: readonly ObjectRef[]): Promise<void> {
+    return rejectWith(() => {
+      if (!Array.isArray(refs)) {
+        throw new TypeError(`Cannot stamp: current value is ${describe(refs)}, expected an array`);
+      }
+      const ids = [...new Set(refs.map((r) => r?.id))];
+      ids.forEach((id) => checkId(id));
+      if (ids.length === 0) return Promise.resolve();
+      return this.#s.write(({ db }) => {
+        for (let i = 0; i < ids.length; i += ID_CHUNK) {
+          db.run(
+            `UPDATE objects SET reconcile_owed = reconcile_owed + 1
+             WHERE id IN (SELECT value FROM json_each(?))`,
+            JSON.stringify(ids.slice(i, i + ID_CHUNK)),
+          );
+        }
+      });
+    });
+  }
+
+  sweep(keep: readonly GroupKind[]): Promise<number> {
+    return rejectWith(() => {
+      if (!Array.isArray(keep)) {
+        throw new TypeError(`Cannot sweep: current value is ${describe(keep)}, expected an array`);
+      }
+      keep.forEach(checkGroupKind);
+      return this.#s.write(({ db }) =>
+        db.run(
+          `UPDATE objects SET reconcile_owed = 0
+           WHERE reconcile_owed <> 0
+             AND ("group", kind) NOT IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`,
+          JSON.stringify(keep.map((k) => [k.group, k.kind])),
+        )
+      );
+    });
+  }
+}

@@ -1,0 +1,328 @@
+/**
+ * Row decoding and the argument checks every family shares.
+ *
+ * @module
+ */
+import {
+  InvalidNameError,
+  InvalidOptionError,
+  NotFoundError,
+  StoreError,
+  WrongKindError,
+} from "../../src/errors.ts";
+import type {
+  ConditionStatus,
+  GroupKind,
+  ObjectId,
+  ObjectRef,
+  RawCondition,
+  RawObject,
+  RawObjectMeta,
+} from "../../src/store.ts";
+import { type Db, kindLabel, type Row } from "./_core.ts";
+
+/** The object columns every full-row read selects, in decode order. */
+export const OBJECT_COLUMNS = `id, "group", kind, name, spec, status, spec_version,
+  status_version, generation, observed_generation, observed_at, resource_version,
+  deletion_requested_at, reconcile_owed, finalizers, created_at, updated_at`;
+
+/** Decodes an objects row. @throws {StoreError} the finalizers column is not a JSON string array. */
+export function decodeMeta(row: Row): RawObjectMeta {
+  return {
+    id: Number(row.id),
+    group: row.group as string,
+    kind: row.kind as string,
+    name: row.name as string,
+    spec: row.spec as string,
+    status: row.status === null ? undefined : row.status as string,
+    specVersion: Number(row.spec_version),
+    statusVersion: Number(row.status_version),
+    generation: Number(row.generation),
+    observedGeneration: row.observed_generation === null
+      ? undefined
+      : Number(row.observed_generation),
+    observedAt: optionalDate(row.observed_at),
+    resourceVersion: Number(row.resource_version),
+    deletionRequestedAt: optionalDate(row.deletion_requested_at),
+    reconcileOwed: Number(row.reconcile_owed),
+    finalizers: decodeFinalizers(row.finalizers, Number(row.id)),
+    createdAt: new Date(Number(row.created_at)),
+    updatedAt: new Date(Number(row.updated_at)),
+  };
+}
+
+function optionalDate(value: unknown): Date | undefined {
+  return value === null || value === undefined ? undefined : new Date(Number(value));
+}
+
+/** Parses a finalizers column. */
+export function decodeFinalizers(text: unknown, id: ObjectId): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text as string);
+  } catch (cause) {
+    throw new StoreError(`Cannot read object ${id}: its finalizers column is not JSON`, {
+      cause,
+    });
+  }
+  if (!Array.isArray(value) || !value.every((f) => typeof f === "string")) {
+    throw new StoreError(
+      `Cannot read object ${id}: its finalizers column is not an array of strings`,
+    );
+  }
+  return value;
+}
+
+const CONDITION_COLUMNS =
+  "object_id, type, status, reason, message, liveness, open_epoch, transitioned_at, updated_at";
+
+/** Decodes a conditions row, downgrading a liveness row from an earlier open. */
+export function decodeCondition(row: Row, epoch: number): RawCondition {
+  const liveness = row.liveness === 1;
+  const unconfirmed = liveness && Number(row.open_epoch) < epoch;
+  return {
+    type: row.type as string,
+    status: unconfirmed ? "Unknown" : row.status as ConditionStatus,
+    reason: row.reason as string,
+    message: row.message as string,
+    liveness,
+    unconfirmed,
+    transitionedAt: new Date(Number(row.transitioned_at)),
+    updatedAt: new Date(Number(row.updated_at)),
+  };
+}
+
+/** Reads one object's conditions, ordered by type. */
+export function readConditions(db: Db, id: ObjectId, epoch: number): RawCondition[] {
+  return db
+    .all(`SELECT ${CONDITION_COLUMNS} FROM conditions WHERE object_id = ? ORDER BY type`, id)
+    .map((row) => decodeCondition(row, epoch));
+}
+
+/** Ids per batched statement: bounds the JSON array bound as one parameter. */
+export const ID_CHUNK = 30_000;
+
+/** Attaches conditions to rows with one batched query per chunk. */
+export function withConditions(db: Db, metas: RawObjectMeta[], epoch: number): RawObject[] {
+  if (metas.length === 1) {
+    return [{ ...metas[0], conditions: readConditions(db, metas[0].id, epoch) }];
+  }
+  const byId = new Map<ObjectId, RawCondition[]>();
+  for (let i = 0; i < metas.length; i += ID_CHUNK) {
+    const ids = JSON.stringify(metas.slice(i, i + ID_CHUNK).map((m) => m.id));
+    const rows = db.all(
+      `SELECT ${CONDITION_COLUMNS} FROM conditions
+       WHERE object_id IN (SELECT value FROM json_each(?)) ORDER BY object_id, type`,
+      ids,
+    );
+    for (const row of rows) {
+      const id = Number(row.object_id);
+      let list = byId.get(id);
+      if (list === undefined) byId.set(id, list = []);
+      list.push(decodeCondition(row, epoch));
+    }
+  }
+  return metas.map((m) => ({ ...m, conditions: byId.get(m.id) ?? [] }));
+}
+
+/** Reads one object row by id, or `undefined`. */
+export function readMeta(db: Db, id: ObjectId): RawObjectMeta | undefined {
+  const row = db.get(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, id);
+  return row === undefined ? undefined : decodeMeta(row);
+}
+
+/** Reads one object row by id with conditions. @throws {NotFoundError} */
+export function readObject(db: Db, id: ObjectId, epoch: number): RawObject {
+  const meta = readMeta(db, id);
+  if (meta === undefined) throw objectNotFound(id);
+  return { ...meta, conditions: readConditions(db, id, epoch) };
+}
+
+/** The error for an id that names nothing. */
+export function objectNotFound(id: ObjectId): NotFoundError {
+  return new NotFoundError(`Cannot find object ${id}: no object has that id`);
+}
+
+/** The error for a name not held within a kind. */
+export function nameNotFound(gk: GroupKind, name: string): NotFoundError {
+  return new NotFoundError(
+    `Cannot find ${kindLabel(gk.group, gk.kind)} "${name}": no object of that kind has that name`,
+  );
+}
+
+/**
+ * Checks that `id` is an object of `ref`'s kind, from a row's kind columns.
+ * @throws {NotFoundError} `row` is undefined.
+ * @throws {WrongKindError} the row is of another kind.
+ */
+export function assertKind(ref: ObjectRef, row: Row | undefined): asserts row is Row {
+  if (row === undefined) throw objectNotFound(ref.id);
+  if (row.group !== ref.group || row.kind !== ref.kind) {
+    throw new WrongKindError(
+      `Cannot use object ${ref.id} as ${kindLabel(ref.group, ref.kind)}: it is a ${
+        kindLabel(row.group as string, row.kind as string)
+      }`,
+    );
+  }
+}
+
+/** Checks an id argument. @throws {TypeError} not a positive safe integer. */
+export function checkId(id: unknown, what = "id"): asserts id is ObjectId {
+  if (typeof id !== "number" || !Number.isSafeInteger(id) || id < 1) {
+    throw new TypeError(
+      `Cannot use ${what}: current value is ${describe(id)}, expected a positive safe integer`,
+    );
+  }
+}
+
+/** Checks a list of ids. @throws {TypeError} */
+export function checkIds(ids: unknown, what = "ids"): asserts ids is ObjectId[] {
+  if (!Array.isArray(ids)) {
+    throw new TypeError(`Cannot use ${what}: current value is ${describe(ids)}, expected an array`);
+  }
+  for (const id of ids) checkId(id, `an element of ${what}`);
+}
+
+/** Checks a kind argument. @throws {InvalidOptionError} */
+export function checkGroupKind(gk: unknown): asserts gk is GroupKind {
+  const value = gk as GroupKind;
+  if (
+    typeof value !== "object" || value === null || typeof value.group !== "string" ||
+    typeof value.kind !== "string"
+  ) {
+    throw new InvalidOptionError(
+      `Cannot use kind: current value is ${describe(gk)}, expected { group, kind } strings`,
+    );
+  }
+  if (value.kind === "") {
+    throw new InvalidOptionError(`Cannot use kind: the kind must not be empty`);
+  }
+  if (!value.group.isWellFormed() || !value.kind.isWellFormed()) {
+    throw new InvalidOptionError(
+      `Cannot use kind ${JSON.stringify(value)}: group and kind must be well-formed UTF-16`,
+    );
+  }
+}
+
+/** Checks an id-keyed, kind-scoped reference. */
+export function checkRef(ref: unknown): asserts ref is ObjectRef {
+  checkGroupKind(ref);
+  checkId((ref as ObjectRef).id);
+}
+
+/** Checks a name. @throws {InvalidNameError} empty or not well-formed UTF-16. */
+export function checkName(name: unknown): asserts name is string {
+  if (typeof name !== "string") {
+    throw new TypeError(`Cannot use name: current value is ${describe(name)}, expected a string`);
+  }
+  if (name === "") throw new InvalidNameError("Cannot use name: it must not be empty");
+  if (!name.isWellFormed()) {
+    throw new InvalidNameError(
+      `Cannot use name ${JSON.stringify(name)}: it is not well-formed UTF-16`,
+    );
+  }
+}
+
+/** Checks a JSON text argument. @throws {TypeError} */
+export function checkJsonText(text: unknown, what: string): asserts text is string {
+  if (typeof text !== "string") {
+    throw new TypeError(
+      `Cannot write ${what}: current value is ${describe(text)}, expected JSON text`,
+    );
+  }
+}
+
+/** Checks a schema version. @throws {TypeError} */
+export function checkSchemaVersion(v: unknown, what: string): number {
+  if (v === undefined) return 0;
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) {
+    throw new TypeError(
+      `Cannot use ${what}: current value is ${describe(v)}, expected an integer >= 0`,
+    );
+  }
+  return v;
+}
+
+/** Checks a list of finalizers. @throws {InvalidOptionError} */
+export function checkFinalizers(finalizers: unknown): string[] {
+  if (finalizers === undefined) return [];
+  if (!Array.isArray(finalizers)) {
+    throw new InvalidOptionError(
+      `Cannot use finalizers: current value is ${describe(finalizers)}, expected an array`,
+    );
+  }
+  for (const f of finalizers) {
+    if (typeof f !== "string" || f === "" || !f.isWellFormed()) {
+      throw new InvalidOptionError(
+        `Cannot use finalizer ${describe(f)}: expected a non-empty, well-formed string`,
+      );
+    }
+  }
+  return [...new Set(finalizers as string[])];
+}
+
+/** A short rendering of a value for error messages. */
+export function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (Array.isArray(value)) return "an array";
+  if (value === null) return "null";
+  if (typeof value === "object") return "an object";
+  return String(value);
+}
+
+/** A rejected promise for an argument error, so members never throw synchronously. */
+export function rejectWith<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return fn();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function checkInteger(value: unknown, what: string, min: number): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
+    throw new TypeError(
+      `Cannot use ${what}: current value is ${describe(value)}, expected an integer >= ${min}`,
+    );
+  }
+  return value;
+}
+
+/** Checks a tail page's bounds: a position >= 0 and an integer limit. */
+export function checkPage(options: unknown): { after: number; limit: number } {
+  const o = options as { after?: unknown; limit?: unknown } | undefined;
+  if (typeof o !== "object" || o === null) {
+    throw new TypeError(
+      `Cannot read a page: current options are ${describe(options)}, expected { after, limit }`,
+    );
+  }
+  return {
+    after: checkInteger(o.after, "after", 0),
+    limit: checkInteger(o.limit, "limit", Number.MIN_SAFE_INTEGER),
+  };
+}
+
+/** Checks retention bounds: each a finite number >= 0. */
+export function checkRetention<K extends string>(
+  options: unknown,
+  keys: readonly K[],
+): Record<K, number> {
+  const o = options as Record<string, unknown> | undefined;
+  if (typeof o !== "object" || o === null) {
+    throw new TypeError(
+      `Cannot sweep: current options are ${describe(options)}, expected an object`,
+    );
+  }
+  const out = {} as Record<K, number>;
+  for (const k of keys) {
+    const v = o[k] ?? 0;
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
+      throw new InvalidOptionError(
+        `Cannot sweep with ${k}: current value is ${describe(v)}, expected a finite number >= 0`,
+      );
+    }
+    out[k] = v;
+  }
+  return out;
+}

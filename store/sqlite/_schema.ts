@@ -1,0 +1,145 @@
+/**
+ * The schema, as forward-only numbered migrations. Until the first release the
+ * schema is amended in place, so there is exactly one.
+ *
+ * Conventions: instants are INTEGER Unix milliseconds from the JS clock; JSON is
+ * TEXT; the core group is `''`, never NULL; every table is STRICT.
+ *
+ * @module
+ */
+
+/** One migration: applied in its own transaction with its bookkeeping row. */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+const init = `
+CREATE TABLE objects (
+  id                    INTEGER PRIMARY KEY AUTOINCREMENT,
+  "group"               TEXT    NOT NULL,
+  kind                  TEXT    NOT NULL,
+  name                  TEXT    NOT NULL CHECK (name <> ''),
+  spec                  TEXT    NOT NULL,
+  status                TEXT,
+  spec_version          INTEGER NOT NULL DEFAULT 0,
+  status_version        INTEGER NOT NULL DEFAULT 0,
+  generation            INTEGER NOT NULL DEFAULT 1,
+  observed_generation   INTEGER,
+  observed_at           INTEGER,
+  resource_version      INTEGER NOT NULL,
+  deletion_requested_at INTEGER,
+  finalizers            TEXT    NOT NULL DEFAULT '[]',
+  reconcile_owed        INTEGER NOT NULL DEFAULT 0,
+  created_at            INTEGER NOT NULL,
+  updated_at            INTEGER NOT NULL,
+  UNIQUE ("group", kind, name)
+) STRICT;
+
+-- (group, kind) with the implicit rowid suffix lists a kind in id order.
+CREATE INDEX idx_objects_kind ON objects ("group", kind);
+CREATE INDEX idx_objects_rv ON objects (resource_version);
+-- Covering for the GC listing: keep the columns aligned with that query.
+CREATE INDEX idx_objects_deleting ON objects (id, "group", kind)
+  WHERE deletion_requested_at IS NOT NULL;
+CREATE INDEX idx_objects_unsettled ON objects ("group", kind)
+  WHERE observed_generation IS NULL OR observed_generation < generation;
+CREATE INDEX idx_objects_owed ON objects ("group", kind) WHERE reconcile_owed <> 0;
+
+CREATE TABLE conditions (
+  object_id       INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  type            TEXT    NOT NULL,
+  status          TEXT    NOT NULL CHECK (status IN ('True', 'False', 'Unknown')),
+  reason          TEXT    NOT NULL DEFAULT '',
+  message         TEXT    NOT NULL DEFAULT '',
+  liveness        INTEGER NOT NULL DEFAULT 0 CHECK (liveness IN (0, 1)),
+  -- The store open that wrote the row: a liveness row from an earlier open reads Unknown.
+  open_epoch      INTEGER NOT NULL,
+  transitioned_at INTEGER NOT NULL,
+  updated_at      INTEGER NOT NULL,
+  PRIMARY KEY (object_id, type)
+) STRICT, WITHOUT ROWID;
+
+-- WITHOUT ROWID: every column is in the key, and the index below is then covering.
+CREATE TABLE edges (
+  from_id  INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  to_id    INTEGER NOT NULL REFERENCES objects (id) ON DELETE RESTRICT,
+  relation TEXT    NOT NULL CHECK (relation IN ('owned_by', 'depends_on')),
+  PRIMARY KEY (from_id, to_id, relation)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_edges_to ON edges (to_id, relation);
+
+CREATE TABLE dependency_watermarks (
+  object_id          INTEGER PRIMARY KEY REFERENCES objects (id) ON DELETE CASCADE,
+  reconciled_against INTEGER NOT NULL,
+  reconciled_at      INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE driver_cursors (
+  name       TEXT    PRIMARY KEY,
+  cursor     INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE events (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  object_id        INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  category         TEXT    NOT NULL DEFAULT '',
+  type             TEXT    NOT NULL CHECK (type IN ('Normal', 'Warning')),
+  reason           TEXT    NOT NULL CHECK (reason <> ''),
+  message          TEXT    NOT NULL DEFAULT '',
+  detail           TEXT,
+  count            INTEGER NOT NULL DEFAULT 1,
+  first_at         INTEGER NOT NULL,
+  last_at          INTEGER NOT NULL,
+  resource_version INTEGER NOT NULL
+) STRICT;
+CREATE INDEX idx_events_object_cat ON events (object_id, category, last_at DESC, id DESC);
+CREATE INDEX idx_events_latest ON events (object_id, category, id DESC);
+CREATE INDEX idx_events_object_rv ON events (object_id, resource_version);
+
+CREATE TABLE events_horizon (
+  object_id       INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  category        TEXT    NOT NULL,
+  trimmed_through INTEGER NOT NULL,
+  PRIMARY KEY (object_id, category)
+) STRICT, WITHOUT ROWID;
+
+-- No foreign key on object_id: the log must outlive the rows it records.
+CREATE TABLE object_writes (
+  resource_version INTEGER PRIMARY KEY,
+  object_id        INTEGER NOT NULL,
+  "group"          TEXT    NOT NULL,
+  kind             TEXT    NOT NULL,
+  op               INTEGER NOT NULL CHECK (op IN (1, 2, 3)),
+  written_at       INTEGER NOT NULL,
+  final            TEXT
+) STRICT;
+CREATE INDEX idx_object_writes_kind ON object_writes ("group", kind, resource_version, object_id, op);
+CREATE INDEX idx_object_writes_age ON object_writes (written_at);
+
+CREATE TABLE object_writes_horizon (
+  "group"         TEXT    NOT NULL,
+  kind            TEXT    NOT NULL,
+  trimmed_through INTEGER NOT NULL,
+  PRIMARY KEY ("group", kind)
+) STRICT, WITHOUT ROWID;
+
+-- A standalone counter: MAX(resource_version) would fall when the newest row goes.
+CREATE TABLE resource_version_seq (
+  id    INTEGER PRIMARY KEY CHECK (id = 1),
+  value INTEGER NOT NULL
+) STRICT;
+INSERT INTO resource_version_seq (id, value) VALUES (1, 0);
+
+-- Counts opens of the database, for the liveness downgrade.
+CREATE TABLE store_epoch (
+  id    INTEGER PRIMARY KEY CHECK (id = 1),
+  value INTEGER NOT NULL
+) STRICT;
+INSERT INTO store_epoch (id, value) VALUES (1, 0);
+`;
+
+/** Every migration, in order, numbered from 1 without gaps. */
+export const migrations: readonly Migration[] = [{ version: 1, name: "init", sql: init }];

@@ -1,0 +1,410 @@
+/**
+ * Sessions route a family's statements: the root session reads on the reader
+ * connection and wraps each write in its own `BEGIN IMMEDIATE` under the
+ * writer lock; a transaction session runs everything on the writer inside the
+ * open transaction, with a savepoint around each write so a failing mutator
+ * leaves nothing behind.
+ *
+ * @module
+ */
+import { ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
+import type { Core, Db } from "./_core.ts";
+
+/** What a write unit may use: the writer, one clock reading, and version draws. */
+export interface WriteScope {
+  readonly db: Db;
+  /** `Date.now()` read once for the whole unit. */
+  readonly now: number;
+  /** The next resource version. */
+  draw(): number;
+  /** `n` consecutive resource versions; resolves to the first. */
+  drawMany(n: number): number;
+}
+
+/** How a family reaches the database. */
+export interface Session {
+  readonly core: Core;
+  /** Runs synchronous reads on the right connection. */
+  read<T>(fn: (db: Db) => T): Promise<T>;
+  /** Runs synchronous reads that must see one snapshot. */
+  readSnapshot<T>(fn: (db: Db) => T): Promise<T>;
+  /** Runs a synchronous write unit atomically. */
+  write<T>(fn: (scope: WriteScope) => T): Promise<T>;
+}
+
+/** A registered afterCommit hook and the frame that owns it. */
+interface Hook {
+  readonly frame: Frame;
+  readonly fn: () => void | Promise<void>;
+}
+
+/** One outermost transaction's shared state. */
+export class TxState {
+  drawn = 0;
+  readonly hooks: Hook[] = [];
+  done = false;
+  committed = false;
+  #savepoints = 0;
+
+  nextSavepoint(): string {
+    return `bh_sp_${++this.#savepoints}`;
+  }
+}
+
+/** One frame of a transaction: the outermost, or a savepoint. */
+export class Frame {
+  readonly state: TxState;
+  readonly parent: Frame | undefined;
+  ended = false;
+  /** The nested frame opened on this one and still open. */
+  child: Frame | undefined;
+
+  constructor(state: TxState, parent: Frame | undefined) {
+    this.state = state;
+    this.parent = parent;
+  }
+
+  /** Whether `this` is `frame` or nested inside it. */
+  within(frame: Frame): boolean {
+    if (this === frame) return true;
+    for (let f = this.parent; f !== undefined; f = f.parent) {
+      if (f === frame) return true;
+    }
+    return false;
+  }
+
+  /** Refuses a frame that cannot run statements now. */
+  assertLive(): void {
+    if (this.ended || this.state.done) {
+      throw new StaleTxError(
+        "Cannot use the transaction handle: its frame has already ended",
+      );
+    }
+    if (this.child !== undefined) {
+      throw new StaleTxError(
+        "Cannot use the transaction handle: a nested frame opened on it is still open; use that frame's handle",
+      );
+    }
+  }
+}
+
+/** A write scope that remembers the highest version it drew. */
+class Scope implements WriteScope {
+  readonly db: Db;
+  readonly now: number;
+  drawn = 0;
+  readonly #core: Core;
+
+  constructor(core: Core) {
+    this.#core = core;
+    this.db = core.writer;
+    this.now = Date.now();
+  }
+
+  // Arrow properties: families destructure the scope.
+  draw = (): number => {
+    const v = this.#core.takeVersion();
+    if (v > this.drawn) this.drawn = v;
+    return v;
+  };
+
+  drawMany = (n: number): number => {
+    const first = this.#core.takeVersions(n);
+    if (first + n - 1 > this.drawn) this.drawn = first + n - 1;
+    return first;
+  };
+}
+
+/** Runs hooks in order, awaiting each; a failing hook is reported and skipped. */
+export async function runHooks(
+  core: Core,
+  hooks: readonly (() => void | Promise<void>)[],
+): Promise<void> {
+  for (const fn of hooks) {
+    try {
+      await fn();
+    } catch (error) {
+      core.report("beehive store: an afterCommit hook failed", error);
+    }
+  }
+}
+
+/** The session of the root store handle. */
+export class RootSession implements Session {
+  readonly core: Core;
+
+  constructor(core: Core) {
+    this.core = core;
+  }
+
+  read<T>(fn: (db: Db) => T): Promise<T> {
+    try {
+      this.core.assertOpen();
+      return Promise.resolve(fn(this.core.reader));
+    } catch (error) {
+      return Promise.reject(this.core.translate(error));
+    }
+  }
+
+  readSnapshot<T>(fn: (db: Db) => T): Promise<T> {
+    try {
+      this.core.assertOpen();
+      const db = this.core.reader;
+      db.exec("BEGIN");
+      try {
+        return Promise.resolve(fn(db));
+      } finally {
+        db.exec("COMMIT");
+      }
+    } catch (error) {
+      return Promise.reject(this.core.translate(error));
+    }
+  }
+
+  async write<T>(fn: (scope: WriteScope) => T): Promise<T> {
+    const core = this.core;
+    try {
+      core.assertOpen();
+    } catch (error) {
+      throw core.translate(error);
+    }
+    if (!core.lock.tryAcquire()) await core.lock.acquire();
+    try {
+      core.assertOpen();
+      core.refillVersions();
+      const db = core.writer;
+      db.exec("BEGIN IMMEDIATE");
+      let result: T;
+      const scope = new Scope(core);
+      try {
+        result = fn(scope);
+        db.exec("COMMIT");
+      } catch (error) {
+        rollbackQuietly(core);
+        throw error;
+      }
+      core.publish(scope.drawn);
+      return result;
+    } catch (error) {
+      throw core.translate(error);
+    } finally {
+      core.lock.release();
+    }
+  }
+}
+
+function rollbackQuietly(core: Core): void {
+  try {
+    core.writer.exec("ROLLBACK");
+  } catch {
+    // SQLite already rolled back (e.g. SQLITE_FULL); nothing is left to undo.
+  }
+}
+
+/** The session of one transaction frame's handle. */
+export class TxSession implements Session {
+  readonly core: Core;
+  readonly frame: Frame;
+
+  constructor(core: Core, frame: Frame) {
+    this.core = core;
+    this.frame = frame;
+  }
+
+  read<T>(fn: (db: Db) => T): Promise<T> {
+    try {
+      this.core.assertConnected();
+      this.frame.assertLive();
+      return Promise.resolve(fn(this.core.writer));
+    } catch (error) {
+      return Promise.reject(this.core.translate(error));
+    }
+  }
+
+  readSnapshot<T>(fn: (db: Db) => T): Promise<T> {
+    return this.read(fn);
+  }
+
+  write<T>(fn: (scope: WriteScope) => T): Promise<T> {
+    const core = this.core;
+    try {
+      core.assertConnected();
+      this.frame.assertLive();
+      const db = core.writer;
+      // A fixed name is safe: the unit is synchronous, so units never interleave.
+      db.exec("SAVEPOINT bh_unit");
+      try {
+        const scope = new Scope(core);
+        const result = fn(scope);
+        db.exec("RELEASE bh_unit");
+        const state = this.frame.state;
+        if (scope.drawn > state.drawn) state.drawn = scope.drawn;
+        return Promise.resolve(result);
+      } catch (error) {
+        db.exec("ROLLBACK TO bh_unit");
+        db.exec("RELEASE bh_unit");
+        throw error;
+      }
+    } catch (error) {
+      return Promise.reject(core.translate(error));
+    }
+  }
+
+  /** Registers a hook against this frame. */
+  afterCommit(fn: () => void | Promise<void>): void {
+    const state = this.frame.state;
+    if (!state.done) {
+      state.hooks.push({ frame: this.frame, fn });
+      return;
+    }
+    // After the transaction ended: run now if it committed and this frame survived.
+    if (state.committed && !this.#unwound()) {
+      void runHooks(this.core, [fn]);
+    }
+  }
+
+  #unwound(): boolean {
+    return unwoundFrames.has(this.frame);
+  }
+
+  /** Opens a nested frame (a savepoint) and runs `fn` in it. */
+  async nested<T>(fn: (session: TxSession) => Promise<T>): Promise<T> {
+    const core = this.core;
+    const parent = this.frame;
+    try {
+      core.assertConnected();
+      if (parent.child !== undefined && !parent.ended && !parent.state.done) {
+        throw new ConcurrentNestedTxError(
+          "Cannot open a nested transaction frame: a sibling frame on the same handle is still open",
+        );
+      }
+      parent.assertLive();
+    } catch (error) {
+      throw core.translate(error);
+    }
+    const frame = new Frame(parent.state, parent);
+    const state = parent.state;
+    const name = state.nextSavepoint();
+    try {
+      core.writer.exec(`SAVEPOINT ${name}`);
+    } catch (error) {
+      throw core.translate(error);
+    }
+    parent.child = frame;
+    let result: T | undefined;
+    let failure: unknown;
+    let failed = false;
+    try {
+      result = await fn(new TxSession(core, frame));
+      if (frame.child !== undefined) {
+        throw new ConcurrentNestedTxError(
+          "Cannot commit the transaction frame: a frame nested in it is still open",
+        );
+      }
+    } catch (error) {
+      failed = true;
+      failure = error;
+    }
+    if (state.done) {
+      // The outermost frame already ended: its connection state is not ours to touch.
+      markUnwound(frame);
+      if (failed) throw core.translate(failure);
+      throw new StaleTxError(
+        "Cannot commit the nested transaction frame: its transaction ended while it was open",
+      );
+    }
+    if (failed) {
+      try {
+        unwind(core, frame, name);
+      } catch (error) {
+        core.report("beehive store: rolling back a savepoint failed", error);
+      }
+      throw core.translate(failure);
+    }
+    frame.ended = true;
+    parent.child = undefined;
+    try {
+      core.writer.exec(`RELEASE ${name}`);
+    } catch (error) {
+      throw core.translate(error);
+    }
+    return result as T;
+  }
+}
+
+/** Frames whose writes were rolled back; their handles' late hooks never run. */
+const unwoundFrames = new WeakSet<Frame>();
+
+function unwind(core: Core, frame: Frame, savepoint: string): void {
+  const state = frame.state;
+  for (let i = state.hooks.length - 1; i >= 0; i--) {
+    if (state.hooks[i].frame.within(frame)) state.hooks.splice(i, 1);
+  }
+  markUnwound(frame);
+  frame.ended = true;
+  if (frame.parent !== undefined && frame.parent.child === frame) frame.parent.child = undefined;
+  if (!state.done) {
+    core.writer.exec(`ROLLBACK TO ${savepoint}`);
+    core.writer.exec(`RELEASE ${savepoint}`);
+  }
+}
+
+function markUnwound(frame: Frame): void {
+  unwoundFrames.add(frame);
+  let f = frame.child;
+  while (f !== undefined) {
+    unwoundFrames.add(f);
+    f.ended = true;
+    f = f.child;
+  }
+}
+
+/**
+ * Runs `fn` as an outermost transaction: `BEGIN IMMEDIATE` under the writer
+ * lock, commit when it resolves, roll back when it rejects, then the hooks.
+ */
+export async function runOutermost<T>(
+  core: Core,
+  fn: (session: TxSession) => Promise<T>,
+): Promise<T> {
+  try {
+    core.assertOpen();
+  } catch (error) {
+    throw core.translate(error);
+  }
+  if (!core.lock.tryAcquire()) await core.lock.acquire();
+  const state = new TxState();
+  const frame = new Frame(state, undefined);
+  let result: T;
+  try {
+    core.assertOpen();
+    core.refillVersions();
+    core.writer.exec("BEGIN IMMEDIATE");
+  } catch (error) {
+    core.lock.release();
+    throw core.translate(error);
+  }
+  try {
+    result = await fn(new TxSession(core, frame));
+    if (frame.child !== undefined) {
+      throw new ConcurrentNestedTxError(
+        "Cannot commit the transaction: a nested frame is still open",
+      );
+    }
+    frame.ended = true;
+    state.done = true;
+    core.writer.exec("COMMIT");
+    state.committed = true;
+  } catch (error) {
+    frame.ended = true;
+    state.done = true;
+    markUnwound(frame);
+    rollbackQuietly(core);
+    core.lock.release();
+    throw core.translate(error);
+  }
+  core.publish(state.drawn);
+  core.lock.release();
+  await runHooks(core, state.hooks.map((h) => h.fn));
+  return result;
+}

@@ -1,0 +1,17 @@
+/**
+ * The SQLite store for beehive, over the `node:sqlite` module built into Deno
+ * 2.2+ and Node 22.5+: one adapter, both runtimes, nothing to download.
+ *
+ * @example
+ * ```ts
+ * import { openSqliteStore } from "@beehive/beehive/sqlite";
+ *
+ * const store = await openSqliteStore(":memory:");
+ * console.assert(store.identity.startsWith("memory:"));
+ * await store.close();
+ * ```
+ *
+ * @module
+ */
+export { openSqliteStore, SqliteStore } from "./sqlite_store.ts";
+export type { SqliteStoreOptions, StoreLogger } from "./sqlite_store.ts";

@@ -1,0 +1,378 @@
+/**
+ * The SQLite store: {@linkcode openSqliteStore} and {@linkcode SqliteStore}.
+ *
+ * @module
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import {
+  BeehiveError,
+  InvalidOptionError,
+  SchemaVersionDowngradeError,
+  StoreError,
+} from "../../src/errors.ts";
+import type {
+  Conditions,
+  DeletionRequests,
+  Dependencies,
+  DriverCursors,
+  Edges,
+  Events,
+  Objects,
+  ObjectWrites,
+  ReconcileOwed,
+  Store,
+} from "../../src/store.ts";
+import { SqliteConditions } from "./_conditions.ts";
+import { Core, Db, type StoreLogger } from "./_core.ts";
+import { SqliteDeletionRequests } from "./_deletion_requests.ts";
+import { SqliteDependencies } from "./_dependencies.ts";
+import type { Driver } from "./_driver.ts";
+import { SqliteDriverCursors } from "./_driver_cursors.ts";
+import { SqliteEdges } from "./_edges.ts";
+import { SqliteEvents } from "./_events.ts";
+import { nodeSqliteDriver } from "./_node_sqlite.ts";
+import { SqliteObjectWrites } from "./_object_writes.ts";
+import { SqliteObjects } from "./_objects.ts";
+import { SqliteReconcileOwed } from "./_reconcile_owed.ts";
+import { describe, rejectWith } from "./_rows.ts";
+import { migrations } from "./_schema.ts";
+import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
+
+export type { StoreLogger } from "./_core.ts";
+
+/** How a {@linkcode SqliteStore} is opened. */
+export interface SqliteStoreOptions {
+  /**
+   * How hard a commit waits for the disk. `"normal"` (WAL with
+   * `synchronous=NORMAL`) survives a process crash (`kill -9`) with nothing
+   * committed lost; a power failure may lose the last few commits, never
+   * corrupting the file. `"full"` also survives power loss, at a cost per
+   * commit.
+   * @default {"normal"}
+   */
+  synchronous?: "normal" | "full";
+  /**
+   * How long a statement waits for another process's lock, in ms.
+   * @default {5000}
+   */
+  busyTimeout?: number;
+  /** Where failures with no caller to reject (a throwing afterCommit hook) are reported. Default: silent. */
+  logger?: StoreLogger;
+}
+
+const FREE_PAGE_FLOOR = 256;
+
+/** Families bound to one session; shared by the root handle and transaction handles. */
+class Families {
+  readonly #session: Session;
+  #objects?: Objects;
+  #conditions?: Conditions;
+  #edges?: Edges;
+  #deletionRequests?: DeletionRequests;
+  #dependencies?: Dependencies;
+  #driverCursors?: DriverCursors;
+  #events?: Events;
+  #objectWrites?: ObjectWrites;
+  #reconcileOwed?: ReconcileOwed;
+
+  constructor(session: Session) {
+    this.#session = session;
+  }
+
+  get objects(): Objects {
+    return this.#objects ??= new SqliteObjects(this.#session);
+  }
+  get conditions(): Conditions {
+    return this.#conditions ??= new SqliteConditions(this.#session);
+  }
+  get edges(): Edges {
+    return this.#edges ??= new SqliteEdges(this.#session);
+  }
+  get deletionRequests(): DeletionRequests {
+    return this.#deletionRequests ??= new SqliteDeletionRequests(this.#session);
+  }
+  get dependencies(): Dependencies {
+    return this.#dependencies ??= new SqliteDependencies(this.#session);
+  }
+  get driverCursors(): DriverCursors {
+    return this.#driverCursors ??= new SqliteDriverCursors(this.#session);
+  }
+  get events(): Events {
+    return this.#events ??= new SqliteEvents(this.#session);
+  }
+  get objectWrites(): ObjectWrites {
+    return this.#objectWrites ??= new SqliteObjectWrites(this.#session);
+  }
+  get reconcileOwed(): ReconcileOwed {
+    return this.#reconcileOwed ??= new SqliteReconcileOwed(this.#session);
+  }
+}
+
+function reclaim(session: Session, maxPages: number): Promise<number> {
+  return rejectWith(() => {
+    if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
+      throw new TypeError(
+        `Cannot reclaim space: maxPages is ${describe(maxPages)}, expected an integer`,
+      );
+    }
+    if (maxPages <= 0) return Promise.resolve(0);
+    return session.write(({ db }) => {
+      const pages = Number(db.get("PRAGMA page_count")!.page_count);
+      const free = Number(db.get("PRAGMA freelist_count")!.freelist_count);
+      if (free <= FREE_PAGE_FLOOR || free * 8 <= pages) return 0;
+      // A pragma takes no bound parameter, and must be stepped to completion.
+      db.exec(`PRAGMA incremental_vacuum(${Math.min(maxPages, free)})`);
+      const after = Number(db.get("PRAGMA freelist_count")!.freelist_count);
+      return Math.max(0, free - after);
+    });
+  });
+}
+
+/** A transaction handle: a `Store` whose calls join one transaction frame. */
+class SqliteTx extends Families implements Store {
+  readonly identity: string;
+  readonly #session: TxSession;
+
+  constructor(identity: string, session: TxSession) {
+    super(session);
+    this.identity = identity;
+    this.#session = session;
+  }
+
+  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    return this.#session.nested((s) => fn(new SqliteTx(this.identity, s)));
+  }
+
+  afterCommit(fn: () => void | Promise<void>): void {
+    if (typeof fn !== "function") {
+      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
+    }
+    this.#session.afterCommit(fn);
+  }
+
+  getLatestResourceVersion(): Promise<number> {
+    return this.#session.read(() => this.#session.core.published);
+  }
+
+  reclaimSpace(maxPages: number): Promise<number> {
+    return reclaim(this.#session, maxPages);
+  }
+
+  close(): Promise<void> {
+    return Promise.reject(
+      new BeehiveError("Cannot close the store through a transaction handle; close the root store"),
+    );
+  }
+}
+
+/**
+ * A {@linkcode Store} over one SQLite database file, with a writer connection
+ * owned by an async lock and a separate reader connection (WAL): reads never
+ * wait on a write and never see uncommitted state.
+ */
+export class SqliteStore extends Families implements Store {
+  /** The absolute path of the database file, or `memory:<uuid>` for `":memory:"`. */
+  readonly identity: string;
+  readonly #core: Core;
+  readonly #session: RootSession;
+  readonly #tempDir: string | undefined;
+  #closed: Promise<void> | undefined;
+
+  /** Use {@linkcode openSqliteStore}. */
+  private constructor(identity: string, core: Core, tempDir: string | undefined) {
+    const session = new RootSession(core);
+    super(session);
+    this.identity = identity;
+    this.#core = core;
+    this.#session = session;
+    this.#tempDir = tempDir;
+  }
+
+  /** @internal Opens a store; use {@linkcode openSqliteStore}. */
+  static open(path: string, options: SqliteStoreOptions, driver: Driver): SqliteStore {
+    let identity: string;
+    let file: string;
+    let tempDir: string | undefined;
+    if (path === ":memory:") {
+      tempDir = mkdtempSync(join(tmpdir(), "beehive-"));
+      file = join(tempDir, "memory.db");
+      identity = `memory:${crypto.randomUUID()}`;
+    } else {
+      file = resolve(path);
+      identity = file;
+    }
+    let writer: Db | undefined;
+    let reader: Db | undefined;
+    try {
+      writer = new Db(driver.open(file));
+      const busy = options.busyTimeout ?? 5000;
+      writer.exec(`PRAGMA busy_timeout = ${busy}`);
+      // auto_vacuum only takes effect before the first table is created.
+      writer.exec("PRAGMA auto_vacuum = INCREMENTAL");
+      writer.exec("PRAGMA journal_mode = WAL");
+      writer.exec(`PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
+      writer.exec("PRAGMA foreign_keys = ON");
+      migrate(writer);
+      const epoch = Number(
+        writer.get("UPDATE store_epoch SET value = value + 1 WHERE id = 1 RETURNING value")!.value,
+      );
+      reader = new Db(driver.open(file));
+      reader.exec(`PRAGMA busy_timeout = ${busy}`);
+      reader.exec("PRAGMA query_only = ON");
+      const core = new Core(driver, writer, reader, epoch, options.logger);
+      core.seedVersions();
+      return new SqliteStore(identity, core, tempDir);
+    } catch (error) {
+      try {
+        reader?.close();
+        writer?.close();
+      } catch {
+        // Already failing: the open error is the one to report.
+      }
+      if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
+      if (error instanceof BeehiveError) throw error;
+      throw new StoreError(
+        `Cannot open SQLite store at ${JSON.stringify(path)}: ${
+          driver.describeFailure(error).message
+        }`,
+        { cause: error },
+      );
+    }
+  }
+
+  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    if (typeof fn !== "function") {
+      return Promise.reject(
+        new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`),
+      );
+    }
+    return runOutermost(this.#core, (s) => fn(new SqliteTx(this.identity, s)));
+  }
+
+  afterCommit(fn: () => void | Promise<void>): void {
+    if (typeof fn !== "function") {
+      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
+    }
+    void runHooks(this.#core, [fn]);
+  }
+
+  getLatestResourceVersion(): Promise<number> {
+    return this.#session.read(() => this.#core.published);
+  }
+
+  reclaimSpace(maxPages: number): Promise<number> {
+    return reclaim(this.#session, maxPages);
+  }
+
+  /** Closes the store once the transaction in flight (if any) ends. Idempotent. */
+  close(): Promise<void> {
+    return this.#closed ??= this.#close();
+  }
+
+  async #close(): Promise<void> {
+    const core = this.#core;
+    core.markClosing();
+    await core.lock.acquire();
+    try {
+      core.close();
+    } finally {
+      core.lock.release();
+      if (this.#tempDir !== undefined) rmSync(this.#tempDir, { recursive: true, force: true });
+    }
+  }
+
+  /** Closes the store. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+function migrate(db: Db): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
+  const current = Number(db.get("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")!.v);
+  const latest = migrations[migrations.length - 1].version;
+  if (current > latest) {
+    throw new SchemaVersionDowngradeError(
+      `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
+    );
+  }
+  for (const m of migrations) {
+    if (m.version <= current) continue;
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      db.exec(m.sql);
+      db.run(
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+        m.version,
+        m.name,
+        Date.now(),
+      );
+      db.exec("COMMIT");
+    } catch (error) {
+      db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+}
+
+/**
+ * Opens (creating if needed) the SQLite database at `path` as a
+ * {@linkcode Store}, through the `node:sqlite` module built into Deno 2.2+ and
+ * Node 22.5+. `":memory:"` opens a private temporary file, removed on close,
+ * with its own unique identity.
+ *
+ * @example Open, write, read, close
+ * ```ts
+ * import { openSqliteStore } from "@beehive/beehive/sqlite";
+ *
+ * const store = await openSqliteStore(":memory:");
+ * const kind = { group: "example.com", kind: "Greeting" };
+ * const created = await store.objects.create(kind, { name: "hello", spec: '{"to":"world"}' });
+ * const read = await store.objects.getByName({ ...kind, name: "hello" });
+ * console.assert(read.id === created.id);
+ * await store.close();
+ * ```
+ *
+ * @throws {InvalidOptionError} an option is out of range.
+ * @throws {SchemaVersionDowngradeError} the database was written by a newer build.
+ * @throws {StoreError} the file cannot be opened or migrated.
+ */
+export function openSqliteStore(
+  path: string,
+  options: SqliteStoreOptions = {},
+): Promise<SqliteStore> {
+  try {
+    if (typeof path !== "string" || path === "") {
+      throw new TypeError(
+        `Cannot open SQLite store: path is ${describe(path)}, expected a file path or ":memory:"`,
+      );
+    }
+    if (typeof options !== "object" || options === null) {
+      throw new InvalidOptionError(`Cannot open SQLite store: options are ${describe(options)}`);
+    }
+    const { synchronous, busyTimeout } = options;
+    if (synchronous !== undefined && synchronous !== "normal" && synchronous !== "full") {
+      throw new InvalidOptionError(
+        `Cannot open SQLite store with synchronous: current value is ${
+          describe(synchronous)
+        }, expected "normal" or "full"`,
+      );
+    }
+    if (
+      busyTimeout !== undefined &&
+      (typeof busyTimeout !== "number" || !Number.isSafeInteger(busyTimeout) || busyTimeout < 0)
+    ) {
+      throw new InvalidOptionError(
+        `Cannot open SQLite store with busyTimeout: current value is ${
+          describe(busyTimeout)
+        }, expected an integer >= 0 (ms)`,
+      );
+    }
+    return Promise.resolve(SqliteStore.open(path, options, nodeSqliteDriver));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
