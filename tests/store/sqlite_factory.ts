@@ -1,0 +1,23 @@
+/**
+ * The SQLite store under the contract suite, plus temp-directory plumbing that
+ * works on Deno and Node alike.
+ *
+ * @module
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import type { StoreFactory, TempDirs } from "./contract/harness.ts";
+
+export const sqliteFactory: StoreFactory = {
+  name: "sqlite",
+  open: () => openSqliteStore(":memory:"),
+  openPath: (path) => openSqliteStore(path),
+};
+
+export const nodeTempDirs: TempDirs = {
+  make: () => mkdtempSync(join(tmpdir(), "beehive-test-")),
+  remove: (dir) => rmSync(dir, { recursive: true, force: true }),
+  join,
+};
