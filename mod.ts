@@ -24,3 +24,4 @@
  */
 export * from "./src/errors.ts";
 export type * from "./src/store.ts";
+export type * from "./src/logger.ts";

@@ -543,9 +543,9 @@ export interface EventsAddInput {
   readonly type: "Normal" | "Warning";
   /** Non-empty. */
   readonly reason: string;
-  /** @default {""} */
+  /** A human-readable message. @default {""} */
   readonly message?: string;
-  /** JSON text. @default {undefined} */
+  /** A JSON payload, as JSON text. @default {undefined} */
   readonly detail?: string;
 }
 

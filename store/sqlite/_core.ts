@@ -6,6 +6,7 @@
  * @module
  */
 import { BeehiveError, NameTakenError, StoreClosedError, StoreError } from "../../src/errors.ts";
+import type { Logger } from "../../src/logger.ts";
 import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 
 /** A row as a driver returns it. */
@@ -14,13 +15,8 @@ export type Row = Record<string, SqlValue>;
 /** Parameters bound to one statement. */
 export type SqlValueList = SqlValue[];
 
-/** The logger a store reports hook failures to: `console` qualifies. */
-export interface StoreLogger {
-  debug(message: string, attributes?: Record<string, unknown>): void;
-  info(message: string, attributes?: Record<string, unknown>): void;
-  warn(message: string, attributes?: Record<string, unknown>): void;
-  error(message: string, attributes?: Record<string, unknown>): void;
-}
+/** The logger a store reports failures with no caller to. */
+export type StoreLogger = Logger;
 
 /** A connection with a statement cache: every SQL text is compiled once. */
 export class Db {

@@ -14,4 +14,4 @@
  * @module
  */
 export { openSqliteStore, SqliteStore } from "./sqlite_store.ts";
-export type { SqliteStoreOptions, StoreLogger } from "./sqlite_store.ts";
+export type { SqliteStoreOptions } from "./sqlite_store.ts";

@@ -25,7 +25,8 @@ import type {
   Store,
 } from "../../src/store.ts";
 import { SqliteConditions } from "./_conditions.ts";
-import { Core, Db, type StoreLogger } from "./_core.ts";
+import { Core, Db } from "./_core.ts";
+import type { Logger } from "../../src/logger.ts";
 import { SqliteDeletionRequests } from "./_deletion_requests.ts";
 import { SqliteDependencies } from "./_dependencies.ts";
 import type { Driver } from "./_driver.ts";
@@ -39,8 +40,6 @@ import { SqliteReconcileOwed } from "./_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
 import { migrations } from "./_schema.ts";
 import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
-
-export type { StoreLogger } from "./_core.ts";
 
 /** How a {@linkcode SqliteStore} is opened. */
 export interface SqliteStoreOptions {
@@ -58,8 +57,12 @@ export interface SqliteStoreOptions {
    * @default {5000}
    */
   busyTimeout?: number;
-  /** Where failures with no caller to reject (a throwing afterCommit hook) are reported. Default: silent. */
-  logger?: StoreLogger;
+  /**
+   * Where failures with no caller to reject (a throwing afterCommit hook) are
+   * reported; `console` qualifies.
+   * @default {undefined} (silent)
+   */
+  logger?: Logger;
 }
 
 const FREE_PAGE_FLOOR = 256;
@@ -172,9 +175,27 @@ class SqliteTx extends Families implements Store {
  * owned by an async lock and a separate reader connection (WAL): reads never
  * wait on a write and never see uncommitted state.
  */
-export class SqliteStore extends Families implements Store {
+export class SqliteStore implements Store {
   /** The absolute path of the database file, or `memory:<uuid>` for `":memory:"`. */
   readonly identity: string;
+  /** The objects table. */
+  readonly objects: Objects;
+  /** The conditions table. */
+  readonly conditions: Conditions;
+  /** The edge table. */
+  readonly edges: Edges;
+  /** The deletion-request lifecycle. */
+  readonly deletionRequests: DeletionRequests;
+  /** The dependency watermarks. */
+  readonly dependencies: Dependencies;
+  /** Driver scan positions. */
+  readonly driverCursors: DriverCursors;
+  /** The event log. */
+  readonly events: Events;
+  /** The object write log. */
+  readonly objectWrites: ObjectWrites;
+  /** The owed counts. */
+  readonly reconcileOwed: ReconcileOwed;
   readonly #core: Core;
   readonly #session: RootSession;
   readonly #tempDir: string | undefined;
@@ -183,8 +204,17 @@ export class SqliteStore extends Families implements Store {
   /** Use {@linkcode openSqliteStore}. */
   private constructor(identity: string, core: Core, tempDir: string | undefined) {
     const session = new RootSession(core);
-    super(session);
+    const families = new Families(session);
     this.identity = identity;
+    this.objects = families.objects;
+    this.conditions = families.conditions;
+    this.edges = families.edges;
+    this.deletionRequests = families.deletionRequests;
+    this.dependencies = families.dependencies;
+    this.driverCursors = families.driverCursors;
+    this.events = families.events;
+    this.objectWrites = families.objectWrites;
+    this.reconcileOwed = families.reconcileOwed;
     this.#core = core;
     this.#session = session;
     this.#tempDir = tempDir;
