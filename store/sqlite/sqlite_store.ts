@@ -125,8 +125,9 @@ function reclaim(session: Session, maxPages: number): Promise<number> {
       const pages = Number(db.get("PRAGMA page_count")!.page_count);
       const free = Number(db.get("PRAGMA freelist_count")!.freelist_count);
       if (free <= FREE_PAGE_FLOOR || free * 8 <= pages) return 0;
-      // A pragma takes no bound parameter, and must be stepped to completion.
-      db.exec(`PRAGMA incremental_vacuum(${Math.min(maxPages, free)})`);
+      // A pragma takes no bound parameter, and must be stepped to completion: Deno's
+      // node:sqlite `exec` steps a row-returning pragma once, freeing a single page.
+      db.all(`PRAGMA incremental_vacuum(${Math.min(maxPages, free)})`);
       const after = Number(db.get("PRAGMA freelist_count")!.freelist_count);
       return Math.max(0, free - after);
     });

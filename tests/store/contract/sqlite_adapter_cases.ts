@@ -1,8 +1,236 @@
 /**
- * Store contract cases: sqlite adapter.
+ * SQLite-store cases: opening, identity, options, schema, close and space
+ * reclaim. They inspect the database file with `node:sqlite` directly, so they
+ * run only under the SQLite runners.
  *
  * @module
  */
-import type { ContractCase } from "./harness.ts";
+import assert from "node:assert/strict";
+import { readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { resolve } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import {
+  BeehiveError,
+  InvalidOptionError,
+  SchemaVersionDowngradeError,
+  StoreClosedError,
+  StoreError,
+} from "../../../src/errors.ts";
+import { openSqliteStore } from "../../../store/sqlite/mod.ts";
+import { type ContractCase, make, Widget } from "./harness.ts";
 
-export const sqliteAdapterCases: ContractCase[] = [];
+function pragma(path: string, name: string): unknown {
+  const db = new DatabaseSync(path);
+  try {
+    return Object.values(db.prepare(`PRAGMA ${name}`).get()!)[0];
+  } finally {
+    db.close();
+  }
+}
+
+function memoryDirs(): string[] {
+  return readdirSync(tmpdir()).filter((d) => /^beehive-[A-Za-z0-9]{6}$/.test(d));
+}
+
+export const sqliteAdapterCases: ContractCase[] = [
+  {
+    name: "openSqliteStore creates the file with WAL, incremental auto-vacuum and the schema",
+    async fn(h) {
+      const path = h.tempPath("new.db");
+      const s = await h.openPath(path);
+      await make(s, Widget, "a");
+      assert.equal(pragma(path, "journal_mode"), "wal");
+      assert.equal(pragma(path, "auto_vacuum"), 2);
+      const db = new DatabaseSync(path);
+      try {
+        const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()
+          .map((r) => r.name);
+        for (
+          const t of [
+            "objects",
+            "conditions",
+            "edges",
+            "events",
+            "object_writes",
+            "dependency_watermarks",
+          ]
+        ) {
+          assert.ok(tables.includes(t), `missing table ${t}`);
+        }
+        assert.equal(db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()!.v, 1);
+      } finally {
+        db.close();
+      }
+    },
+  },
+  {
+    name: "identity is the absolute path, the same for two opens of one file",
+    async fn(h) {
+      const path = h.tempPath("id.db");
+      const a = await h.openPath(path);
+      assert.equal(a.identity, resolve(path));
+      await a.close();
+      const b = await h.openPath(path);
+      assert.equal(b.identity, a.identity);
+    },
+  },
+  {
+    name: "a memory store is a private temp file with a unique identity, removed on close",
+    async fn() {
+      const before = memoryDirs().length;
+      const a = await openSqliteStore(":memory:");
+      const b = await openSqliteStore(":memory:");
+      try {
+        assert.match(a.identity, /^memory:/);
+        assert.notEqual(a.identity, b.identity);
+        assert.equal(memoryDirs().length, before + 2);
+        await make(a, Widget, "only-in-a");
+        assert.deepEqual(await b.objects.list(Widget), []);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+      assert.equal(memoryDirs().length, before);
+    },
+  },
+  {
+    name: "openSqliteStore refuses bad options and paths before touching the disk",
+    async fn() {
+      await assert.rejects(
+        openSqliteStore(":memory:", { synchronous: "off" as "full" }),
+        InvalidOptionError,
+      );
+      await assert.rejects(openSqliteStore(":memory:", { busyTimeout: -1 }), InvalidOptionError);
+      await assert.rejects(openSqliteStore(":memory:", { busyTimeout: 1.5 }), InvalidOptionError);
+      await assert.rejects(openSqliteStore(""), TypeError);
+      await assert.rejects(openSqliteStore(42 as unknown as string), TypeError);
+    },
+  },
+  {
+    name: "an unopenable path fails with StoreError",
+    async fn(h) {
+      const dir = h.tempPath("missing-dir");
+      await assert.rejects(openSqliteStore(`${dir}/nested/x.db`), StoreError);
+    },
+  },
+  {
+    name: "synchronous full opens and persists like normal",
+    async fn(h) {
+      const path = h.tempPath("full.db");
+      const s = await openSqliteStore(path, { synchronous: "full" });
+      await make(s, Widget, "a");
+      await s.close();
+      const r = await h.openPath(path);
+      assert.equal((await r.objects.list(Widget)).length, 1);
+    },
+  },
+  {
+    name: "a database written by a newer schema is refused with SchemaVersionDowngradeError",
+    async fn(h) {
+      const path = h.tempPath("newer.db");
+      const s = await h.openPath(path);
+      await s.close();
+      const db = new DatabaseSync(path);
+      db.exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)");
+      db.close();
+      await assert.rejects(openSqliteStore(path), SchemaVersionDowngradeError);
+    },
+  },
+  {
+    name: "a corrupt finalizers column fails the read with StoreError, not a raw error",
+    async fn(h) {
+      const path = h.tempPath("corrupt.db");
+      const s = await h.openPath(path);
+      const a = await make(s, Widget, "a");
+      await s.close();
+      const db = new DatabaseSync(path);
+      db.prepare("UPDATE objects SET finalizers = 'not json' WHERE id = ?").run(a.id);
+      db.close();
+      const r = await h.openPath(path);
+      await assert.rejects(r.objects.get(a.id), StoreError);
+      await assert.rejects(r.objects.list(Widget), StoreError);
+    },
+  },
+  {
+    name: "close is idempotent and every later call rejects with StoreClosedError",
+    async fn(h) {
+      const s = await h.open();
+      const a = await make(s, Widget, "a");
+      await Promise.all([s.close(), s.close()]);
+      await s.close();
+      const calls: Promise<unknown>[] = [
+        s.objects.get(a.id),
+        s.objects.create(Widget, { name: "b", spec: "{}" }),
+        s.objects.list(Widget),
+        s.conditions.set(a, [{ type: "Ready", status: "True" }]),
+        s.events.list(a.id),
+        s.edges.hasIncoming(a.id),
+        s.objectWrites.maxVersion(Widget),
+        s.getLatestResourceVersion(),
+        s.reclaimSpace(10),
+        s.within(() => Promise.resolve()),
+      ];
+      for (const call of calls) await assert.rejects(call, StoreClosedError);
+    },
+  },
+  {
+    name: "close lets the transaction in flight commit and refuses the write queued behind it",
+    async fn(h) {
+      const path = h.tempPath("closing.db");
+      const s = await h.openPath(path);
+      const release = Promise.withResolvers<void>();
+      const entered = Promise.withResolvers<void>();
+      const tx = s.within(async (t) => {
+        entered.resolve();
+        await release.promise;
+        await make(t, Widget, "inside");
+      });
+      await entered.promise;
+      const queued = s.objects.create(Widget, { name: "queued", spec: "{}" });
+      const closing = s.close();
+      release.resolve();
+      await tx;
+      await assert.rejects(queued, StoreClosedError);
+      await closing;
+      const r = await h.openPath(path);
+      assert.deepEqual((await r.objects.list(Widget)).map((o) => o.name), ["inside"]);
+    },
+  },
+  {
+    name: "close through a transaction handle is refused",
+    async fn(h) {
+      const s = await h.open();
+      await s.within(async (tx) => {
+        await assert.rejects(tx.close(), BeehiveError);
+      });
+      await make(s, Widget, "still-open");
+    },
+  },
+  {
+    name: "reclaimSpace releases free pages after bulk deletes, never more than asked",
+    async fn(h) {
+      const s = await h.open();
+      assert.equal(await s.reclaimSpace(0), 0);
+      assert.equal(await s.reclaimSpace(-5), 0);
+      const big = "x".repeat(4000);
+      const ids: number[] = [];
+      await s.within(async (tx) => {
+        for (let i = 0; i < 400; i++) {
+          ids.push((await make(tx, Widget, `o${i}`, { big })).id);
+        }
+      });
+      assert.equal(await s.reclaimSpace(1000), 0, "nothing is free yet");
+      await s.within(async (tx) => {
+        for (const id of ids) await tx.objects.delete(id);
+      });
+      await s.objectWrites.sweep({ perKind: 1, maxAge: 0 });
+      const first = await s.reclaimSpace(50);
+      assert.ok(first > 0 && first <= 50, `released ${first}`);
+      const rest = await s.reclaimSpace(100_000);
+      assert.ok(rest > 0);
+      assert.equal(await s.reclaimSpace(100_000), 0, "back under the floor");
+      await assert.rejects(s.reclaimSpace(1.5), TypeError);
+    },
+  },
+];
