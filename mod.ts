@@ -1,27 +1,67 @@
 /**
- * beehive: an embedded, durable, self-healing control plane. Desired state is
- * declared as objects; controllers reconcile actual state toward it,
- * coordinating only through a SQLite store inside the process.
+ * beehive: an embedded, durable, self-healing control plane. Declare desired
+ * state as objects (spec); controllers you register reconcile actual state
+ * toward it, level-triggered, coordinating only through a SQLite store that
+ * lives in your process.
  *
- * This entry point exports the error classes and the `Store` port that store
- * adapters implement. The SQLite store lives at `@beehive/beehive/sqlite`.
+ * The SQLite store lives at `@beehive/beehive/sqlite`.
  *
  * @example
  * ```ts
- * import { NotFoundError } from "@beehive/beehive";
+ * import { Beehive, settled } from "@beehive/beehive";
  * import { openSqliteStore } from "@beehive/beehive/sqlite";
  *
  * const store = await openSqliteStore(":memory:");
- * try {
- *   await store.objects.get(42);
- * } catch (error) {
- *   console.assert(error instanceof NotFoundError);
- * }
+ * const bh = new Beehive(store);
+ * const Cluster = { group: "kstack.sh", kind: "Cluster" };
+ * bh.register<{ replicas: number }, { ready: boolean }>(Cluster, {
+ *   async reconcile(obj, cc) {
+ *     await cc.updateStatus({ ready: obj.spec.replicas > 0 });
+ *     return settled();
+ *   },
+ * });
+ * const stop = await bh.start();
+ * const created = await bh.client(Cluster).create("prod", { replicas: 3 });
+ * console.assert(created.generation === 1);
+ * await stop();
  * await store.close();
  * ```
  *
  * @module
  */
 export * from "./src/errors.ts";
+export { Beehive } from "./src/beehive.ts";
+export type { Controller, ReconcileFn, StopFunction, StopOptions } from "./src/beehive.ts";
+export { Client } from "./src/client.ts";
+export type {
+  CreateOptions,
+  CreateResult,
+  EventListOptions,
+  ReadOptions,
+  RequeueOptions,
+} from "./src/client.ts";
+export { AdminClient } from "./src/admin_client.ts";
+export type { ControllerClient, ControllerTx, ControllerWrites } from "./src/controller_client.ts";
+export { BeehiveObject, eventDetail } from "./src/object.ts";
+export type {
+  Condition,
+  ConditionWrite,
+  Event,
+  EventType,
+  EventWrite,
+  LoadKey,
+} from "./src/object.ts";
+export { fail, ReconcileResult, settled, unsettled } from "./src/result.ts";
+export { generateName } from "./src/generate_name.ts";
+export type {
+  BeehiveOptions,
+  ControllerOptions,
+  EventRetention,
+  RegisterOptions,
+  WriteLogRetention,
+} from "./src/options.ts";
+export type { Migrator } from "./src/migrator.ts";
+export type { Schedule } from "./src/work_queue.ts";
+export type { LogLevel } from "./src/logger_levels.ts";
 export type * from "./src/store.ts";
 export type * from "./src/logger.ts";

@@ -230,13 +230,15 @@ function group(
   other: "to_id" | "from_id",
 ): Map<ObjectId, ObjectRef[]> {
   const out = new Map<ObjectId, ObjectRef[]>();
-  for (let i = 0; i < ids.length; i += ID_CHUNK) {
+  // Deduplicated first: an id named in two chunks would otherwise list its edges twice.
+  const unique = [...new Set(ids)];
+  for (let i = 0; i < unique.length; i += ID_CHUNK) {
     const rows = db.all(
       `SELECT e.${key} AS route, e.${other} AS id, o."group" AS "group", o.kind AS kind
        FROM edges e JOIN objects o ON o.id = e.${other}
        WHERE e.${key} IN (SELECT value FROM json_each(?)) AND e.relation = ?
        ORDER BY e.${key}, e.${other}`,
-      JSON.stringify(ids.slice(i, i + ID_CHUNK)),
+      JSON.stringify(unique.slice(i, i + ID_CHUNK)),
       relation,
     );
     for (const row of rows) {

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { InvalidEventError } from "../../src/errors.ts";
+import { InvalidEventError, InvalidOptionError } from "../../src/errors.ts";
 import type {
   EventQuery,
   Events,
@@ -164,6 +164,12 @@ export class SqliteEvents implements Events {
           `Cannot add event: detail is ${describe(input.detail)}, expected JSON text`,
         );
       }
+      // A lone surrogate would be stored as U+FFFD: the detail would not read back as written.
+      if (input.detail !== undefined && !input.detail.isWellFormed()) {
+        throw new InvalidEventError(
+          `Cannot add event: its detail ${JSON.stringify(input.detail)} is not well-formed UTF-16`,
+        );
+      }
       const detail = input.detail ?? null;
       return this.#s.write(({ db, now, draw }) => {
         assertKind(ref, db.get(`SELECT "group", kind FROM objects WHERE id = ?`, ref.id));
@@ -285,6 +291,12 @@ export class SqliteEvents implements Events {
   sweep(options: EventsSweepOptions): Promise<number> {
     return rejectWith(() => {
       const { perTimeline, maxAge } = checkRetention(options, ["perTimeline", "maxAge"]);
+      // A run count: a fraction would reach SQLite as a REAL OFFSET ("datatype mismatch").
+      if (!Number.isSafeInteger(perTimeline)) {
+        throw new InvalidOptionError(
+          `Cannot sweep events with perTimeline: current value is ${perTimeline}, expected an integer >= 0`,
+        );
+      }
       const capBudget = options.capBudget ?? 0;
       if (typeof capBudget !== "number" || !Number.isSafeInteger(capBudget)) {
         throw new TypeError(`Cannot sweep events: capBudget is ${describe(capBudget)}`);

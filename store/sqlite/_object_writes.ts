@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { InvalidOptionError } from "../../src/errors.ts";
 import type {
   GroupKind,
   ObjectId,
@@ -219,6 +220,11 @@ export class SqliteObjectWrites implements ObjectWrites {
   sweep(options: ObjectWritesSweepOptions): Promise<number> {
     return rejectWith(() => {
       const { perKind, maxAge } = checkRetention(options, ["perKind", "maxAge"]);
+      if (!Number.isSafeInteger(perKind)) {
+        throw new InvalidOptionError(
+          `Cannot sweep with perKind: current value is ${perKind}, expected an integer >= 0`,
+        );
+      }
       return this.#s.write(({ db, now }) => {
         let deleted = 0;
         if (maxAge > 0) {

@@ -252,19 +252,15 @@ export class TxSession implements Session {
 
   /** Registers a hook against this frame. */
   afterCommit(fn: () => void | Promise<void>): void {
+    // A frame that unwound (itself or through an ancestor) has nothing left to commit.
+    if (isUnwound(this.frame)) return;
     const state = this.frame.state;
     if (!state.done) {
       state.hooks.push({ frame: this.frame, fn });
       return;
     }
-    // After the transaction ended: run now if it committed and this frame survived.
-    if (state.committed && !this.#unwound()) {
-      void runHooks(this.core, [fn]);
-    }
-  }
-
-  #unwound(): boolean {
-    return unwoundFrames.has(this.frame);
+    // After the transaction ended: run now if it committed.
+    if (state.committed) void runHooks(this.core, [fn]);
   }
 
   /** Opens a nested frame (a savepoint) and runs `fn` in it. */
@@ -305,12 +301,12 @@ export class TxSession implements Session {
       failed = true;
       failure = error;
     }
-    if (state.done) {
-      // The outermost frame already ended: its connection state is not ours to touch.
+    if (state.done || isUnwound(frame)) {
+      // An enclosing frame already ended and took this savepoint with it: nothing is ours to touch.
       markUnwound(frame);
-      if (failed) throw core.translate(failure);
+      if (failed) throw failure;
       throw new StaleTxError(
-        "Cannot commit the nested transaction frame: its transaction ended while it was open",
+        "Cannot commit the nested transaction frame: an enclosing frame ended while it was open",
       );
     }
     if (failed) {
@@ -319,7 +315,8 @@ export class TxSession implements Session {
       } catch (error) {
         core.report("beehive store: rolling back a savepoint failed", error);
       }
-      throw core.translate(failure);
+      // fn's own rejection reaches the caller as it was thrown.
+      throw failure;
     }
     frame.ended = true;
     parent.child = undefined;
@@ -334,6 +331,14 @@ export class TxSession implements Session {
 
 /** Frames whose writes were rolled back; their handles' late hooks never run. */
 const unwoundFrames = new WeakSet<Frame>();
+
+/** Whether `frame` or a frame enclosing it was rolled back. */
+function isUnwound(frame: Frame): boolean {
+  for (let f: Frame | undefined = frame; f !== undefined; f = f.parent) {
+    if (unwoundFrames.has(f)) return true;
+  }
+  return false;
+}
 
 function unwind(core: Core, frame: Frame, savepoint: string): void {
   const state = frame.state;
@@ -384,8 +389,21 @@ export async function runOutermost<T>(
     core.lock.release();
     throw core.translate(error);
   }
+  const abort = () => {
+    frame.ended = true;
+    state.done = true;
+    markUnwound(frame);
+    rollbackQuietly(core);
+    core.lock.release();
+  };
   try {
     result = await fn(new TxSession(core, frame));
+  } catch (error) {
+    abort();
+    // fn's own rejection reaches the caller as it was thrown.
+    throw error;
+  }
+  try {
     if (frame.child !== undefined) {
       throw new ConcurrentNestedTxError(
         "Cannot commit the transaction: a nested frame is still open",
@@ -396,11 +414,7 @@ export async function runOutermost<T>(
     core.writer.exec("COMMIT");
     state.committed = true;
   } catch (error) {
-    frame.ended = true;
-    state.done = true;
-    markUnwound(frame);
-    rollbackQuietly(core);
-    core.lock.release();
+    abort();
     throw core.translate(error);
   }
   core.publish(state.drawn);

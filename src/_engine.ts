@@ -1,0 +1,108 @@
+/**
+ * The engine state a Beehive shares with its clients, controllers and
+ * drivers: the store, the resolved options, the registered kinds, and the
+ * push paths from committed writes to work queues.
+ *
+ * @module
+ */
+import { KindCodec } from "./codec.ts";
+import { InvalidOptionError } from "./errors.ts";
+import type { Logger } from "./logger.ts";
+import { filterLogger } from "./logger_levels.ts";
+import type { ResolvedBeehiveOptions } from "./options.ts";
+import type { Reconciler } from "./reconciler.ts";
+import type { GroupKind, ObjectRef, Store } from "./store.ts";
+
+/** The key of a kind in maps. */
+export function kindKey(gk: GroupKind): string {
+  return `${gk.group}\u0000${gk.kind}`;
+}
+
+/** `Kind.group` (or `Kind` for the core group), for messages. */
+export function kindName(gk: GroupKind): string {
+  return gk.group === "" ? gk.kind : `${gk.kind}.${gk.group}`;
+}
+
+/** Checks a kind argument. @throws {InvalidOptionError} */
+export function checkKind(kind: unknown): GroupKind {
+  const k = kind as GroupKind;
+  if (
+    typeof k !== "object" || k === null || typeof k.group !== "string" ||
+    typeof k.kind !== "string" || k.kind === "" || !k.group.isWellFormed() ||
+    !k.kind.isWellFormed()
+  ) {
+    throw new InvalidOptionError(
+      `Cannot use kind ${
+        typeof kind === "object" ? JSON.stringify(kind) : String(kind)
+      }: expected { group, kind } with a non-empty, well-formed kind`,
+    );
+  }
+  return { group: k.group, kind: k.kind };
+}
+
+/** Checks an id argument. @throws {TypeError} */
+export function checkId(id: unknown, what = "id"): asserts id is number {
+  if (typeof id !== "number" || !Number.isSafeInteger(id) || id < 1) {
+    throw new TypeError(
+      `Cannot use ${what}: current value is ${
+        typeof id === "string" ? JSON.stringify(id) : String(id)
+      }, expected a positive safe integer`,
+    );
+  }
+}
+
+/** A registered kind. */
+export interface Registration {
+  readonly gk: GroupKind;
+  readonly codec: KindCodec;
+  readonly reconciler: Reconciler;
+}
+
+/** Lifecycle state of a Beehive. */
+export type EngineState = "new" | "running" | "stopped";
+
+const plainCodec = new KindCodec(undefined);
+
+/** What clients, controllers and drivers share. */
+export class Engine {
+  readonly store: Store;
+  readonly options: ResolvedBeehiveOptions;
+  readonly log: Logger;
+  readonly #registrations = new Map<string, Registration>();
+  state: EngineState = "new";
+  /** Aborted when the Beehive stops: in-flight passes see it as `cc.signal`. */
+  readonly shutdown: AbortController = new AbortController();
+
+  constructor(store: Store, options: ResolvedBeehiveOptions) {
+    this.store = store;
+    this.options = options;
+    this.log = filterLogger(options.logger, options.logLevel);
+  }
+
+  register(reg: Registration): void {
+    this.#registrations.set(kindKey(reg.gk), reg);
+  }
+
+  registration(gk: GroupKind): Registration | undefined {
+    return this.#registrations.get(kindKey(gk));
+  }
+
+  registrations(): Registration[] {
+    return [...this.#registrations.values()];
+  }
+
+  /** The kind's codec: its migrator's, or pass-through for a kind with none. */
+  codec(gk: GroupKind): KindCodec {
+    return this.registration(gk)?.codec ?? plainCodec;
+  }
+
+  /** New information about `ref`: queue it now, bypassing the floor (a client-only kind waits for a pull). */
+  pushNow(ref: ObjectRef): void {
+    this.registration(ref)?.reconciler.queue.requeueNow(ref.id);
+  }
+
+  /** A wake that respects backoff and the floor. */
+  pushThrottled(ref: ObjectRef): void {
+    this.registration(ref)?.reconciler.queue.add(ref.id);
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Writes only a reconcile pass can otherwise make, from outside a pass: for
+ * test fixtures and maintenance on a stopped Beehive.
+ *
+ * @module
+ */
+import { checkId, checkKind, type Engine, kindName } from "./_engine.ts";
+import { PassWriter } from "./controller_client.ts";
+import { WrongKindError } from "./errors.ts";
+import type { ConditionWrite, EventWrite } from "./object.ts";
+import type { GroupKind, ObjectId } from "./store.ts";
+
+function attempt<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return fn();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * Id-keyed twins of the ControllerClient's writes, scoped to one kind (another
+ * kind's id is `WrongKindError`). It never records the generation handshake,
+ * so an object written here stays unsettled until a pass settles it. Run it
+ * with the Beehive stopped: a write while it runs races the object's own pass.
+ */
+export class AdminClient<Status> {
+  readonly #engine: Engine;
+  readonly #gk: GroupKind;
+
+  /** @internal Use `bh.adminClient(kind)`. */
+  constructor(engine: Engine, kind: GroupKind) {
+    this.#engine = engine;
+    this.#gk = checkKind(kind);
+  }
+
+  #writer(id: ObjectId): PassWriter<Status> {
+    checkId(id);
+    return new PassWriter<Status>(this.#engine, this.#engine.store, { ...this.#gk, id }, {
+      ended: false,
+      baseline: undefined,
+      signal: this.#engine.shutdown.signal,
+    });
+  }
+
+  async #checkSource(fromId: ObjectId): Promise<void> {
+    const meta = await this.#engine.store.objects.getMeta(fromId);
+    if (meta.group !== this.#gk.group || meta.kind !== this.#gk.kind) {
+      throw new WrongKindError(
+        `Cannot use object ${fromId} as ${kindName(this.#gk)}: it is a ${kindName(meta)}`,
+      );
+    }
+  }
+
+  /** Writes object `id`'s status. @throws {NotFoundError} @throws {WrongKindError} */
+  updateStatus(id: ObjectId, status: Status): Promise<void> {
+    return attempt(() => this.#writer(id).updateStatus(status));
+  }
+
+  /** Writes one condition. @throws {InvalidConditionError} @throws {WrongKindError} */
+  setCondition(id: ObjectId, condition: ConditionWrite): Promise<void> {
+    return attempt(() => this.#writer(id).setCondition(condition));
+  }
+
+  /** Writes several conditions as one write. @throws {DuplicateConditionTypeError} @throws {WrongKindError} */
+  setConditions(id: ObjectId, conditions: readonly ConditionWrite[]): Promise<void> {
+    return attempt(() => this.#writer(id).setConditions(conditions));
+  }
+
+  /** Removes a condition. @throws {WrongKindError} */
+  deleteCondition(id: ObjectId, type: string): Promise<void> {
+    return attempt(() => this.#writer(id).deleteCondition(type));
+  }
+
+  /** Records an event on object `id`. @throws {InvalidEventError} @throws {WrongKindError} */
+  addEvent(id: ObjectId, event: EventWrite): Promise<void> {
+    return attempt(() => this.#writer(id).addEvent(event));
+  }
+
+  /** Removes a finalizer: how a wedged object is unstuck. @throws {WrongKindError} */
+  deleteFinalizer(id: ObjectId, finalizer: string): Promise<void> {
+    return attempt(() => this.#writer(id).deleteFinalizer(finalizer));
+  }
+
+  /** Declares that `fromId` (this kind) depends on `toId` (any kind). @throws {WrongKindError} */
+  addDependency(fromId: ObjectId, toId: ObjectId): Promise<void> {
+    return attempt(async () => {
+      const w = this.#writer(fromId);
+      checkId(toId, "toId");
+      await this.#checkSource(fromId);
+      return w.addDependency(toId);
+    });
+  }
+
+  /** Drops the `fromId` → `toId` dependency. @throws {WrongKindError} */
+  deleteDependency(fromId: ObjectId, toId: ObjectId): Promise<void> {
+    return attempt(async () => {
+      const w = this.#writer(fromId);
+      checkId(toId, "toId");
+      await this.#checkSource(fromId);
+      return w.deleteDependency(toId);
+    });
+  }
+}

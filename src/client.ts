@@ -1,0 +1,617 @@
+/**
+ * The user-facing client of one kind: create, read, update, delete, graph and
+ * event reads, requeue and schedule.
+ *
+ * @module
+ */
+import { DecodeError, encodeJson } from "./codec.ts";
+import { checkId, checkKind, type Engine, kindName } from "./_engine.ts";
+import {
+  BeehiveError,
+  DeletionPendingError,
+  InvalidNameError,
+  InvalidOptionError,
+  NoControllerError,
+  NotFoundError,
+  StoreError,
+  WrongKindError,
+} from "./errors.ts";
+import {
+  type BeehiveObject,
+  decodeObject,
+  type Event,
+  type EventType,
+  type LoadKey,
+  type Relations,
+  toEvent,
+} from "./object.ts";
+import type { GroupKind, ObjectId, ObjectRef, RawObject, Store } from "./store.ts";
+import type { Schedule } from "./work_queue.ts";
+
+/** Options of the create calls. Honoured when a row is created, ignored when one is found. */
+export interface CreateOptions {
+  /** The owner: deleting it cascades to this object. */
+  readonly owner?: ObjectId;
+  /** Finalizers holding the object after deletion is requested. Registered kinds only. */
+  readonly finalizers?: readonly string[];
+  /** Runs once the outermost transaction commits, only if the row was created. */
+  readonly onCreate?: () => void | Promise<void>;
+}
+
+/** Options of the reads: which relations to load eagerly. */
+export interface ReadOptions {
+  /** Relations to load; the accessors of the others throw `NotLoadedError`. @default {[]} */
+  readonly load?: readonly LoadKey[];
+}
+
+/** The outcome of `getOrCreate` and `createOrUpdate`. */
+export interface CreateResult<Spec, Status> {
+  /** The object as stored after the call. */
+  readonly object: BeehiveObject<Spec, Status>;
+  /** Whether this call inserted it. Inside a transaction it is provisional until commit. */
+  readonly created: boolean;
+}
+
+/** Filters of the event reads. */
+export interface EventListOptions {
+  /** Only this timeline (`""` is the default timeline); omitted = every timeline. */
+  readonly category?: string;
+  /** Only this type. */
+  readonly type?: EventType;
+  /** Only this reason. */
+  readonly reason?: string;
+  /** Only the newest N runs; 0 = all. @default {0} */
+  readonly limit?: number;
+  /** Only runs active at or after this instant. */
+  readonly since?: Date;
+}
+
+/** Options of `requeue`. */
+export interface RequeueOptions {
+  /** Clear the retry ladder first (only when the failure is known to be over). @default {false} */
+  readonly resetBackoff?: boolean;
+}
+
+/** How many of each timeline's newest runs `load: ["events"]` attaches. */
+export const LOADED_EVENTS_PER_TIMELINE = 20;
+
+const LOAD_KEYS = new Set<string>(["owner", "dependencies", "dependents", "owned", "events"]);
+
+function checkName(name: unknown): asserts name is string {
+  if (typeof name !== "string") {
+    throw new TypeError(`Cannot use name: current value is ${typeof name}, expected a string`);
+  }
+  if (name === "") throw new InvalidNameError("Cannot use name: it must not be empty");
+  if (!name.isWellFormed()) {
+    throw new InvalidNameError(`Cannot use name ${JSON.stringify(name)}: not well-formed UTF-16`);
+  }
+}
+
+function checkLoads(options: ReadOptions | undefined): readonly LoadKey[] {
+  if (options === undefined) return [];
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError("Cannot read: options must be an object like { load: [...] }");
+  }
+  const load = options.load ?? [];
+  if (!Array.isArray(load) || !load.every((k) => LOAD_KEYS.has(k))) {
+    throw new TypeError(
+      `Cannot load ${
+        JSON.stringify(load)
+      }: expected an array of "owner", "dependencies", "dependents", "owned", "events"`,
+    );
+  }
+  return load;
+}
+
+/** The error a decode failure surfaces as on a single read. */
+export function undecodable(raw: RawObject, error: unknown): StoreError {
+  return new StoreError(
+    `Cannot decode ${kindName(raw)} "${raw.name}" (id ${raw.id}): ${
+      error instanceof Error ? error.message : String(error)
+    }`,
+    { cause: error },
+  );
+}
+
+/** A create call's arguments, checked. */
+interface CheckedCreate {
+  readonly text: string;
+  readonly owner: ObjectId | undefined;
+  readonly finalizers: string[] | undefined;
+  readonly onCreate: (() => void | Promise<void>) | undefined;
+}
+
+/** Reject with whatever `fn` throws synchronously, so async members never throw. */
+function attempt<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return fn();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/** Loads relations for many objects, batched per relation. */
+export async function loadRelations(
+  store: Store,
+  ids: readonly ObjectId[],
+  keys: readonly LoadKey[],
+): Promise<Map<ObjectId, Relations>> {
+  const out = new Map<ObjectId, Relations>(ids.map((id) => [id, {}]));
+  if (keys.length === 0 || ids.length === 0) return out;
+  for (const key of new Set(keys)) {
+    if (key === "events") {
+      for (const id of ids) {
+        const runs = (await store.events.list(id)).map(toEvent);
+        const perTimeline = new Map<string, number>();
+        out.get(id)!.events = runs.filter((e) => {
+          const n = (perTimeline.get(e.category) ?? 0) + 1;
+          perTimeline.set(e.category, n);
+          return n <= LOADED_EVENTS_PER_TIMELINE;
+        });
+      }
+      continue;
+    }
+    const grouped = key === "owner" || key === "dependencies"
+      ? await store.edges.groupOutgoingByIds(ids, key === "owner" ? "owned_by" : "depends_on")
+      : await store.edges.groupIncomingByIds(ids, key === "owned" ? "owned_by" : "depends_on");
+    for (const id of ids) {
+      const refs = grouped.get(id) ?? [];
+      const rel = out.get(id)!;
+      if (key === "owner") rel.owner = refs[0] ?? null;
+      else rel[key] = refs;
+    }
+  }
+  return out;
+}
+
+/**
+ * The client of one kind. Id-keyed calls act on one incarnation or reject with
+ * `NotFoundError`; name-keyed calls act on whatever holds the name now.
+ */
+export class Client<Spec, Status> {
+  readonly #engine: Engine;
+  readonly #store: Store;
+  readonly #gk: GroupKind;
+
+  /** @internal Use `bh.client(kind)` or `tx.client(kind)`. */
+  constructor(engine: Engine, store: Store, kind: GroupKind) {
+    this.#engine = engine;
+    this.#store = store;
+    this.#gk = checkKind(kind);
+  }
+
+  /** The kind this client acts on. */
+  get kind(): GroupKind {
+    return { ...this.#gk };
+  }
+
+  #ref(id: ObjectId): ObjectRef {
+    return { ...this.#gk, id };
+  }
+
+  #decode(raw: RawObject, rel?: Relations): BeehiveObject<Spec, Status> {
+    try {
+      return decodeObject<Spec, Status>(raw, this.#engine.codec(this.#gk), rel);
+    } catch (error) {
+      throw undecodable(raw, error);
+    }
+  }
+
+  #checkCreate(
+    name: unknown,
+    spec: unknown,
+    options: CreateOptions | undefined,
+  ): CheckedCreate {
+    checkName(name);
+    const text = encodeJson(spec, "spec");
+    const o = options ?? {};
+    if (typeof o !== "object" || o === null) {
+      throw new TypeError("Cannot create: options must be an object");
+    }
+    if (o.owner !== undefined) checkId(o.owner, "owner");
+    if (o.onCreate !== undefined && typeof o.onCreate !== "function") {
+      throw new TypeError("Cannot create: onCreate must be a function");
+    }
+    let finalizers: string[] | undefined;
+    if (o.finalizers !== undefined) {
+      if (
+        !Array.isArray(o.finalizers) ||
+        !o.finalizers.every((f) => typeof f === "string" && f !== "" && f.isWellFormed())
+      ) {
+        throw new InvalidOptionError(
+          "Cannot use option finalizers: expected an array of non-empty, well-formed strings",
+        );
+      }
+      if (o.finalizers.length > 0 && this.#engine.registration(this.#gk) === undefined) {
+        throw new InvalidOptionError(
+          `Cannot use option finalizers on ${
+            kindName(this.#gk)
+          }: only a kind with a controller registered in this process can clear them`,
+        );
+      }
+      finalizers = [...o.finalizers];
+    }
+    return { text, owner: o.owner, finalizers, onCreate: o.onCreate };
+  }
+
+  /** The create tail, inside a transaction. */
+  async #insert(
+    tx: Store,
+    name: string,
+    c: CheckedCreate,
+  ): Promise<BeehiveObject<Spec, Status>> {
+    const raw = await tx.objects.create(this.#gk, {
+      name,
+      spec: c.text,
+      specVersion: this.#engine.codec(this.#gk).specVersion,
+      finalizers: c.finalizers,
+    });
+    if (c.owner !== undefined) {
+      const edge = await tx.edges.add({ fromId: raw.id, toId: c.owner, relation: "owned_by" });
+      if (edge.toDeleting) {
+        const owner = { ...edge.to, id: c.owner };
+        tx.afterCommit(() => this.#engine.pushNow(owner));
+      }
+    }
+    // Decoded inside the transaction: a row this process cannot read never commits.
+    const object = this.#decode(raw);
+    const ref = this.#ref(raw.id);
+    tx.afterCommit(() => this.#engine.pushNow(ref));
+    if (c.onCreate !== undefined) tx.afterCommit(c.onCreate);
+    return object;
+  }
+
+  /**
+   * Creates an object under `name`, unsettled and owed its first reconcile.
+   * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16.
+   * @throws {NameTakenError} the name is held within the kind (deletion-pending rows included).
+   * @throws {InvalidOptionError} `finalizers` on a kind with no controller registered here.
+   * @throws {NotFoundError} `owner` names no object.
+   * @throws {TypeError} `spec` is not JSON-encodable, or an argument is malformed.
+   */
+  create(name: string, spec: Spec, options?: CreateOptions): Promise<BeehiveObject<Spec, Status>> {
+    return attempt(() => {
+      const c = this.#checkCreate(name, spec, options);
+      return this.#store.within((tx) => this.#insert(tx, name, c));
+    });
+  }
+
+  /**
+   * Returns the object holding `name`, untouched (deletion-pending included,
+   * options ignored), or creates it. Atomic: concurrent calls create one row.
+   * Options are validated even when the row exists.
+   * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16.
+   * @throws {InvalidOptionError} `finalizers` on a kind with no controller registered here.
+   * @throws {TypeError} `spec` is not JSON-encodable.
+   */
+  getOrCreate(
+    name: string,
+    spec: Spec,
+    options?: CreateOptions,
+  ): Promise<CreateResult<Spec, Status>> {
+    return attempt(() => {
+      const c = this.#checkCreate(name, spec, options);
+      return this.#store.within(async (tx) => {
+        try {
+          const raw = await tx.objects.getByName({ ...this.#gk, name });
+          return { object: this.#decode(raw), created: false };
+        } catch (error) {
+          if (!(error instanceof NotFoundError)) throw error;
+        }
+        return { object: await this.#insert(tx, name, c), created: true };
+      });
+    });
+  }
+
+  /**
+   * Makes whatever holds `name` hold `spec`, creating it when absent; options
+   * apply only on create. A byte-identical spec writes nothing.
+   * @throws {DeletionPendingError} the row holding the name is deletion-pending.
+   * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16.
+   * @throws {TypeError} `spec` is not JSON-encodable.
+   */
+  createOrUpdate(
+    name: string,
+    spec: Spec,
+    options?: CreateOptions,
+  ): Promise<CreateResult<Spec, Status>> {
+    return attempt(() => {
+      const c = this.#checkCreate(name, spec, options);
+      return this.#store.within(async (tx) => {
+        try {
+          const r = await tx.objects.updateSpecByName({ ...this.#gk, name }, {
+            spec: c.text,
+            specVersion: this.#engine.codec(this.#gk).specVersion,
+          });
+          const object = this.#decode(r.object);
+          if (r.changed) this.#pushSelf(tx, r.object.id);
+          return { object, created: false };
+        } catch (error) {
+          if (!(error instanceof NotFoundError)) throw error;
+        }
+        return { object: await this.#insert(tx, name, c), created: true };
+      });
+    });
+  }
+
+  #pushSelf(tx: Store, id: ObjectId): void {
+    const ref = this.#ref(id);
+    tx.afterCommit(() => this.#engine.pushNow(ref));
+  }
+
+  /**
+   * Replaces the spec of object `id`. A byte-identical spec writes nothing.
+   * @throws {NotFoundError} `id` holds no object of this kind.
+   * @throws {DeletionPendingError} its deletion is pending.
+   * @throws {TypeError} `spec` is not JSON-encodable, or `id` is malformed.
+   */
+  update(id: ObjectId, spec: Spec): Promise<BeehiveObject<Spec, Status>> {
+    return attempt(() => {
+      checkId(id);
+      const text = encodeJson(spec, "spec");
+      return this.#store.within(async (tx) => {
+        let r;
+        try {
+          r = await tx.objects.updateSpec(this.#ref(id), {
+            spec: text,
+            specVersion: this.#engine.codec(this.#gk).specVersion,
+          });
+        } catch (error) {
+          throw this.#hideWrongKind(error, id);
+        }
+        const object = this.#decode(r.object);
+        if (r.changed) this.#pushSelf(tx, id);
+        return object;
+      });
+    });
+  }
+
+  /**
+   * Replaces the spec of whatever holds `name`, resolved and written in one
+   * transaction.
+   * @throws {NotFoundError} no object of this kind holds `name`.
+   * @throws {DeletionPendingError} its deletion is pending.
+   */
+  updateByName(name: string, spec: Spec): Promise<BeehiveObject<Spec, Status>> {
+    return attempt(() => {
+      checkName(name);
+      const text = encodeJson(spec, "spec");
+      return this.#store.within(async (tx) => {
+        const r = await tx.objects.updateSpecByName({ ...this.#gk, name }, {
+          spec: text,
+          specVersion: this.#engine.codec(this.#gk).specVersion,
+        });
+        const object = this.#decode(r.object);
+        if (r.changed) this.#pushSelf(tx, r.object.id);
+        return object;
+      });
+    });
+  }
+
+  #hideWrongKind(error: unknown, id: ObjectId): unknown {
+    if (error instanceof WrongKindError) {
+      return new NotFoundError(
+        `Cannot find ${kindName(this.#gk)} ${id}: the id belongs to another kind`,
+        { cause: error },
+      );
+    }
+    return error;
+  }
+
+  async #one(raw: RawObject, load: readonly LoadKey[]): Promise<BeehiveObject<Spec, Status>> {
+    const rel = load.length === 0
+      ? undefined
+      : (await loadRelations(this.#store, [raw.id], load)).get(raw.id);
+    return this.#decode(raw, rel);
+  }
+
+  /**
+   * Reads object `id`.
+   * @throws {NotFoundError} `id` holds no object of this kind.
+   * @throws {StoreError} the stored spec or status does not decode.
+   */
+  get(id: ObjectId, options?: ReadOptions): Promise<BeehiveObject<Spec, Status>> {
+    return attempt(async () => {
+      checkId(id);
+      const load = checkLoads(options);
+      const raw = await this.#store.objects.get(id);
+      if (raw.group !== this.#gk.group || raw.kind !== this.#gk.kind) {
+        throw new NotFoundError(
+          `Cannot find ${kindName(this.#gk)} ${id}: the id belongs to a ${kindName(raw)}`,
+        );
+      }
+      return this.#one(raw, load);
+    });
+  }
+
+  /**
+   * Reads whatever holds `name`.
+   * @throws {NotFoundError} no object of this kind holds `name`.
+   * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16.
+   */
+  getByName(name: string, options?: ReadOptions): Promise<BeehiveObject<Spec, Status>> {
+    return attempt(async () => {
+      checkName(name);
+      const load = checkLoads(options);
+      return this.#one(await this.#store.objects.getByName({ ...this.#gk, name }), load);
+    });
+  }
+
+  async #many(raws: RawObject[], load: readonly LoadKey[]) {
+    const rels = await loadRelations(this.#store, raws.map((r) => r.id), load);
+    const out: BeehiveObject<Spec, Status>[] = [];
+    for (const raw of raws) {
+      try {
+        out.push(decodeObject<Spec, Status>(raw, this.#engine.codec(this.#gk), rels.get(raw.id)));
+      } catch (error) {
+        if (!(error instanceof DecodeError)) throw error;
+        this.#engine.log.warn(`beehive: skipping an object that does not decode`, {
+          kind: kindName(raw),
+          id: raw.id,
+          name: raw.name,
+          error,
+        });
+      }
+    }
+    return out;
+  }
+
+  /** Every object of the kind, ordered by id; rows that do not decode are skipped and logged. */
+  list(options?: ReadOptions): Promise<BeehiveObject<Spec, Status>[]> {
+    return attempt(async () => {
+      const load = checkLoads(options);
+      return this.#many(await this.#store.objects.list(this.#gk), load);
+    });
+  }
+
+  /** This kind's objects owned by `ownerId` (any kind), ordered by id. */
+  listOwnedObjects(
+    ownerId: ObjectId,
+    options?: ReadOptions,
+  ): Promise<BeehiveObject<Spec, Status>[]> {
+    return attempt(async () => {
+      checkId(ownerId, "ownerId");
+      const load = checkLoads(options);
+      const raws = await this.#store.objects.listByIncomingEdge(this.#gk, {
+        toId: ownerId,
+        relation: "owned_by",
+      });
+      return this.#many(raws, load);
+    });
+  }
+
+  /**
+   * Requests deletion of object `id`: sets `deletionRequestedAt`; the row stays
+   * readable until its finalizers clear and nothing points at it. Idempotent.
+   * @throws {NotFoundError} `id` holds no object of this kind.
+   */
+  delete(id: ObjectId): Promise<undefined> {
+    return attempt(async () => {
+      checkId(id);
+      try {
+        await this.#store.within(async (tx) => {
+          const r = await tx.deletionRequests.create(this.#ref(id));
+          if (r.marked) this.#afterMark(tx, id, r.unblocked);
+        });
+      } catch (error) {
+        throw this.#hideWrongKind(error, id);
+      }
+      return undefined;
+    });
+  }
+
+  /** Requests deletion of whatever holds `name`; absence is success. */
+  deleteByName(name: string): Promise<undefined> {
+    return attempt(async () => {
+      checkName(name);
+      try {
+        await this.#store.within(async (tx) => {
+          const r = await tx.deletionRequests.createByName({ ...this.#gk, name });
+          if (r.marked) this.#afterMark(tx, r.id!, r.unblocked);
+        });
+      } catch (error) {
+        if (!(error instanceof NotFoundError)) throw error;
+      }
+      return undefined;
+    });
+  }
+
+  #afterMark(tx: Store, id: ObjectId, unblocked: readonly ObjectRef[]): void {
+    const self = this.#ref(id);
+    tx.afterCommit(() => {
+      this.#engine.pushNow(self);
+      for (const t of unblocked) this.#engine.pushNow(t);
+    });
+  }
+
+  /** The owner of `id`, or `undefined`. Not kind-checked; a missing id reads as none. */
+  getOwner(id: ObjectId): Promise<ObjectRef | undefined> {
+    return attempt(async () => {
+      checkId(id);
+      return (await this.#store.edges.listOutgoing(id, "owned_by"))[0];
+    });
+  }
+
+  /** What `id` depends on. Not kind-checked. */
+  listDependencies(id: ObjectId): Promise<ObjectRef[]> {
+    return attempt(() => {
+      checkId(id);
+      return this.#store.edges.listOutgoing(id, "depends_on");
+    });
+  }
+
+  /** What depends on `id`. Not kind-checked. */
+  listDependents(id: ObjectId): Promise<ObjectRef[]> {
+    return attempt(() => {
+      checkId(id);
+      return this.#store.edges.listIncoming({ toId: id, relation: "depends_on" });
+    });
+  }
+
+  /** The objects `id` owns, of any kind. Not kind-checked. */
+  listOwned(id: ObjectId): Promise<ObjectRef[]> {
+    return attempt(() => {
+      checkId(id);
+      return this.#store.edges.listIncoming({ toId: id, relation: "owned_by" });
+    });
+  }
+
+  /** `id`'s event runs, newest first (any kind's id). */
+  listEvents(id: ObjectId, options?: EventListOptions): Promise<Event[]> {
+    return attempt(async () => {
+      checkId(id);
+      return (await this.#store.events.list(id, options)).map(toEvent);
+    });
+  }
+
+  /** The newest run in `id`'s `category` timeline, or `undefined`. */
+  getLatestEvent(id: ObjectId, category: string): Promise<Event | undefined> {
+    return attempt(async () => {
+      checkId(id);
+      const raw = await this.#store.events.getLatest(id, category);
+      return raw === undefined ? undefined : toEvent(raw);
+    });
+  }
+
+  /**
+   * Queues object `id` for a pass now: a latency hint. Keeps the retry ladder
+   * unless `resetBackoff`.
+   * @throws {NotFoundError} `id` holds no object of this kind.
+   * @throws {NoControllerError} the kind has no controller registered here.
+   */
+  requeue(id: ObjectId, options?: RequeueOptions): Promise<void> {
+    return attempt(async () => {
+      checkId(id);
+      const meta = await this.#store.objects.getMeta(id);
+      if (meta.group !== this.#gk.group || meta.kind !== this.#gk.kind) {
+        throw new NotFoundError(
+          `Cannot requeue ${kindName(this.#gk)} ${id}: the id belongs to a ${kindName(meta)}`,
+        );
+      }
+      const reg = this.#engine.registration(this.#gk);
+      if (reg === undefined) {
+        throw new NoControllerError(
+          `Cannot requeue ${kindName(this.#gk)} ${id}: no controller is registered for the kind`,
+        );
+      }
+      if (options?.resetBackoff) reg.reconciler.resetBackoff(id);
+      reg.reconciler.queue.requeueNow(id);
+    });
+  }
+
+  /**
+   * When object `id` is next scheduled to be requeued (a retry, a requeue
+   * delay, a floor holding a wake; now when queued), from memory; a missing id
+   * or a kind with no controller reads as nothing scheduled.
+   */
+  getSchedule(id: ObjectId): Promise<Schedule> {
+    return attempt(() => {
+      checkId(id);
+      const reg = this.#engine.registration(this.#gk);
+      return Promise.resolve(reg?.reconciler.queue.schedule(id) ?? { nextRequeueAt: undefined });
+    });
+  }
+}
+
+/** Re-exported for the error-mapping tests. */
+export { BeehiveError, DeletionPendingError };

@@ -1,0 +1,40 @@
+/**
+ * One garbage-collection step for one deletion-pending object: cascade the
+ * mark to its owned children, and remove the row once its finalizers are
+ * clear and nothing with a live claim points at it.
+ *
+ * @module
+ */
+import type { Engine } from "./_engine.ts";
+import type { ObjectId, ObjectRef } from "./store.ts";
+
+/**
+ * Runs one collection step for `id` in one transaction; resolves to whether
+ * the row was removed. A row that is not deletion-pending is left alone.
+ * @throws {NotFoundError} `id` holds no object.
+ */
+export function collect(engine: Engine, id: ObjectId): Promise<boolean> {
+  return engine.store.within(async (tx) => {
+    const meta = await tx.objects.getMeta(id);
+    if (meta.deletionRequestedAt === undefined) return false;
+    const cascade = await tx.deletionRequests.createFromOwner(id);
+    const pushes: ObjectRef[] = [
+      ...cascade.children.filter((c) => c.marked).map((c) => c.ref),
+      ...cascade.unblocked,
+    ];
+    if (pushes.length > 0) tx.afterCommit(() => pushes.forEach((r) => engine.pushNow(r)));
+    if (meta.finalizers.length > 0) return false;
+    // Mutually dependent deleting objects would otherwise block each other forever.
+    await tx.edges.deleteFinalizingDependsOn(id);
+    if (await tx.edges.hasIncoming(id)) return false;
+    const owners: ObjectRef[] = [];
+    for (const owner of await tx.edges.listOutgoing(id, "owned_by")) {
+      // Only a deleting owner is waiting on this row; pushing a live one would spin.
+      const m = await tx.objects.getMeta(owner.id);
+      if (m.deletionRequestedAt !== undefined) owners.push(owner);
+    }
+    await tx.objects.delete(id);
+    if (owners.length > 0) tx.afterCommit(() => owners.forEach((r) => engine.pushNow(r)));
+    return true;
+  });
+}

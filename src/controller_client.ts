@@ -1,0 +1,309 @@
+/**
+ * The client a controller receives with each pass: it writes status,
+ * conditions, events, finalizers and dependency edges of the object it was
+ * handed, and dies when the pass returns.
+ *
+ * @module
+ */
+import { encodeJson } from "./codec.ts";
+import { checkId, type Engine, kindName } from "./_engine.ts";
+import { Client } from "./client.ts";
+import { ReconcileReturnedError, StaleTxError } from "./errors.ts";
+import type { ConditionWrite, EventWrite } from "./object.ts";
+import type { GroupKind, ObjectRef, Store } from "./store.ts";
+
+/** The stored status as the pass knows it, so an unchanged report costs no store call. */
+export class StatusBaseline {
+  #text: string | undefined;
+  #version: number;
+  #outstanding = 0;
+
+  constructor(text: string | undefined, version: number) {
+    this.#text = text;
+    this.#version = version;
+  }
+
+  /** Whether the write must reach the store; claims it if so. */
+  claim(text: string, writeVersion: number): boolean {
+    const version = writeVersion === 0 ? this.#version : writeVersion;
+    if (this.#outstanding === 0 && version === this.#version && text === this.#text) return false;
+    this.#outstanding++;
+    return true;
+  }
+
+  /** A claimed write committed and changed the row. */
+  promote(text: string, writeVersion: number): void {
+    this.#text = text;
+    if (writeVersion !== 0) this.#version = writeVersion;
+    this.#outstanding--;
+  }
+}
+
+/** One pass's shared state. */
+interface PassState {
+  ended: boolean;
+  readonly baseline: StatusBaseline | undefined;
+  readonly signal: AbortSignal;
+}
+
+/** The write and read surface shared by a ControllerClient and its transaction handles. */
+export interface ControllerWrites<Status> {
+  /** Writes the object's status; an unchanged status writes nothing (no store call in a pass). */
+  updateStatus(status: Status): Promise<void>;
+  /** Writes one condition. @throws {InvalidConditionError} */
+  setCondition(condition: ConditionWrite): Promise<void>;
+  /**
+   * Writes several conditions as one write (one version bump); unchanged ones
+   * keep their stamps, and an all-unchanged batch writes nothing.
+   * @throws {InvalidConditionError} bad status, empty type, or text that is not well-formed UTF-16.
+   * @throws {DuplicateConditionTypeError} a type appears twice.
+   */
+  setConditions(conditions: readonly ConditionWrite[]): Promise<void>;
+  /** Removes the condition of `type`; absent is a no-op. */
+  deleteCondition(type: string): Promise<void>;
+  /**
+   * Records an observation: extends the timeline's latest run when category,
+   * type and reason match, else starts a run.
+   * @throws {InvalidEventError} bad type, empty reason, or text that is not well-formed UTF-16.
+   * @throws {TypeError} `detail` is not JSON-encodable.
+   */
+  addEvent(event: EventWrite): Promise<void>;
+  /** Removes a finalizer; clearing the last one of a deleting object lets it be collected. */
+  deleteFinalizer(finalizer: string): Promise<void>;
+  /**
+   * Declares that the object depends on `toId` (any kind): a change to the
+   * target reconciles it again. A new edge records one owed pass, atomically.
+   * @throws {NotFoundError} `toId` names no object.
+   */
+  addDependency(toId: number): Promise<void>;
+  /** Drops the dependency on `toId`; absent is a no-op. */
+  deleteDependency(toId: number): Promise<void>;
+  /** Whether anything with a live claim points at the object (an owned child, a live dependent). */
+  hasIncomingEdges(): Promise<boolean>;
+  /** The object's owner, or `undefined`. */
+  getOwner(): Promise<ObjectRef | undefined>;
+  /** What the object depends on. */
+  listDependencies(): Promise<ObjectRef[]>;
+  /** What depends on the object. */
+  listDependents(): Promise<ObjectRef[]>;
+  /** The objects the object owns. */
+  listOwned(): Promise<ObjectRef[]>;
+}
+
+/** A transaction opened by `cc.within`: the same surface, joined to one transaction. */
+export interface ControllerTx<Status> extends ControllerWrites<Status> {
+  /** Opens a nested frame (a savepoint): a rejection unwinds only its writes and hooks. */
+  within<T>(fn: (tx: ControllerTx<Status>) => Promise<T>): Promise<T>;
+  /** A client of `kind` whose calls join this transaction (no watches). */
+  client<S = unknown, T = unknown>(kind: GroupKind): Client<S, T>;
+  /** Runs `fn` once the outermost transaction commits; never if this frame unwinds. */
+  afterCommit(fn: () => void | Promise<void>): void;
+}
+
+/**
+ * The client bound to one pass: every member rejects with
+ * `ReconcileReturnedError` once the pass returns.
+ */
+export interface ControllerClient<Status> extends ControllerWrites<Status> {
+  /** Aborts when the Beehive stops. */
+  readonly signal: AbortSignal;
+  /**
+   * Runs `fn` in one transaction: it commits when `fn` resolves and rolls back
+   * when it rejects. Write through `tx` inside; a write through this client
+   * while the transaction is open rejects with `StaleTxError`.
+   */
+  within<T>(fn: (tx: ControllerTx<Status>) => Promise<T>): Promise<T>;
+}
+
+/** The one implementation of every controller write, over a root store or a transaction. */
+export class PassWriter<Status> implements ControllerTx<Status> {
+  readonly #engine: Engine;
+  readonly #store: Store;
+  readonly #ref: ObjectRef;
+  readonly #state: PassState;
+  /** Set while a `within` opened through this handle is running. */
+  #open = 0;
+
+  constructor(engine: Engine, store: Store, ref: ObjectRef, state: PassState) {
+    this.#engine = engine;
+    this.#store = store;
+    this.#ref = ref;
+    this.#state = state;
+  }
+
+  /** Aborts when the Beehive stops. */
+  get signal(): AbortSignal {
+    return this.#state.signal;
+  }
+
+  #gate(): void {
+    if (this.#state.ended) {
+      throw new ReconcileReturnedError(
+        `Cannot use the ControllerClient of ${
+          kindName(this.#ref)
+        } ${this.#ref.id}: its pass has returned`,
+      );
+    }
+    if (this.#open > 0) {
+      throw new StaleTxError(
+        `Cannot write ${
+          kindName(this.#ref)
+        } ${this.#ref.id} through this handle: a transaction it opened is still running; use that transaction's tx`,
+      );
+    }
+  }
+
+  #run<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      this.#gate();
+      return fn();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  updateStatus(status: Status): Promise<void> {
+    return this.#run(async () => {
+      const text = encodeJson(status, "status");
+      const version = this.#engine.codec(this.#ref).statusVersion;
+      const baseline = this.#state.baseline;
+      if (baseline !== undefined && !baseline.claim(text, version)) return;
+      await this.#store.within(async (tx) => {
+        const changed = await tx.objects.updateStatus(this.#ref, {
+          status: text,
+          statusVersion: version,
+        });
+        if (changed && baseline !== undefined) {
+          tx.afterCommit(() => baseline.promote(text, version));
+        }
+      });
+    });
+  }
+
+  setCondition(condition: ConditionWrite): Promise<void> {
+    return this.setConditions([condition]);
+  }
+
+  setConditions(conditions: readonly ConditionWrite[]): Promise<void> {
+    return this.#run(() => this.#store.conditions.set(this.#ref, conditions));
+  }
+
+  deleteCondition(type: string): Promise<void> {
+    return this.#run(() => this.#store.conditions.delete(this.#ref, type));
+  }
+
+  addEvent(event: EventWrite): Promise<void> {
+    return this.#run(() => {
+      if (typeof event !== "object" || event === null) {
+        throw new TypeError("Cannot add event: expected an object { type, reason, ... }");
+      }
+      const detail = event.detail === undefined ? undefined : encodeJson(event.detail, "detail");
+      return this.#store.events.add(this.#ref, {
+        category: event.category,
+        type: event.type,
+        reason: event.reason,
+        message: event.message,
+        detail,
+      });
+    });
+  }
+
+  deleteFinalizer(finalizer: string): Promise<void> {
+    return this.#run(() =>
+      this.#store.within(async (tx) => {
+        if (await tx.objects.deleteFinalizer(this.#ref, finalizer)) {
+          const self = this.#ref;
+          tx.afterCommit(() => this.#engine.pushNow(self));
+        }
+      })
+    );
+  }
+
+  addDependency(toId: number): Promise<void> {
+    return this.#run(() => {
+      checkId(toId, "toId");
+      return this.#store.within(async (tx) => {
+        const r = await tx.edges.add({ fromId: this.#ref.id, toId, relation: "depends_on" });
+        // Throttled: controllers re-declare their edges on every pass.
+        if (r.reconcileOwedStamped) tx.afterCommit(() => this.#engine.pushThrottled(this.#ref));
+      });
+    });
+  }
+
+  deleteDependency(toId: number): Promise<void> {
+    return this.#run(() => {
+      checkId(toId, "toId");
+      return this.#store.within(async (tx) => {
+        const r = await tx.edges.delete({ fromId: this.#ref.id, toId, relation: "depends_on" });
+        if (r.unblocked && r.to !== undefined) {
+          const target = { ...r.to, id: toId };
+          tx.afterCommit(() => this.#engine.pushNow(target));
+        }
+      });
+    });
+  }
+
+  hasIncomingEdges(): Promise<boolean> {
+    return this.#run(() => this.#store.edges.hasIncoming(this.#ref.id));
+  }
+
+  getOwner(): Promise<ObjectRef | undefined> {
+    return this.#run(async () =>
+      (await this.#store.edges.listOutgoing(this.#ref.id, "owned_by"))[0]
+    );
+  }
+
+  listDependencies(): Promise<ObjectRef[]> {
+    return this.#run(() => this.#store.edges.listOutgoing(this.#ref.id, "depends_on"));
+  }
+
+  listDependents(): Promise<ObjectRef[]> {
+    return this.#run(() =>
+      this.#store.edges.listIncoming({ toId: this.#ref.id, relation: "depends_on" })
+    );
+  }
+
+  listOwned(): Promise<ObjectRef[]> {
+    return this.#run(() =>
+      this.#store.edges.listIncoming({ toId: this.#ref.id, relation: "owned_by" })
+    );
+  }
+
+  within<T>(fn: (tx: ControllerTx<Status>) => Promise<T>): Promise<T> {
+    return this.#run(async () => {
+      if (typeof fn !== "function") {
+        throw new TypeError("Cannot run a transaction: fn is not a function");
+      }
+      this.#open++;
+      try {
+        return await this.#store.within((tx) =>
+          fn(new PassWriter<Status>(this.#engine, tx, this.#ref, this.#state))
+        );
+      } finally {
+        this.#open--;
+      }
+    });
+  }
+
+  client<S = unknown, T = unknown>(kind: GroupKind): Client<S, T> {
+    this.#gate();
+    return new Client<S, T>(this.#engine, this.#store, kind);
+  }
+
+  afterCommit(fn: () => void | Promise<void>): void {
+    this.#gate();
+    this.#store.afterCommit(fn);
+  }
+}
+
+/** Creates the client of one pass, and the function that ends it. */
+export function passClient<Status>(
+  engine: Engine,
+  ref: ObjectRef,
+  baseline: StatusBaseline | undefined,
+  signal: AbortSignal,
+): { client: ControllerClient<Status>; end: () => void } {
+  const state: PassState = { ended: false, baseline, signal };
+  const writer = new PassWriter<Status>(engine, engine.store, ref, state);
+  return { client: writer, end: () => (state.ended = true) };
+}

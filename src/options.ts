@@ -1,0 +1,306 @@
+/**
+ * Options for {@linkcode Beehive} and `register`, their defaults, and their
+ * validation. Durations are milliseconds.
+ *
+ * @module
+ */
+import { InvalidOptionError } from "./errors.ts";
+import type { Logger } from "./logger.ts";
+import { isLogLevel, type LogLevel } from "./logger_levels.ts";
+import type { Migrator } from "./migrator.ts";
+import type { ObjectId } from "./store.ts";
+
+/** Event-log retention: each bound 0 = unbounded. */
+export interface EventRetention {
+  /** Keep each (object, category) timeline's newest N runs. @default {0} */
+  perTimeline?: number;
+  /** Drop runs whose last observation is older than this (ms). @default {0} */
+  maxAge?: number;
+}
+
+/** Write-log retention: each bound 0 = unbounded. */
+export interface WriteLogRetention {
+  /** Keep each kind's newest N entries. @default {0} */
+  perKind?: number;
+  /** Drop entries older than this (ms): the resume window of a watch. @default {86_400_000} (24 h) */
+  maxAge?: number;
+}
+
+/** The per-controller options, settable on the Beehive (defaults for every kind) or per kind. */
+export interface ControllerOptions {
+  /**
+   * How often the owed pass drains work the store records as owed (unsettled
+   * generations, owed dependency wakes); also when a bare `unsettled()` comes back. Must be > 0.
+   * @default {30_000}
+   */
+  owedPassInterval?: number;
+  /** How often every object of the kind is re-dispatched; 0 = off. @default {0} */
+  fullPassInterval?: number;
+  /** Each object's cadence, measured from the end of its own pass; 0 = off. @default {0} */
+  individualPassInterval?: number;
+  /** Re-dispatch every object once at start, settled or not. @default {false} */
+  startupFullPass?: boolean;
+  /** The cap of the retry ladder (1 s doubling). Must be > 0. @default {30_000} */
+  maxRetryInterval?: number;
+  /** Passes of one kind that may run at once (never two for one object). An integer ≥ 1. @default {1} */
+  concurrency?: number;
+}
+
+/** Options for `new Beehive(store, options)`. */
+export interface BeehiveOptions extends ControllerOptions {
+  /** How often the dependency-watermark backstop runs. Must be > 0. @default {60_000} */
+  staleDependentsInterval?: number;
+  /** How often a watch reads without a commit wake. Must be > 0. @default {30_000} */
+  watchFloorInterval?: number;
+  /** How often garbage collection and retention run. Must be > 0. @default {30_000} */
+  gcInterval?: number;
+  /** Event-log retention. @default {{ perTimeline: 0, maxAge: 0 }} (unbounded) */
+  eventRetention?: EventRetention;
+  /** Write-log retention. @default {{ perKind: 0, maxAge: 86_400_000 }} */
+  writeLogRetention?: WriteLogRetention;
+  /** Where beehive reports; `console` qualifies. @default {undefined} (silent) */
+  logger?: Logger;
+  /** The lowest level passed to the logger. @default {"info"} */
+  logLevel?: LogLevel;
+}
+
+/** Options for `bh.register(kind, controller, options)`. */
+export interface RegisterOptions extends ControllerOptions {
+  /** Converts stored spec and status written at older schema versions. @default {undefined} */
+  migrator?: Migrator;
+  /** Ids to requeue within the kind; ends when the iterable ends or the Beehive stops. */
+  triggerById?: AsyncIterable<ObjectId>;
+  /** Names to requeue within the kind; ends when the iterable ends or the Beehive stops. */
+  triggerByName?: AsyncIterable<string>;
+}
+
+/** Every controller option, resolved. */
+export interface ResolvedControllerOptions {
+  owedPassInterval: number;
+  fullPassInterval: number;
+  individualPassInterval: number;
+  startupFullPass: boolean;
+  maxRetryInterval: number;
+  concurrency: number;
+}
+
+/** Every Beehive option, resolved. */
+export interface ResolvedBeehiveOptions extends ResolvedControllerOptions {
+  staleDependentsInterval: number;
+  watchFloorInterval: number;
+  gcInterval: number;
+  eventRetention: { perTimeline: number; maxAge: number };
+  writeLogRetention: { perKind: number; maxAge: number };
+  logger: Logger | undefined;
+  logLevel: LogLevel;
+}
+
+/** The defaults of every option. */
+export const DEFAULTS: ResolvedBeehiveOptions = {
+  owedPassInterval: 30_000,
+  fullPassInterval: 0,
+  individualPassInterval: 0,
+  startupFullPass: false,
+  maxRetryInterval: 30_000,
+  concurrency: 1,
+  staleDependentsInterval: 60_000,
+  watchFloorInterval: 30_000,
+  gcInterval: 30_000,
+  eventRetention: { perTimeline: 0, maxAge: 0 },
+  writeLogRetention: { perKind: 0, maxAge: 86_400_000 },
+  logger: undefined,
+  logLevel: "info",
+};
+
+function show(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (typeof value === "object" && value !== null) {
+    return Array.isArray(value) ? "an array" : "an object";
+  }
+  return String(value);
+}
+
+function invalid(name: string, value: unknown, expected: string): InvalidOptionError {
+  return new InvalidOptionError(
+    `Cannot use option ${name}: current value is ${show(value)}, expected ${expected}`,
+  );
+}
+
+type Rule = "positive" | "nonNegative" | "count";
+
+function number(name: string, value: unknown, rule: Rule): number {
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw invalid(name, value, "a finite number");
+  }
+  if (rule === "positive" && value <= 0) throw invalid(name, value, "a number > 0 (ms)");
+  if (rule === "nonNegative" && value < 0) {
+    throw invalid(name, value, "a number >= 0 (ms; 0 = off)");
+  }
+  if (rule === "count" && (!Number.isInteger(value) || value < 1)) {
+    throw invalid(name, value, "an integer >= 1");
+  }
+  return value;
+}
+
+function checkObject(name: string, value: unknown): Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw invalid(name, value, "an options object");
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Resolves the controller options present in `o` over `base`. */
+function resolveController(
+  o: Record<string, unknown>,
+  base: ResolvedControllerOptions,
+): ResolvedControllerOptions {
+  const out = { ...base };
+  if (o.owedPassInterval !== undefined) {
+    out.owedPassInterval = number("owedPassInterval", o.owedPassInterval, "positive");
+  }
+  if (o.fullPassInterval !== undefined) {
+    out.fullPassInterval = number("fullPassInterval", o.fullPassInterval, "nonNegative");
+  }
+  if (o.individualPassInterval !== undefined) {
+    out.individualPassInterval = number(
+      "individualPassInterval",
+      o.individualPassInterval,
+      "nonNegative",
+    );
+  }
+  if (o.maxRetryInterval !== undefined) {
+    out.maxRetryInterval = number("maxRetryInterval", o.maxRetryInterval, "positive");
+  }
+  if (o.concurrency !== undefined) out.concurrency = number("concurrency", o.concurrency, "count");
+  if (o.startupFullPass !== undefined) {
+    if (typeof o.startupFullPass !== "boolean") {
+      throw invalid("startupFullPass", o.startupFullPass, "a boolean");
+    }
+    out.startupFullPass = o.startupFullPass;
+  }
+  return out;
+}
+
+function retention(name: string, value: unknown, keys: readonly string[]) {
+  const o = checkObject(name, value);
+  const out: Record<string, number> = {};
+  for (const k of keys) {
+    if (o[k] !== undefined) {
+      const v = number(`${name}.${k}`, o[k], "nonNegative");
+      if (k.startsWith("per") && !Number.isInteger(v)) {
+        throw invalid(`${name}.${k}`, v, "an integer >= 0");
+      }
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+/**
+ * Validates and resolves Beehive options.
+ * @throws {InvalidOptionError} a value is out of range.
+ */
+export function resolveBeehiveOptions(options: unknown): ResolvedBeehiveOptions {
+  if (options === undefined) return { ...DEFAULTS };
+  const o = checkObject("options", options);
+  const out: ResolvedBeehiveOptions = { ...DEFAULTS, ...resolveController(o, DEFAULTS) };
+  if (o.staleDependentsInterval !== undefined) {
+    out.staleDependentsInterval = number(
+      "staleDependentsInterval",
+      o.staleDependentsInterval,
+      "positive",
+    );
+  }
+  if (o.watchFloorInterval !== undefined) {
+    out.watchFloorInterval = number("watchFloorInterval", o.watchFloorInterval, "positive");
+  }
+  if (o.gcInterval !== undefined) out.gcInterval = number("gcInterval", o.gcInterval, "positive");
+  if (o.eventRetention !== undefined) {
+    out.eventRetention = {
+      ...DEFAULTS.eventRetention,
+      ...retention("eventRetention", o.eventRetention, ["perTimeline", "maxAge"]),
+    };
+  }
+  if (o.writeLogRetention !== undefined) {
+    out.writeLogRetention = {
+      ...DEFAULTS.writeLogRetention,
+      ...retention("writeLogRetention", o.writeLogRetention, ["perKind", "maxAge"]),
+    };
+  }
+  if (o.logger !== undefined) {
+    const l = o.logger as Record<string, unknown>;
+    if (
+      typeof l !== "object" || l === null ||
+      !["debug", "info", "warn", "error"].every((m) => typeof l[m] === "function")
+    ) {
+      throw invalid("logger", o.logger, "an object with debug, info, warn and error methods");
+    }
+    out.logger = o.logger as Logger;
+  }
+  if (o.logLevel !== undefined) {
+    if (!isLogLevel(o.logLevel)) {
+      throw invalid("logLevel", o.logLevel, `"debug", "info", "warn" or "error"`);
+    }
+    out.logLevel = o.logLevel;
+  }
+  return out;
+}
+
+/** Register options, resolved over the Beehive's defaults. */
+export interface ResolvedRegisterOptions extends ResolvedControllerOptions {
+  migrator: Migrator | undefined;
+  triggerById: AsyncIterable<ObjectId> | undefined;
+  triggerByName: AsyncIterable<string> | undefined;
+}
+
+function checkIterable(name: string, value: unknown): void {
+  if (
+    typeof value !== "object" || value === null ||
+    typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] !== "function"
+  ) {
+    throw invalid(name, value, "an AsyncIterable (a ReadableStream qualifies)");
+  }
+}
+
+/**
+ * Validates and resolves register options over the Beehive's defaults.
+ * @throws {InvalidOptionError} a value is out of range.
+ */
+export function resolveRegisterOptions(
+  options: unknown,
+  base: ResolvedControllerOptions,
+): ResolvedRegisterOptions {
+  const o = options === undefined ? {} : checkObject("options", options);
+  const out: ResolvedRegisterOptions = {
+    ...resolveController(o, base),
+    migrator: undefined,
+    triggerById: undefined,
+    triggerByName: undefined,
+  };
+  if (o.migrator !== undefined) {
+    const m = o.migrator as Record<string, unknown>;
+    const versionOk = (v: unknown) => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+    if (
+      typeof m !== "object" || m === null || !versionOk(m.specVersion) ||
+      !versionOk(m.statusVersion) || typeof m.convertSpec !== "function" ||
+      typeof m.convertStatus !== "function"
+    ) {
+      throw invalid(
+        "migrator",
+        o.migrator,
+        "{ specVersion, statusVersion (integers >= 0), convertSpec, convertStatus }",
+      );
+    }
+    out.migrator = o.migrator as Migrator;
+  }
+  if (o.triggerById !== undefined) {
+    checkIterable("triggerById", o.triggerById);
+    out.triggerById = o.triggerById as AsyncIterable<ObjectId>;
+  }
+  if (o.triggerByName !== undefined) {
+    checkIterable("triggerByName", o.triggerByName);
+    out.triggerByName = o.triggerByName as AsyncIterable<string>;
+  }
+  return out;
+}

@@ -1,0 +1,374 @@
+/**
+ * The reconcile loop of one kind: its workers, the pass, the retry ladder,
+ * and the drivers that find work (owed pass, full pass, startup pass,
+ * individual-pass admission, triggers).
+ *
+ * @module
+ */
+import type { KindCodec } from "./codec.ts";
+import { collect } from "./collect.ts";
+import { type Engine, kindName } from "./_engine.ts";
+import { InvalidResultError, NotFoundError } from "./errors.ts";
+import { decodeObject } from "./object.ts";
+import type { ResolvedRegisterOptions } from "./options.ts";
+import { fail, type ResultInfo, resultInfo } from "./result.ts";
+import { passClient, StatusBaseline } from "./controller_client.ts";
+import type { GroupKind, ObjectId, ObjectRef, ReconcileLoad } from "./store.ts";
+import { WorkQueue } from "./work_queue.ts";
+
+/** The first rung of the retry ladder, in ms. */
+export const BASE_RETRY_INTERVAL = 1_000;
+
+/** A controller as `register` accepts it. */
+export type ControllerFn = (obj: unknown, cc: unknown) => unknown;
+
+interface PassOutcome {
+  readonly info: ResultInfo;
+  /** The object was collected (or is gone): forget it. */
+  readonly gone: boolean;
+}
+
+const GONE: PassOutcome = {
+  info: { outcome: "settled", requeueAfter: undefined, err: undefined },
+  gone: true,
+};
+
+/** One kind's reconcile loop. */
+export class Reconciler {
+  readonly gk: GroupKind;
+  readonly queue: WorkQueue = new WorkQueue();
+  readonly codec: KindCodec;
+  readonly #engine: Engine;
+  readonly #reconcile: ControllerFn;
+  readonly #opts: ResolvedRegisterOptions;
+  readonly #backoff = new Map<ObjectId, number>();
+  readonly #tasks = new Set<Promise<unknown>>();
+  readonly #timers: ReturnType<typeof setInterval>[] = [];
+  readonly #triggers: AsyncIterator<unknown>[] = [];
+  #running = false;
+
+  constructor(
+    engine: Engine,
+    gk: GroupKind,
+    reconcile: ControllerFn,
+    opts: ResolvedRegisterOptions,
+    codec: KindCodec,
+  ) {
+    this.#engine = engine;
+    this.gk = gk;
+    this.#reconcile = reconcile;
+    this.#opts = opts;
+    this.codec = codec;
+  }
+
+  /** The resolved options of this kind. */
+  get options(): ResolvedRegisterOptions {
+    return this.#opts;
+  }
+
+  /** Starts the drivers and workers; resolves once they have all ended after `stop`. */
+  async run(): Promise<void> {
+    this.#running = true;
+    const o = this.#opts;
+    await this.#owedPass();
+    if (o.individualPassInterval > 0) {
+      this.#track(this.#admit(o.startupFullPass ? 0 : o.individualPassInterval));
+    } else if (o.startupFullPass) {
+      await this.#enqueueAll("startup pass");
+    }
+    this.#timers.push(setInterval(() => this.#track(this.#owedPass()), o.owedPassInterval));
+    if (o.fullPassInterval > 0) {
+      this.#timers.push(
+        setInterval(() => this.#track(this.#enqueueAll("full pass")), o.fullPassInterval),
+      );
+    }
+    if (o.triggerById !== undefined) this.#track(this.#trigger(o.triggerById, "id"));
+    if (o.triggerByName !== undefined) this.#track(this.#trigger(o.triggerByName, "name"));
+    const workers = Array.from({ length: o.concurrency }, () => this.#work());
+    await Promise.all(workers);
+    while (this.#tasks.size > 0) await Promise.allSettled([...this.#tasks]);
+  }
+
+  /** Stops finding work; the workers end after their current pass. */
+  stop(): void {
+    this.#running = false;
+    for (const t of this.#timers.splice(0)) clearInterval(t);
+    for (const it of this.#triggers.splice(0)) void it.return?.()?.catch(() => {});
+    this.queue.stop();
+  }
+
+  /** Clears `id`'s retry ladder. */
+  resetBackoff(id: ObjectId): void {
+    this.#backoff.delete(id);
+  }
+
+  #track(p: Promise<unknown>): void {
+    const tracked = p.catch((error) => this.#engine.log.error("beehive: driver failed", { error }));
+    this.#tasks.add(tracked);
+    void tracked.finally(() => this.#tasks.delete(tracked));
+  }
+
+  async #owedPass(): Promise<void> {
+    const store = this.#engine.store;
+    const log = this.#engine.log;
+    for (
+      const [source, list] of [
+        ["unsettled", () => store.objects.listUnsettledIds(this.gk)],
+        ["owed", () => store.reconcileOwed.listIds(this.gk)],
+      ] as const
+    ) {
+      try {
+        for (const id of await list()) this.queue.add(id);
+      } catch (error) {
+        if (this.#running) {
+          log.warn(`beehive: owed pass listing failed`, { kind: kindName(this.gk), source, error });
+        }
+      }
+    }
+  }
+
+  async #enqueueAll(driver: string): Promise<void> {
+    try {
+      for (const id of await this.#engine.store.objects.listIds(this.gk)) this.queue.add(id);
+    } catch (error) {
+      if (this.#running) {
+        this.#engine.log.warn(`beehive: ${driver} listing failed`, {
+          kind: kindName(this.gk),
+          error,
+        });
+      }
+    }
+  }
+
+  /** Spreads every object's first individual pass across `window`, retrying the listing. */
+  async #admit(window: number): Promise<void> {
+    let delay = 100;
+    while (this.#running) {
+      try {
+        const ids = await this.#engine.store.objects.listIds(this.gk);
+        for (const id of ids) this.queue.addAfter(id, Math.random() * window, "admit");
+        return;
+      } catch (error) {
+        this.#engine.log.warn("beehive: individual-pass admission failed; retrying", {
+          kind: kindName(this.gk),
+          error,
+        });
+        await this.#sleep(delay);
+        delay = Math.min(delay * 2, 30_000);
+      }
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    const signal = this.#engine.shutdown.signal;
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  async #trigger(source: AsyncIterable<unknown>, by: "id" | "name"): Promise<void> {
+    const it = source[Symbol.asyncIterator]();
+    this.#triggers.push(it);
+    const stopped = new Promise<IteratorResult<unknown>>((resolve) => {
+      const signal = this.#engine.shutdown.signal;
+      if (signal.aborted) resolve({ done: true, value: undefined });
+      signal.addEventListener("abort", () => resolve({ done: true, value: undefined }), {
+        once: true,
+      });
+    });
+    while (this.#running) {
+      const next = await Promise.race([it.next(), stopped]);
+      if (next.done || !this.#running) break;
+      await this.#poke(next.value, by);
+    }
+  }
+
+  async #poke(address: unknown, by: "id" | "name"): Promise<void> {
+    const store = this.#engine.store;
+    try {
+      const meta = by === "id"
+        ? (typeof address === "number" && Number.isSafeInteger(address) && address > 0
+          ? await store.objects.getMeta(address)
+          : undefined)
+        : (typeof address === "string" && address !== "" && address.isWellFormed()
+          ? await store.objects.getMetaByName({ ...this.gk, name: address })
+          : undefined);
+      if (meta === undefined || meta.group !== this.gk.group || meta.kind !== this.gk.kind) {
+        this.#engine.log.debug("beehive: trigger ignored an address outside the kind", {
+          kind: kindName(this.gk),
+          address,
+        });
+        return;
+      }
+      this.queue.requeueNow(meta.id);
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) {
+        this.#engine.log.warn("beehive: trigger lookup failed", { kind: kindName(this.gk), error });
+      }
+    }
+  }
+
+  async #work(): Promise<void> {
+    for (;;) {
+      const id = await this.queue.get();
+      if (id === undefined) return;
+      let outcome: PassOutcome;
+      try {
+        outcome = await this.#pass(id);
+      } catch (error) {
+        outcome = { info: resultInfo(fail(error))!, gone: false };
+      }
+      if (outcome.gone) {
+        this.queue.forget(id);
+        this.#backoff.delete(id);
+        continue;
+      }
+      this.queue.done(id);
+      this.#scheduleNext(id, outcome.info);
+    }
+  }
+
+  #scheduleNext(id: ObjectId, info: ResultInfo): void {
+    const log = this.#engine.log;
+    if (info.outcome === "fail") {
+      const level = info.err instanceof InvalidResultError ? "error" : "warn";
+      log[level]("beehive: reconcile failed; retrying with backoff", {
+        kind: kindName(this.gk),
+        id,
+        error: info.err,
+      });
+      const prev = this.#backoff.get(id);
+      const next = prev === undefined
+        ? Math.min(BASE_RETRY_INTERVAL, this.#opts.maxRetryInterval)
+        : Math.min(prev * 2, this.#opts.maxRetryInterval);
+      this.#backoff.set(id, next);
+      this.queue.addAfter(id, next, "backoff");
+      return;
+    }
+    this.#backoff.delete(id);
+    if (info.requeueAfter !== undefined) {
+      if (info.requeueAfter > 0) this.queue.addAfter(id, info.requeueAfter, "requeueAfter");
+      else this.queue.add(id);
+    } else if (info.outcome === "unsettled") {
+      // Nothing lists an object that declines to settle at an observed generation.
+      this.queue.addAfter(id, this.#opts.owedPassInterval, "requeueAfter");
+    } else if (this.#opts.individualPassInterval > 0) {
+      const d = this.#opts.individualPassInterval;
+      this.queue.addAfter(id, d + Math.random() * 0.1 * d, "requeueAfter");
+    }
+  }
+
+  /** One pass over `id`. */
+  async #pass(id: ObjectId): Promise<PassOutcome> {
+    const engine = this.#engine;
+    const store = engine.store;
+    const log = engine.log;
+    let load: ReconcileLoad;
+    try {
+      load = await store.objects.getForReconcile(id);
+    } catch (error) {
+      if (error instanceof NotFoundError) return GONE;
+      return { info: resultInfo(fail(error))!, gone: false };
+    }
+    const raw = load.object;
+    if (raw.group !== this.gk.group || raw.kind !== this.gk.kind) return GONE;
+    const ref: ObjectRef = { group: raw.group, kind: raw.kind, id };
+    const deleting = raw.deletionRequestedAt !== undefined;
+    let obj;
+    try {
+      obj = decodeObject(raw, this.codec);
+    } catch (error) {
+      // Quarantine: the bytes will not change until someone rewrites them.
+      log.warn("beehive: quarantining an object that does not decode", {
+        kind: kindName(this.gk),
+        id,
+        name: raw.name,
+        error,
+      });
+      return deleting ? await this.#collect(id, undefined) : { info: SETTLED_INFO, gone: false };
+    }
+    const baseline = new StatusBaseline(raw.status, raw.statusVersion);
+    const { client, end } = passClient(engine, ref, baseline, engine.shutdown.signal);
+    let info: ResultInfo;
+    try {
+      const returned = await this.#reconcile(obj, client);
+      info = resultInfo(returned) ?? resultInfo(fail(
+        new InvalidResultError(
+          `The reconcile of ${kindName(this.gk)} ${id} returned ${
+            describe(returned)
+          }, not a result from settled(), unsettled() or fail()`,
+        ),
+      ))!;
+    } catch (error) {
+      info = resultInfo(fail(error))!;
+    } finally {
+      end();
+    }
+    if (info.outcome !== "fail") await this.#conclude(ref, load, info);
+    if (deleting) {
+      const collected = await this.#collect(id, info);
+      return collected;
+    }
+    return { info, gone: false };
+  }
+
+  /** Owed decrement, then watermark, then the generation handshake: the order is load-bearing. */
+  async #conclude(ref: ObjectRef, load: ReconcileLoad, info: ResultInfo): Promise<void> {
+    const store = this.#engine.store;
+    const log = this.#engine.log;
+    const raw = load.object;
+    const warn = (step: string, error: unknown) => {
+      if (!(error instanceof NotFoundError)) {
+        log.warn(`beehive: concluding a pass failed at ${step}`, {
+          kind: kindName(ref),
+          id: ref.id,
+          error,
+        });
+      }
+    };
+    if (raw.reconcileOwed !== 0) {
+      await store.reconcileOwed.decrement(ref, raw.reconcileOwed).catch((e) =>
+        warn("decrement", e)
+      );
+    }
+    if (load.hasDependencies) {
+      await store.dependencies.watermarkSet(ref.id, load.cursor).catch((e) => warn("watermark", e));
+    }
+    if (
+      info.outcome === "settled" &&
+      (raw.observedGeneration === undefined || raw.observedGeneration < raw.generation)
+    ) {
+      // The generation handed to the controller, never a fresh read.
+      await store.objects.setObservedGeneration(ref, raw.generation).catch((e) =>
+        warn("the generation handshake", e)
+      );
+    }
+  }
+
+  async #collect(id: ObjectId, info: ResultInfo | undefined): Promise<PassOutcome> {
+    try {
+      const removed = await collect(this.#engine, id);
+      if (removed) return GONE;
+      return { info: info ?? SETTLED_INFO, gone: false };
+    } catch (error) {
+      if (error instanceof NotFoundError) return GONE;
+      return { info: info?.outcome === "fail" ? info : resultInfo(fail(error))!, gone: false };
+    }
+  }
+}
+
+const SETTLED_INFO: ResultInfo = { outcome: "settled", requeueAfter: undefined, err: undefined };
+
+function describe(value: unknown): string {
+  if (value === undefined) return "undefined";
+  if (value === null) return "null";
+  if (typeof value === "object") return "an object";
+  return typeof value;
+}

@@ -1,0 +1,284 @@
+/**
+ * The per-kind work queue: set semantics, one pass per object at a time, a
+ * per-object re-enqueue floor, and per-object alarms (retry backoff, requeue
+ * delays, the floor, startup admission), with a schedule gauge.
+ *
+ * @module
+ */
+import type { ObjectId } from "./store.ts";
+
+/** Why an alarm is set. */
+export type AlarmKind = "requeueAfter" | "backoff" | "floor" | "admit";
+
+interface Alarm {
+  readonly kind: AlarmKind;
+  readonly fireAt: number;
+  readonly timer: ReturnType<typeof setTimeout>;
+}
+
+/** When an object is next due, as the queue sees it. */
+export interface Schedule {
+  /** When the object is next due; `undefined` when nothing is scheduled. */
+  readonly nextRequeueAt: Date | undefined;
+}
+
+/** The default per-object re-enqueue floor, in ms. */
+export const REQUEUE_FLOOR = 1_000;
+
+/**
+ * A work queue. Throttled adds (`add`) are absorbed by a pending backoff or
+ * floor alarm and held by the floor; immediate adds (`requeueNow`, alarms
+ * firing) bypass both. An id is queued at most once and handed to one worker
+ * at a time; an add while it is being processed marks it dirty, and `done`
+ * queues it again.
+ */
+export class WorkQueue {
+  /** Queued ids in FIFO order, each with the instant it became due. */
+  readonly #queued = new Map<ObjectId, number>();
+  readonly #processing = new Set<ObjectId>();
+  /** Ids added while processing, with the instant they became due. */
+  readonly #dirty = new Map<ObjectId, number>();
+  readonly #alarms = new Map<ObjectId, Alarm>();
+  /** Dispatch instants inside the floor window, oldest first (lazy eviction). */
+  readonly #dispatched = new Map<ObjectId, number>();
+  readonly #waiters: ((id: ObjectId | undefined) => void)[] = [];
+  readonly #watchers = new Map<ObjectId, Set<(s: Schedule) => void>>();
+  readonly #published = new Map<ObjectId, number | undefined>();
+  readonly #floor: number;
+  #stopped = false;
+
+  constructor(floor = REQUEUE_FLOOR) {
+    this.#floor = floor;
+  }
+
+  /** Whether `stop` was called. */
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** A throttled add: absorbed by a pending backoff or floor alarm, held by the floor. */
+  add(id: ObjectId): void {
+    this.#add(id, true);
+    this.#publish(id);
+  }
+
+  /** An immediate add: clears any pending alarm and bypasses the floor. */
+  requeueNow(id: ObjectId): void {
+    if (this.#stopped) return;
+    this.#clearAlarm(id);
+    this.#add(id, false);
+    this.#publish(id);
+  }
+
+  /**
+   * Schedules `id` after `ms`; `ms ≤ 0` is a throttled add. A pending alarm
+   * is kept or replaced by rank: backoff always wins, admit always loses,
+   * against a floor the earlier fire time wins, otherwise the newest wins.
+   */
+  addAfter(id: ObjectId, ms: number, kind: AlarmKind): void {
+    if (this.#stopped) return;
+    if (ms <= 0) {
+      this.add(id);
+      return;
+    }
+    const fireAt = Date.now() + ms;
+    const pending = this.#alarms.get(id);
+    if (pending !== undefined && !outranks(kind, fireAt, pending)) return;
+    this.#setAlarm(id, kind, fireAt);
+    this.#publish(id);
+  }
+
+  /**
+   * The next id to process, once one is queued; `undefined` once stopped. The
+   * id is admitted to the floor window at dispatch.
+   */
+  get(): Promise<ObjectId | undefined> {
+    const id = this.#take();
+    if (id !== undefined || this.#stopped) return Promise.resolve(id);
+    const { promise, resolve } = Promise.withResolvers<ObjectId | undefined>();
+    this.#waiters.push(resolve);
+    return promise;
+  }
+
+  /** Ends processing of `id`; queues it again if it was added meanwhile. */
+  done(id: ObjectId): void {
+    this.#processing.delete(id);
+    const dueAt = this.#dirty.get(id);
+    if (dueAt !== undefined && !this.#stopped) {
+      this.#dirty.delete(id);
+      this.#enqueue(id, dueAt);
+    }
+    this.#publish(id);
+  }
+
+  /** Drops every trace of `id` (it was collected: ids are never reused). */
+  forget(id: ObjectId): void {
+    this.#clearAlarm(id);
+    this.#queued.delete(id);
+    this.#dirty.delete(id);
+    this.#dispatched.delete(id);
+    this.#processing.delete(id);
+    this.#publish(id);
+  }
+
+  /** Whether `id` is being processed. */
+  processing(id: ObjectId): boolean {
+    return this.#processing.has(id);
+  }
+
+  /** `id`'s schedule: due now if queued, else its alarm, else nothing. */
+  schedule(id: ObjectId): Schedule {
+    const at = this.#nextAt(id);
+    return { nextRequeueAt: at === undefined ? undefined : new Date(at) };
+  }
+
+  /** Calls `fn` with `id`'s schedule whenever it changes; returns the unsubscribe. */
+  watch(id: ObjectId, fn: (s: Schedule) => void): () => void {
+    let set = this.#watchers.get(id);
+    if (set === undefined) {
+      this.#watchers.set(id, set = new Set());
+      this.#published.set(id, this.#nextAt(id));
+    }
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && this.#watchers.get(id) === set) {
+        this.#watchers.delete(id);
+        this.#published.delete(id);
+      }
+    };
+  }
+
+  /** The number of ids queued or alarmed (for tests and gauges). */
+  get size(): number {
+    return this.#queued.size + this.#alarms.size;
+  }
+
+  /** Stops the queue: clears every alarm, releases waiting workers, publishes final schedules. */
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const alarm of this.#alarms.values()) clearTimeout(alarm.timer);
+    this.#alarms.clear();
+    this.#queued.clear();
+    this.#dirty.clear();
+    for (const w of this.#waiters.splice(0)) w(undefined);
+    for (const id of [...this.#watchers.keys()]) this.#publish(id);
+  }
+
+  #add(id: ObjectId, throttled: boolean): void {
+    if (this.#stopped || this.#queued.has(id)) return;
+    if (throttled) {
+      const pending = this.#alarms.get(id);
+      // A pending retry or floor alarm already owns the next dispatch.
+      if (pending !== undefined && (pending.kind === "backoff" || pending.kind === "floor")) return;
+      const until = this.#heldUntil(id);
+      if (until !== undefined) {
+        this.#setAlarm(id, "floor", until);
+        return;
+      }
+    }
+    const now = Date.now();
+    if (this.#processing.has(id)) {
+      if (!this.#dirty.has(id)) this.#dirty.set(id, now);
+      return;
+    }
+    this.#enqueue(id, now);
+  }
+
+  #enqueue(id: ObjectId, dueAt: number): void {
+    this.#queued.set(id, dueAt);
+    const waiter = this.#waiters.shift();
+    if (waiter !== undefined) {
+      const next = this.#take();
+      waiter(next);
+    }
+  }
+
+  #take(): ObjectId | undefined {
+    const first = this.#queued.keys().next();
+    if (first.done) return undefined;
+    const id = first.value;
+    this.#queued.delete(id);
+    this.#processing.add(id);
+    this.#admit(id);
+    this.#publish(id);
+    return id;
+  }
+
+  /** Records a dispatch in the floor window, evicting expired entries. */
+  #admit(id: ObjectId): void {
+    if (this.#floor <= 0) return;
+    const now = Date.now();
+    for (const [old, at] of this.#dispatched) {
+      if (at + this.#floor > now) break;
+      this.#dispatched.delete(old);
+    }
+    this.#dispatched.delete(id);
+    this.#dispatched.set(id, now);
+  }
+
+  #heldUntil(id: ObjectId): number | undefined {
+    const at = this.#dispatched.get(id);
+    if (at === undefined) return undefined;
+    const until = at + this.#floor;
+    if (until <= Date.now()) {
+      this.#dispatched.delete(id);
+      return undefined;
+    }
+    return until;
+  }
+
+  #setAlarm(id: ObjectId, kind: AlarmKind, fireAt: number): void {
+    this.#clearAlarm(id);
+    const alarm: Alarm = {
+      kind,
+      fireAt,
+      timer: setTimeout(() => this.#fire(id, alarm), Math.max(0, fireAt - Date.now())),
+    };
+    this.#alarms.set(id, alarm);
+  }
+
+  #clearAlarm(id: ObjectId): void {
+    const alarm = this.#alarms.get(id);
+    if (alarm === undefined) return;
+    clearTimeout(alarm.timer);
+    this.#alarms.delete(id);
+  }
+
+  #fire(id: ObjectId, alarm: Alarm): void {
+    if (this.#alarms.get(id) !== alarm) return;
+    this.#alarms.delete(id);
+    if (this.#processing.has(id)) {
+      // The floor window restarts when the running pass ends; marking dirty
+      // would let `done` queue the id ahead of the backoff that pass may set.
+      if (alarm.kind === "floor") this.#setAlarm(id, "floor", Date.now() + this.#floor);
+      else if (alarm.kind !== "admit") this.#add(id, false);
+    } else {
+      this.#add(id, false);
+    }
+    this.#publish(id);
+  }
+
+  #nextAt(id: ObjectId): number | undefined {
+    return this.#queued.get(id) ?? this.#dirty.get(id) ?? this.#alarms.get(id)?.fireAt;
+  }
+
+  #publish(id: ObjectId): void {
+    const set = this.#watchers.get(id);
+    if (set === undefined) return;
+    const at = this.#nextAt(id);
+    if (this.#published.get(id) === at) return;
+    this.#published.set(id, at);
+    const s: Schedule = { nextRequeueAt: at === undefined ? undefined : new Date(at) };
+    for (const fn of [...set]) fn(s);
+  }
+}
+
+function outranks(kind: AlarmKind, fireAt: number, pending: Alarm): boolean {
+  if (kind === "backoff") return true;
+  if (kind === "admit") return false;
+  if (pending.kind === "admit") return true;
+  if (kind === "floor" || pending.kind === "floor") return fireAt < pending.fireAt;
+  return true;
+}
