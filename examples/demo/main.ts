@@ -1,7 +1,8 @@
 /**
- * The demo: opens a SQLite store in a temporary file, writes an object,
- * reports status and a condition on it the way a controller would, reads it
- * back, and shows the write log that watches and drivers tail.
+ * The demo: a Greeting kind whose controller writes a status and a Ready
+ * condition. It creates a greeting, lets the controller converge it, changes
+ * the spec and watches it converge again, then reopens the database to show
+ * the state survived.
  *
  * Run: `npm run demo` (or `deno task demo`).
  *
@@ -10,47 +11,67 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NameTakenError } from "@beehive/beehive";
+import { Beehive, type BeehiveObject, settled } from "@beehive/beehive";
 import { openSqliteStore } from "@beehive/beehive/sqlite";
 
+interface GreetingSpec {
+  to: string;
+}
+interface GreetingStatus {
+  message: string;
+}
+type Greeting = BeehiveObject<GreetingSpec, GreetingStatus>;
+
+const Greeting = { group: "demo.beehive.dev", kind: "Greeting" };
 const dir = mkdtempSync(join(tmpdir(), "beehive-demo-"));
 const path = join(dir, "demo.db");
-const Greeting = { group: "demo.beehive.dev", kind: "Greeting" };
 
 try {
   const store = await openSqliteStore(path);
-  const created = await store.objects.create(Greeting, {
-    name: "hello",
-    spec: JSON.stringify({ to: "world" }),
-  });
-  console.log(
-    `created ${Greeting.kind} "${created.name}" (id ${created.id}, generation ${created.generation})`,
-  );
+  const bh = new Beehive(store);
 
-  const ref = { ...Greeting, id: created.id };
-  await store.within(async (tx) => {
-    await tx.objects.updateStatus(ref, { status: JSON.stringify({ message: "Hello, world!" }) });
-    await tx.conditions.set(ref, [{ type: "Ready", status: "True", reason: "Greeted" }]);
-    await tx.objects.setObservedGeneration(ref, created.generation);
+  // Resolves when the controller has settled a given generation of "hello".
+  const waiting = new Map<number, () => void>();
+  bh.register<GreetingSpec, GreetingStatus>(Greeting, {
+    async reconcile(obj, cc) {
+      const message = `Hello, ${obj.spec.to}!`;
+      await cc.updateStatus({ message });
+      await cc.setCondition({ type: "Ready", status: "True", reason: "Greeted", message });
+      console.log(`  reconciled ${obj.name} at generation ${obj.generation}: "${message}"`);
+      queueMicrotask(() => waiting.get(obj.generation)?.());
+      return settled();
+    },
   });
+  const settledAt = (generation: number) =>
+    new Promise<void>((resolve) => waiting.set(generation, resolve));
 
-  try {
-    await store.objects.create(Greeting, { name: "hello", spec: "{}" });
-  } catch (error) {
-    if (error instanceof NameTakenError) console.log(`a second "hello" is refused: ${error.name}`);
-    else throw error;
-  }
+  const stop = await bh.start();
+  const greetings = bh.client<GreetingSpec, GreetingStatus>(Greeting);
+
+  console.log("create hello → world");
+  const first = settledAt(1);
+  const created = await greetings.create("hello", { to: "world" });
+  await first;
+
+  console.log("update hello → beehive");
+  const second = settledAt(2);
+  await greetings.update(created.id, { to: "beehive" });
+  await second;
+
+  // Stopping drains the passes, including the generation handshake they record.
+  await stop();
   await store.close();
 
-  // Reopen the file: everything committed is still there.
   const reopened = await openSqliteStore(path);
-  const read = await reopened.objects.getByName({ ...Greeting, name: "hello" });
+  const read: Greeting = await new Beehive(reopened).client<GreetingSpec, GreetingStatus>(Greeting)
+    .get(created.id);
   const ready = read.conditions.find((c) => c.type === "Ready");
-  console.log(`after reopening: status ${read.status}, Ready=${ready?.status} (${ready?.reason})`);
-  console.log(`settled: observedGeneration ${read.observedGeneration} of ${read.generation}`);
-  const log = await reopened.objectWrites.listSince(Greeting, { after: 0, limit: 100 });
-  console.log(`write log: ${log.writes.map((w) => `${w.op}@${w.resourceVersion}`).join(" ")}`);
+  console.log(`after reopening: status "${read.status?.message}", Ready=${ready?.status}`);
+  console.log(
+    `converged: observedGeneration ${read.observedGeneration} of generation ${read.generation}`,
+  );
   await reopened.close();
+  if (read.observedGeneration !== read.generation) throw new Error("the demo did not converge");
   console.log("demo ok");
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -5,7 +5,7 @@
  */
 import { DuplicateConditionTypeError, InvalidConditionError } from "../../src/errors.ts";
 import type { ConditionInput, Conditions, ObjectRef } from "../../src/store.ts";
-import { assertKind, checkRef, describe, rejectWith } from "./_rows.ts";
+import { assertKind, checkRef, describe, isStorableText, rejectWith } from "./_rows.ts";
 import type { Session } from "./_session.ts";
 import { bumpObject } from "./_write_log.ts";
 
@@ -40,9 +40,11 @@ export function normalizeConditions(conditions: unknown): NormalCondition[] {
           `Cannot set condition: its ${field} is ${describe(value)}, expected a string`,
         );
       }
-      if (!value.isWellFormed()) {
+      if (!isStorableText(value)) {
         throw new InvalidConditionError(
-          `Cannot set condition: its ${field} ${JSON.stringify(value)} is not well-formed UTF-16`,
+          `Cannot set condition: its ${field} ${
+            JSON.stringify(value)
+          } is not well-formed UTF-16 without NUL`,
         );
       }
       return value;

@@ -4,11 +4,11 @@
  * @module
  */
 import type { DriverCursors } from "../../src/store.ts";
-import { describe, rejectWith } from "./_rows.ts";
+import { describe, isStorableText, rejectWith } from "./_rows.ts";
 import type { Session } from "./_session.ts";
 
 function checkCursorName(name: unknown): asserts name is string {
-  if (typeof name !== "string" || name === "" || !name.isWellFormed()) {
+  if (typeof name !== "string" || name === "" || !isStorableText(name)) {
     throw new TypeError(
       `Cannot use driver cursor name: current value is ${
         describe(name)

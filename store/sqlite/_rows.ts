@@ -166,6 +166,15 @@ export function assertKind(ref: ObjectRef, row: Row | undefined): asserts row is
   }
 }
 
+/**
+ * Whether `text` can be stored and read back intact: well-formed UTF-16
+ * (SQLite would fold malformed text) and free of NUL (SQLite stores it, but
+ * the driver reads text back only up to the first NUL).
+ */
+export function isStorableText(text: string): boolean {
+  return text.isWellFormed() && !text.includes("\u0000");
+}
+
 /** Checks an id argument. @throws {TypeError} not a positive safe integer. */
 export function checkId(id: unknown, what = "id"): asserts id is ObjectId {
   if (typeof id !== "number" || !Number.isSafeInteger(id) || id < 1) {
@@ -197,9 +206,11 @@ export function checkGroupKind(gk: unknown): asserts gk is GroupKind {
   if (value.kind === "") {
     throw new InvalidOptionError(`Cannot use kind: the kind must not be empty`);
   }
-  if (!value.group.isWellFormed() || !value.kind.isWellFormed()) {
+  if (!isStorableText(value.group) || !isStorableText(value.kind)) {
     throw new InvalidOptionError(
-      `Cannot use kind ${JSON.stringify(value)}: group and kind must be well-formed UTF-16`,
+      `Cannot use kind ${
+        JSON.stringify(value)
+      }: group and kind must be well-formed UTF-16 without NUL`,
     );
   }
 }
@@ -216,9 +227,9 @@ export function checkName(name: unknown): asserts name is string {
     throw new TypeError(`Cannot use name: current value is ${describe(name)}, expected a string`);
   }
   if (name === "") throw new InvalidNameError("Cannot use name: it must not be empty");
-  if (!name.isWellFormed()) {
+  if (!isStorableText(name)) {
     throw new InvalidNameError(
-      `Cannot use name ${JSON.stringify(name)}: it is not well-formed UTF-16`,
+      `Cannot use name ${JSON.stringify(name)}: it must be well-formed UTF-16 without NUL`,
     );
   }
 }
@@ -252,9 +263,11 @@ export function checkFinalizers(finalizers: unknown): string[] {
     );
   }
   for (const f of finalizers) {
-    if (typeof f !== "string" || f === "" || !f.isWellFormed()) {
+    if (typeof f !== "string" || f === "" || !isStorableText(f)) {
       throw new InvalidOptionError(
-        `Cannot use finalizer ${describe(f)}: expected a non-empty, well-formed string`,
+        `Cannot use finalizer ${
+          describe(f)
+        }: expected a non-empty string, well-formed UTF-16 without NUL`,
       );
     }
   }

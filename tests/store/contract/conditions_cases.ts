@@ -529,4 +529,16 @@ export const conditionsCases: ContractCase[] = [
       assert.deepEqual(await footprint(s, a), before);
     },
   },
+  {
+    name: "set refuses condition text with NUL, which would read back cut short",
+    async fn(h) {
+      const s = await h.open();
+      const a = await make(s, Widget, "a");
+      await assert.rejects(
+        s.conditions.set(a, [{ type: "Ready", status: "True", message: "x\u0000y" }]),
+        InvalidConditionError,
+      );
+      assert.deepEqual((await s.objects.get(a.id)).conditions, []);
+    },
+  },
 ];

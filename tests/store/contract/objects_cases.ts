@@ -54,6 +54,25 @@ export const objectsCases: ContractCase[] = [
     },
   },
   {
+    name: "text with NUL is refused, since it would read back cut short at the NUL",
+    async fn(h) {
+      const s = await h.open();
+      await assert.rejects(
+        s.objects.create(Widget, { name: "a\u0000b", spec: "{}" }),
+        InvalidNameError,
+      );
+      await assert.rejects(
+        s.objects.create(Widget, { name: "a", spec: "{}", finalizers: ["f\u0000"] }),
+        InvalidOptionError,
+      );
+      await assert.rejects(
+        s.objects.create({ group: "g\u0000", kind: "K" }, { name: "a", spec: "{}" }),
+        InvalidOptionError,
+      );
+      assert.deepEqual(await s.objects.list(Widget), []);
+    },
+  },
+  {
     name: "create refuses a duplicate name in the kind with NameTakenError and lands nothing",
     async fn(h) {
       const s = await h.open();
