@@ -87,6 +87,13 @@ function checkName(name: unknown): asserts name is string {
   }
 }
 
+/** Checks that an options argument is an object (or omitted). @throws {TypeError} */
+function checkOptions(options: unknown, call: string): void {
+  if (options !== undefined && (typeof options !== "object" || options === null)) {
+    throw new TypeError(`Cannot ${call}: options must be an object`);
+  }
+}
+
 function checkLoads(options: ReadOptions | undefined): readonly LoadKey[] {
   if (options === undefined) return [];
   if (typeof options !== "object" || options === null) {
@@ -489,10 +496,10 @@ export class Client<Spec, Status> {
     return attempt(async () => {
       checkId(id);
       try {
-        await this.#store.within(async (tx) => {
-          const r = await tx.deletionRequests.create(this.#ref(id));
-          if (r.marked) this.#afterMark(tx, id, r.unblocked);
-        });
+        // The mark commits on its own (or joins the caller's transaction), so the
+        // idempotent answers need no write lock: the store probes without one.
+        const r = await this.#store.deletionRequests.create(this.#ref(id));
+        if (r.marked) this.#afterMark(id, r.unblocked);
       } catch (error) {
         throw this.#hideWrongKind(error, id);
       }
@@ -505,10 +512,8 @@ export class Client<Spec, Status> {
     return attempt(async () => {
       checkName(name);
       try {
-        await this.#store.within(async (tx) => {
-          const r = await tx.deletionRequests.createByName({ ...this.#gk, name });
-          if (r.marked) this.#afterMark(tx, r.id!, r.unblocked);
-        });
+        const r = await this.#store.deletionRequests.createByName({ ...this.#gk, name });
+        if (r.marked) this.#afterMark(r.id!, r.unblocked);
       } catch (error) {
         if (!(error instanceof NotFoundError)) throw error;
       }
@@ -516,9 +521,10 @@ export class Client<Spec, Status> {
     });
   }
 
-  #afterMark(tx: Store, id: ObjectId, unblocked: readonly ObjectRef[]): void {
+  /** Pushes after the mark's commit: at once at the root, after the outermost commit in a tx. */
+  #afterMark(id: ObjectId, unblocked: readonly ObjectRef[]): void {
     const self = this.#ref(id);
-    tx.afterCommit(() => {
+    this.#store.afterCommit(() => {
       this.#engine.pushNow(self);
       for (const t of unblocked) this.#engine.pushNow(t);
     });
@@ -560,6 +566,7 @@ export class Client<Spec, Status> {
   listEvents(id: ObjectId, options?: EventListOptions): Promise<Event[]> {
     return attempt(async () => {
       checkId(id);
+      checkOptions(options, "list events");
       return (await this.#store.events.list(id, options)).map(toEvent);
     });
   }
@@ -582,6 +589,7 @@ export class Client<Spec, Status> {
   requeue(id: ObjectId, options?: RequeueOptions): Promise<void> {
     return attempt(async () => {
       checkId(id);
+      checkOptions(options, "requeue");
       const meta = await this.#store.objects.getMeta(id);
       if (meta.group !== this.#gk.group || meta.kind !== this.#gk.kind) {
         throw new NotFoundError(

@@ -26,5 +26,5 @@ export function filterLogger(logger: Logger | undefined, level: LogLevel): Logge
 
 /** Whether `value` is a log level. */
 export function isLogLevel(value: unknown): value is LogLevel {
-  return typeof value === "string" && value in RANK;
+  return typeof value === "string" && Object.hasOwn(RANK, value);
 }

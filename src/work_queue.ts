@@ -174,7 +174,10 @@ export class WorkQueue {
       if (pending !== undefined && (pending.kind === "backoff" || pending.kind === "floor")) return;
       const until = this.#heldUntil(id);
       if (until !== undefined) {
-        this.#setAlarm(id, "floor", until);
+        // The floor never delays a sooner schedule: arbitrate like `addAfter`.
+        if (pending === undefined || outranks("floor", until, pending)) {
+          this.#setAlarm(id, "floor", until);
+        }
         return;
       }
     }

@@ -1,0 +1,231 @@
+/**
+ * The engine benchmark.
+ *
+ * 1. Throughput: N objects created through a Client and reconciled to Settled
+ *    by a no-op controller (concurrency 1), as objects/s, beside the raw floor
+ *    measured in the same run on the same schema and pragmas: one create
+ *    commit and one settle commit per object, write-log appends included.
+ * 2. Idle cost: a started Beehive holding 10k settled objects, over one
+ *    simulated minute (fake time): store calls, write calls, WAL growth, CPU.
+ * 3. Memory: heap growth of a started Beehive holding 100k settled objects.
+ *
+ * Run: `deno task bench:engine` (`--quick` for a smoke run). Figures go in
+ * docs/performance.md.
+ *
+ * @module
+ */
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { DatabaseSync } from "node:sqlite";
+import FakeTimers from "@sinonjs/fake-timers";
+import { Beehive, settled } from "../mod.ts";
+import { openSqliteStore } from "../store/sqlite/mod.ts";
+import { migrations } from "../store/sqlite/_schema.ts";
+import type { Store } from "../src/store.ts";
+
+const QUICK = process.argv.includes("--quick");
+const SIZES = QUICK ? [1_000] : [1_000, 10_000];
+const IDLE_OBJECTS = QUICK ? 1_000 : 10_000;
+const HEAP_OBJECTS = QUICK ? 5_000 : 100_000;
+const TARGET = 0.4;
+const Kind = { group: "bench.beehive.dev", kind: "Item" };
+const SPEC = { image: "example.com/app:1.0", replicas: 3 };
+
+function tempFile(): { path: string; done: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), "beehive-bench-"));
+  return { path: join(dir, "bench.db"), done: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The floor: per object, one create commit and one settle commit, each with its log append. */
+function floor(n: number): number {
+  const { path, done } = tempFile();
+  const db = new DatabaseSync(path);
+  try {
+    db.exec(`PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL;
+      PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;`);
+    for (const m of migrations) db.exec(m.sql);
+    const insert = db.prepare(`INSERT INTO objects ("group", kind, name, spec, resource_version,
+      created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`);
+    const log = db.prepare(`INSERT INTO object_writes (resource_version, object_id, "group", kind,
+      op, written_at) VALUES (?, ?, ?, ?, ?, ?)`);
+    const settle = db.prepare(`UPDATE objects SET observed_generation = 1, observed_at = ?,
+      resource_version = ? WHERE id = ?`);
+    const spec = JSON.stringify(SPEC);
+    let rv = 0;
+    const t0 = performance.now();
+    const ids: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const now = Date.now();
+      db.exec("BEGIN IMMEDIATE");
+      const id = Number(insert.get(Kind.group, Kind.kind, `item-${i}`, spec, ++rv, now, now)!.id);
+      log.run(rv, id, Kind.group, Kind.kind, 1, now);
+      db.exec("COMMIT");
+      ids.push(id);
+    }
+    for (const id of ids) {
+      const now = Date.now();
+      db.exec("BEGIN IMMEDIATE");
+      settle.run(now, ++rv, id);
+      log.run(rv, id, Kind.group, Kind.kind, 2, now);
+      db.exec("COMMIT");
+    }
+    return n / ((performance.now() - t0) / 1000);
+  } finally {
+    db.close();
+    done();
+  }
+}
+
+/** Creates n objects through a Client and waits until a no-op controller settled them all. */
+async function engine(n: number): Promise<number> {
+  const { path, done } = tempFile();
+  const store = await openSqliteStore(path);
+  try {
+    const bh = new Beehive(store);
+    let passes = 0;
+    const all = Promise.withResolvers<void>();
+    bh.register(Kind, () => {
+      if (++passes === n) all.resolve();
+      return settled();
+    });
+    const stop = await bh.start();
+    const client = bh.client(Kind);
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) await client.create(`item-${i}`, SPEC);
+    await all.promise;
+    await stop(); // drains the last pass's generation handshake
+    const rate = n / ((performance.now() - t0) / 1000);
+    const unsettled = await store.objects.listUnsettledIds(Kind);
+    if (unsettled.length !== 0) throw new Error(`${unsettled.length} objects did not settle`);
+    return rate;
+  } finally {
+    await store.close();
+    done();
+  }
+}
+
+/** Fills a store with n settled objects, in batches. */
+async function fillSettled(store: Store, n: number): Promise<void> {
+  for (let i = 0; i < n; i += 1000) {
+    await store.within(async (tx) => {
+      for (let j = i; j < Math.min(n, i + 1000); j++) {
+        const o = await tx.objects.create(Kind, { name: `item-${j}`, spec: JSON.stringify(SPEC) });
+        await tx.objects.setObservedGeneration({ ...Kind, id: o.id }, 1);
+      }
+    });
+  }
+}
+
+/** Counts calls through a store, and which of them are writes. */
+function countingStore(store: Store): { store: Store; calls: () => number; writes: () => number } {
+  let calls = 0;
+  let writes = 0;
+  const WRITE = /^(create|update|set|delete|add|stamp|decrement|sweep|watermark|reclaim|within)/;
+  const wrap = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(t, key, receiver) {
+        const v = Reflect.get(t, key, receiver);
+        if (typeof v === "function") {
+          return (...args: unknown[]) => {
+            calls++;
+            if (WRITE.test(String(key))) writes++;
+            return v.apply(t, args);
+          };
+        }
+        if (typeof v === "object" && v !== null && typeof key === "string") return wrap(v);
+        return v;
+      },
+    });
+  return { store: wrap(store), calls: () => calls, writes: () => writes };
+}
+
+async function idle(): Promise<Record<string, number>> {
+  const { path, done } = tempFile();
+  const raw = await openSqliteStore(path);
+  try {
+    await fillSettled(raw, IDLE_OBJECTS);
+    const counted = countingStore(raw);
+    const clock = FakeTimers.install({
+      now: Date.now(),
+      toFake: ["Date", "setTimeout", "clearTimeout", "setInterval", "clearInterval"],
+    });
+    try {
+      const bh = new Beehive(counted.store);
+      bh.register(Kind, () => settled());
+      const stop = await bh.start();
+      await clock.tickAsync(1_000); // let the start-up passes finish
+      const calls0 = counted.calls();
+      const writes0 = counted.writes();
+      const wal0 = statSync(`${path}-wal`).size;
+      const cpu0 = process.cpuUsage();
+      await clock.tickAsync(60_000);
+      const cpu = process.cpuUsage(cpu0);
+      const result = {
+        "store calls per minute": counted.calls() - calls0,
+        "write calls per minute": counted.writes() - writes0,
+        "WAL bytes appended per minute": statSync(`${path}-wal`).size - wal0,
+        "CPU ms per minute": Math.round((cpu.user + cpu.system) / 1000),
+      };
+      await stop();
+      return result;
+    } finally {
+      clock.uninstall();
+    }
+  } finally {
+    await raw.close();
+    done();
+  }
+}
+
+async function heap(): Promise<number> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const { path, done } = tempFile();
+  const store = await openSqliteStore(path);
+  try {
+    await fillSettled(store, HEAP_OBJECTS);
+    gc?.();
+    const before = process.memoryUsage().heapUsed;
+    const bh = new Beehive(store);
+    bh.register(Kind, () => settled());
+    const stop = await bh.start();
+    gc?.();
+    const after = process.memoryUsage().heapUsed;
+    await stop();
+    return (after - before) / 1e6;
+  } finally {
+    await store.close();
+    done();
+  }
+}
+
+const cpu = cpus()[0]?.model ?? "unknown CPU";
+console.log(`engine benchmark — ${new Date().toISOString()} — ${cpus().length} × ${cpu}`);
+console.log("");
+console.log("| objects | engine obj/s | floor obj/s | ratio | target | verdict |");
+console.log("| ---: | ---: | ---: | ---: | ---: | --- |");
+for (const n of SIZES) {
+  const f = floor(n);
+  const e = await engine(n);
+  const ratio = e / f;
+  console.log(
+    `| ${n} | ${e.toFixed(0)} | ${f.toFixed(0)} | ${(ratio * 100).toFixed(0)}% | ${
+      TARGET * 100
+    }% | ${ratio >= TARGET ? "PASS" : "UNDER"} |`,
+  );
+}
+console.log("");
+console.log(`idle Beehive holding ${IDLE_OBJECTS} settled objects, one simulated minute:`);
+for (const [k, v] of Object.entries(await idle())) console.log(`- ${k}: ${v}`);
+const growth = await heap();
+console.log("");
+console.log(
+  `heap growth at rest for ${HEAP_OBJECTS} settled objects: ${
+    growth.toFixed(1)
+  } MB (target ≤ 50 MB)${
+    (globalThis as { gc?: unknown }).gc
+      ? ""
+      : " (run with --v8-flags=--expose-gc for a precise figure)"
+  }`,
+);
