@@ -62,6 +62,7 @@ export type {
 } from "./src/options.ts";
 export type { Migrator } from "./src/migrator.ts";
 export type { Schedule } from "./src/work_queue.ts";
+export { ScheduleStream } from "./src/schedule_stream.ts";
 export type { LogLevel } from "./src/logger_levels.ts";
 export type * from "./src/store.ts";
 export type * from "./src/logger.ts";

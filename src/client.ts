@@ -27,6 +27,7 @@ import {
 } from "./object.ts";
 import type { GroupKind, ObjectId, ObjectRef, RawObject, Store } from "./store.ts";
 import type { Schedule } from "./work_queue.ts";
+import { ScheduleStream } from "./schedule_stream.ts";
 
 /** Options of the create calls. Honoured when a row is created, ignored when one is found. */
 export interface CreateOptions {
@@ -617,6 +618,32 @@ export class Client<Spec, Status> {
       checkId(id);
       const reg = this.#engine.registration(this.#gk);
       return Promise.resolve(reg?.reconciler.queue.schedule(id) ?? { nextRequeueAt: undefined });
+    });
+  }
+
+  /**
+   * Streams object `id`'s schedule: the current value, then each change (a
+   * gauge: a slow reader gets the latest). The id need not exist. Ends quietly
+   * on `close()`, on `signal`, and when the Beehive stops.
+   * @throws {NoControllerError} the kind has no controller registered here.
+   */
+  watchSchedule(id: ObjectId, options?: { signal?: AbortSignal }): Promise<ScheduleStream> {
+    return attempt(() => {
+      checkId(id);
+      const signal = options?.signal;
+      if (signal !== undefined && !(signal instanceof AbortSignal)) {
+        throw new TypeError("Cannot watch the schedule: signal must be an AbortSignal");
+      }
+      const reg = this.#engine.registration(this.#gk);
+      if (reg === undefined) {
+        throw new NoControllerError(
+          `Cannot watch the schedule of ${
+            kindName(this.#gk)
+          } ${id}: no controller is registered for the kind`,
+        );
+      }
+      const signals = [this.#engine.shutdown.signal, ...(signal === undefined ? [] : [signal])];
+      return Promise.resolve(new ScheduleStream(reg.reconciler.queue, id, signals));
     });
   }
 }
