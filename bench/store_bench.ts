@@ -14,6 +14,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { OBJECT_COLUMNS } from "../store/sqlite/_rows.ts";
 import { migrations } from "../store/sqlite/_schema.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
 import type { GroupKind, ObjectRef, Store } from "../src/store.ts";
@@ -40,9 +41,9 @@ const QUICK = ARGS.includes("--quick");
 /** `--only=<text>` measures just the operations whose name contains `<text>` (for profiling). */
 const ONLY = ARGS.find((a) => a.startsWith("--only="))?.slice("--only=".length);
 /** Rounds per operation; each round times one store batch and one floor batch. */
-const ROUNDS = QUICK ? 2 : 5;
+const ROUNDS = QUICK ? 3 : 9;
 /** Wall time one batch aims for, and the warm-up per side. */
-const BATCH_MS = QUICK ? 40 : 250;
+const BATCH_MS = QUICK ? 40 : 150;
 const WARMUP_MS = QUICK ? 20 : 150;
 /** A ratio at or above this passes. */
 const TARGET = { write: 0.5, read: 0.7 } as const;
@@ -55,10 +56,7 @@ const SPEC_B = '{"image":"example.com/app:1.1","replicas":3,"ports":[80,443]}';
 const STATUS_A = '{"ready":3,"phase":"Running"}';
 const STATUS_B = '{"ready":2,"phase":"Degraded"}';
 
-/** The object columns a full-row read returns (the store's `OBJECT_COLUMNS`). */
-const OBJECT_COLUMNS = `id, "group", kind, name, spec, status, spec_version,
-  status_version, generation, observed_generation, observed_at, resource_version,
-  deletion_requested_at, reconcile_owed, finalizers, created_at, updated_at`;
+/** The condition columns a read returns (as the store's `_rows.ts` selects them). */
 const CONDITION_COLUMNS =
   "object_id, type, status, reason, message, liveness, open_epoch, transitioned_at, updated_at";
 
@@ -254,6 +252,14 @@ async function makeSide(store: Store, gk: GroupKind, list: GroupKind): Promise<S
   return side;
 }
 
+/** The kind gate every id-keyed mutator applies: the row exists and is of kind `gk`. */
+function gate<T extends { group?: unknown; kind?: unknown }>(row: T | undefined, gk: GroupKind): T {
+  if (row === undefined || row.group !== gk.group || row.kind !== gk.kind) {
+    throw new Error("gate failed");
+  }
+  return row;
+}
+
 /** The `i`-th distinct (from, to) pair of the pool; never a self-edge. */
 function edgePair(pool: readonly ObjectRef[], i: number): [number, number] {
   const n = pool.length;
@@ -294,7 +300,7 @@ function operations(store: Store, f: Floor, s: Side, fl: Side): Op[] {
       floor: (i) =>
         f.write(() => {
           const spec = i % 2 === 0 ? SPEC_B : SPEC_A;
-          const row = f.specGate.get(fl.spec.id)!;
+          const row = gate(f.specGate.get(fl.spec.id), FloorKind);
           if (row.deletion_requested_at !== null || row.spec === spec) throw new Error("no-op");
           const rv = f.version();
           const t = now();
@@ -321,7 +327,7 @@ function operations(store: Store, f: Floor, s: Side, fl: Side): Op[] {
       floor: (i) =>
         f.write(() => {
           const status = i % 2 ? STATUS_A : STATUS_B;
-          const row = f.statusGate.get(fl.status.id)!;
+          const row = gate(f.statusGate.get(fl.status.id), FloorKind);
           if (row.status === status) throw new Error("no-op");
           const rv = f.version();
           const t = now();
@@ -337,7 +343,7 @@ function operations(store: Store, f: Floor, s: Side, fl: Side): Op[] {
       floor: (i) =>
         f.write(() => {
           const status = i % 2 ? "True" : "False";
-          const row = f.conditionGate.get("Ready", fl.condition.id)!;
+          const row = gate(f.conditionGate.get("Ready", fl.condition.id), FloorKind);
           if (row.status === status) throw new Error("no-op");
           const rv = f.version();
           const t = now();
@@ -358,7 +364,7 @@ function operations(store: Store, f: Floor, s: Side, fl: Side): Op[] {
       floor: (i) =>
         f.write(() => {
           const reason = i % 2 ? "Up" : "Down";
-          const row = f.eventGate.get("", fl.eventNew.id)!;
+          const row = gate(f.eventGate.get("", fl.eventNew.id), FloorKind);
           if (row.type === "Warning" && row.reason === reason) throw new Error("extends");
           const t = now();
           f.eventInsert.run(
@@ -381,7 +387,7 @@ function operations(store: Store, f: Floor, s: Side, fl: Side): Op[] {
         store.events.add(s.eventExtend, { type: "Normal", reason: "Tick", message: "tick" }),
       floor: () =>
         f.write(() => {
-          const row = f.eventGate.get("", fl.eventExtend.id)!;
+          const row = gate(f.eventGate.get("", fl.eventExtend.id), FloorKind);
           if (row.type !== "Normal" || row.reason !== "Tick") throw new Error("new run");
           f.eventExtend.run(now(), "tick", null, f.version(), row.run_id);
         }),
@@ -463,7 +469,9 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-async function measure(op: Op): Promise<Result> {
+async function measure(op: Op, db: DatabaseSync): Promise<Result> {
+  // Every operation starts from an empty WAL, so one's checkpoints don't land in the next.
+  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   const c: Counters = { store: 0, floor: 0 };
   const storeMs = await warm((n) => runStore(op, c, n));
   const floorMs = await warm((n) => runFloor(op, c, n));
@@ -548,7 +556,7 @@ async function main(): Promise<void> {
     const results: Result[] = [];
     for (const op of operations(store, floor, s, fl)) {
       if (ONLY !== undefined && !op.name.includes(ONLY)) continue;
-      results.push(await measure(op));
+      results.push(await measure(op, raw));
     }
     console.log(table(results));
     console.log(`\n${((performance.now() - started) / 1000).toFixed(1)}s in all`);

@@ -32,6 +32,24 @@ import type { Session } from "./_session.ts";
 const EVENT_COLUMNS =
   "id, object_id, category, type, reason, message, detail, count, first_at, last_at, resource_version";
 
+/**
+ * The kind gate and the timeline's newest run, in one read: a row whenever the
+ * object exists (`run_id` NULL for an empty timeline), none when it does not.
+ * "Newest" is append order (greatest id), not clock order.
+ */
+const ADD_PROBE_SQL = `SELECT o."group" AS "group", o.kind AS kind,
+    e.id AS run_id, e.type AS type, e.reason AS reason
+  FROM objects o LEFT JOIN events e ON e.id = (
+    SELECT id FROM events INDEXED BY idx_events_latest
+    WHERE object_id = o.id AND category = ? ORDER BY id DESC LIMIT 1)
+  WHERE o.id = ?`;
+
+const EXTEND_SQL = `UPDATE events SET count = count + 1, last_at = ?, message = ?, detail = ?,
+  resource_version = ? WHERE id = ?`;
+
+const INSERT_SQL = `INSERT INTO events (object_id, category, type, reason, message, detail, count,
+  first_at, last_at, resource_version) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`;
+
 /** Timelines trimmed by the cap per sweep when the caller leaves it to the store. */
 export const EVENT_CAP_BUDGET = 256;
 
@@ -172,29 +190,14 @@ export class SqliteEvents implements Events {
       }
       const detail = input.detail ?? null;
       return this.#s.write(({ db, now, draw }) => {
-        assertKind(ref, db.get(`SELECT "group", kind FROM objects WHERE id = ?`, ref.id));
+        const latest = db.get(ADD_PROBE_SQL, category, ref.id);
+        assertKind(ref, latest);
         const rv = draw();
-        // "Latest" is append order (greatest id), not clock order.
-        const latest = db.get(
-          `SELECT id, type, reason FROM events INDEXED BY idx_events_latest
-           WHERE object_id = ? AND category = ? ORDER BY id DESC LIMIT 1`,
-          ref.id,
-          category,
-        );
-        if (latest !== undefined && latest.type === input.type && latest.reason === reason) {
-          db.run(
-            `UPDATE events SET count = count + 1, last_at = ?, message = ?, detail = ?,
-               resource_version = ? WHERE id = ?`,
-            now,
-            message,
-            detail,
-            rv,
-            latest.id,
-          );
+        if (latest.run_id !== null && latest.type === input.type && latest.reason === reason) {
+          db.run(EXTEND_SQL, now, message, detail, rv, latest.run_id);
         } else {
           db.run(
-            `INSERT INTO events (object_id, category, type, reason, message, detail, count,
-               first_at, last_at, resource_version) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
+            INSERT_SQL,
             ref.id,
             category,
             input.type,
