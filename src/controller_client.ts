@@ -123,6 +123,8 @@ export class PassWriter<Status> implements ControllerTx<Status> {
   readonly #state: PassState;
   /** Set while a `within` opened through this handle is running. */
   #open = 0;
+  /** Set once the transaction frame this handle belongs to has ended. */
+  #frameEnded = false;
 
   constructor(engine: Engine, store: Store, ref: ObjectRef, state: PassState) {
     this.#engine = engine;
@@ -142,6 +144,14 @@ export class PassWriter<Status> implements ControllerTx<Status> {
         `Cannot use the ControllerClient of ${
           kindName(this.#ref)
         } ${this.#ref.id}: its pass has returned`,
+      );
+    }
+    if (this.#frameEnded) {
+      // Checked here, not left to the store: an unchanged status never reaches it.
+      throw new StaleTxError(
+        `Cannot write ${
+          kindName(this.#ref)
+        } ${this.#ref.id} through this transaction handle: its within has ended`,
       );
     }
     if (this.#open > 0) {
@@ -275,12 +285,16 @@ export class PassWriter<Status> implements ControllerTx<Status> {
         throw new TypeError("Cannot run a transaction: fn is not a function");
       }
       this.#open++;
+      const handles: PassWriter<Status>[] = [];
       try {
-        return await this.#store.within((tx) =>
-          fn(new PassWriter<Status>(this.#engine, tx, this.#ref, this.#state))
-        );
+        return await this.#store.within((tx) => {
+          const handle = new PassWriter<Status>(this.#engine, tx, this.#ref, this.#state);
+          handles.push(handle);
+          return fn(handle);
+        });
       } finally {
         this.#open--;
+        for (const handle of handles) handle.#frameEnded = true;
       }
     });
   }

@@ -76,14 +76,18 @@ export class Reconciler {
     } else if (o.startupFullPass) {
       await this.#enqueueAll("startup pass");
     }
-    this.#timers.push(setInterval(() => this.#track(this.#owedPass()), o.owedPassInterval));
-    if (o.fullPassInterval > 0) {
-      this.#timers.push(
-        setInterval(() => this.#track(this.#enqueueAll("full pass")), o.fullPassInterval),
-      );
+    // A stop during the startup listings has already cleared the timers and
+    // triggers: arming them now would outlive the Beehive.
+    if (this.#running) {
+      this.#timers.push(setInterval(() => this.#track(this.#owedPass()), o.owedPassInterval));
+      if (o.fullPassInterval > 0) {
+        this.#timers.push(
+          setInterval(() => this.#track(this.#enqueueAll("full pass")), o.fullPassInterval),
+        );
+      }
+      if (o.triggerById !== undefined) this.#track(this.#trigger(o.triggerById, "id"));
+      if (o.triggerByName !== undefined) this.#track(this.#trigger(o.triggerByName, "name"));
     }
-    if (o.triggerById !== undefined) this.#track(this.#trigger(o.triggerById, "id"));
-    if (o.triggerByName !== undefined) this.#track(this.#trigger(o.triggerByName, "name"));
     const workers = Array.from({ length: o.concurrency }, () => this.#work());
     await Promise.all(workers);
     while (this.#tasks.size > 0) await Promise.allSettled([...this.#tasks]);

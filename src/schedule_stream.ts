@@ -61,6 +61,7 @@ export class ScheduleStream implements AsyncIterable<Schedule> {
     return Promise.resolve();
   }
 
+  /** Iterates the schedule values; `break` closes the stream. */
   [Symbol.asyncIterator](): AsyncIterator<Schedule> {
     return {
       next: async (): Promise<IteratorResult<Schedule>> => {

@@ -12,6 +12,9 @@ import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 /** A row as a driver returns it. */
 export type Row = Record<string, SqlValue>;
 
+/** A row as an array, in column order. */
+export type RowArray = SqlValue[];
+
 /** Parameters bound to one statement. */
 export type SqlValueList = SqlValue[];
 
@@ -22,6 +25,8 @@ export type StoreLogger = Logger;
 export class Db {
   readonly #conn: Connection;
   readonly #cache = new Map<string, Statement>();
+  /** Statements returning arrays (or `undefined` where the driver cannot). */
+  readonly #arrays = new Map<string, { stmt: Statement; arrays: boolean }>();
 
   constructor(conn: Connection) {
     this.#conn = conn;
@@ -35,6 +40,32 @@ export class Db {
       this.#cache.set(sql, s);
     }
     return s;
+  }
+
+  #arrayStmt(sql: string): { stmt: Statement; arrays: boolean } {
+    let entry = this.#arrays.get(sql);
+    if (entry === undefined) {
+      const stmt = this.#conn.prepare(sql);
+      const arrays = typeof stmt.setReturnArrays === "function";
+      if (arrays) stmt.setReturnArrays!(true);
+      this.#arrays.set(sql, entry = { stmt, arrays });
+    }
+    return entry;
+  }
+
+  /** Every row of `sql`, as arrays in column order. */
+  rows(sql: string, ...params: SqlValue[]): RowArray[] {
+    const { stmt, arrays } = this.#arrayStmt(sql);
+    const rows = stmt.all(...params);
+    return arrays ? rows as unknown as RowArray[] : rows.map((r) => Object.values(r));
+  }
+
+  /** The first row of `sql` as an array in column order, or `undefined`. */
+  row(sql: string, ...params: SqlValue[]): RowArray | undefined {
+    const { stmt, arrays } = this.#arrayStmt(sql);
+    const row = stmt.get(...params);
+    if (row === undefined || arrays) return row as unknown as RowArray | undefined;
+    return Object.values(row);
   }
 
   /** Runs statements that bind nothing. */
@@ -59,6 +90,7 @@ export class Db {
 
   close(): void {
     this.#cache.clear();
+    this.#arrays.clear();
     this.#conn.close();
   }
 }

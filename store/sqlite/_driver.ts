@@ -23,6 +23,12 @@ export interface Statement {
   get(...params: SqlValue[]): Record<string, SqlValue> | undefined;
   /** Every row. */
   all(...params: SqlValue[]): Record<string, SqlValue>[];
+  /**
+   * Optional: makes `get`/`all` return rows as arrays in column order, which
+   * is cheaper to read. Drivers without it return objects, which the adapter
+   * converts.
+   */
+  setReturnArrays?(enabled: boolean): void;
 }
 
 /** An open connection. */

@@ -43,11 +43,13 @@ import {
   nameNotFound,
   OBJECT_COLUMNS,
   objectNotFound,
+  OBJECTS_OF_KIND,
   readConditions,
   readMeta,
   readObject,
   rejectWith,
   withConditions,
+  withConditionsOfKind,
 } from "./_rows.ts";
 import type { Session } from "./_session.ts";
 import { appendWrite, encodeImage } from "./_write_log.ts";
@@ -121,8 +123,7 @@ export class SqliteObjects implements Objects {
     return rejectWith(() => {
       checkNameRef(ref);
       return this.#s.read((db) => {
-        const meta = readMetaByName(db, ref);
-        return { ...meta, conditions: readConditions(db, meta.id, this.#s.core.epoch) };
+        return withConditions(db, [readMetaByName(db, ref)], this.#s.core.epoch)[0];
       });
     });
   }
@@ -151,18 +152,16 @@ export class SqliteObjects implements Objects {
       return this.#s.read((db) => {
         // The cursor is sampled before the row: it may lag the row, never lead it.
         const cursor = this.#s.core.published;
-        const row = db.get(
+        const row = db.row(
           `SELECT ${OBJECT_COLUMNS}, EXISTS (SELECT 1 FROM edges
              WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies
            FROM objects WHERE id = ?`,
           id,
         );
         if (row === undefined) throw objectNotFound(id);
-        const object = {
-          ...decodeMeta(row),
-          conditions: readConditions(db, id, this.#s.core.epoch),
-        };
-        return { object, cursor, hasDependencies: row.has_dependencies === 1 };
+        const object = withConditions(db, [decodeMeta(row)], this.#s.core.epoch)[0];
+        // has_dependencies follows the 17 object columns.
+        return { object, cursor, hasDependencies: row[17] === 1 };
       });
     });
   }
@@ -171,12 +170,8 @@ export class SqliteObjects implements Objects {
     return rejectWith(() => {
       checkGroupKind(gk);
       return this.#s.read((db) => {
-        const metas = db.all(
-          `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? ORDER BY id`,
-          gk.group,
-          gk.kind,
-        ).map(decodeMeta);
-        return withConditions(db, metas, this.#s.core.epoch);
+        const metas = db.rows(OBJECTS_OF_KIND, gk.group, gk.kind).map(decodeMeta);
+        return withConditionsOfKind(db, metas, gk, this.#s.core.epoch);
       });
     });
   }
@@ -195,7 +190,7 @@ export class SqliteObjects implements Objects {
       checkId(edge?.toId, "toId");
       checkRelation(edge.relation);
       return this.#s.read((db) => {
-        const metas = db.all(
+        const metas = db.rows(
           `SELECT ${OBJECT_COLUMNS} FROM objects
            WHERE id IN (SELECT from_id FROM edges WHERE to_id = ? AND relation = ?)
              AND "group" = ? AND kind = ?
@@ -246,9 +241,9 @@ export class SqliteObjects implements Objects {
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       return this.#s.write((scope) => {
-        const row = scope.db.get(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
-        assertKind(ref, row);
-        return this.#updateSpec(scope.db, scope, decodeMeta(row), input.spec, version);
+        const row = scope.db.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
+        assertKind(ref, row && { group: row[1], kind: row[2] });
+        return this.#updateSpec(scope.db, scope, decodeMeta(row!), input.spec, version);
       });
     });
   }
@@ -450,7 +445,7 @@ function checkNameRef(ref: unknown): asserts ref is ObjectNameRef {
 }
 
 function readMetaByName(db: Db, ref: ObjectNameRef): RawObjectMeta {
-  const row = db.get(
+  const row = db.row(
     `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND name = ?`,
     ref.group,
     ref.kind,
@@ -469,7 +464,7 @@ export function listByIds(
 ): RawObject[] {
   const metas: RawObjectMeta[] = [];
   for (let i = 0; i < ids.length; i += ID_CHUNK) {
-    const rows = db.all(
+    const rows = db.rows(
       `SELECT ${OBJECT_COLUMNS} FROM objects
        WHERE id IN (SELECT value FROM json_each(?)) AND "group" = ? AND kind = ?
        ORDER BY id`,

@@ -19,40 +19,54 @@ import type {
   RawObject,
   RawObjectMeta,
 } from "../../src/store.ts";
-import { type Db, kindLabel, type Row } from "./_core.ts";
+import { type Db, kindLabel, type Row, type RowArray } from "./_core.ts";
 
 /** The object columns every full-row read selects, in decode order. */
 export const OBJECT_COLUMNS = `id, "group", kind, name, spec, status, spec_version,
   status_version, generation, observed_generation, observed_at, resource_version,
   deletion_requested_at, reconcile_owed, finalizers, created_at, updated_at`;
 
-/** Decodes an objects row. @throws {StoreError} the finalizers column is not a JSON string array. */
-export function decodeMeta(row: Row): RawObjectMeta {
+/** Decodes an objects row (an array in OBJECT_COLUMNS order, or an object). @throws {StoreError} the finalizers column is not a JSON string array. */
+export function decodeMeta(row: Row | RowArray): RawObjectMeta {
+  const r = Array.isArray(row) ? row : [
+    row.id,
+    row.group,
+    row.kind,
+    row.name,
+    row.spec,
+    row.status,
+    row.spec_version,
+    row.status_version,
+    row.generation,
+    row.observed_generation,
+    row.observed_at,
+    row.resource_version,
+    row.deletion_requested_at,
+    row.reconcile_owed,
+    row.finalizers,
+    row.created_at,
+    row.updated_at,
+  ];
+  const id = Number(r[0]);
   return {
-    id: Number(row.id),
-    group: row.group as string,
-    kind: row.kind as string,
-    name: row.name as string,
-    spec: row.spec as string,
-    status: row.status === null ? undefined : row.status as string,
-    specVersion: Number(row.spec_version),
-    statusVersion: Number(row.status_version),
-    generation: Number(row.generation),
-    observedGeneration: row.observed_generation === null
-      ? undefined
-      : Number(row.observed_generation),
-    observedAt: optionalDate(row.observed_at),
-    resourceVersion: Number(row.resource_version),
-    deletionRequestedAt: optionalDate(row.deletion_requested_at),
-    reconcileOwed: Number(row.reconcile_owed),
-    finalizers: decodeFinalizers(row.finalizers, Number(row.id)),
-    createdAt: new Date(Number(row.created_at)),
-    updatedAt: new Date(Number(row.updated_at)),
+    id,
+    group: r[1] as string,
+    kind: r[2] as string,
+    name: r[3] as string,
+    spec: r[4] as string,
+    status: r[5] === null ? undefined : r[5] as string,
+    specVersion: Number(r[6]),
+    statusVersion: Number(r[7]),
+    generation: Number(r[8]),
+    observedGeneration: r[9] === null ? undefined : Number(r[9]),
+    observedAt: r[10] === null ? undefined : new Date(Number(r[10])),
+    resourceVersion: Number(r[11]),
+    deletionRequestedAt: r[12] === null ? undefined : new Date(Number(r[12])),
+    reconcileOwed: Number(r[13]),
+    finalizers: r[14] === "[]" ? [] : decodeFinalizers(r[14], id),
+    createdAt: new Date(Number(r[15])),
+    updatedAt: new Date(Number(r[16])),
   };
-}
-
-function optionalDate(value: unknown): Date | undefined {
-  return value === null || value === undefined ? undefined : new Date(Number(value));
 }
 
 /** Parses a finalizers column. */
@@ -76,58 +90,96 @@ export function decodeFinalizers(text: unknown, id: ObjectId): string[] {
 const CONDITION_COLUMNS =
   "object_id, type, status, reason, message, liveness, open_epoch, transitioned_at, updated_at";
 
-/** Decodes a conditions row, downgrading a liveness row from an earlier open. */
-export function decodeCondition(row: Row, epoch: number): RawCondition {
-  const liveness = row.liveness === 1;
-  const unconfirmed = liveness && Number(row.open_epoch) < epoch;
+/** Decodes a conditions row (CONDITION_COLUMNS order), downgrading a liveness row from an earlier open. */
+export function decodeCondition(r: RowArray, epoch: number): RawCondition {
+  const liveness = r[5] === 1;
+  const unconfirmed = liveness && Number(r[6]) < epoch;
   return {
-    type: row.type as string,
-    status: unconfirmed ? "Unknown" : row.status as ConditionStatus,
-    reason: row.reason as string,
-    message: row.message as string,
+    type: r[1] as string,
+    status: unconfirmed ? "Unknown" : r[2] as ConditionStatus,
+    reason: r[3] as string,
+    message: r[4] as string,
     liveness,
     unconfirmed,
-    transitionedAt: new Date(Number(row.transitioned_at)),
-    updatedAt: new Date(Number(row.updated_at)),
+    transitionedAt: new Date(Number(r[7])),
+    updatedAt: new Date(Number(r[8])),
   };
 }
 
+const CONDITIONS_OF_ONE =
+  `SELECT ${CONDITION_COLUMNS} FROM conditions WHERE object_id = ? ORDER BY type`;
+const CONDITIONS_OF_IDS = `SELECT ${CONDITION_COLUMNS} FROM conditions
+  WHERE object_id IN (SELECT value FROM json_each(?)) ORDER BY object_id, type`;
+const CONDITIONS_OF_KIND = `SELECT ${CONDITION_COLUMNS} FROM conditions
+  WHERE object_id IN (SELECT id FROM objects WHERE "group" = ? AND kind = ?)
+  ORDER BY object_id, type`;
+
 /** Reads one object's conditions, ordered by type. */
 export function readConditions(db: Db, id: ObjectId, epoch: number): RawCondition[] {
-  return db
-    .all(`SELECT ${CONDITION_COLUMNS} FROM conditions WHERE object_id = ? ORDER BY type`, id)
-    .map((row) => decodeCondition(row, epoch));
+  return db.rows(CONDITIONS_OF_ONE, id).map((row) => decodeCondition(row, epoch));
 }
 
 /** Ids per batched statement: bounds the JSON array bound as one parameter. */
 export const ID_CHUNK = 30_000;
 
-/** Attaches conditions to rows with one batched query per chunk. */
+/** Turns metas into objects by attaching their conditions (in place: the metas are fresh). */
+function attach(
+  metas: RawObjectMeta[],
+  byId: Map<ObjectId, RawCondition[]>,
+): RawObject[] {
+  for (const m of metas) {
+    (m as { conditions?: RawCondition[] }).conditions = byId.get(m.id) ?? [];
+  }
+  return metas as RawObject[];
+}
+
+function group(rows: RowArray[], epoch: number, into: Map<ObjectId, RawCondition[]>): void {
+  for (const row of rows) {
+    const id = Number(row[0]);
+    let list = into.get(id);
+    if (list === undefined) into.set(id, list = []);
+    list.push(decodeCondition(row, epoch));
+  }
+}
+
+/** Attaches conditions to freshly decoded rows, with one batched query per chunk. */
 export function withConditions(db: Db, metas: RawObjectMeta[], epoch: number): RawObject[] {
   if (metas.length === 1) {
-    return [{ ...metas[0], conditions: readConditions(db, metas[0].id, epoch) }];
+    (metas[0] as { conditions?: RawCondition[] }).conditions = readConditions(
+      db,
+      metas[0].id,
+      epoch,
+    );
+    return metas as RawObject[];
   }
   const byId = new Map<ObjectId, RawCondition[]>();
   for (let i = 0; i < metas.length; i += ID_CHUNK) {
     const ids = JSON.stringify(metas.slice(i, i + ID_CHUNK).map((m) => m.id));
-    const rows = db.all(
-      `SELECT ${CONDITION_COLUMNS} FROM conditions
-       WHERE object_id IN (SELECT value FROM json_each(?)) ORDER BY object_id, type`,
-      ids,
-    );
-    for (const row of rows) {
-      const id = Number(row.object_id);
-      let list = byId.get(id);
-      if (list === undefined) byId.set(id, list = []);
-      list.push(decodeCondition(row, epoch));
-    }
+    group(db.rows(CONDITIONS_OF_IDS, ids), epoch, byId);
   }
-  return metas.map((m) => ({ ...m, conditions: byId.get(m.id) ?? [] }));
+  return attach(metas, byId);
 }
+
+/** Attaches conditions to every row of one kind, read by kind in one query. */
+export function withConditionsOfKind(
+  db: Db,
+  metas: RawObjectMeta[],
+  gk: GroupKind,
+  epoch: number,
+): RawObject[] {
+  const byId = new Map<ObjectId, RawCondition[]>();
+  if (metas.length > 0) group(db.rows(CONDITIONS_OF_KIND, gk.group, gk.kind), epoch, byId);
+  return attach(metas, byId);
+}
+
+const META_BY_ID = `SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`;
+/** Every object of one kind, in id order. */
+export const OBJECTS_OF_KIND =
+  `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? ORDER BY id`;
 
 /** Reads one object row by id, or `undefined`. */
 export function readMeta(db: Db, id: ObjectId): RawObjectMeta | undefined {
-  const row = db.get(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, id);
+  const row = db.row(META_BY_ID, id);
   return row === undefined ? undefined : decodeMeta(row);
 }
 
@@ -135,7 +187,8 @@ export function readMeta(db: Db, id: ObjectId): RawObjectMeta | undefined {
 export function readObject(db: Db, id: ObjectId, epoch: number): RawObject {
   const meta = readMeta(db, id);
   if (meta === undefined) throw objectNotFound(id);
-  return { ...meta, conditions: readConditions(db, id, epoch) };
+  (meta as { conditions?: RawCondition[] }).conditions = readConditions(db, id, epoch);
+  return meta as RawObject;
 }
 
 /** The error for an id that names nothing. */
