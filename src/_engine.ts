@@ -13,15 +13,10 @@ import type { ResolvedBeehiveOptions } from "./options.ts";
 import type { Reconciler } from "./reconciler.ts";
 import type { GroupKind, ObjectRef, Store } from "./store.ts";
 
-/** The key of a kind in maps. */
-export function kindKey(gk: GroupKind): string {
-  return `${gk.group}\u0000${gk.kind}`;
-}
+import { kindKey } from "./_engine_keys.ts";
+import { WriteSignals } from "./write_signals.ts";
 
-/** `Kind.group` (or `Kind` for the core group), for messages. */
-export function kindName(gk: GroupKind): string {
-  return gk.group === "" ? gk.kind : `${gk.kind}.${gk.group}`;
-}
+export { kindKey, kindName } from "./_engine_keys.ts";
 
 /** Checks a kind argument. @throws {InvalidOptionError} */
 export function checkKind(kind: unknown): GroupKind {
@@ -70,6 +65,8 @@ export class Engine {
   readonly log: Logger;
   readonly #registrations = new Map<string, Registration>();
   state: EngineState = "new";
+  /** Commit signals for watches and the dependency waker. */
+  readonly writes: WriteSignals = new WriteSignals();
   /** Aborted when the Beehive stops: in-flight passes see it as `cc.signal`. */
   readonly shutdown: AbortController = new AbortController();
 

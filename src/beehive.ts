@@ -193,7 +193,8 @@ export class Beehive {
       engine.state = "stopped";
       engine.shutdown.abort(new BeehiveError("The Beehive is stopping"));
       for (const reg of engine.registrations()) reg.reconciler.stop();
-      this.#stopping = drained;
+      // Streams end with StoppedError once the loops have drained.
+      this.#stopping = drained.then(() => engine.writes.close());
     }
     const signal = options?.signal;
     if (signal === undefined) return this.#stopping;

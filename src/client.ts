@@ -264,7 +264,10 @@ export class Client<Spec, Status> {
     // Decoded inside the transaction: a row this process cannot read never commits.
     const object = this.#decode(raw);
     const ref = this.#ref(raw.id);
-    tx.afterCommit(() => this.#engine.pushNow(ref));
+    tx.afterCommit(() => {
+      this.#engine.pushNow(ref);
+      this.#engine.writes.kindWritten(ref);
+    });
     if (c.onCreate !== undefined) tx.afterCommit(c.onCreate);
     return object;
   }
@@ -344,7 +347,10 @@ export class Client<Spec, Status> {
 
   #pushSelf(tx: Store, id: ObjectId): void {
     const ref = this.#ref(id);
-    tx.afterCommit(() => this.#engine.pushNow(ref));
+    tx.afterCommit(() => {
+      this.#engine.pushNow(ref);
+      this.#engine.writes.kindWritten(ref);
+    });
   }
 
   /**
@@ -526,6 +532,7 @@ export class Client<Spec, Status> {
   #afterMark(id: ObjectId, unblocked: readonly ObjectRef[]): void {
     const self = this.#ref(id);
     this.#store.afterCommit(() => {
+      this.#engine.writes.kindWritten(self);
       this.#engine.pushNow(self);
       for (const t of unblocked) this.#engine.pushNow(t);
     });

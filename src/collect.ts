@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Engine } from "./_engine.ts";
+import { type Engine, kindKey } from "./_engine.ts";
 import type { ObjectId, ObjectRef } from "./store.ts";
 
 /**
@@ -22,7 +22,13 @@ export function collect(engine: Engine, id: ObjectId): Promise<boolean> {
       ...cascade.children.filter((c) => c.marked).map((c) => c.ref),
       ...cascade.unblocked,
     ];
-    if (pushes.length > 0) tx.afterCommit(() => pushes.forEach((r) => engine.pushNow(r)));
+    const childKinds = new Map(cascade.children.map((c) => [kindKey(c.ref), c.ref]));
+    if (pushes.length > 0 || childKinds.size > 0) {
+      tx.afterCommit(() => {
+        for (const gk of childKinds.values()) engine.writes.kindWritten(gk);
+        pushes.forEach((r) => engine.pushNow(r));
+      });
+    }
     if (meta.finalizers.length > 0) return false;
     // Mutually dependent deleting objects would otherwise block each other forever.
     await tx.edges.deleteFinalizingDependsOn(id);
@@ -34,7 +40,10 @@ export function collect(engine: Engine, id: ObjectId): Promise<boolean> {
       if (m.deletionRequestedAt !== undefined) owners.push(owner);
     }
     await tx.objects.delete(id);
-    if (owners.length > 0) tx.afterCommit(() => owners.forEach((r) => engine.pushNow(r)));
+    tx.afterCommit(() => {
+      engine.writes.kindWritten(meta);
+      owners.forEach((r) => engine.pushNow(r));
+    });
     return true;
   });
 }

@@ -183,8 +183,11 @@ export class PassWriter<Status> implements ControllerTx<Status> {
           status: text,
           statusVersion: version,
         });
-        if (changed && baseline !== undefined) {
-          tx.afterCommit(() => baseline.promote(text, version));
+        if (changed) {
+          tx.afterCommit(() => {
+            baseline?.promote(text, version);
+            this.#engine.writes.kindWritten(this.#ref);
+          });
         }
       });
     });
@@ -195,11 +198,22 @@ export class PassWriter<Status> implements ControllerTx<Status> {
   }
 
   setConditions(conditions: readonly ConditionWrite[]): Promise<void> {
-    return this.#run(() => this.#store.conditions.set(this.#ref, conditions));
+    return this.#run(async () => {
+      await this.#store.conditions.set(this.#ref, conditions);
+      this.#wake();
+    });
   }
 
   deleteCondition(type: string): Promise<void> {
-    return this.#run(() => this.#store.conditions.delete(this.#ref, type));
+    return this.#run(async () => {
+      await this.#store.conditions.delete(this.#ref, type);
+      this.#wake();
+    });
+  }
+
+  /** After a logged write: wake the kind's watchers and the waker once it commits. */
+  #wake(): void {
+    this.#store.afterCommit(() => this.#engine.writes.kindWritten(this.#ref));
   }
 
   addEvent(event: EventWrite): Promise<void> {
@@ -214,6 +228,9 @@ export class PassWriter<Status> implements ControllerTx<Status> {
         reason: event.reason,
         message: event.message,
         detail,
+      }).then(() => {
+        // Events bump no object version: only this object's event readers care.
+        this.#store.afterCommit(() => this.#engine.writes.eventsWritten(this.#ref.id));
       });
     });
   }
@@ -221,10 +238,12 @@ export class PassWriter<Status> implements ControllerTx<Status> {
   deleteFinalizer(finalizer: string): Promise<void> {
     return this.#run(() =>
       this.#store.within(async (tx) => {
-        if (await tx.objects.deleteFinalizer(this.#ref, finalizer)) {
-          const self = this.#ref;
-          tx.afterCommit(() => this.#engine.pushNow(self));
-        }
+        const clearedLast = await tx.objects.deleteFinalizer(this.#ref, finalizer);
+        const self = this.#ref;
+        tx.afterCommit(() => {
+          this.#engine.writes.kindWritten(self);
+          if (clearedLast) this.#engine.pushNow(self);
+        });
       })
     );
   }

@@ -350,9 +350,13 @@ export class Reconciler {
       (raw.observedGeneration === undefined || raw.observedGeneration < raw.generation)
     ) {
       // The generation handed to the controller, never a fresh read.
-      await store.objects.setObservedGeneration(ref, raw.generation).catch((e) =>
-        warn("the generation handshake", e)
-      );
+      try {
+        if (await store.objects.setObservedGeneration(ref, raw.generation)) {
+          this.#engine.writes.kindWritten(ref);
+        }
+      } catch (e) {
+        warn("the generation handshake", e);
+      }
     }
   }
 

@@ -1,0 +1,74 @@
+/**
+ * In-memory commit signals: which kinds and which objects' event logs a
+ * committed write touched. Watches and the dependency waker listen; a signal
+ * is a latency hint — every listener also has a periodic read behind it.
+ *
+ * @module
+ */
+import { kindKey } from "./_engine_keys.ts";
+import type { GroupKind, ObjectId } from "./store.ts";
+
+type Listener = () => void;
+
+function add<K>(map: Map<K, Set<Listener>>, key: K, fn: Listener): () => void {
+  let set = map.get(key);
+  if (set === undefined) map.set(key, set = new Set());
+  set.add(fn);
+  return () => {
+    set.delete(fn);
+    if (set.size === 0 && map.get(key) === set) map.delete(key);
+  };
+}
+
+function fire(set: Set<Listener> | undefined): void {
+  if (set === undefined) return;
+  for (const fn of [...set]) fn();
+}
+
+/** The commit signals of one Beehive. Listeners run synchronously and must only schedule work. */
+export class WriteSignals {
+  readonly #kinds = new Map<string, Set<Listener>>();
+  readonly #anyKind = new Set<Listener>();
+  readonly #events = new Map<ObjectId, Set<Listener>>();
+  readonly #closed = new Set<Listener>();
+
+  /** Calls `fn` after each commit that logged a write of kind `gk`. */
+  onKind(gk: GroupKind, fn: Listener): () => void {
+    return add(this.#kinds, kindKey(gk), fn);
+  }
+
+  /** Calls `fn` after each commit that logged a write of any kind. */
+  onAnyKind(fn: Listener): () => void {
+    this.#anyKind.add(fn);
+    return () => this.#anyKind.delete(fn);
+  }
+
+  /** Calls `fn` after each commit that added to `id`'s event log. */
+  onEvents(id: ObjectId, fn: Listener): () => void {
+    return add(this.#events, id, fn);
+  }
+
+  /** Calls `fn` once when the Beehive stops. */
+  onClose(fn: Listener): () => void {
+    this.#closed.add(fn);
+    return () => this.#closed.delete(fn);
+  }
+
+  /** A commit logged a write of kind `gk`. */
+  kindWritten(gk: GroupKind): void {
+    fire(this.#kinds.get(kindKey(gk)));
+    fire(this.#anyKind);
+  }
+
+  /** A commit added to `id`'s event log. */
+  eventsWritten(id: ObjectId): void {
+    fire(this.#events.get(id));
+  }
+
+  /** The Beehive stopped: tell every close listener once. */
+  close(): void {
+    const fns = [...this.#closed];
+    this.#closed.clear();
+    for (const fn of fns) fn();
+  }
+}
