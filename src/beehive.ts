@@ -24,6 +24,8 @@ import {
   resolveRegisterOptions,
 } from "./options.ts";
 import { type ControllerFn, Reconciler } from "./reconciler.ts";
+import { DependencyWaker } from "./dependency_waker.ts";
+import { StaleDependents } from "./stale_dependents.ts";
 import type { ReconcileResult } from "./result.ts";
 import type { GroupKind, Store } from "./store.ts";
 
@@ -175,16 +177,35 @@ export class Beehive {
       const token = {};
       claims.set(identity, token);
       engine.state = "running";
-      for (const reg of engine.registrations()) this.#running.push(reg.reconciler.run());
-      this.#running.push(this.#gcLoop());
-      const drained = Promise.allSettled(this.#running).then(() => {
-        if (claims.get(identity) === token) claims.delete(identity);
-      });
-      const stop: StopFunction = (options) => this.#stop(drained, options);
-      return Promise.resolve(stop);
+      return this.#launch(identity, token);
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  async #launch(identity: string, token: object): Promise<StopFunction> {
+    const engine = this.#engine;
+    const registered = engine.registrations();
+    // Subscribed and seeded before any loop runs: the waker has no tick to catch up with.
+    const waker = registered.length > 0 ? new DependencyWaker(engine) : undefined;
+    await waker?.prime();
+    for (const reg of registered) this.#running.push(reg.reconciler.run());
+    this.#running.push(this.#every(engine.options.gcInterval, () => this.#gcSweep()));
+    if (registered.length > 0) {
+      const stale = new StaleDependents(engine);
+      this.#running.push(this.#every(engine.options.staleDependentsInterval, () => stale.sweep()));
+    }
+    if (waker !== undefined) {
+      const { promise, resolve } = Promise.withResolvers<void>();
+      engine.shutdown.signal.addEventListener("abort", () => void waker.stop().then(resolve), {
+        once: true,
+      });
+      this.#running.push(promise);
+    }
+    const drained = Promise.allSettled(this.#running).then(() => {
+      if (claims.get(identity) === token) claims.delete(identity);
+    });
+    return (options) => this.#stop(drained, options);
   }
 
   #stop(drained: Promise<void>, options: StopOptions | undefined): Promise<void> {
@@ -209,12 +230,11 @@ export class Beehive {
     });
   }
 
-  /** The GC sweep: eager at start, then every `gcInterval`. */
-  async #gcLoop(): Promise<void> {
-    const engine = this.#engine;
-    const signal = engine.shutdown.signal;
+  /** Runs `fn` now and then every `interval` ms until the Beehive stops. */
+  async #every(interval: number, fn: () => Promise<unknown>): Promise<void> {
+    const signal = this.#engine.shutdown.signal;
     while (!signal.aborted) {
-      await this.#gcSweep();
+      await fn();
       await new Promise<void>((resolve) => {
         if (signal.aborted) return resolve();
         const done = () => {
@@ -222,12 +242,13 @@ export class Beehive {
           signal.removeEventListener("abort", done);
           resolve();
         };
-        const timer = setTimeout(done, engine.options.gcInterval);
+        const timer = setTimeout(done, interval);
         signal.addEventListener("abort", done, { once: true });
       });
     }
   }
 
+  /** One GC sweep: collection, retention, owed counts of client-only kinds, free pages. */
   async #gcSweep(): Promise<void> {
     const engine = this.#engine;
     const store = engine.store;

@@ -1,0 +1,187 @@
+/**
+ * The dependency waker: after a commit, reads the store-wide write log above
+ * its cursor and enqueues the registered dependents of every object written.
+ * An optimisation with no tick of its own; the stale-dependents pass is the
+ * guarantee behind it.
+ *
+ * @module
+ */
+import type { Engine } from "./_engine.ts";
+import type { ObjectId } from "./store.ts";
+
+/** The driver-cursor row the waker persists its position under. */
+export const WAKER_CURSOR = "dependency_waker";
+
+const PAGE = 256;
+const PAGES_PER_PASS = 4;
+/** The minimum gap between two scans: a burst of commits costs one scan. */
+const SCAN_FLOOR = 100;
+/** The minimum gap between two cursor writes. */
+const PERSIST_FLOOR = 1_000;
+const RETRY_BASE = 100;
+const RETRY_MAX = 30_000;
+
+/** Wakes the dependents of whatever a commit wrote. */
+export class DependencyWaker {
+  readonly #engine: Engine;
+  #watermark: number | undefined;
+  #persisted = -1;
+  #lastPersist = Number.NEGATIVE_INFINITY;
+  #lastScan = Number.NEGATIVE_INFINITY;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = 0;
+  #again = false;
+  #retry = 0;
+  #draining: number | undefined;
+  #running = false;
+  #passing: Promise<void> | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #failures = new Set<string>();
+
+  constructor(engine: Engine) {
+    this.#engine = engine;
+  }
+
+  /** Subscribes to commits, then seeds the cursor; a seed failure is retried by the loop. */
+  async prime(): Promise<void> {
+    this.#running = true;
+    this.#unsubscribe = this.#engine.writes.onAnyKind(() => this.#wake());
+    try {
+      await this.#seed();
+    } catch (error) {
+      this.#fail("seed", error);
+    }
+    this.#arm(0);
+  }
+
+  /** Stops the waker; resolves once a pass in flight has ended. */
+  async stop(): Promise<void> {
+    this.#running = false;
+    this.#unsubscribe?.();
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#passing;
+  }
+
+  async #seed(): Promise<void> {
+    const store = this.#engine.store;
+    const { at } = await store.objectWrites.maxVersionAll();
+    const stored = await store.driverCursors.get(WAKER_CURSOR);
+    // Retention can lower the bare maximum below a cursor that really was processed.
+    this.#watermark = stored === undefined ? at : Math.min(stored, at);
+    this.#persisted = stored ?? -1;
+  }
+
+  #wake(): void {
+    // While backing off a wake is dropped: it carries nothing the retry will not read.
+    if (!this.#running || this.#retry > 0) return;
+    if (this.#passing !== undefined) {
+      this.#again = true;
+      return;
+    }
+    const due = Math.max(0, this.#lastScan + SCAN_FLOOR - Date.now());
+    if (this.#timer !== undefined && this.#timerAt <= Date.now() + due) return;
+    this.#arm(due);
+  }
+
+  #arm(ms: number): void {
+    if (!this.#running) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timerAt = Date.now() + ms;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#again = false;
+      this.#passing = this.#pass().finally(() => {
+        this.#passing = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.#wake();
+        }
+      });
+    }, ms);
+  }
+
+  async #pass(): Promise<void> {
+    if (!this.#running) return;
+    this.#lastScan = Date.now();
+    let more = false;
+    try {
+      if (this.#watermark === undefined) await this.#seed();
+      more = await this.#scan();
+      this.#retry = 0;
+      this.#failures.clear();
+    } catch (error) {
+      this.#fail("scan", error);
+      this.#retry = this.#retry === 0 ? RETRY_BASE : Math.min(this.#retry * 2, RETRY_MAX);
+      this.#arm(this.#retry);
+      return;
+    }
+    const persistIn = await this.#persist();
+    if (more) this.#arm(SCAN_FLOOR);
+    else if (persistIn !== undefined) this.#arm(persistIn);
+  }
+
+  /** Reads up to a budget of log pages; resolves to whether more is waiting. */
+  async #scan(): Promise<boolean> {
+    const store = this.#engine.store;
+    for (let i = 0; i < PAGES_PER_PASS; i++) {
+      const { writes } = await store.objectWrites.listSinceAll({
+        after: this.#watermark!,
+        limit: PAGE,
+      });
+      if (writes.length === 0) {
+        this.#draining = undefined;
+        return false;
+      }
+      const ids: ObjectId[] = [...new Set(writes.map((w) => w.id))];
+      const dependents = await store.edges.groupIncomingByIds(ids, "depends_on");
+      for (const [target, refs] of dependents) {
+        for (const ref of refs) {
+          if (ref.id !== target) this.#engine.pushThrottled(ref);
+        }
+      }
+      this.#watermark = writes[writes.length - 1].resourceVersion;
+      if (writes.length < PAGE) {
+        this.#draining = undefined;
+        return false;
+      }
+    }
+    // A drain that never catches up is abandoned once the stale pass has swept its range.
+    this.#draining ??= Date.now();
+    if (Date.now() - this.#draining >= this.#engine.options.staleDependentsInterval) {
+      const { at } = await store.objectWrites.maxVersionAll();
+      this.#watermark = Math.max(this.#watermark!, at);
+      this.#draining = undefined;
+      this.#engine.log.warn("beehive: the dependency waker fell behind and skipped ahead", {
+        cursor: this.#watermark,
+      });
+      return false;
+    }
+    return true;
+  }
+
+  /** Persists the cursor (floored); resolves to when to try again, or undefined when done. */
+  async #persist(): Promise<number | undefined> {
+    const w = this.#watermark;
+    if (w === undefined || w <= this.#persisted) return undefined;
+    const wait = this.#lastPersist + PERSIST_FLOOR - Date.now();
+    if (wait > 0) return wait;
+    this.#lastPersist = Date.now();
+    try {
+      await this.#engine.store.driverCursors.set(WAKER_CURSOR, w);
+      this.#persisted = w;
+      return undefined;
+    } catch (error) {
+      this.#fail("persist", error);
+      return PERSIST_FLOOR;
+    }
+  }
+
+  #fail(step: string, error: unknown): void {
+    if (!this.#running || this.#engine.shutdown.signal.aborted) return;
+    // One warning per failure streak and step.
+    if (this.#failures.has(step)) return;
+    this.#failures.add(step);
+    this.#engine.log.warn(`beehive: the dependency waker failed to ${step}; retrying`, { error });
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * The stale-dependents pass: the guarantee behind the dependency waker. It
+ * finds every dependent whose `depends_on` target moved past the write cursor
+ * the dependent's last successful pass recorded, stamps it owed, and
+ * enqueues it. Its cursor lives in memory and starts at 0 in every process, so
+ * a wake lost by any means — a crash, a dropped signal — is found again.
+ *
+ * @module
+ */
+import type { Engine } from "./_engine.ts";
+import type { StalePos } from "./store.ts";
+
+const PAGE = 256;
+
+/** One process's stale-dependents pass. */
+export class StaleDependents {
+  readonly #engine: Engine;
+  /** The last resource version fully swept. */
+  #cursor = 0;
+
+  constructor(engine: Engine) {
+    this.#engine = engine;
+  }
+
+  /** Runs one sweep; resolves to whether it completed. Failures abandon the sweep and keep the cursor. */
+  async sweep(): Promise<boolean> {
+    const engine = this.#engine;
+    const kinds = engine.registrations().map((r) => r.gk);
+    if (kinds.length === 0) return true;
+    const store = engine.store;
+    try {
+      // Read before scanning: a target written during the sweep belongs to the next one.
+      const mark = await store.getLatestResourceVersion();
+      if (mark === this.#cursor) return true;
+      let after: StalePos = { targetVersion: this.#cursor + 1, targetId: 0, dependentId: 0 };
+      for (;;) {
+        const page = await store.dependencies.listStaleSince(kinds, {
+          after,
+          through: mark,
+          limit: PAGE,
+        });
+        if (page.dependents.length > 0) {
+          // Stamp first: a crash then costs a spare pass, never a lost one.
+          await store.reconcileOwed.stamp(page.dependents);
+          for (const ref of page.dependents) engine.pushThrottled(ref);
+        }
+        after = page.position;
+        if (page.dependents.length < PAGE) break;
+      }
+      this.#cursor = mark;
+      return true;
+    } catch (error) {
+      if (!engine.shutdown.signal.aborted) {
+        engine.log.warn("beehive: the stale-dependents pass failed; it retries next interval", {
+          error,
+        });
+      }
+      return false;
+    }
+  }
+}
