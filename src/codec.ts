@@ -74,12 +74,26 @@ export class KindCodec {
         { cause: new SchemaVersionDowngradeError(`${column} version ${stored} > ${current}`) },
       );
     }
+    let converted: unknown;
     try {
-      return column === "spec" ? m.convertSpec(stored, value) : m.convertStatus(stored, value);
+      converted = column === "spec" ? m.convertSpec(stored, value) : m.convertStatus(stored, value);
     } catch (cause) {
       throw new DecodeError(`converting the stored ${column} from version ${stored} failed`, {
         cause,
       });
     }
+    if (isThenable(converted)) {
+      // Converters are synchronous: a promise is not a value to hand a controller.
+      Promise.resolve(converted).catch(() => {});
+      throw new DecodeError(
+        `converting the stored ${column} from version ${stored} returned a promise; migrator converters must be synchronous`,
+      );
+    }
+    return converted;
   }
+}
+
+function isThenable(value: unknown): boolean {
+  return (typeof value === "object" || typeof value === "function") && value !== null &&
+    typeof (value as { then?: unknown }).then === "function";
 }

@@ -44,7 +44,8 @@ export class Reconciler {
   readonly #backoff = new Map<ObjectId, number>();
   readonly #tasks = new Set<Promise<unknown>>();
   readonly #timers: ReturnType<typeof setInterval>[] = [];
-  readonly #triggers: AsyncIterator<unknown>[] = [];
+  /** The trigger feeds still being pulled from. */
+  readonly #triggers = new Set<AsyncIterator<unknown>>();
   #running = false;
 
   constructor(
@@ -97,7 +98,8 @@ export class Reconciler {
   stop(): void {
     this.#running = false;
     for (const t of this.#timers.splice(0)) clearInterval(t);
-    for (const it of this.#triggers.splice(0)) void it.return?.()?.catch(() => {});
+    for (const it of this.#triggers) endFeed(it);
+    this.#triggers.clear();
     this.queue.stop();
   }
 
@@ -179,18 +181,22 @@ export class Reconciler {
 
   async #trigger(source: AsyncIterable<unknown>, by: "id" | "name"): Promise<void> {
     const it = source[Symbol.asyncIterator]();
-    this.#triggers.push(it);
-    const stopped = new Promise<IteratorResult<unknown>>((resolve) => {
-      const signal = this.#engine.shutdown.signal;
-      if (signal.aborted) resolve({ done: true, value: undefined });
-      signal.addEventListener("abort", () => resolve({ done: true, value: undefined }), {
-        once: true,
-      });
-    });
-    while (this.#running) {
-      const next = await Promise.race([it.next(), stopped]);
-      if (next.done || !this.#running) break;
-      await this.#poke(next.value, by);
+    this.#triggers.add(it);
+    const signal = this.#engine.shutdown.signal;
+    const { promise: stopped, resolve } = Promise.withResolvers<IteratorResult<unknown>>();
+    const onStop = () => resolve({ done: true, value: undefined });
+    if (signal.aborted) onStop();
+    signal.addEventListener("abort", onStop, { once: true });
+    try {
+      while (this.#running) {
+        const next = await Promise.race([it.next(), stopped]);
+        if (next.done || !this.#running) break;
+        await this.#poke(next.value, by);
+      }
+    } finally {
+      // A feed that ended (or threw) is let go of: stop has nothing to return.
+      this.#triggers.delete(it);
+      signal.removeEventListener("abort", onStop);
     }
   }
 
@@ -369,6 +375,15 @@ export class Reconciler {
       if (error instanceof NotFoundError) return GONE;
       return { info: info?.outcome === "fail" ? info : resultInfo(fail(error))!, gone: false };
     }
+  }
+}
+
+/** Tells a feed nothing more will be pulled; a feed whose `return()` misbehaves cannot hold up stop. */
+function endFeed(it: AsyncIterator<unknown>): void {
+  try {
+    Promise.resolve(it.return?.()).catch(() => {});
+  } catch {
+    // The feed's own return() threw: there is nothing left to end.
   }
 }
 

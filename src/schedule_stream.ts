@@ -9,8 +9,9 @@ import type { ObjectId } from "./store.ts";
 /**
  * The current {@linkcode Schedule} of one object, then every change to it.
  * A gauge: a slow consumer gets the latest value, not every value in between.
- * Iterated once, by one consumer; ends quietly on `close()`, on its signal,
- * and when the Beehive stops (after the final value).
+ * Iterated once, by one consumer; ends quietly on `close()` and on its
+ * signal (at once, dropping an unread value), and when the Beehive stops
+ * (after the final value).
  */
 export class ScheduleStream implements AsyncIterable<Schedule> {
   #pending: Schedule | undefined;
@@ -27,11 +28,14 @@ export class ScheduleStream implements AsyncIterable<Schedule> {
       this.#pending = s;
       this.#notify();
     });
-    // Let the value published by the same stop reach the consumer first.
-    const end = () => queueMicrotask(() => this.#end());
+    // A stop ends the stream after the final value it publishes (checked a
+    // microtask later, so that value is in); the caller's own abort ends it
+    // at once, like close().
+    const end = () => queueMicrotask(() => queue.stopped ? this.#end() : this.close());
     for (const s of signals) s.addEventListener("abort", end, { once: true });
     this.#detach = () => signals.forEach((s) => s.removeEventListener("abort", end));
-    if (queue.stopped || signals.some((s) => s.aborted)) this.#end();
+    if (queue.stopped) this.#end();
+    else if (signals.some((s) => s.aborted)) this.close();
   }
 
   #notify(): void {
