@@ -253,15 +253,19 @@ export class Beehive {
     const engine = this.#engine;
     const store = engine.store;
     const log = engine.log;
+    const stopped = engine.shutdown.signal;
+    // A stopping Beehive waits for the sweep in flight: each step and each row checks first.
     const step = async (name: string, fn: () => Promise<unknown>) => {
+      if (stopped.aborted) return;
       try {
         await fn();
       } catch (error) {
-        if (!engine.shutdown.signal.aborted) log.warn(`beehive: GC ${name} failed`, { error });
+        if (!stopped.aborted) log.warn(`beehive: GC ${name} failed`, { error });
       }
     };
     await step("deletion sweep", async () => {
       for (const ref of await store.deletionRequests.list()) {
+        if (stopped.aborted) return;
         if (engine.registration(ref) !== undefined) {
           engine.pushThrottled(ref);
           continue;
@@ -269,7 +273,7 @@ export class Beehive {
         try {
           await collect(engine, ref.id);
         } catch (error) {
-          if (!(error instanceof NotFoundError)) {
+          if (!(error instanceof NotFoundError) && !stopped.aborted) {
             log.warn("beehive: collecting an object failed", { ...ref, error });
           }
         }

@@ -33,13 +33,19 @@ export function collect(engine: Engine, id: ObjectId): Promise<boolean> {
     // Mutually dependent deleting objects would otherwise block each other forever.
     await tx.edges.deleteFinalizingDependsOn(id);
     if (await tx.edges.hasIncoming(id)) return false;
-    const owners: ObjectRef[] = [];
-    for (const owner of await tx.edges.listOutgoing(id, "owned_by")) {
-      // Only a deleting owner is waiting on this row; pushing a live one would spin.
-      const m = await tx.objects.getMeta(owner.id);
-      if (m.deletionRequestedAt !== undefined) owners.push(owner);
-    }
+    // Read before the delete: the row's owned_by edges go with it.
+    const ownedBy = await tx.edges.listOutgoing(id, "owned_by");
     await tx.objects.delete(id);
+    const owners: ObjectRef[] = [];
+    for (const owner of ownedBy) {
+      // Only a deleting owner is waiting on this row; pushing a live one would spin. And
+      // only once nothing else holds it: a push per child would cost an owner of N children
+      // N passes, each re-reading the children left (quadratic in N).
+      const m = await tx.objects.getMeta(owner.id);
+      if (m.deletionRequestedAt !== undefined && !await tx.edges.hasIncoming(owner.id)) {
+        owners.push(owner);
+      }
+    }
     tx.afterCommit(() => {
       engine.writes.kindWritten(meta);
       owners.forEach((r) => engine.pushNow(r));

@@ -113,6 +113,8 @@ export class DependencyWaker {
     } catch (error) {
       this.#fail("scan", error);
       this.#retry = this.#retry === 0 ? RETRY_BASE : Math.min(this.#retry * 2, RETRY_MAX);
+      // Pages read before the failing one count: a restart need not re-read them.
+      if (this.#running) await this.#persist();
       this.#arm(this.#retry);
       return;
     }

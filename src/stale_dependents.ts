@@ -34,6 +34,8 @@ export class StaleDependents {
       if (mark === this.#cursor) return true;
       let after: StalePos = { targetVersion: this.#cursor + 1, targetId: 0, dependentId: 0 };
       for (;;) {
+        // A stopping Beehive waits for the sweep in flight: give up between pages.
+        if (engine.shutdown.signal.aborted) return false;
         const page = await store.dependencies.listStaleSince(kinds, {
           after,
           through: mark,

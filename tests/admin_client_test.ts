@@ -233,3 +233,41 @@ test("AdminClient.deleteFinalizer unsticks a deleting object wedged by its final
     }
   });
 });
+
+test("AdminClient.setConditions with an empty batch writes nothing", async () => {
+  await withHarness({}, async (h) => {
+    const admin = h.bh.adminClient(Thing);
+    const obj = await h.things.create("a", {});
+    await admin.setConditions(obj.id, []);
+    const after = await h.things.get(obj.id);
+    assert.equal(after.resourceVersion, obj.resourceVersion);
+    assert.deepEqual(after.conditions, []);
+  });
+});
+
+test("AdminClient.deleteCondition of a condition the object does not have is a no-op", async () => {
+  await withHarness({}, async (h) => {
+    const admin = h.bh.adminClient(Thing);
+    const obj = await h.things.create("a", {});
+    await admin.setCondition(obj.id, { type: "Ready", status: "True" });
+    const before = await h.things.get(obj.id);
+    await admin.deleteCondition(obj.id, "Missing");
+    const after = await h.things.get(obj.id);
+    assert.equal(after.resourceVersion, before.resourceVersion);
+    assert.deepEqual(after.conditions.map((c) => c.type), ["Ready"]);
+  });
+});
+
+test("AdminClient.updateStatus rejects a status JSON cannot encode with TypeError and writes nothing", async () => {
+  await withHarness({}, async (h) => {
+    const admin = h.bh.adminClient(Thing);
+    const obj = await h.things.create("a", {});
+    await assert.rejects(admin.updateStatus(obj.id, { n: 1n }), TypeError);
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    await assert.rejects(admin.updateStatus(obj.id, cyclic), TypeError);
+    const after = await h.things.get(obj.id);
+    assert.equal(after.resourceVersion, obj.resourceVersion);
+    assert.equal(after.status, undefined);
+  });
+});
