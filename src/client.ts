@@ -1,6 +1,6 @@
 /**
  * The user-facing client of one kind: create, read, update, delete, graph and
- * event reads, requeue and schedule.
+ * event reads, watches, requeue and schedule.
  *
  * @module
  */
@@ -28,6 +28,13 @@ import {
 import type { GroupKind, ObjectId, ObjectRef, RawObject, Store } from "./store.ts";
 import type { Schedule } from "./work_queue.ts";
 import { ScheduleStream } from "./schedule_stream.ts";
+import {
+  ObjectListStream,
+  ObjectStream,
+  openObjectWatch,
+  type WatchOptions,
+} from "./object_watch.ts";
+import { type EventStream, type EventWatchOptions, openEventWatch } from "./event_watch.ts";
 
 /** Options of the create calls. Honoured when a row is created, ignored when one is found. */
 export interface CreateOptions {
@@ -111,6 +118,51 @@ function checkLoads(options: ReadOptions | undefined): readonly LoadKey[] {
   return load;
 }
 
+/** A watch call's options, checked. */
+interface CheckedWatch {
+  readonly load: readonly LoadKey[];
+  readonly resumeFrom: number | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+function checkResumeFrom(value: unknown, call: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+    throw new TypeError(
+      `Cannot ${call}: resumeFrom is ${
+        String(value)
+      }, expected an integer >= 0 (a resourceVersion)`,
+    );
+  }
+  return value;
+}
+
+function checkSignal(value: unknown, call: string): AbortSignal | undefined {
+  if (value !== undefined && !(value instanceof AbortSignal)) {
+    throw new TypeError(`Cannot ${call}: signal must be an AbortSignal`);
+  }
+  return value;
+}
+
+function checkEventFilters(o: EventWatchOptions): void {
+  const bad = (what: string, expected: string) =>
+    new TypeError(`Cannot watch events: ${what} is malformed, expected ${expected}`);
+  if (o.category !== undefined && typeof o.category !== "string") {
+    throw bad("category", "a string");
+  }
+  if (o.type !== undefined && o.type !== "Normal" && o.type !== "Warning") {
+    throw bad("type", `"Normal" or "Warning"`);
+  }
+  if (o.reason !== undefined && typeof o.reason !== "string") throw bad("reason", "a string");
+  if (
+    o.limit !== undefined &&
+    (typeof o.limit !== "number" || !Number.isSafeInteger(o.limit) || o.limit < 0)
+  ) throw bad("limit", "an integer >= 0");
+  if (o.since !== undefined && (!(o.since instanceof Date) || Number.isNaN(o.since.getTime()))) {
+    throw bad("since", "a valid Date");
+  }
+}
+
 /** The error a decode failure surfaces as on a single read. */
 export function undecodable(raw: RawObject, error: unknown): StoreError {
   return new StoreError(
@@ -180,12 +232,15 @@ export class Client<Spec, Status> {
   readonly #engine: Engine;
   readonly #store: Store;
   readonly #gk: GroupKind;
+  /** Set on a client obtained through a transaction: it has no watches. */
+  readonly #inTransaction: boolean;
 
   /** @internal Use `bh.client(kind)` or `tx.client(kind)`. */
-  constructor(engine: Engine, store: Store, kind: GroupKind) {
+  constructor(engine: Engine, store: Store, kind: GroupKind, inTransaction = false) {
     this.#engine = engine;
     this.#store = store;
     this.#gk = checkKind(kind);
+    this.#inTransaction = inTransaction;
   }
 
   /** The kind this client acts on. */
@@ -585,6 +640,152 @@ export class Client<Spec, Status> {
       checkId(id);
       const raw = await this.#store.events.getLatest(id, category);
       return raw === undefined ? undefined : toEvent(raw);
+    });
+  }
+
+  /** Checks a watch call's options. @throws {BeehiveError} inside a transaction. */
+  #checkWatch(options: WatchOptions | undefined, call: string): CheckedWatch {
+    if (this.#inTransaction) {
+      throw new BeehiveError(
+        `Cannot ${call} through a transaction's client: a watch outlives the transaction and would miss its writes; use a client from bh.client(kind)`,
+      );
+    }
+    checkOptions(options, call);
+    return {
+      load: checkLoads(options === undefined ? undefined : { load: options.load }),
+      resumeFrom: checkResumeFrom(options?.resumeFrom, call),
+      signal: checkSignal(options?.signal, call),
+    };
+  }
+
+  #watchSnapshot(
+    scope: { id?: ObjectId; owner?: ObjectId },
+    o: CheckedWatch,
+    snapshot: () => Promise<{ items: RawObject[]; resourceVersion: number }>,
+  ) {
+    return openObjectWatch({
+      engine: this.#engine,
+      gk: this.#gk,
+      scope,
+      load: o.load,
+      resumeFrom: o.resumeFrom,
+      signal: o.signal,
+      snapshot,
+      decode: (rows) => this.#many(rows, o.load),
+    });
+  }
+
+  /**
+   * Watches object `id`: resolves once its current state is read, then
+   * streams every change above that position — a creation as `"Added"`, each
+   * write (the deletion request included) as `"Modified"`, its collection as
+   * `"Deleted"`. Kind-scoped, no controller needed; the id need not exist yet
+   * (`object` is then `undefined`). Changes collapse to the latest state.
+   * Subscribe, then act: a change made after the call resolves is always
+   * streamed. Watch objects are deeply frozen (streams share them).
+   * @throws {BeehiveError} called through a transaction's client.
+   * @throws {TypeError} `id` or an option is malformed.
+   */
+  watch(id: ObjectId, options?: WatchOptions): Promise<ObjectStream<Spec, Status>> {
+    return attempt(async () => {
+      checkId(id);
+      const o = this.#checkWatch(options, "watch");
+      const w = await this.#watchSnapshot(
+        { id },
+        o,
+        () => this.#engine.store.objectWrites.snapshotById(this.#gk, id),
+      );
+      return new ObjectStream<Spec, Status>(
+        w.objects[0] as BeehiveObject<Spec, Status> | undefined,
+        w.resourceVersion,
+        w.feed,
+      );
+    });
+  }
+
+  /**
+   * Watches every object of the kind: resolves once the snapshot (`objects`
+   * and its `resourceVersion`) is read, then streams every change strictly
+   * above it, ascending — no gap, no overlap. One shared reader per kind
+   * however many watches it has; a slow consumer stalls only itself.
+   * @throws {BeehiveError} called through a transaction's client.
+   * @throws {TypeError} an option is malformed.
+   */
+  watchList(options?: WatchOptions): Promise<ObjectListStream<Spec, Status>> {
+    return attempt(async () => {
+      const o = this.#checkWatch(options, "watch the list");
+      const w = await this.#watchSnapshot(
+        {},
+        o,
+        () => this.#engine.store.objectWrites.snapshot(this.#gk),
+      );
+      return new ObjectListStream<Spec, Status>(
+        w.objects as BeehiveObject<Spec, Status>[],
+        w.resourceVersion,
+        w.feed,
+      );
+    });
+  }
+
+  /**
+   * {@linkcode Client.listOwnedObjects} as a watch: this kind's children of
+   * `ownerId`, then every change to one of them — a child created later as
+   * `"Added"`, its collection as `"Deleted"`. Same contract as `watchList`.
+   * @throws {BeehiveError} called through a transaction's client.
+   * @throws {TypeError} `ownerId` or an option is malformed.
+   */
+  watchOwnedObjects(
+    ownerId: ObjectId,
+    options?: WatchOptions,
+  ): Promise<ObjectListStream<Spec, Status>> {
+    return attempt(async () => {
+      checkId(ownerId, "ownerId");
+      const o = this.#checkWatch(options, "watch owned objects");
+      const w = await this.#watchSnapshot(
+        { owner: ownerId },
+        o,
+        () => this.#engine.store.objectWrites.snapshotByOwner(this.#gk, ownerId),
+      );
+      return new ObjectListStream<Spec, Status>(
+        w.objects as BeehiveObject<Spec, Status>[],
+        w.resourceVersion,
+        w.feed,
+      );
+    });
+  }
+
+  /**
+   * Watches `id`'s event log (any kind's id): resolves once the snapshot
+   * (`runs`, newest first, and its `resourceVersion`) is read, then streams
+   * the runs above it oldest first; an extended run comes again with a higher
+   * `resourceVersion` and `count`. `limit` bounds only the snapshot; the other
+   * filters apply to deliveries too. `retention` reports `eventRetention`.
+   * The stream ends with `NotFoundError` once the object is collected.
+   * @throws {NoControllerError} no controller is registered here for this client's kind.
+   * @throws {BeehiveError} called through a transaction's client.
+   * @throws {TypeError} `id` or an option is malformed.
+   */
+  watchEvents(id: ObjectId, options?: EventWatchOptions): Promise<EventStream> {
+    return attempt(() => {
+      checkId(id);
+      if (this.#inTransaction) {
+        throw new BeehiveError(
+          "Cannot watch events through a transaction's client: a watch outlives the transaction; use a client from bh.client(kind)",
+        );
+      }
+      checkOptions(options, "watch events");
+      const o = options ?? {};
+      checkEventFilters(o);
+      const resumeFrom = checkResumeFrom(o.resumeFrom, "watch events");
+      const signal = checkSignal(o.signal, "watch events");
+      if (this.#engine.registration(this.#gk) === undefined) {
+        throw new NoControllerError(
+          `Cannot watch events through a ${
+            kindName(this.#gk)
+          } client: no controller is registered for the kind`,
+        );
+      }
+      return openEventWatch(this.#engine, this.#gk, id, { ...o, resumeFrom, signal });
     });
   }
 

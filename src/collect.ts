@@ -48,6 +48,8 @@ export function collect(engine: Engine, id: ObjectId): Promise<boolean> {
     }
     tx.afterCommit(() => {
       engine.writes.kindWritten(meta);
+      // The event log went with the row: its readers end promptly with NotFoundError.
+      engine.writes.eventsWritten(id);
       owners.forEach((r) => engine.pushNow(r));
     });
     return true;

@@ -320,7 +320,7 @@ export class PassWriter<Status> implements ControllerTx<Status> {
 
   client<S = unknown, T = unknown>(kind: GroupKind): Client<S, T> {
     this.#gate();
-    return new Client<S, T>(this.#engine, this.#store, kind);
+    return new Client<S, T>(this.#engine, this.#store, kind, true);
   }
 
   afterCommit(fn: () => void | Promise<void>): void {

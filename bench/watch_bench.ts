@@ -1,0 +1,294 @@
+/**
+ * The watch benchmark: one writer updating the specs of 100 objects of one
+ * kind as fast as it can (one commit per update, round robin), with 0, 1, 100
+ * and 1,000 concurrent `watchList` streams on that kind, each consumed by its
+ * own `for await` loop in the same thread.
+ *
+ * - Writer throughput: updates per CPU-second of the process (user + system,
+ *   all threads) over a fixed writing time while the watchers run, beside the
+ *   same writer with no watcher, alternated over rounds. CPU time rather than
+ *   wall time, because other jobs on a shared machine steal cores and swing
+ *   wall-clock rates by ±40%; on tmpfs the workload is CPU-bound, so on an
+ *   idle machine the two agree. Wall-clock rates are printed too.
+ * - Commit-to-delivery latency: for every commit and every watcher, the time
+ *   from the commit (its transaction's first afterCommit hook) until that
+ *   watcher's loop received the object's state at or after that commit.
+ *   Changes collapse per object, so a commit superseded before delivery is
+ *   delivered by its successor's change; p50 and p99 over all pairs.
+ *
+ * - Paced latency: the same, with the writer committing once every 150 ms, so
+ *   each commit finds the kind quiet and the tailer reads it at once.
+ *
+ * The database lives on tmpfs (`/dev/shm`) when there is one, so disk noise
+ * does not swamp the CPU the watchers cost; `--disk` uses the temp dir.
+ *
+ * Run: `deno task bench:watch` (`--quick` for a smoke run, `--only=<n>` for one
+ * configuration, e.g. under a profiler). Figures go in docs/performance.md.
+ *
+ * @module
+ */
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { Beehive } from "../mod.ts";
+import type { ObjectListStream, Store } from "../mod.ts";
+import { openSqliteStore } from "../store/sqlite/mod.ts";
+
+const QUICK = process.argv.includes("--quick");
+const DISK = process.argv.includes("--disk") || !existsSync("/dev/shm");
+/** `--only=<watchers>`: one configuration, no baseline (for profiling). */
+const ONLY = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
+const OBJECTS = 100;
+/** How long the writer writes in each run, in ms. */
+const WRITE_MS = QUICK ? 500 : 1_500;
+/** Room for the commit timestamps of one run. */
+const MAX_WRITES = 1_000_000;
+const ROUNDS = QUICK ? 1 : 6;
+const TARGET_SLOWDOWN = 0.2;
+const Kind = { group: "bench.beehive.dev", kind: "Item" };
+
+interface Spec {
+  seq: number;
+  image: string;
+  replicas: number;
+}
+
+interface RunResult {
+  watchers: number;
+  writes: number;
+  /** Writes per CPU-second of the process. */
+  writesPerSec: number;
+  /** Writes per wall-clock second. */
+  wallPerSec: number;
+  /** Commit-to-visibility latency of every (commit, watcher) pair, sorted. */
+  latencies: Float64Array;
+  delivered: number;
+  drainMs: number;
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+}
+
+/** A store whose root transactions record when they committed, by the writer's sequence. */
+function timingStore(inner: Store, commitAt: Float64Array, current: { seq: number }): Store {
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === "within") {
+        return <T>(fn: (tx: Store) => Promise<T>) =>
+          target.within((tx) => {
+            const seq = current.seq;
+            // Registered first, so it runs right after COMMIT, before the watch wake.
+            tx.afterCommit(() => {
+              if (seq >= 0) commitAt[seq] = performance.now();
+            });
+            return fn(tx);
+          });
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** A paced writer: this many commits, one every `PACE_MS`, instead of writing flat out. */
+const PACED_WRITES = QUICK ? 5 : 20;
+const PACE_MS = 150;
+
+async function run(watchers: number, paced = false): Promise<RunResult> {
+  const dir = mkdtempSync(join(DISK ? tmpdir() : "/dev/shm", "beehive-watch-bench-"));
+  const store = await openSqliteStore(join(dir, "bench.db"));
+  try {
+    const commitAt = new Float64Array(MAX_WRITES);
+    const current = { seq: -1 };
+    const bh = new Beehive(timingStore(store, commitAt, current));
+    const client = bh.client<Spec, unknown>(Kind);
+    const ids: number[] = [];
+    for (let i = 0; i < OBJECTS; i++) {
+      ids.push((await client.create(`item-${i}`, { seq: -1, image: "app:1", replicas: 3 })).id);
+    }
+    // Per watcher: the sequence numbers it received and when, in order.
+    const gotSeq: number[][] = [];
+    const gotAt: number[][] = [];
+    const newest: number[] = [];
+    const streams: ObjectListStream<Spec, unknown>[] = [];
+    const loops: Promise<void>[] = [];
+    for (let w = 0; w < watchers; w++) {
+      const stream = await client.watchList();
+      streams.push(stream);
+      const seqs: number[] = [];
+      const ats: number[] = [];
+      gotSeq.push(seqs);
+      gotAt.push(ats);
+      newest.push(-1);
+      loops.push((async () => {
+        for await (const change of stream) {
+          const seq = change.object!.spec.seq;
+          ats.push(performance.now());
+          seqs.push(seq);
+          if (seq > newest[w]) newest[w] = seq;
+        }
+      })());
+    }
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    let writes = 0;
+    if (paced) {
+      for (; writes < PACED_WRITES; writes++) {
+        current.seq = writes;
+        await client.update(ids[writes % OBJECTS], { seq: writes, image: "app:1", replicas: 3 });
+        await new Promise((r) => setTimeout(r, PACE_MS));
+      }
+    }
+    while (!paced && performance.now() - t0 < WRITE_MS) {
+      // A timer check every 64 writes keeps the loop itself off the profile.
+      for (let i = 0; i < 64; i++, writes++) {
+        current.seq = writes;
+        await client.update(ids[writes % OBJECTS], { seq: writes, image: "app:1", replicas: 3 });
+      }
+    }
+    const elapsed = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    const cpuMs = (cpu.user + cpu.system) / 1000;
+    current.seq = -1;
+    // The last commit is the newest state of its object and the highest version:
+    // a watcher that received it has received everything before it.
+    const d0 = performance.now();
+    while (newest.some((s) => s < writes - 1)) await new Promise((r) => setTimeout(r, 1));
+    const drainMs = performance.now() - d0;
+    for (const s of streams) s.close();
+    await Promise.all(loops);
+    // Each delivery of object o at seq s makes every commit to o in (previous s, s] visible.
+    const latencies = new Float64Array(writes * watchers);
+    let k = 0;
+    let delivered = 0;
+    for (let w = 0; w < watchers; w++) {
+      const last = new Array<number>(OBJECTS).fill(-1);
+      const seqs = gotSeq[w];
+      const ats = gotAt[w];
+      delivered += seqs.length;
+      for (let i = 0; i < seqs.length; i++) {
+        const s = seqs[i];
+        const o = s % OBJECTS;
+        const from = last[o] < 0 ? o : last[o] + OBJECTS;
+        for (let c = from; c <= s; c += OBJECTS) latencies[k++] = ats[i] - commitAt[c];
+        if (s > last[o]) last[o] = s;
+      }
+    }
+    const all = latencies.subarray(0, k).sort();
+    return {
+      watchers,
+      writes,
+      writesPerSec: writes / (cpuMs / 1000),
+      wallPerSec: writes / (elapsed / 1000),
+      latencies: all,
+      delivered,
+      drainMs,
+    };
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+const started = performance.now();
+const deno = (globalThis as { Deno?: { version: { deno: string } } }).Deno;
+const runtime = deno !== undefined ? `Deno ${deno.version.deno}` : `Node ${process.versions.node}`;
+console.log(
+  `watch benchmark: ${OBJECTS} objects, ${runtime}, ${cpus().length} cores, database on ${
+    DISK ? "disk" : "tmpfs"
+  }${QUICK ? " (quick)" : ""}`,
+);
+
+if (ONLY !== undefined) {
+  const r = await run(Number(ONLY));
+  console.log(
+    `${r.watchers} watchers: ${fmt(r.writesPerSec)} writes/CPU-s, ${fmt(r.wallPerSec)} writes/s, ${
+      fmt(r.delivered)
+    } deliveries`,
+  );
+  process.exit(0);
+}
+
+// Warm-up: JIT and page cache.
+await run(0);
+await run(100);
+
+const byWatchers = new Map<number, RunResult[]>();
+for (let round = 0; round < ROUNDS; round++) {
+  // The slow configuration runs once; the others alternate, the baseline first and last.
+  const order = round === 0 ? [0, 1, 100, 1000] : round % 2 === 1 ? [100, 0, 1] : [0, 100, 1];
+  for (const w of order) {
+    const r = await run(w);
+    byWatchers.set(w, [...(byWatchers.get(w) ?? []), r]);
+    console.log(
+      `  round ${round + 1}: ${fmt(w)} watchers: ${fmt(r.writesPerSec)} writes/CPU-s (${
+        fmt(r.wallPerSec)
+      } wall)${
+        w === 0
+          ? ""
+          : `, ${fmt(r.delivered)} deliveries, p50 ${
+            fmt(percentile(r.latencies, 0.5), 1)
+          } ms, p99 ${fmt(percentile(r.latencies, 0.99), 1)} ms`
+      }`,
+    );
+  }
+}
+
+const baseline = median(byWatchers.get(0)!.map((r) => r.writesPerSec));
+console.log("");
+console.log(
+  "| watchers | writes/CPU-s | vs no watchers | writes/s (wall) | deliveries/s | p50 latency | p99 latency | drain after the writer stops |",
+);
+console.log(
+  "| -------: | -----------: | -------------: | --------------: | -----------: | ----------: | ----------: | ---------------------------: |",
+);
+for (const w of [0, 1, 100, 1000]) {
+  const results = byWatchers.get(w)!;
+  const rate = median(results.map((r) => r.writesPerSec));
+  const wall = median(results.map((r) => r.wallPerSec));
+  // Latencies from the median-throughput round.
+  const mid = [...results].sort((a, b) => a.writesPerSec - b.writesPerSec)[
+    Math.floor(results.length / 2)
+  ];
+  const slowdown = 1 - rate / baseline;
+  const dash = "—";
+  console.log(
+    `| ${fmt(w)} | ${fmt(rate)} | ${
+      w === 0 ? dash : `${slowdown >= 0 ? "−" : "+"}${fmt(Math.abs(slowdown) * 100, 1)}%`
+    } | ${fmt(wall)} | ${w === 0 ? dash : fmt(mid.delivered / (WRITE_MS / 1000))} | ${
+      w === 0 ? dash : `${fmt(percentile(mid.latencies, 0.5), 1)} ms`
+    } | ${w === 0 ? dash : `${fmt(percentile(mid.latencies, 0.99), 1)} ms`} | ${
+      w === 0 ? dash : `${fmt(mid.drainMs, 0)} ms`
+    } |`,
+  );
+}
+console.log("");
+console.log("| watchers (paced writer, one commit / 150 ms) | p50 latency | p99 latency |");
+console.log("| -------------------------------------------: | ----------: | ----------: |");
+for (const w of [1, 100, 1000]) {
+  const r = await run(w, true);
+  console.log(
+    `| ${fmt(w)} | ${fmt(percentile(r.latencies, 0.5), 2)} ms | ${
+      fmt(percentile(r.latencies, 0.99), 2)
+    } ms |`,
+  );
+}
+const at100 = 1 - median(byWatchers.get(100)!.map((r) => r.writesPerSec)) / baseline;
+console.log("");
+console.log(
+  `writer slowdown at 100 watchers: ${fmt(at100 * 100, 1)}% (target ≤ ${TARGET_SLOWDOWN * 100}%): ${
+    at100 <= TARGET_SLOWDOWN ? "PASS" : "OVER"
+  }`,
+);
+console.log(`total ${fmt((performance.now() - started) / 1000, 1)} s`);

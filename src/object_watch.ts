@@ -1,0 +1,1028 @@
+/**
+ * Object watches: `watch`, `watchList` and `watchOwnedObjects`. One shared
+ * tailer per watched kind reads the kind's write log above its cursor and
+ * fans the changes out; each stream keeps its own pending map, so a slow
+ * consumer stalls only itself and loses nothing.
+ *
+ * Also home of the single-consumer stream machinery the event watch shares.
+ *
+ * @module
+ */
+import { DecodeError } from "./codec.ts";
+import { type Engine, kindKey, kindName } from "./_engine.ts";
+import {
+  BeehiveError,
+  StoppedError,
+  StoreClosedError,
+  WatchTooNewError,
+  WatchTooOldError,
+} from "./errors.ts";
+import { type BeehiveObject, decodeObject, type LoadKey, type Relations } from "./object.ts";
+import { loadRelations } from "./client.ts";
+import type { GroupKind, ObjectId, ObjectWrite, RawObject, Store, WriteOp } from "./store.ts";
+
+/** What a change reports: `"Deleted"` means collected, not requested. */
+export type ChangeType = "Added" | "Modified" | "Deleted";
+
+/** One change delivered by an object watch. */
+export interface ObjectChange<Spec, Status> {
+  /**
+   * `"Added"` for an object not known to be in your view (it may repeat for
+   * one your snapshot held), `"Modified"` for a write (a deletion request
+   * included), `"Deleted"` for a collected object.
+   */
+  readonly type: ChangeType;
+  /** The object's id; set even when `object` is `undefined`. */
+  readonly id: ObjectId;
+  /** The log position this change was reported at: what `resumeFrom` takes to continue after it. */
+  readonly resourceVersion: number;
+  /**
+   * The object's current state (its final state on `"Deleted"`), or
+   * `undefined` on a `"Deleted"` whose final state does not decode. Deeply
+   * frozen: every stream of the kind may be handed the same instance.
+   */
+  readonly object: BeehiveObject<Spec, Status> | undefined;
+}
+
+/** Options of `watch`, `watchList` and `watchOwnedObjects`. */
+export interface WatchOptions {
+  /**
+   * Stream the changes above this position instead of taking a snapshot. A
+   * position retention has passed ends the stream with `WatchTooOldError`, one
+   * this store never issued with `WatchTooNewError` (both from the iterator).
+   */
+  readonly resumeFrom?: number;
+  /** Relations to load on the snapshot and on every change, batched per delivery. @default {[]} */
+  readonly load?: readonly LoadKey[];
+  /** Ends the stream quietly when it aborts. */
+  readonly signal?: AbortSignal;
+}
+
+// ---------------------------------------------------------------------------
+// Cadences
+
+/** Write-log entries read per page by the tailer and by a resume replay. */
+export const TAIL_PAGE = 512;
+/** Pages one tailer drain reads before yielding. */
+export const TAIL_PAGES_PER_DRAIN = 4;
+/**
+ * The least time between two tailer drain starts, in ms: the first wake after
+ * a quiet spell drains at once, and every commit inside the window after it is
+ * read by one drain at the window's end, so a busy writer costs its watchers
+ * one log read per window rather than one per commit.
+ */
+export const WATCH_SCAN_GATE = 100;
+/** The first rung of the watch retry ladder, in ms. */
+export const WATCH_RETRY_MIN = 100;
+/** The top of the watch retry ladder, in ms. */
+export const WATCH_RETRY_MAX = 30_000;
+
+/** The next rung of the watch retry ladder. */
+export function nextRetry(previous: number): number {
+  return previous === 0 ? WATCH_RETRY_MIN : Math.min(previous * 2, WATCH_RETRY_MAX);
+}
+
+/** Whether a store failure ends a stream rather than being retried. */
+export function isTerminal(error: unknown): boolean {
+  return error instanceof WatchTooOldError || error instanceof WatchTooNewError ||
+    error instanceof StoppedError || error instanceof StoreClosedError;
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new BeehiveError(String(error));
+}
+
+/** Logs a transient failure once per failure class until a read succeeds. */
+export class FailureLog {
+  #last: string | undefined;
+  readonly #engine: Engine;
+  readonly #what: string;
+  readonly #attrs: Record<string, unknown>;
+
+  constructor(engine: Engine, what: string, attrs: Record<string, unknown>) {
+    this.#engine = engine;
+    this.#what = what;
+    this.#attrs = attrs;
+  }
+
+  failed(error: unknown, retryIn: number): void {
+    const cls = error instanceof Error ? error.name : typeof error;
+    if (cls === this.#last) return;
+    this.#last = cls;
+    this.#engine.log.warn(`beehive: ${this.#what} failed; retrying`, {
+      ...this.#attrs,
+      retryIn,
+      error,
+    });
+  }
+
+  succeeded(): void {
+    this.#last = undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The single-consumer stream machinery
+
+/**
+ * The state behind one stream: a buffer of ready items, a terminal error, the
+ * caller's close, and one consumer's `next()` calls serialized. Subclasses
+ * produce items in {@linkcode Feed.fill}.
+ */
+export abstract class Feed<T> {
+  /** The terminal error, once the stream knows it will end with one. */
+  error: Error | undefined;
+  #buffer: T[] = [];
+  /** The next item to hand out of `#buffer`. */
+  #head = 0;
+  #terminal: Error | undefined;
+  #ended = false;
+  #wake: (() => void) | undefined;
+  /** Set by notify(): a wake that lands while fill() runs must not be lost. */
+  #signalled = false;
+  #chain: Promise<unknown> = Promise.resolve();
+  /** `next()` calls not yet settled. */
+  #inflight = 0;
+  readonly #cleanups: (() => void)[] = [];
+  readonly #sleepers = new Set<() => void>();
+
+  /** Whether the stream has ended (closed by the caller, or its terminal error thrown). */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** The terminal error not yet thrown. */
+  protected get terminal(): Error | undefined {
+    return this.#terminal;
+  }
+
+  /**
+   * Produces into the buffer with {@linkcode Feed.push}. Resolves `true` when
+   * it may have more to do at once, `false` to wait for {@linkcode Feed.notify}.
+   * A terminal error it throws ends the stream.
+   */
+  protected abstract fill(): Promise<boolean>;
+
+  /** Appends items for the consumer. */
+  protected push(items: readonly T[]): void {
+    for (const item of items) this.#buffer.push(item);
+  }
+
+  #ready(): boolean {
+    return this.#head < this.#buffer.length;
+  }
+
+  #take(): IteratorResult<T> {
+    const value = this.#buffer[this.#head++];
+    if (this.#head === this.#buffer.length) {
+      this.#buffer = [];
+      this.#head = 0;
+    }
+    return { done: false, value };
+  }
+
+  /** Runs `fn` once when the stream ends. */
+  onEnd(fn: () => void): void {
+    if (this.#ended) fn();
+    else this.#cleanups.push(fn);
+  }
+
+  /** Listens to `signal` until the stream ends: aborting closes it quietly. */
+  follow(signal: AbortSignal | undefined): void {
+    if (signal === undefined) return;
+    if (signal.aborted) return this.close();
+    const abort = () => this.close();
+    signal.addEventListener("abort", abort, { once: true });
+    this.onEnd(() => signal.removeEventListener("abort", abort));
+  }
+
+  /** Wakes a waiting consumer (and any backoff sleep). */
+  notify(): void {
+    this.#signalled = true;
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  /** Ends the stream with `error` once what is already ready has been delivered. */
+  fail(error: Error): void {
+    if (this.#ended || this.#terminal !== undefined) return;
+    this.#terminal = error;
+    this.error = error;
+    for (const wake of [...this.#sleepers]) wake();
+    this.notify();
+  }
+
+  /** Ends the stream quietly; a waiting `next()` resolves as done. Idempotent. */
+  close(): void {
+    this.#buffer = [];
+    this.#head = 0;
+    this.#end();
+  }
+
+  #end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    const fns = this.#cleanups.splice(0);
+    for (const fn of fns) fn();
+    for (const wake of [...this.#sleepers]) wake();
+    this.notify();
+  }
+
+  /** Waits `ms`, or less when the stream ends or fails. */
+  protected sleep(ms: number): Promise<void> {
+    if (this.#ended || this.#terminal !== undefined) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#sleepers.add(done);
+    });
+  }
+
+  /** The next item; serialized, so a second caller waits its turn. */
+  next(): Promise<IteratorResult<T>> {
+    // The common case, an item ready and no call in flight, costs one promise.
+    if (this.#inflight === 0 && this.#ready() && !this.#ended) {
+      return Promise.resolve(this.#take());
+    }
+    this.#inflight++;
+    const result = this.#chain.then(() => this.#next()).finally(() => this.#inflight--);
+    this.#chain = result.catch(() => undefined);
+    return result;
+  }
+
+  async #next(): Promise<IteratorResult<T>> {
+    for (;;) {
+      if (this.#ended) return { done: true, value: undefined };
+      if (this.#ready()) return this.#take();
+      let more: boolean;
+      this.#signalled = false;
+      try {
+        more = await this.fill();
+      } catch (error) {
+        // Whatever escapes fill() ends the stream: a retry loop would spin on it.
+        this.fail(asError(error));
+        more = false;
+      }
+      if (this.#ended || this.#ready() || more) continue;
+      if (this.#terminal !== undefined) {
+        const error = this.#terminal;
+        this.#end();
+        throw error;
+      }
+      if (this.#signalled) continue;
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+    }
+  }
+
+  /** An iterator over this feed; `return()` (a `break`) closes it. */
+  iterator(): AsyncIterator<T> {
+    return {
+      next: () => this.next(),
+      return: () => {
+        this.close();
+        return Promise.resolve({ done: true, value: undefined });
+      },
+    };
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Changes as the tailer reads them
+
+/** One object's collapsed change, as read from the log (undecoded). */
+export interface RawChange {
+  readonly id: ObjectId;
+  /** The log position of the last entry folded in. */
+  readonly rv: number;
+  readonly op: WriteOp;
+  /** The live row (the delete entry's image for a delete). */
+  readonly row: RawObject;
+  /** The owner's id, `null` for none, `undefined` when not resolved. */
+  readonly owner: ObjectId | null | undefined;
+}
+
+/** A run that began with a create and did not end in a delete is still a create. */
+export function coalesceOp(first: WriteOp, last: WriteOp): WriteOp {
+  return first === "create" && last !== "delete" ? "create" : last;
+}
+
+/** Folds a newer change into a pending one; never annihilates a create+delete pair. */
+export function mergeChange(pending: RawChange | undefined, next: RawChange): RawChange {
+  if (pending === undefined) return next;
+  if (next.rv <= pending.rv) return pending;
+  return { ...next, op: coalesceOp(pending.op, next.op) };
+}
+
+/** How a change's type reads. */
+export function changeType(op: WriteOp): ChangeType {
+  return op === "create" ? "Added" : op === "delete" ? "Deleted" : "Modified";
+}
+
+/**
+ * Collapses one page of write-log entries to the latest state per object:
+ * one batched row read for the live objects (and one edge read when owners
+ * are asked for), delete entries from their row image. Ascending by position.
+ */
+export async function collectChanges(
+  store: Store,
+  gk: GroupKind,
+  writes: readonly ObjectWrite[],
+  options: { readonly owners: boolean; readonly only?: ObjectId },
+  warn: (message: string, attrs: Record<string, unknown>) => void,
+): Promise<RawChange[]> {
+  const last = new Map<ObjectId, ObjectWrite>();
+  const first = new Map<ObjectId, WriteOp>();
+  for (const w of writes) {
+    if (options.only !== undefined && w.id !== options.only) continue;
+    if (!first.has(w.id)) first.set(w.id, w.op);
+    last.set(w.id, w);
+  }
+  if (last.size === 0) return [];
+  const liveIds = [...last.values()].filter((w) => w.op !== "delete").map((w) => w.id);
+  const rows = new Map<ObjectId, RawObject>();
+  let owners: Map<ObjectId, { id: ObjectId }[]> | undefined;
+  if (liveIds.length > 0) {
+    for (const raw of await store.objects.listByIds(gk, liveIds)) rows.set(raw.id, raw);
+    if (options.owners) owners = await store.edges.groupOutgoingByIds(liveIds, "owned_by");
+  }
+  const out: RawChange[] = [];
+  const ordered = [...last.values()].sort((a, b) => a.resourceVersion - b.resourceVersion);
+  for (const w of ordered) {
+    const op = coalesceOp(first.get(w.id)!, w.op);
+    if (w.op === "delete") {
+      if (w.final === undefined) {
+        warn("beehive: a delete entry carries no row image; skipping it", {
+          kind: kindName(gk),
+          id: w.id,
+          resourceVersion: w.resourceVersion,
+        });
+        continue;
+      }
+      out.push({
+        id: w.id,
+        rv: w.resourceVersion,
+        op,
+        row: w.final,
+        owner: w.final.owner?.id ?? null,
+      });
+      continue;
+    }
+    const row = rows.get(w.id);
+    // Collected between the page and the row read: its delete entry is later in the log.
+    if (row === undefined) continue;
+    const owner = owners === undefined ? undefined : owners.get(w.id)?.[0]?.id ?? null;
+    out.push({ id: w.id, rv: w.resourceVersion, op, row, owner });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// The shared tailer
+
+const registries = new WeakMap<Engine, Map<string, Tailer>>();
+
+function registry(engine: Engine): Map<string, Tailer> {
+  let reg = registries.get(engine);
+  if (reg === undefined) registries.set(engine, reg = new Map());
+  return reg;
+}
+
+/**
+ * Joins the kind's tailer, building it on the first watch. Resolves once
+ * its starting cursor is read, so a snapshot read after it is at or above.
+ */
+export async function acquireTailer(engine: Engine, gk: GroupKind): Promise<Tailer> {
+  const reg = registry(engine);
+  const key = kindKey(gk);
+  let tailer = reg.get(key);
+  if (tailer === undefined || tailer.failed) {
+    tailer = new Tailer(engine, gk, () => {
+      if (reg.get(key) === tailer) reg.delete(key);
+    });
+    reg.set(key, tailer);
+  }
+  tailer.leases++;
+  try {
+    await tailer.ready;
+  } catch (error) {
+    tailer.release();
+    throw error;
+  }
+  return tailer;
+}
+
+/** One kind's write-log reader, shared by every watch on the kind. */
+export class Tailer {
+  readonly gk: GroupKind;
+  readonly ready: Promise<void>;
+  /** Set by an owner-scoped watch before it registers; never cleared. */
+  ownerScoped = false;
+  leases = 0;
+  failed = false;
+  readonly #engine: Engine;
+  readonly #subs = new Set<ObjectFeed>();
+  readonly #unregister: () => void;
+  readonly #offKind: () => void;
+  readonly #offClose: () => void;
+  readonly #failures: FailureLog;
+  readonly #warned = new Set<string>();
+  #cursor = 0;
+  #failure: Error | undefined;
+  #started = false;
+  #stopped = false;
+  #running = false;
+  #again = false;
+  /** When the last drain started (`Date.now()`), for the gate. */
+  #lastStart = Number.NEGATIVE_INFINITY;
+  /** When the armed timer fires, if one is armed. */
+  #dueAt: number | undefined;
+  #retry = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(engine: Engine, gk: GroupKind, unregister: () => void) {
+    this.#engine = engine;
+    this.gk = gk;
+    this.#unregister = unregister;
+    this.#failures = new FailureLog(engine, "a watch read", { kind: kindName(gk) });
+    // Subscribe before reading the starting cursor: a commit in between is not lost.
+    this.#offKind = engine.writes.onKind(gk, () => this.wake());
+    this.#offClose = engine.writes.onClose(() =>
+      this.#fail(new StoppedError(`The watch on ${kindName(gk)} ended: the Beehive stopped`))
+    );
+    this.ready = engine.store.objectWrites.maxVersion(gk).then(
+      (at) => {
+        if (this.#stopped) return;
+        this.#cursor = at;
+        this.#started = true;
+        if (this.#again) this.wake();
+        else this.#arm(engine.options.watchFloorInterval);
+      },
+      (error) => {
+        this.failed = true;
+        this.#stop();
+        throw error;
+      },
+    );
+  }
+
+  /** Registers a stream: it receives every change published from now on. */
+  add(feed: ObjectFeed): void {
+    if (this.#stopped) {
+      // Failed between the join and this call: the stream shares the failure.
+      feed.fail(
+        this.#failure ??
+          new StoppedError(`The watch on ${kindName(this.gk)} ended: its reader stopped`),
+      );
+      return;
+    }
+    this.#subs.add(feed);
+  }
+
+  /** Drops a stream and its lease. */
+  remove(feed: ObjectFeed): void {
+    if (this.#subs.delete(feed)) this.release();
+  }
+
+  /** Drops one lease; the last one stops the tailer. */
+  release(): void {
+    if (--this.leases <= 0) this.#stop();
+  }
+
+  /** Warns once per (change, message) across every subscriber. */
+  warnOnce(key: string, message: string, attrs: Record<string, unknown>): void {
+    if (this.#warned.has(key)) return;
+    if (this.#warned.size >= 4096) this.#warned.clear();
+    this.#warned.add(key);
+    this.#engine.log.warn(message, attrs);
+  }
+
+  /**
+   * A commit (or the floor) says the log may have moved. The first wake after
+   * a quiet spell drains at once; one inside the gate window after a drain
+   * start is covered by a single drain at the window's end.
+   */
+  wake(): void {
+    if (this.#stopped) return;
+    if (!this.#started || this.#running) {
+      this.#again = true;
+      return;
+    }
+    // While backing off a wake carries nothing new; honouring it would void the backoff.
+    if (this.#retry > 0) return;
+    const now = Date.now();
+    const wait = this.#lastStart + WATCH_SCAN_GATE - now;
+    if (wait <= 0) {
+      void this.#run();
+      return;
+    }
+    if (this.#dueAt === undefined || this.#dueAt > now + wait) this.#arm(wait);
+  }
+
+  #arm(ms: number): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#dueAt = undefined;
+    if (this.#stopped) return;
+    this.#dueAt = Date.now() + ms;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#dueAt = undefined;
+      if (this.#retry > 0) {
+        if (!this.#stopped && !this.#running) void this.#run();
+      } else {
+        this.wake();
+      }
+    }, ms);
+  }
+
+  async #run(): Promise<void> {
+    this.#running = true;
+    this.#again = false;
+    this.#lastStart = Date.now();
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#dueAt = undefined;
+    let more = false;
+    try {
+      more = await this.#drain();
+      this.#retry = 0;
+      this.#failures.succeeded();
+    } catch (error) {
+      this.#running = false;
+      if (this.#stopped) return;
+      if (isTerminal(error)) {
+        this.#fail(asError(error));
+        return;
+      }
+      this.#retry = nextRetry(this.#retry);
+      this.#failures.failed(error, this.#retry);
+      this.#arm(this.#retry);
+      return;
+    }
+    this.#running = false;
+    if (this.#stopped) return;
+    if (more) {
+      // A backlog beyond the page budget continues once other work has had a turn.
+      this.#arm(0);
+    } else if (this.#again) {
+      this.wake();
+    } else {
+      this.#arm(this.#engine.options.watchFloorInterval);
+    }
+  }
+
+  /**
+   * Reads up to the page budget above the cursor, collapses it to one change
+   * per object and publishes that; resolves whether more remains.
+   */
+  async #drain(): Promise<boolean> {
+    const store = this.#engine.store;
+    const at = await store.objectWrites.maxVersion(this.gk);
+    if (this.#stopped || at <= this.#cursor) return false;
+    const writes: ObjectWrite[] = [];
+    let cursor = this.#cursor;
+    let more = true;
+    for (let pages = 0; pages < TAIL_PAGES_PER_DRAIN; pages++) {
+      const page = await store.objectWrites.listSince(this.gk, { after: cursor, limit: TAIL_PAGE });
+      if (this.#stopped) return false;
+      if (cursor < page.trimmedThrough) {
+        throw new WatchTooOldError(
+          `The watch on ${
+            kindName(this.gk)
+          } fell behind retention: entries above ${cursor} were trimmed through ${page.trimmedThrough} unread; watch again for a fresh snapshot`,
+        );
+      }
+      for (const w of page.writes) writes.push(w);
+      if (page.writes.length > 0) cursor = page.writes[page.writes.length - 1].resourceVersion;
+      if (page.writes.length < TAIL_PAGE) {
+        more = false;
+        break;
+      }
+    }
+    if (writes.length === 0) return false;
+    const changes = await collectChanges(
+      store,
+      this.gk,
+      writes,
+      { owners: this.ownerScoped },
+      (message, attrs) => this.#engine.log.warn(message, attrs),
+    );
+    if (this.#stopped) return false;
+    for (const feed of this.#subs) feed.publish(changes);
+    this.#cursor = cursor;
+    return more;
+  }
+
+  /** Ends every stream with `error` (after what each already holds) and stops. */
+  #fail(error: Error): void {
+    if (this.#stopped) return;
+    this.failed = true;
+    this.#failure = error;
+    const subs = [...this.#subs];
+    this.#subs.clear();
+    this.#stop();
+    for (const feed of subs) feed.fail(error);
+  }
+
+  #stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.failed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#offKind();
+    this.#offClose();
+    this.#unregister();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// One object watch's subscriber
+
+/** What scopes a subscriber. */
+export interface FeedScope {
+  /** `watch(id)`: only this id. */
+  readonly id?: ObjectId;
+  /** `watchOwnedObjects(owner)`: only this owner's children. */
+  readonly owner?: ObjectId;
+}
+
+/** One object watch: its pending map, its replay, and its deliveries. */
+export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
+  /** Deliveries at or below this position are dropped (the snapshot or resume position). */
+  floor = 0;
+  readonly #engine: Engine;
+  readonly #gk: GroupKind;
+  readonly #scope: FeedScope;
+  readonly #load: readonly LoadKey[];
+  readonly #pending = new Map<ObjectId, RawChange>();
+  readonly #failures: FailureLog;
+  #tailer: Tailer | undefined;
+  /** The replay cursor of a resume; `undefined` once live. */
+  #replay: number | undefined;
+  #replayFirst = true;
+  #retry = 0;
+
+  constructor(engine: Engine, gk: GroupKind, scope: FeedScope, load: readonly LoadKey[]) {
+    super();
+    this.#engine = engine;
+    this.#gk = gk;
+    this.#scope = scope;
+    this.#load = load;
+    this.#failures = new FailureLog(engine, "a watch delivery", { kind: kindName(gk) });
+  }
+
+  /** Joins `tailer`: changes it publishes from now on are this stream's. */
+  attach(tailer: Tailer): void {
+    this.#tailer = tailer;
+    tailer.add(this);
+    this.onEnd(() => {
+      this.#pending.clear();
+      tailer.remove(this);
+    });
+  }
+
+  /** Starts with a replay of the log above `from` instead of a snapshot. */
+  resume(from: number): void {
+    this.floor = from;
+    this.#replay = from;
+  }
+
+  /** Takes a published page of changes into the pending map. */
+  publish(changes: readonly RawChange[]): void {
+    if (this.ended) return;
+    const scope = this.#scope;
+    let added = false;
+    for (const c of changes) {
+      if (scope.id !== undefined && c.id !== scope.id) continue;
+      if (scope.owner !== undefined) {
+        if (c.owner === undefined) {
+          this.#tailer?.warnOnce(
+            `owner:${c.rv}`,
+            "beehive: a change reached an owner-scoped watch without its owner; skipping it",
+            { kind: kindName(this.#gk), id: c.id, resourceVersion: c.rv },
+          );
+          continue;
+        }
+        if (c.owner !== scope.owner) continue;
+      }
+      this.#pending.set(c.id, mergeChange(this.#pending.get(c.id), c));
+      added = true;
+    }
+    if (added) this.notify();
+  }
+
+  override fail(error: Error): void {
+    this.#replay = undefined;
+    super.fail(error);
+  }
+
+  protected override async fill(): Promise<boolean> {
+    if (this.#replay !== undefined && this.terminal === undefined) {
+      await this.#replayStep(this.#replay);
+      return true;
+    }
+    if (this.#pending.size === 0) return false;
+    const batch = [...this.#pending.values()].filter((c) => c.rv > this.floor);
+    this.#pending.clear();
+    batch.sort((a, b) => a.rv - b.rv);
+    this.push(await this.#decode(batch));
+    return true;
+  }
+
+  /** One replay page: gap entries above `cursor`, delivered before anything live. */
+  async #replayStep(cursor: number): Promise<void> {
+    const store = this.#engine.store;
+    try {
+      const page = await store.objectWrites.listSince(this.#gk, {
+        after: cursor,
+        limit: TAIL_PAGE,
+      });
+      if (cursor < page.trimmedThrough) {
+        throw new WatchTooOldError(
+          `Cannot resume the watch on ${
+            kindName(this.#gk)
+          } from ${cursor}: retention trimmed the log through ${page.trimmedThrough}; watch again without resumeFrom`,
+        );
+      }
+      if (page.writes.length === 0 && this.#replayFirst) {
+        const [head, latest] = await Promise.all([
+          store.objectWrites.maxVersion(this.#gk),
+          store.getLatestResourceVersion(),
+        ]);
+        if (cursor > Math.max(head, latest)) {
+          throw new WatchTooNewError(
+            `Cannot resume the watch on ${
+              kindName(this.#gk)
+            } from ${cursor}: this store has issued nothing above ${
+              Math.max(head, latest)
+            }; watch again without resumeFrom`,
+          );
+        }
+      }
+      const changes = await collectChanges(
+        store,
+        this.#gk,
+        page.writes,
+        { owners: this.#scope.owner !== undefined, only: this.#scope.id },
+        (message, attrs) => this.#engine.log.warn(message, attrs),
+      );
+      if (this.ended || this.terminal !== undefined) return;
+      const scoped = this.#scope.owner === undefined
+        ? changes
+        : changes.filter((c) => c.owner === this.#scope.owner);
+      this.#retry = 0;
+      this.#failures.succeeded();
+      this.push(await this.#decode(scoped));
+      this.#replayFirst = false;
+      const end = page.writes.length === 0
+        ? cursor
+        : page.writes[page.writes.length - 1].resourceVersion;
+      if (page.writes.length < TAIL_PAGE) {
+        this.#replay = undefined;
+        this.floor = end;
+      } else {
+        this.#replay = end;
+      }
+    } catch (error) {
+      if (isTerminal(error)) throw error;
+      this.#retry = nextRetry(this.#retry);
+      this.#failures.failed(error, this.#retry);
+      await this.sleep(this.#retry);
+    }
+  }
+
+  /** Loads relations (retrying until it works or the stream ends), then decodes once. */
+  async #decode(batch: readonly RawChange[]): Promise<ObjectChange<unknown, unknown>[]> {
+    if (batch.length === 0) return [];
+    let rels: Map<ObjectId, Relations> | undefined;
+    if (this.#load.length > 0) {
+      for (;;) {
+        try {
+          rels = await loadRelations(this.#engine.store, batch.map((c) => c.id), this.#load);
+          this.#retry = 0;
+          break;
+        } catch (error) {
+          // The tailer's cursor has moved past these: skipping would lose them.
+          if (isTerminal(error)) throw error;
+          if (this.ended || this.terminal !== undefined) return [];
+          this.#retry = nextRetry(this.#retry);
+          this.#failures.failed(error, this.#retry);
+          await this.sleep(this.#retry);
+          if (this.ended || this.terminal !== undefined) return [];
+        }
+      }
+    }
+    const codec = this.#engine.codec(this.#gk);
+    const out: ObjectChange<unknown, unknown>[] = [];
+    for (const c of batch) {
+      let rel = rels?.get(c.id);
+      if (rel !== undefined && c.op === "delete" && "owner" in rel) {
+        // The owned_by edge cascaded away with the row; the image remembers it.
+        rel = { ...rel, owner: c.row.owner ?? null };
+      }
+      let object: BeehiveObject<unknown, unknown> | undefined;
+      try {
+        if (rel === undefined) {
+          // No relations: every such stream gets the one (frozen) decode of this row.
+          object = shared.get(c.row);
+          if (object === undefined) {
+            object = deepFreeze(decodeObject(c.row, codec));
+            shared.set(c.row, object);
+          }
+        } else {
+          object = deepFreeze(decodeObject(c.row, codec, rel));
+        }
+      } catch (error) {
+        if (!(error instanceof DecodeError)) throw error;
+        this.#tailer?.warnOnce(
+          `decode:${c.rv}`,
+          "beehive: a watched object does not decode",
+          { kind: kindName(this.#gk), id: c.id, resourceVersion: c.rv, error },
+        );
+        // A removal is reported whatever its image holds; nothing later names the id.
+        if (c.op !== "delete") continue;
+      }
+      out.push({ type: changeType(c.op), id: c.id, resourceVersion: c.rv, object });
+    }
+    return out;
+  }
+}
+
+/** Decoded rows shared by the streams that load no relations, keyed by the raw row. */
+const shared = new WeakMap<RawObject, BeehiveObject<unknown, unknown>>();
+
+/** Freezes a decoded object and everything it holds. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
+}
+
+// ---------------------------------------------------------------------------
+// The public streams
+
+/**
+ * A live view of one object: its state as of the subscribe, the position
+ * that state was read at, then every change above it. Iterated once, by one
+ * consumer: `for await (const change of stream)`.
+ */
+export class ObjectStream<Spec, Status> implements AsyncIterable<ObjectChange<Spec, Status>> {
+  /**
+   * The object's state at the snapshot (deeply frozen): `undefined` when the
+   * id held nothing of this kind, or on a resume.
+   */
+  readonly object: BeehiveObject<Spec, Status> | undefined;
+  /** The position the snapshot is complete as of (the `resumeFrom` given, on a resume). */
+  readonly resourceVersion: number;
+  readonly #feed: Feed<ObjectChange<unknown, unknown>>;
+
+  /** @internal Use `client.watch(id)`. */
+  constructor(
+    object: BeehiveObject<Spec, Status> | undefined,
+    resourceVersion: number,
+    feed: Feed<ObjectChange<unknown, unknown>>,
+  ) {
+    this.object = object;
+    this.resourceVersion = resourceVersion;
+    this.#feed = feed;
+  }
+
+  /**
+   * Why the stream ended: `WatchTooOldError`, `WatchTooNewError`,
+   * `StoppedError` (or `StoreClosedError`); `undefined` while it runs and
+   * after the caller's own `close()` or abort.
+   */
+  get error(): Error | undefined {
+    return this.#feed.error;
+  }
+
+  /** Ends the stream quietly; a pending `next()` resolves as done. */
+  close(): void {
+    this.#feed.close();
+  }
+
+  /** Closes the stream. */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.#feed.close();
+    return Promise.resolve();
+  }
+
+  /** Iterates the changes, ascending by resource version; `break` closes the stream. */
+  [Symbol.asyncIterator](): AsyncIterator<ObjectChange<Spec, Status>> {
+    return this.#feed.iterator() as AsyncIterator<ObjectChange<Spec, Status>>;
+  }
+}
+
+/**
+ * A live view of many objects (a kind, or one owner's children of a kind):
+ * the snapshot, its position, then every change above it. Iterated once, by
+ * one consumer: `for await (const change of stream)`.
+ */
+export class ObjectListStream<Spec, Status> implements AsyncIterable<ObjectChange<Spec, Status>> {
+  /** The objects at the snapshot (deeply frozen), ordered by id; empty on a resume. */
+  readonly objects: BeehiveObject<Spec, Status>[];
+  /** The position the snapshot is complete as of (the `resumeFrom` given, on a resume). */
+  readonly resourceVersion: number;
+  readonly #feed: Feed<ObjectChange<unknown, unknown>>;
+
+  /** @internal Use `client.watchList()` or `client.watchOwnedObjects(ownerId)`. */
+  constructor(
+    objects: BeehiveObject<Spec, Status>[],
+    resourceVersion: number,
+    feed: Feed<ObjectChange<unknown, unknown>>,
+  ) {
+    this.objects = objects;
+    this.resourceVersion = resourceVersion;
+    this.#feed = feed;
+  }
+
+  /**
+   * Why the stream ended: `WatchTooOldError`, `WatchTooNewError`,
+   * `StoppedError` (or `StoreClosedError`); `undefined` while it runs and
+   * after the caller's own `close()` or abort.
+   */
+  get error(): Error | undefined {
+    return this.#feed.error;
+  }
+
+  /** Ends the stream quietly; a pending `next()` resolves as done. */
+  close(): void {
+    this.#feed.close();
+  }
+
+  /** Closes the stream. */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.#feed.close();
+    return Promise.resolve();
+  }
+
+  /** Iterates the changes, ascending by resource version; `break` closes the stream. */
+  [Symbol.asyncIterator](): AsyncIterator<ObjectChange<Spec, Status>> {
+    return this.#feed.iterator() as AsyncIterator<ObjectChange<Spec, Status>>;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Opening a watch
+
+/** What `openObjectWatch` needs from the client. */
+export interface OpenWatch {
+  readonly engine: Engine;
+  readonly gk: GroupKind;
+  readonly scope: FeedScope;
+  readonly load: readonly LoadKey[];
+  readonly resumeFrom: number | undefined;
+  readonly signal: AbortSignal | undefined;
+  /** Reads the snapshot (list plus position in one read). */
+  readonly snapshot: () => Promise<{ items: RawObject[]; resourceVersion: number }>;
+  /** Decodes the snapshot's rows (skipping and logging what does not decode). */
+  readonly decode: (rows: RawObject[]) => Promise<BeehiveObject<unknown, unknown>[]>;
+}
+
+/**
+ * Subscribes, then reads the snapshot (or sets up the resume): resolves to
+ * the feed, the decoded snapshot and its position.
+ */
+export async function openObjectWatch(o: OpenWatch): Promise<{
+  feed: ObjectFeed;
+  objects: BeehiveObject<unknown, unknown>[];
+  resourceVersion: number;
+}> {
+  const feed = new ObjectFeed(o.engine, o.gk, o.scope, o.load);
+  const inert = o.engine.state === "stopped" || o.signal?.aborted === true;
+  if (!inert) {
+    const tailer = await acquireTailer(o.engine, o.gk);
+    if (o.scope.owner !== undefined) tailer.ownerScoped = true;
+    feed.attach(tailer);
+  }
+  try {
+    if (o.resumeFrom !== undefined) {
+      feed.resume(o.resumeFrom);
+      finish(o, feed);
+      return { feed, objects: [], resourceVersion: o.resumeFrom };
+    }
+    const snap = await o.snapshot();
+    const objects = (await o.decode(snap.items)).map(deepFreeze);
+    feed.floor = snap.resourceVersion;
+    finish(o, feed);
+    return { feed, objects, resourceVersion: snap.resourceVersion };
+  } catch (error) {
+    feed.close();
+    throw error;
+  }
+}
+
+function finish(o: OpenWatch, feed: ObjectFeed): void {
+  if (o.engine.state === "stopped") {
+    feed.fail(new StoppedError(`The watch on ${kindName(o.gk)} ended: the Beehive stopped`));
+  }
+  feed.follow(o.signal);
+}

@@ -1,0 +1,83 @@
+/**
+ * Runs every example as its own process on the runtime running the tests, and
+ * checks it printed what a person needs to see that it worked.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import process from "node:process";
+import { test } from "./_test.ts";
+
+const isDeno = "Deno" in globalThis;
+
+function run(example: string): Promise<string> {
+  const file = `examples/${example}/main.ts`;
+  const args = isDeno
+    ? ["run", "--allow-read", "--allow-write", "--allow-env", file]
+    : ["--disable-warning=ExperimentalWarning", file];
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, args, { timeout: 60_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${example} failed: ${error.message}\n${stderr}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+test("example greeting converges and prints the greeting", async () => {
+  const out = await run("greeting");
+  assert.match(out, /created Greeting id=1 name=world/);
+  assert.match(out, /converged: Hello, world/);
+});
+
+test("example conditions reaches Ready, reads it unconfirmed after a restart, then confirms it", async () => {
+  const out = await run("conditions");
+  assert.match(out, /Progressing +True .*ScalingUp/);
+  assert.match(out, /converged: server is Ready/);
+  assert.match(
+    out,
+    /after restart:\n +Ready +Unknown +\(unconfirmed since restart; last known AllReplicasOnline\)/,
+  );
+  assert.match(out, /after the startup pass:\n +Ready +True .*Probed/);
+});
+
+test("example events renders the run timeline and resumes with only the new run", async () => {
+  const out = await run("events");
+  const panel = out.split("connection-health panel (newest first):")[1].split("live,")[0];
+  const reasons = [...panel.matchAll(/[✓✗] (\w+) +×(\d+)/g)].map((m) => `${m[1]}×${m[2]}`);
+  assert.deepEqual(reasons, [
+    "Connected×4",
+    "ProbeFailed×18",
+    "Connected×7",
+    "TLSHandshake×5",
+    "Connected×16",
+  ]);
+  const live = out.split("live, resumed above the snapshot:")[1];
+  assert.match(live, /✗ ProbeFailed +×1 /);
+  assert.doesNotMatch(live, /Connected/);
+});
+
+test("example cascade removes the caches before the cluster", async () => {
+  const out = await run("cascade");
+  const removed = [...out.matchAll(/^(\w+) \d+: removed/gm)].map((m) => m[1]);
+  assert.deepEqual(removed, ["ClusterCache", "ClusterCache", "Cluster"]);
+  assert.ok(
+    out.indexOf("ClusterCache 3: flushed") < out.indexOf("Cluster 1: closed connection"),
+    "the cluster kept its connection until its caches were gone",
+  );
+  assert.match(out, /cascade complete/);
+});
+
+test("example lowpower converges and collects in well under its minute cadences", async () => {
+  const out = await run("lowpower");
+  const connected = Number(/connected after (\d+)ms/.exec(out)?.[1]);
+  const collected = Number(/collected after (\d+)ms/.exec(out)?.[1]);
+  assert.ok(connected < 10_000, `connected after ${connected}ms`);
+  assert.ok(collected < 10_000, `collected after ${collected}ms`);
+});
+
+test("the demo converges twice and survives a reopen", async () => {
+  const out = await run("demo");
+  assert.match(out, /converged: observedGeneration 2 of generation 2/);
+  assert.match(out, /demo ok/);
+});
