@@ -32,6 +32,7 @@ export class DependencyWaker {
   #timerAt = 0;
   #again = false;
   #retry = 0;
+  #persistRetry = 0;
   #draining: number | undefined;
   #running = false;
   #passing: Promise<void> | undefined;
@@ -105,13 +106,19 @@ export class DependencyWaker {
     if (!this.#running) return;
     this.#lastScan = Date.now();
     let more = false;
+    let step = "scan";
     try {
-      if (this.#watermark === undefined) await this.#seed();
+      if (this.#watermark === undefined) {
+        step = "seed";
+        await this.#seed();
+        step = "scan";
+      }
       more = await this.#scan();
       this.#retry = 0;
-      this.#failures.clear();
+      this.#failures.delete("seed");
+      this.#failures.delete("scan");
     } catch (error) {
-      this.#fail("scan", error);
+      this.#fail(step, error);
       this.#retry = this.#retry === 0 ? RETRY_BASE : Math.min(this.#retry * 2, RETRY_MAX);
       // Pages read before the failing one count: a restart need not re-read them.
       if (this.#running) await this.#persist();
@@ -172,10 +179,15 @@ export class DependencyWaker {
     try {
       await this.#engine.store.driverCursors.set(WAKER_CURSOR, w);
       this.#persisted = w;
+      this.#persistRetry = 0;
+      this.#failures.delete("persist");
       return undefined;
     } catch (error) {
       this.#fail("persist", error);
-      return PERSIST_FLOOR;
+      // A failing cursor write backs off: 1 s doubling to a minute.
+      this.#persistRetry = Math.min(Math.max(PERSIST_FLOOR, this.#persistRetry * 2), 60_000);
+      this.#lastPersist = Date.now() + this.#persistRetry - PERSIST_FLOOR;
+      return this.#persistRetry;
     }
   }
 

@@ -227,9 +227,11 @@ export class SqliteStore implements Store {
     let file: string;
     let tempDir: string | undefined;
     if (path === ":memory:") {
-      tempDir = mkdtempSync(join(tmpdir(), "beehive-"));
+      const uuid = crypto.randomUUID();
+      // The directory carries the identity's uuid, so a leftover file can be traced to its store.
+      tempDir = mkdtempSync(join(tmpdir(), `beehive-${uuid}-`));
       file = join(tempDir, "memory.db");
-      identity = `memory:${crypto.randomUUID()}`;
+      identity = `memory:${uuid}`;
     } else {
       file = resolve(path);
       identity = file;

@@ -29,8 +29,10 @@ function pragma(path: string, name: string): unknown {
   }
 }
 
-function memoryDirs(): string[] {
-  return readdirSync(tmpdir()).filter((d) => /^beehive-[A-Za-z0-9]{6}$/.test(d));
+/** The temp directories of the memory store with this identity. */
+function memoryDirs(identity: string): string[] {
+  const uuid = identity.slice("memory:".length);
+  return readdirSync(tmpdir()).filter((d) => d.startsWith(`beehive-${uuid}-`));
 }
 
 export const sqliteAdapterCases: ContractCase[] = [
@@ -78,20 +80,21 @@ export const sqliteAdapterCases: ContractCase[] = [
   {
     name: "a memory store is a private temp file with a unique identity, removed on close",
     async fn() {
-      const before = memoryDirs().length;
       const a = await openSqliteStore(":memory:");
       const b = await openSqliteStore(":memory:");
       try {
         assert.match(a.identity, /^memory:/);
         assert.notEqual(a.identity, b.identity);
-        assert.equal(memoryDirs().length, before + 2);
+        assert.equal(memoryDirs(a.identity).length, 1);
+        assert.equal(memoryDirs(b.identity).length, 1);
         await make(a, Widget, "only-in-a");
         assert.deepEqual(await b.objects.list(Widget), []);
       } finally {
         await a.close();
         await b.close();
       }
-      assert.equal(memoryDirs().length, before);
+      assert.deepEqual(memoryDirs(a.identity), []);
+      assert.deepEqual(memoryDirs(b.identity), []);
     },
   },
   {
