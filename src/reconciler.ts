@@ -230,11 +230,19 @@ export class Reconciler {
       const id = await this.queue.get();
       if (id === undefined) return;
       let outcome: PassOutcome;
+      const started = Date.now();
       try {
         outcome = await this.#pass(id);
       } catch (error) {
         outcome = { info: resultInfo(fail(error))!, gone: false };
       }
+      this.#engine.log.debug("beehive: pass finished", {
+        driver: "reconcile",
+        kind: kindName(this.gk),
+        id,
+        outcome: outcome.gone ? "collected" : outcome.info.outcome,
+        duration: Date.now() - started,
+      });
       if (outcome.gone) {
         this.queue.forget(id);
         this.#backoff.delete(id);
