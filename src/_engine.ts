@@ -14,6 +14,7 @@ import type { Reconciler } from "./reconciler.ts";
 import type { GroupKind, ObjectRef, Store } from "./store.ts";
 
 import { kindKey } from "./_engine_keys.ts";
+import { isStorableText } from "./_text.ts";
 import { WriteSignals } from "./write_signals.ts";
 
 export { kindKey, kindName } from "./_engine_keys.ts";
@@ -23,13 +24,13 @@ export function checkKind(kind: unknown): GroupKind {
   const k = kind as GroupKind;
   if (
     typeof k !== "object" || k === null || typeof k.group !== "string" ||
-    typeof k.kind !== "string" || k.kind === "" || !k.group.isWellFormed() ||
-    !k.kind.isWellFormed()
+    typeof k.kind !== "string" || k.kind === "" || !isStorableText(k.group) ||
+    !isStorableText(k.kind)
   ) {
     throw new InvalidOptionError(
       `Cannot use kind ${
         typeof kind === "object" ? JSON.stringify(kind) : String(kind)
-      }: expected { group, kind } with a non-empty, well-formed kind`,
+      }: expected { group, kind } strings, well-formed UTF-16 without NUL, with a non-empty kind`,
     );
   }
   return { group: k.group, kind: k.kind };

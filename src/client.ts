@@ -6,6 +6,7 @@
  */
 import { DecodeError, encodeJson } from "./codec.ts";
 import { checkId, checkKind, type Engine, kindName } from "./_engine.ts";
+import { isStorableText } from "./_text.ts";
 import {
   BeehiveError,
   DeletionPendingError,
@@ -90,8 +91,10 @@ function checkName(name: unknown): asserts name is string {
     throw new TypeError(`Cannot use name: current value is ${typeof name}, expected a string`);
   }
   if (name === "") throw new InvalidNameError("Cannot use name: it must not be empty");
-  if (!name.isWellFormed()) {
-    throw new InvalidNameError(`Cannot use name ${JSON.stringify(name)}: not well-formed UTF-16`);
+  if (!isStorableText(name)) {
+    throw new InvalidNameError(
+      `Cannot use name ${JSON.stringify(name)}: it must be well-formed UTF-16 without NUL`,
+    );
   }
 }
 
@@ -279,10 +282,10 @@ export class Client<Spec, Status> {
     if (o.finalizers !== undefined) {
       if (
         !Array.isArray(o.finalizers) ||
-        !o.finalizers.every((f) => typeof f === "string" && f !== "" && f.isWellFormed())
+        !o.finalizers.every((f) => typeof f === "string" && f !== "" && isStorableText(f))
       ) {
         throw new InvalidOptionError(
-          "Cannot use option finalizers: expected an array of non-empty, well-formed strings",
+          "Cannot use option finalizers: expected an array of non-empty strings, well-formed UTF-16 without NUL",
         );
       }
       if (o.finalizers.length > 0 && this.#engine.registration(this.#gk) === undefined) {
@@ -455,6 +458,11 @@ export class Client<Spec, Status> {
         return object;
       });
     });
+  }
+
+  /** Rejects with StoreClosedError once the store is closed (for calls that read only memory). */
+  async #assertStoreOpen(): Promise<void> {
+    await this.#store.getLatestResourceVersion();
   }
 
   #hideWrongKind(error: unknown, id: ObjectId): unknown {
@@ -822,10 +830,11 @@ export class Client<Spec, Status> {
    * or a kind with no controller reads as nothing scheduled.
    */
   getSchedule(id: ObjectId): Promise<Schedule> {
-    return attempt(() => {
+    return attempt(async () => {
       checkId(id);
+      await this.#assertStoreOpen();
       const reg = this.#engine.registration(this.#gk);
-      return Promise.resolve(reg?.reconciler.queue.schedule(id) ?? { nextRequeueAt: undefined });
+      return reg?.reconciler.queue.schedule(id) ?? { nextRequeueAt: undefined };
     });
   }
 
@@ -836,12 +845,13 @@ export class Client<Spec, Status> {
    * @throws {NoControllerError} the kind has no controller registered here.
    */
   watchSchedule(id: ObjectId, options?: { signal?: AbortSignal }): Promise<ScheduleStream> {
-    return attempt(() => {
+    return attempt(async () => {
       checkId(id);
       const signal = options?.signal;
       if (signal !== undefined && !(signal instanceof AbortSignal)) {
         throw new TypeError("Cannot watch the schedule: signal must be an AbortSignal");
       }
+      await this.#assertStoreOpen();
       const reg = this.#engine.registration(this.#gk);
       if (reg === undefined) {
         throw new NoControllerError(

@@ -129,6 +129,20 @@ function invalid(name: string, value: unknown, expected: string): InvalidOptionE
 
 type Rule = "positive" | "nonNegative" | "count";
 
+/** The longest interval a timer can wait, in ms (2^31 − 1). */
+export const MAX_INTERVAL = 2_147_483_647;
+
+/** The options that arm timers. */
+const TIMER_OPTIONS = new Set([
+  "owedPassInterval",
+  "fullPassInterval",
+  "individualPassInterval",
+  "maxRetryInterval",
+  "staleDependentsInterval",
+  "watchFloorInterval",
+  "gcInterval",
+]);
+
 function number(name: string, value: unknown, rule: Rule): number {
   if (typeof value !== "number" || !Number.isFinite(value)) {
     throw invalid(name, value, "a finite number");
@@ -139,6 +153,10 @@ function number(name: string, value: unknown, rule: Rule): number {
   }
   if (rule === "count" && (!Number.isInteger(value) || value < 1)) {
     throw invalid(name, value, "an integer >= 1");
+  }
+  // A timer cannot wait longer: a larger delay would fire at once, over and over.
+  if (TIMER_OPTIONS.has(name) && value > MAX_INTERVAL) {
+    throw invalid(name, value, `at most ${MAX_INTERVAL} ms (about 24.8 days)`);
   }
   return value;
 }

@@ -8,6 +8,7 @@
 import type { KindCodec } from "./codec.ts";
 import { collect } from "./collect.ts";
 import { type Engine, kindName } from "./_engine.ts";
+import { isStorableText } from "./_text.ts";
 import { InvalidResultError, NotFoundError } from "./errors.ts";
 import { decodeObject } from "./object.ts";
 import type { ResolvedRegisterOptions } from "./options.ts";
@@ -207,7 +208,7 @@ export class Reconciler {
         ? (typeof address === "number" && Number.isSafeInteger(address) && address > 0
           ? await store.objects.getMeta(address)
           : undefined)
-        : (typeof address === "string" && address !== "" && address.isWellFormed()
+        : (typeof address === "string" && address !== "" && isStorableText(address)
           ? await store.objects.getMetaByName({ ...this.gk, name: address })
           : undefined);
       if (meta === undefined || meta.group !== this.gk.group || meta.kind !== this.gk.kind) {

@@ -13,7 +13,7 @@ export type AlarmKind = "requeueAfter" | "backoff" | "floor" | "admit";
 interface Alarm {
   readonly kind: AlarmKind;
   readonly fireAt: number;
-  readonly timer: ReturnType<typeof setTimeout>;
+  timer: ReturnType<typeof setTimeout>;
 }
 
 /** When an object is next due, as the queue sees it. */
@@ -21,6 +21,9 @@ export interface Schedule {
   /** When the object is next due; `undefined` when nothing is scheduled. */
   readonly nextRequeueAt: Date | undefined;
 }
+
+/** The longest single timer wait, in ms. */
+const MAX_TIMER = 2_147_483_647;
 
 /** The default per-object re-enqueue floor, in ms. */
 export const REQUEUE_FLOOR = 1_000;
@@ -234,12 +237,23 @@ export class WorkQueue {
 
   #setAlarm(id: ObjectId, kind: AlarmKind, fireAt: number): void {
     this.#clearAlarm(id);
-    const alarm: Alarm = {
-      kind,
-      fireAt,
-      timer: setTimeout(() => this.#fire(id, alarm), Math.max(0, fireAt - Date.now())),
-    };
+    const alarm: Alarm = { kind, fireAt, timer: this.#timer(id, () => alarm, fireAt) };
     this.#alarms.set(id, alarm);
+  }
+
+  /** A timer for `fireAt`, waiting in steps a timer can take (at most 2^31 − 1 ms each). */
+  #timer(id: ObjectId, alarm: () => Alarm, fireAt: number): ReturnType<typeof setTimeout> {
+    const wait = Math.max(0, fireAt - Date.now());
+    return setTimeout(() => {
+      const a = alarm();
+      if (this.#alarms.get(id) !== a) return;
+      if (wait > MAX_TIMER) {
+        // The wait was longer than one timer can take: wait out the rest.
+        a.timer = this.#timer(id, alarm, fireAt);
+        return;
+      }
+      this.#fire(id, a);
+    }, Math.min(wait, MAX_TIMER));
   }
 
   #clearAlarm(id: ObjectId): void {

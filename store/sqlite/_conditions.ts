@@ -100,7 +100,12 @@ export class SqliteConditions implements Conditions {
     return rejectWith(() => {
       checkRef(ref);
       const batch = normalizeConditions(conditions);
-      if (batch.length === 0) return Promise.resolve();
+      if (batch.length === 0) {
+        // Nothing to write, but the scope is still checked (and a closed store refuses).
+        return this.#s.read((db) => {
+          assertKind(ref, db.get(`SELECT "group", kind FROM objects WHERE id = ?`, ref.id));
+        });
+      }
       const epoch = this.#s.core.epoch;
       return this.#s.write(({ db, now, draw }) => {
         assertKind(ref, db.get(`SELECT "group", kind FROM objects WHERE id = ?`, ref.id));

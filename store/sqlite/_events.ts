@@ -28,6 +28,7 @@ import {
   rejectWith,
 } from "./_rows.ts";
 import type { Session } from "./_session.ts";
+import { isStorableText } from "../../src/_text.ts";
 
 const EVENT_COLUMNS =
   "id, object_id, category, type, reason, message, detail, count, first_at, last_at, resource_version";
@@ -76,9 +77,11 @@ function eventText(value: unknown, field: string, required: boolean): string {
       `Cannot add event: its ${field} is ${describe(value)}, expected a string`,
     );
   }
-  if (!value.isWellFormed()) {
+  if (!isStorableText(value)) {
     throw new InvalidEventError(
-      `Cannot add event: its ${field} ${JSON.stringify(value)} is not well-formed UTF-16`,
+      `Cannot add event: its ${field} ${
+        JSON.stringify(value)
+      } is not well-formed UTF-16 without NUL`,
     );
   }
   if (required && value === "") {
@@ -185,7 +188,9 @@ export class SqliteEvents implements Events {
       // A lone surrogate would be stored as U+FFFD: the detail would not read back as written.
       if (input.detail !== undefined && !input.detail.isWellFormed()) {
         throw new InvalidEventError(
-          `Cannot add event: its detail ${JSON.stringify(input.detail)} is not well-formed UTF-16`,
+          `Cannot add event: its detail ${
+            JSON.stringify(input.detail)
+          } is not well-formed UTF-16 without NUL`,
         );
       }
       const detail = input.detail ?? null;

@@ -20,6 +20,7 @@ import type {
   RawObjectMeta,
 } from "../../src/store.ts";
 import { type Db, kindLabel, type Row, type RowArray } from "./_core.ts";
+import { isStorableText } from "../../src/_text.ts";
 
 /** The object columns every full-row read selects, in decode order. */
 export const OBJECT_COLUMNS = `id, "group", kind, name, spec, status, spec_version,
@@ -219,14 +220,7 @@ export function assertKind(ref: ObjectRef, row: Row | undefined): asserts row is
   }
 }
 
-/**
- * Whether `text` can be stored and read back intact: well-formed UTF-16
- * (SQLite would fold malformed text) and free of NUL (SQLite stores it, but
- * the driver reads text back only up to the first NUL).
- */
-export function isStorableText(text: string): boolean {
-  return text.isWellFormed() && !text.includes("\u0000");
-}
+export { isStorableText } from "../../src/_text.ts";
 
 /** Checks an id argument. @throws {TypeError} not a positive safe integer. */
 export function checkId(id: unknown, what = "id"): asserts id is ObjectId {
