@@ -64,6 +64,7 @@ export type { Migrator } from "./src/migrator.ts";
 export type { Schedule } from "./src/work_queue.ts";
 export { ScheduleStream } from "./src/schedule_stream.ts";
 export { ObjectListStream, ObjectStream } from "./src/object_watch.ts";
+export { WatchStream } from "./src/watch_stream.ts";
 export type { ChangeType, ObjectChange, WatchOptions } from "./src/object_watch.ts";
 export { EventStream } from "./src/event_watch.ts";
 export type { EventStreamRetention, EventWatchOptions } from "./src/event_watch.ts";

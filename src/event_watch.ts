@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { WatchStream } from "./watch_stream.ts";
 import { type Engine, kindName } from "./_engine.ts";
 import { NotFoundError, StoppedError, WatchTooNewError, WatchTooOldError } from "./errors.ts";
 import { type Event, type EventType, toEvent } from "./object.ts";
@@ -220,14 +221,13 @@ export class EventFeed extends Feed<Event> {
  * again with a higher `resourceVersion` and `count`: replace it in place.
  * Iterated once, by one consumer: `for await (const run of stream)`.
  */
-export class EventStream implements AsyncIterable<Event> {
+export class EventStream extends WatchStream<Event> {
   /** The snapshot, newest first; empty on a resume. */
   readonly runs: Event[];
   /** The position the snapshot is complete as of (the `resumeFrom` given, on a resume). */
   readonly resourceVersion: number;
   /** The configured event retention (`eventRetention`), 0 where unbounded. */
   readonly retention: EventStreamRetention;
-  readonly #feed: EventFeed;
 
   /** @internal Use `client.watchEvents(id)`. */
   constructor(
@@ -236,35 +236,10 @@ export class EventStream implements AsyncIterable<Event> {
     retention: EventStreamRetention,
     feed: EventFeed,
   ) {
+    super(feed);
     this.runs = runs;
     this.resourceVersion = resourceVersion;
     this.retention = retention;
-    this.#feed = feed;
-  }
-
-  /**
-   * Why the stream ended: `NotFoundError` (the object was collected),
-   * `WatchTooOldError`, `WatchTooNewError`, `StoppedError`; `undefined` while
-   * it runs and after the caller's own `close()` or abort.
-   */
-  get error(): Error | undefined {
-    return this.#feed.error;
-  }
-
-  /** Ends the stream quietly; a pending `next()` resolves as done. */
-  close(): void {
-    this.#feed.close();
-  }
-
-  /** Closes the stream. */
-  [Symbol.asyncDispose](): Promise<void> {
-    this.#feed.close();
-    return Promise.resolve();
-  }
-
-  /** Iterates the runs above the position, oldest first; `break` closes the stream. */
-  [Symbol.asyncIterator](): AsyncIterator<Event> {
-    return this.#feed.iterator();
   }
 }
 

@@ -8,10 +8,10 @@ import type { KindCodec } from "./codec.ts";
 import { NotLoadedError } from "./errors.ts";
 import type {
   ConditionInput,
-  ConditionStatus,
   EventId,
   ObjectId,
   ObjectRef,
+  RawCondition,
   RawEvent,
   RawObject,
 } from "./store.ts";
@@ -21,29 +21,13 @@ export type { ConditionStatus, GroupKind, ObjectId, ObjectRef } from "./store.ts
 /** A condition as written: `status` is `"True"`, `"False"` or `"Unknown"`. */
 export type ConditionWrite = ConditionInput;
 
-/** A condition as read. */
-export interface Condition {
-  /** The condition's type; unique within its object. */
-  readonly type: string;
-  /** `"Unknown"` when {@linkcode Condition.unconfirmed}. */
-  readonly status: ConditionStatus;
-  /** A machine-readable reason; `""` when none. */
-  readonly reason: string;
-  /** A human-readable message; `""` when none. */
-  readonly message: string;
-  /** Valid only within the process (store open) that wrote it. */
-  readonly liveness: boolean;
-  /**
-   * The status is a downgrade: a liveness condition an earlier process wrote,
-   * read as `"Unknown"` until a controller in this process confirms it again.
-   * Reason, message and stamps are the stored write's.
-   */
-  readonly unconfirmed: boolean;
-  /** When the status last changed. */
-  readonly transitionedAt: Date;
-  /** When the condition was last written. */
-  readonly updatedAt: Date;
-}
+/**
+ * A condition as read: `unconfirmed` marks a liveness condition an earlier
+ * process wrote, read as `"Unknown"` until a controller in this process
+ * confirms it again; `transitionedAt` moves when the status flips,
+ * `updatedAt` on any change.
+ */
+export type Condition = RawCondition;
 
 /** An event type. */
 export type EventType = "Normal" | "Warning";

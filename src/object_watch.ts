@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { WatchStream } from "./watch_stream.ts";
 import { DecodeError } from "./codec.ts";
 import { type Engine, kindKey, kindName } from "./_engine.ts";
 import {
@@ -874,7 +875,7 @@ function deepFreeze<T>(value: T): T {
  * that state was read at, then every change above it. Iterated once, by one
  * consumer: `for await (const change of stream)`.
  */
-export class ObjectStream<Spec, Status> implements AsyncIterable<ObjectChange<Spec, Status>> {
+export class ObjectStream<Spec, Status> extends WatchStream<ObjectChange<Spec, Status>> {
   /**
    * The object's state at the snapshot (deeply frozen): `undefined` when the
    * id held nothing of this kind, or on a resume.
@@ -882,42 +883,15 @@ export class ObjectStream<Spec, Status> implements AsyncIterable<ObjectChange<Sp
   readonly object: BeehiveObject<Spec, Status> | undefined;
   /** The position the snapshot is complete as of (the `resumeFrom` given, on a resume). */
   readonly resourceVersion: number;
-  readonly #feed: Feed<ObjectChange<unknown, unknown>>;
-
   /** @internal Use `client.watch(id)`. */
   constructor(
     object: BeehiveObject<Spec, Status> | undefined,
     resourceVersion: number,
     feed: Feed<ObjectChange<unknown, unknown>>,
   ) {
+    super(feed);
     this.object = object;
     this.resourceVersion = resourceVersion;
-    this.#feed = feed;
-  }
-
-  /**
-   * Why the stream ended: `WatchTooOldError`, `WatchTooNewError`,
-   * `StoppedError` (or `StoreClosedError`); `undefined` while it runs and
-   * after the caller's own `close()` or abort.
-   */
-  get error(): Error | undefined {
-    return this.#feed.error;
-  }
-
-  /** Ends the stream quietly; a pending `next()` resolves as done. */
-  close(): void {
-    this.#feed.close();
-  }
-
-  /** Closes the stream. */
-  [Symbol.asyncDispose](): Promise<void> {
-    this.#feed.close();
-    return Promise.resolve();
-  }
-
-  /** Iterates the changes, ascending by resource version; `break` closes the stream. */
-  [Symbol.asyncIterator](): AsyncIterator<ObjectChange<Spec, Status>> {
-    return this.#feed.iterator() as AsyncIterator<ObjectChange<Spec, Status>>;
   }
 }
 
@@ -926,47 +900,20 @@ export class ObjectStream<Spec, Status> implements AsyncIterable<ObjectChange<Sp
  * the snapshot, its position, then every change above it. Iterated once, by
  * one consumer: `for await (const change of stream)`.
  */
-export class ObjectListStream<Spec, Status> implements AsyncIterable<ObjectChange<Spec, Status>> {
+export class ObjectListStream<Spec, Status> extends WatchStream<ObjectChange<Spec, Status>> {
   /** The objects at the snapshot (deeply frozen), ordered by id; empty on a resume. */
   readonly objects: BeehiveObject<Spec, Status>[];
   /** The position the snapshot is complete as of (the `resumeFrom` given, on a resume). */
   readonly resourceVersion: number;
-  readonly #feed: Feed<ObjectChange<unknown, unknown>>;
-
   /** @internal Use `client.watchList()` or `client.watchOwnedObjects(ownerId)`. */
   constructor(
     objects: BeehiveObject<Spec, Status>[],
     resourceVersion: number,
     feed: Feed<ObjectChange<unknown, unknown>>,
   ) {
+    super(feed);
     this.objects = objects;
     this.resourceVersion = resourceVersion;
-    this.#feed = feed;
-  }
-
-  /**
-   * Why the stream ended: `WatchTooOldError`, `WatchTooNewError`,
-   * `StoppedError` (or `StoreClosedError`); `undefined` while it runs and
-   * after the caller's own `close()` or abort.
-   */
-  get error(): Error | undefined {
-    return this.#feed.error;
-  }
-
-  /** Ends the stream quietly; a pending `next()` resolves as done. */
-  close(): void {
-    this.#feed.close();
-  }
-
-  /** Closes the stream. */
-  [Symbol.asyncDispose](): Promise<void> {
-    this.#feed.close();
-    return Promise.resolve();
-  }
-
-  /** Iterates the changes, ascending by resource version; `break` closes the stream. */
-  [Symbol.asyncIterator](): AsyncIterator<ObjectChange<Spec, Status>> {
-    return this.#feed.iterator() as AsyncIterator<ObjectChange<Spec, Status>>;
   }
 }
 
