@@ -23,6 +23,20 @@ function attempt<T>(fn: () => Promise<T>): Promise<T> {
  * kind's id is `WrongKindError`). It never records the generation handshake,
  * so an object written here stays unsettled until a pass settles it. Run it
  * with the Beehive stopped: a write while it runs races the object's own pass.
+ *
+ * @example A test fixture: park a status a controller would write
+ * ```ts
+ * import { Beehive } from "@beehive/beehive";
+ * import { openSqliteStore } from "@beehive/beehive/sqlite";
+ *
+ * const store = await openSqliteStore(":memory:");
+ * const bh = new Beehive(store);
+ * const Server = { group: "example.com", kind: "Server" };
+ * const web = await bh.client(Server).create("web", {});
+ * await bh.adminClient<{ uid: string }>(Server).updateStatus(web.id, { uid: "server-1" });
+ * console.assert((await bh.client(Server).get(web.id)).status !== undefined);
+ * await store.close();
+ * ```
  */
 export class AdminClient<Status> {
   readonly #engine: Engine;

@@ -229,7 +229,28 @@ export async function loadRelations(
 
 /**
  * The client of one kind. Id-keyed calls act on one incarnation or reject with
- * `NotFoundError`; name-keyed calls act on whatever holds the name now.
+ * `NotFoundError`; name-keyed calls act on whatever holds the name now. It
+ * works on a Beehive that never started or has stopped, while the store is open.
+ *
+ * @example Create, read back, update by id
+ * ```ts
+ * import { Beehive, NameTakenError } from "@beehive/beehive";
+ * import { openSqliteStore } from "@beehive/beehive/sqlite";
+ *
+ * const store = await openSqliteStore(":memory:");
+ * const clusters = new Beehive(store).client<{ replicas: number }>({
+ *   group: "kstack.sh",
+ *   kind: "Cluster",
+ * });
+ * const prod = await clusters.create("prod", { replicas: 3 });
+ * const read = await clusters.getByName("prod");
+ * await clusters.update(read.id, { ...read.spec, replicas: 5 });
+ * console.assert((await clusters.get(prod.id)).generation === 2);
+ * await clusters.create("prod", { replicas: 1 }).catch((e) => {
+ *   console.assert(e instanceof NameTakenError);
+ * });
+ * await store.close();
+ * ```
  */
 export class Client<Spec, Status> {
   readonly #engine: Engine;
