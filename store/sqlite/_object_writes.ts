@@ -225,48 +225,64 @@ export class SqliteObjectWrites implements ObjectWrites {
           `Cannot sweep with perKind: current value is ${perKind}, expected an integer >= 0`,
         );
       }
-      return this.#s.write(({ db, now }) => {
-        let deleted = 0;
-        if (maxAge > 0) {
-          const removed = db.all(
-            `DELETE FROM object_writes WHERE written_at < ? RETURNING "group", kind, resource_version`,
-            now - maxAge,
-          );
-          const highest = new Map<string, [string, string, number]>();
-          for (const r of removed) {
-            const key = JSON.stringify([r.group, r.kind]);
-            const rv = Number(r.resource_version);
-            const seen = highest.get(key);
-            if (seen === undefined || rv > seen[2]) {
-              highest.set(key, [r.group as string, r.kind as string, rv]);
-            }
+      return this.#sweep(perKind, maxAge);
+    });
+  }
+
+  async #sweep(perKind: number, maxAge: number): Promise<number> {
+    // An idle sweep is a read: the write transaction opens only when something is due.
+    const due = await this.#s.read((db) =>
+      (maxAge > 0 &&
+        db.get("SELECT 1 FROM object_writes WHERE written_at < ? LIMIT 1", Date.now() - maxAge) !==
+          undefined) ||
+      (perKind > 0 &&
+        db.get(
+            `SELECT 1 FROM object_writes GROUP BY "group", kind HAVING COUNT(*) > ? LIMIT 1`,
+            perKind,
+          ) !== undefined)
+    );
+    if (!due) return 0;
+    return this.#s.write(({ db, now }) => {
+      let deleted = 0;
+      if (maxAge > 0) {
+        const removed = db.all(
+          `DELETE FROM object_writes WHERE written_at < ? RETURNING "group", kind, resource_version`,
+          now - maxAge,
+        );
+        const highest = new Map<string, [string, string, number]>();
+        for (const r of removed) {
+          const key = JSON.stringify([r.group, r.kind]);
+          const rv = Number(r.resource_version);
+          const seen = highest.get(key);
+          if (seen === undefined || rv > seen[2]) {
+            highest.set(key, [r.group as string, r.kind as string, rv]);
           }
-          for (const [group, kind, rv] of highest.values()) raiseHorizon(db, group, kind, rv);
-          deleted += removed.length;
         }
-        if (perKind > 0) {
-          const kinds = db.all(`SELECT DISTINCT "group", kind FROM object_writes`);
-          for (const k of kinds) {
-            const cut = db.get(
-              `SELECT resource_version FROM object_writes WHERE "group" = ? AND kind = ?
+        for (const [group, kind, rv] of highest.values()) raiseHorizon(db, group, kind, rv);
+        deleted += removed.length;
+      }
+      if (perKind > 0) {
+        const kinds = db.all(`SELECT DISTINCT "group", kind FROM object_writes`);
+        for (const k of kinds) {
+          const cut = db.get(
+            `SELECT resource_version FROM object_writes WHERE "group" = ? AND kind = ?
                ORDER BY resource_version DESC LIMIT 1 OFFSET ?`,
-              k.group,
-              k.kind,
-              perKind,
-            );
-            if (cut === undefined) continue;
-            const through = Number(cut.resource_version);
-            raiseHorizon(db, k.group as string, k.kind as string, through);
-            deleted += db.run(
-              `DELETE FROM object_writes WHERE "group" = ? AND kind = ? AND resource_version <= ?`,
-              k.group,
-              k.kind,
-              through,
-            );
-          }
+            k.group,
+            k.kind,
+            perKind,
+          );
+          if (cut === undefined) continue;
+          const through = Number(cut.resource_version);
+          raiseHorizon(db, k.group as string, k.kind as string, through);
+          deleted += db.run(
+            `DELETE FROM object_writes WHERE "group" = ? AND kind = ? AND resource_version <= ?`,
+            k.group,
+            k.kind,
+            through,
+          );
         }
-        return deleted;
-      });
+      }
+      return deleted;
     });
   }
 }

@@ -89,14 +89,18 @@ export class SqliteReconcileOwed implements ReconcileOwed {
         throw new TypeError(`Cannot sweep: current value is ${describe(keep)}, expected an array`);
       }
       keep.forEach(checkGroupKind);
-      return this.#s.write(({ db }) =>
-        db.run(
-          `UPDATE objects SET reconcile_owed = 0
-           WHERE reconcile_owed <> 0
-             AND ("group", kind) NOT IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`,
-          JSON.stringify(keep.map((k) => [k.group, k.kind])),
-        )
-      );
+      const kinds = JSON.stringify(keep.map((k) => [k.group, k.kind]));
+      const where = `reconcile_owed <> 0
+        AND ("group", kind) NOT IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`;
+      // An idle sweep is a read: the write transaction opens only when a row is due.
+      return this.#s.read((db) => db.get(`SELECT 1 FROM objects WHERE ${where} LIMIT 1`, kinds))
+        .then((due) =>
+          due === undefined
+            ? 0
+            : this.#s.write(({ db }) =>
+              db.run(`UPDATE objects SET reconcile_owed = 0 WHERE ${where}`, kinds)
+            )
+        );
     });
   }
 }

@@ -121,16 +121,25 @@ function reclaim(session: Session, maxPages: number): Promise<number> {
       );
     }
     if (maxPages <= 0) return Promise.resolve(0);
-    return session.write(({ db }) => {
+    // An idle reclaim is a read: the write transaction opens only above the floor.
+    return session.read((db) => {
       const pages = Number(db.get("PRAGMA page_count")!.page_count);
       const free = Number(db.get("PRAGMA freelist_count")!.freelist_count);
-      if (free <= FREE_PAGE_FLOOR || free * 8 <= pages) return 0;
-      // A pragma takes no bound parameter, and must be stepped to completion: Deno's
-      // node:sqlite `exec` steps a row-returning pragma once, freeing a single page.
-      db.all(`PRAGMA incremental_vacuum(${Math.min(maxPages, free)})`);
-      const after = Number(db.get("PRAGMA freelist_count")!.freelist_count);
-      return Math.max(0, free - after);
-    });
+      return free > FREE_PAGE_FLOOR && free * 8 > pages;
+    }).then((due) => due ? drain(session, maxPages) : 0);
+  });
+}
+
+function drain(session: Session, maxPages: number): Promise<number> {
+  return session.write(({ db }) => {
+    const pages = Number(db.get("PRAGMA page_count")!.page_count);
+    const free = Number(db.get("PRAGMA freelist_count")!.freelist_count);
+    if (free <= FREE_PAGE_FLOOR || free * 8 <= pages) return 0;
+    // A pragma takes no bound parameter, and must be stepped to completion: Deno's
+    // node:sqlite `exec` steps a row-returning pragma once, freeing a single page.
+    db.all(`PRAGMA incremental_vacuum(${Math.min(maxPages, free)})`);
+    const after = Number(db.get("PRAGMA freelist_count")!.freelist_count);
+    return Math.max(0, free - after);
   });
 }
 
