@@ -353,7 +353,7 @@ export class Client<Spec, Status> {
 
   /**
    * Creates an object under `name`, unsettled and owed its first reconcile.
-   * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16.
+   * @throws {InvalidNameError} `name` is empty, not well-formed UTF-16, or contains NUL.
    * @throws {NameTakenError} the name is held within the kind (deletion-pending rows included).
    * @throws {InvalidOptionError} `finalizers` on a kind with no controller registered here.
    * @throws {NotFoundError} `owner` names no object.
@@ -370,7 +370,7 @@ export class Client<Spec, Status> {
    * Returns the object holding `name`, untouched (deletion-pending included,
    * options ignored), or creates it. Atomic: concurrent calls create one row.
    * Options are validated even when the row exists.
-   * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16.
+   * @throws {InvalidNameError} `name` is empty, not well-formed UTF-16, or contains NUL.
    * @throws {InvalidOptionError} `finalizers` on a kind with no controller registered here.
    * @throws {TypeError} `spec` is not JSON-encodable.
    */
@@ -397,7 +397,7 @@ export class Client<Spec, Status> {
    * Makes whatever holds `name` hold `spec`, creating it when absent; options
    * apply only on create. A byte-identical spec writes nothing.
    * @throws {DeletionPendingError} the row holding the name is deletion-pending.
-   * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16.
+   * @throws {InvalidNameError} `name` is empty, not well-formed UTF-16, or contains NUL.
    * @throws {TypeError} `spec` is not JSON-encodable.
    */
   createOrUpdate(
@@ -525,7 +525,7 @@ export class Client<Spec, Status> {
   /**
    * Reads whatever holds `name`.
    * @throws {NotFoundError} no object of this kind holds `name`.
-   * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16.
+   * @throws {InvalidNameError} `name` is empty, not well-formed UTF-16, or contains NUL.
    */
   getByName(name: string, options?: ReadOptions): Promise<BeehiveObject<Spec, Status>> {
     return attempt(async () => {
