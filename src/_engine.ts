@@ -94,13 +94,19 @@ export class Engine {
     return this.registration(gk)?.codec ?? plainCodec;
   }
 
-  /** New information about `ref`: queue it now, bypassing the floor (a client-only kind waits for a pull). */
+  /**
+   * New information about `ref`: queue it now, bypassing the floor. A
+   * client-only kind, or a Beehive not running, waits for a pull: every push
+   * has a durable trace behind it, so nothing piles up in memory meanwhile.
+   */
   pushNow(ref: ObjectRef): void {
+    if (this.state !== "running") return;
     this.registration(ref)?.reconciler.queue.requeueNow(ref.id);
   }
 
   /** A wake that respects backoff and the floor. */
   pushThrottled(ref: ObjectRef): void {
+    if (this.state !== "running") return;
     this.registration(ref)?.reconciler.queue.add(ref.id);
   }
 }

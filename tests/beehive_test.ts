@@ -467,3 +467,33 @@ test("Beehive client and adminClient work on a Beehive that was never started", 
     clock.uninstall();
   }
 });
+
+test("Beehive that is not running queues nothing: its writes wait for the next start's owed pass", async () => {
+  const store = await openSqliteStore(":memory:");
+  try {
+    const bh = new Beehive(store);
+    let passes = 0;
+    bh.register(Thing, () => {
+      passes++;
+      return settled();
+    });
+    const things = bh.client(Thing);
+    const ids: number[] = [];
+    for (let i = 0; i < 50; i++) ids.push((await things.create(`t${i}`, {})).id);
+    await things.update(ids[0], { changed: true });
+    for (const id of ids) {
+      assert.equal((await things.getSchedule(id)).nextRequeueAt, undefined, `object ${id} queued`);
+    }
+    const clock = installFakeTime();
+    try {
+      const stop = await bh.start();
+      await clock.tickAsync(100);
+      await stop();
+    } finally {
+      clock.uninstall();
+    }
+    assert.equal(passes, 50, "the owed pass at start reconciled every object once");
+  } finally {
+    await store.close();
+  }
+});
