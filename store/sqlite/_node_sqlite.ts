@@ -1,6 +1,7 @@
 /**
  * The `node:sqlite` shim: `DatabaseSync` is built into Deno 2.2+ and Node
- * 22.5+, so one adapter runs on both with nothing to download.
+ * 22.13+ (22.5+ with `--experimental-sqlite`), so one adapter runs on both
+ * with nothing to download.
  *
  * @module
  */

@@ -1,6 +1,7 @@
 /**
  * The SQLite store for beehive, over the `node:sqlite` module built into Deno
- * 2.2+ and Node 22.5+: one adapter, both runtimes, nothing to download.
+ * 2.2+ and Node 22.13+ (22.5+ with `--experimental-sqlite`): one adapter, both
+ * runtimes, nothing to download.
  *
  * @example
  * ```ts

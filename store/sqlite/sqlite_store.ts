@@ -363,8 +363,8 @@ function migrate(db: Db): void {
 /**
  * Opens (creating if needed) the SQLite database at `path` as a
  * {@linkcode Store}, through the `node:sqlite` module built into Deno 2.2+ and
- * Node 22.5+. `":memory:"` opens a private temporary file, removed on close,
- * with its own unique identity.
+ * Node 22.13+ (22.5+ with `--experimental-sqlite`). `":memory:"` opens a
+ * private temporary file, removed on close, with its own unique identity.
  *
  * @example Open, write, read, close
  * ```ts
