@@ -354,57 +354,62 @@ test("Beehive.start reconciles settled objects whose reconcileOwed was stamped",
   });
 });
 
+/**
+ * Makes every pass of `h` wait on a gate of its own (in `gates`, in pass
+ * order) and counts the passes running at once (`active`, at most `peak`).
+ */
+function gatedPasses(h: Harness) {
+  const g = {
+    gates: [] as PromiseWithResolvers<void>[],
+    active: 0,
+    peak: 0,
+    releaseAll(): void {
+      for (const gate of g.gates) gate.resolve();
+    },
+  };
+  h.fallback = async () => {
+    g.active++;
+    g.peak = Math.max(g.peak, g.active);
+    const gate = Promise.withResolvers<void>();
+    g.gates.push(gate);
+    await gate.promise;
+    g.active--;
+    return settled();
+  };
+  return g;
+}
+
 test("Beehive concurrency N runs up to N passes of a kind at once", async () => {
   await withHarness({ register: { concurrency: 2 } }, async (h) => {
-    const gates: PromiseWithResolvers<void>[] = [];
-    let active = 0;
-    let peak = 0;
+    const gated = gatedPasses(h);
+    const { gates } = gated;
     try {
-      h.fallback = async () => {
-        active++;
-        peak = Math.max(peak, active);
-        const gate = Promise.withResolvers<void>();
-        gates.push(gate);
-        await gate.promise;
-        active--;
-        return settled();
-      };
       await h.start();
       for (const name of ["a", "b", "c", "d"]) await h.things.create(name, {});
       await h.flush();
-      assert.equal(active, 2);
+      assert.equal(gated.active, 2);
       gates[0].resolve();
       await h.flush();
-      assert.equal(active, 2);
+      assert.equal(gated.active, 2);
       assert.equal(h.passes.length, 3);
-      for (const g of gates) g.resolve();
+      gated.releaseAll();
       await h.flush();
-      for (const g of gates) g.resolve();
+      gated.releaseAll();
       await h.flush();
       assert.equal(h.passes.length, 4);
-      assert.equal(active, 0);
-      assert.equal(peak, 2);
+      assert.equal(gated.active, 0);
+      assert.equal(gated.peak, 2);
     } finally {
-      for (const g of gates) g.resolve();
+      gated.releaseAll();
     }
   });
 });
 
 test("Beehive concurrency never runs two passes for one object at once", async () => {
   await withHarness({ register: { concurrency: 4 } }, async (h) => {
-    const gates: PromiseWithResolvers<void>[] = [];
-    let active = 0;
-    let peak = 0;
+    const gated = gatedPasses(h);
+    const { gates } = gated;
     try {
-      h.fallback = async () => {
-        active++;
-        peak = Math.max(peak, active);
-        const gate = Promise.withResolvers<void>();
-        gates.push(gate);
-        await gate.promise;
-        active--;
-        return settled();
-      };
       await h.start();
       const obj = await h.things.create("a", {});
       await h.flush();
@@ -413,7 +418,7 @@ test("Beehive concurrency never runs two passes for one object at once", async (
         await h.things.update(obj.id, { v: i });
       }
       await h.flush();
-      assert.equal(active, 1);
+      assert.equal(gated.active, 1);
       assert.equal(h.passes.length, 1);
       gates[0].resolve();
       await h.flush();
@@ -423,9 +428,9 @@ test("Beehive concurrency never runs two passes for one object at once", async (
       gates[1].resolve();
       await h.flush();
       assert.equal(h.passes.length, 2);
-      assert.equal(peak, 1);
+      assert.equal(gated.peak, 1);
     } finally {
-      for (const g of gates) g.resolve();
+      gated.releaseAll();
     }
   });
 });

@@ -6,7 +6,6 @@
  */
 import assert from "node:assert/strict";
 import {
-  Beehive,
   BeehiveError,
   NoControllerError,
   NotFoundError,
@@ -16,89 +15,19 @@ import {
   WatchTooNewError,
   WatchTooOldError,
 } from "../mod.ts";
-import type {
-  AdminClient,
-  BeehiveOptions,
-  Client,
-  Event,
-  EventStream,
-  GroupKind,
-  Logger,
-  Store,
-} from "../mod.ts";
-import { openSqliteStore } from "../store/sqlite/mod.ts";
-import type { SqliteStore } from "../store/sqlite/mod.ts";
-import { installFakeTime } from "./_fake_time.ts";
+import type { AdminClient, BeehiveOptions, Client, Event, EventStream } from "../mod.ts";
 import type { FakeClock } from "./_fake_time.ts";
-import { withHarness } from "./_beehive_harness.ts";
+import { Other, Thing, withHarness } from "./_beehive_harness.ts";
+import { settle, type WatchHive, withWatchHive } from "./_watch_harness.ts";
 import { test } from "./_test.ts";
 
-const Thing: GroupKind = { group: "test.beehive.dev", kind: "Thing" };
-const Other: GroupKind = { group: "test.beehive.dev", kind: "Other" };
 const HOUR = 3_600_000;
 
-/** Lets `events.*` calls through the root store fail on demand, and counts them. */
-class Instrumented {
-  readonly calls = new Map<string, number>();
-  readonly failures = new Map<string, number>();
-  readonly store: Store;
-
-  constructor(inner: SqliteStore) {
-    const events = new Proxy(inner.events, {
-      get: (target, prop) => {
-        const value = Reflect.get(target, prop, target);
-        if (typeof value !== "function") return value;
-        const key = `events.${String(prop)}`;
-        return (...args: unknown[]) => {
-          this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
-          const left = this.failures.get(key) ?? 0;
-          if (left > 0) {
-            this.failures.set(key, left - 1);
-            return Promise.reject(new StoreError(`injected failure of ${key}`));
-          }
-          return value.apply(target, args);
-        };
-      },
-    });
-    this.store = new Proxy(inner, {
-      get(target, prop) {
-        if (prop === "events") return events;
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-  }
-
-  count(key: string): number {
-    return this.calls.get(key) ?? 0;
-  }
-}
-
-interface LogLine {
-  level: string;
-  message: string;
-}
-
-function recorder(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const at = (level: string) => (message: string) => void lines.push({ level, message });
-  return {
-    lines,
-    logger: { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") },
-  };
-}
-
-interface Hive {
-  store: SqliteStore;
-  inst: Instrumented;
-  bh: Beehive;
+interface Hive extends WatchHive {
   /** Thing has a (never-run unless started) controller: watchEvents needs one. */
   things: Client<unknown, unknown>;
   admin: AdminClient<unknown>;
   others: Client<unknown, unknown>;
-  lines: LogLine[];
-  clock: FakeClock;
-  start(): Promise<() => Promise<void>>;
 }
 
 /**
@@ -109,53 +38,17 @@ async function withHive(
   fn: (h: Hive) => Promise<void>,
   options: BeehiveOptions = {},
 ): Promise<void> {
-  const clock = installFakeTime();
-  try {
-    const store = await openSqliteStore(":memory:");
-    let stop: (() => Promise<void>) | undefined;
-    try {
-      const inst = new Instrumented(store);
-      const { logger, lines } = recorder();
-      const bh = new Beehive(inst.store, {
-        logger,
-        watchFloorInterval: HOUR,
-        owedPassInterval: HOUR,
-        gcInterval: 1_000,
-        ...options,
-      });
-      bh.register(Thing, () => settled());
-      await fn({
-        store,
-        inst,
-        bh,
-        things: bh.client(Thing),
-        admin: bh.adminClient(Thing),
-        others: bh.client(Other),
-        lines,
-        clock,
-        start: async () => {
-          const s = await bh.start();
-          stop = async () => {
-            stop = undefined;
-            await s();
-          };
-          return stop;
-        },
-      });
-    } finally {
-      try {
-        if (stop !== undefined) await stop();
-      } finally {
-        await store.close();
-      }
-    }
-  } finally {
-    clock.uninstall();
-  }
-}
-
-async function settle(clock: FakeClock): Promise<void> {
-  for (let i = 0; i < 20; i++) await clock.tickAsync(0);
+  await withWatchHive({
+    families: ["events"],
+    beehive: { watchFloorInterval: HOUR, owedPassInterval: HOUR, gcInterval: 1_000, ...options },
+    register: (bh) => bh.register(Thing, () => settled()),
+  }, (h) =>
+    fn({
+      ...h,
+      things: h.bh.client(Thing),
+      admin: h.bh.adminClient(Thing),
+      others: h.bh.client(Other),
+    }));
 }
 
 type It = AsyncIterator<Event>;

@@ -20,19 +20,16 @@ import {
 import type {
   BeehiveOptions,
   Client,
-  GroupKind,
-  Logger,
   Migrator,
   ObjectChange,
   ObjectListStream,
   RawObject,
-  Store,
 } from "../mod.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
-import type { SqliteStore } from "../store/sqlite/mod.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
-import { tempDir, withHarness } from "./_beehive_harness.ts";
+import { Other, recordingLogger, tempDir, Thing, withHarness } from "./_beehive_harness.ts";
+import { settle, type WatchHive, withWatchHive } from "./_watch_harness.ts";
 import { WATCH_SCAN_GATE } from "../src/object_watch.ts";
 import { test } from "./_test.ts";
 
@@ -44,83 +41,11 @@ interface Status {
 }
 type Change = ObjectChange<Spec, Status>;
 
-const Thing: GroupKind = { group: "test.beehive.dev", kind: "Thing" };
-const Other: GroupKind = { group: "test.beehive.dev", kind: "Other" };
 const HOUR = 3_600_000;
 
-interface LogLine {
-  level: string;
-  message: string;
-}
-
-function recorder(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const at = (level: string) => (message: string) => void lines.push({ level, message });
-  return {
-    lines,
-    logger: { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") },
-  };
-}
-
-/** Counts (and can fail) calls to `objectWrites.*` made through the root store. */
-class Instrumented {
-  readonly calls = new Map<string, number>();
-  /** Method name → how many upcoming calls reject with a StoreError. */
-  readonly failures = new Map<string, number>();
-  readonly store: Store;
-
-  constructor(inner: SqliteStore) {
-    const family = (name: "objectWrites" | "objects" | "edges" | "events") =>
-      new Proxy(inner[name], {
-        get: (target, prop) => {
-          const value = Reflect.get(target, prop, target);
-          if (typeof value !== "function") return value;
-          const key = `${name}.${String(prop)}`;
-          return (...args: unknown[]) => {
-            this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
-            const left = this.failures.get(key) ?? 0;
-            if (left > 0) {
-              this.failures.set(key, left - 1);
-              return Promise.reject(new StoreError(`injected failure of ${key}`));
-            }
-            return value.apply(target, args);
-          };
-        },
-      });
-    const families = {
-      objectWrites: family("objectWrites"),
-      objects: family("objects"),
-      edges: family("edges"),
-      events: family("events"),
-    };
-    this.store = new Proxy(inner, {
-      get(target, prop) {
-        if (prop in families) return families[prop as keyof typeof families];
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-  }
-
-  count(key: string): number {
-    return this.calls.get(key) ?? 0;
-  }
-
-  reset(): void {
-    this.calls.clear();
-  }
-}
-
-interface Hive {
-  store: SqliteStore;
-  inst: Instrumented;
-  bh: Beehive;
+interface Hive extends WatchHive {
   things: Client<Spec, Status>;
   others: Client<Spec, Status>;
-  lines: LogLine[];
-  clock: FakeClock;
-  /** Starts the Beehive; stopped at the end unless stopped already. GC runs every hour (tick HOUR). */
-  start(): Promise<() => Promise<void>>;
 }
 
 interface HiveSetup {
@@ -131,63 +56,33 @@ interface HiveSetup {
 
 /**
  * A Beehive over a fresh store under fake time; never started unless the
- * test starts it. The floor tick is an hour away, so a delivery seen within a
- * few ticks came from a commit wake.
+ * test starts it (GC then runs every hour: tick HOUR). The floor tick is an
+ * hour away, so a delivery seen within a few ticks came from a commit wake.
  */
 async function withHive(fn: (h: Hive) => Promise<void>, setup: HiveSetup = {}): Promise<void> {
-  const clock = installFakeTime();
-  activeClock = clock;
-  try {
-    const store = await openSqliteStore(setup.path ?? ":memory:");
-    let stop: (() => Promise<void>) | undefined;
-    try {
-      const inst = new Instrumented(store);
-      const { logger, lines } = recorder();
-      const bh = new Beehive(inst.store, {
-        logger,
-        logLevel: "debug",
-        watchFloorInterval: HOUR,
-        gcInterval: HOUR,
-        owedPassInterval: HOUR,
-        ...setup.options,
-      });
-      setup.register?.(bh);
-      await fn({
-        store,
-        inst,
-        bh,
-        things: bh.client<Spec, Status>(Thing),
-        others: bh.client<Spec, Status>(Other),
-        lines,
-        clock,
-        start: async () => {
-          const s = await bh.start();
-          stop = async () => {
-            stop = undefined;
-            await s();
-          };
-          return stop;
-        },
-      });
-    } finally {
-      try {
-        if (stop !== undefined) await stop();
-      } finally {
-        await store.close();
-      }
-    }
-  } finally {
-    clock.uninstall();
-  }
+  await withWatchHive({
+    families: ["objectWrites", "objects", "edges", "events"],
+    beehive: {
+      logLevel: "debug",
+      watchFloorInterval: HOUR,
+      gcInterval: HOUR,
+      owedPassInterval: HOUR,
+      ...setup.options,
+    },
+    register: setup.register,
+    path: setup.path,
+  }, (h) => {
+    activeClock = h.clock;
+    return fn({
+      ...h,
+      things: h.bh.client<Spec, Status>(Thing),
+      others: h.bh.client<Spec, Status>(Other),
+    });
+  });
 }
 
 /** The fake clock of the running test, which `next` and `assertQuiet` advance. */
 let activeClock: FakeClock | undefined;
-
-/** Lets promise chains and zero-delay timers run, without moving time. */
-async function settle(clock: FakeClock): Promise<void> {
-  for (let i = 0; i < 20; i++) await clock.tickAsync(0);
-}
 
 type It = AsyncIterator<Change>;
 
@@ -548,7 +443,8 @@ test("watchList skips a row that does not decode and still reports its collectio
       // A peer at schema version 2 writes; this watcher only understands version 1.
       const peer = new Beehive(store);
       peer.register<Spec, Status>(Thing, () => settled(), { migrator: migrator(2) });
-      const { logger, lines } = recorder();
+      const logger = recordingLogger();
+      const { lines } = logger;
       const bh = new Beehive(store, { logger, watchFloorInterval: 5_000 });
       bh.register<Spec, Status>(Thing, () => settled(), { migrator: migrator(1) });
       const things = bh.client<Spec, Status>(Thing);

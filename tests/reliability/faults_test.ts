@@ -162,6 +162,23 @@ async function campaign(
   }
 }
 
+/** The period of the periodic driver a {@linkcode periodicCampaign} fails. */
+const PERIOD = 10_000;
+
+/**
+ * A {@linkcode campaign} under {@linkcode QUIET} options with the periodic
+ * driver `option` running every {@linkcode PERIOD}, handed to `fn` as `interval`.
+ */
+function periodicCampaign(
+  driver: string,
+  option: "owedPassInterval" | "staleDependentsInterval",
+  fn: (ctx: Ctx, interval: number) => Promise<void>,
+): Promise<void> {
+  const beehive = { ...QUIET };
+  beehive[option] = PERIOD;
+  return campaign(driver, { beehive }, (c) => fn(c, PERIOD));
+}
+
 /** `stop()` resolves without any time passing, whatever the store is doing. */
 async function assertStopsCleanly(h: Harness): Promise<void> {
   let stopped = false;
@@ -310,11 +327,10 @@ for (
   ] as const
 ) {
   test(`faults: owed pass — ${target} fails every tick, then the work it finds is reconciled`, async () => {
-    const interval = 10_000;
-    await campaign(
+    await periodicCampaign(
       "owed pass",
-      { beehive: { ...QUIET, owedPassInterval: interval } },
-      async (c) => {
+      "owedPassInterval",
+      async (c, interval) => {
         const { h, faults, raw } = c;
         // Rows only the owed pass can find: written straight to the store, no push.
         const unsettled = [await rawCreate(raw, Thing, "u1"), await rawCreate(raw, Thing, "u2")];
@@ -462,11 +478,10 @@ test("faults: pass load — objects.getForReconcile fails, the object retries on
 });
 
 test("faults: pass conclusion — objects.setObservedGeneration fails, the owed pass brings it back", async () => {
-  const interval = 10_000;
-  await campaign(
+  await periodicCampaign(
     "pass conclusion",
-    { beehive: { ...QUIET, owedPassInterval: interval } },
-    async (c) => {
+    "owedPassInterval",
+    async (c, interval) => {
       const { h, faults, raw } = c;
       faults.fail("objects.setObservedGeneration");
       await h.start();
@@ -493,11 +508,10 @@ test("faults: pass conclusion — objects.setObservedGeneration fails, the owed 
 });
 
 test("faults: pass conclusion — reconcileOwed.decrement fails, the owed count is drained later", async () => {
-  const interval = 10_000;
-  await campaign(
+  await periodicCampaign(
     "pass conclusion",
-    { beehive: { ...QUIET, owedPassInterval: interval } },
-    async (c) => {
+    "owedPassInterval",
+    async (c, interval) => {
       const { h, faults, raw } = c;
       await h.start();
       const a = await h.create("a");
@@ -1006,11 +1020,10 @@ for (
   ] as const
 ) {
   test(`faults: stale-dependents pass — ${target} fails every sweep; the dependent is found after`, async () => {
-    const interval = 10_000;
-    await campaign(
+    await periodicCampaign(
       "stale-dependents pass",
-      { beehive: { ...QUIET, staleDependentsInterval: interval } },
-      async (c) => {
+      "staleDependentsInterval",
+      async (c, interval) => {
         const { h, faults, raw } = c;
         await h.start();
         const pair = await dependencyPair(h, raw);
@@ -1043,11 +1056,10 @@ for (
 }
 
 test("faults: stale-dependents pass — a sweep failing on its second page keeps the first page's stamps", async () => {
-  const interval = 10_000;
-  await campaign(
+  await periodicCampaign(
     "stale-dependents pass",
-    { beehive: { ...QUIET, staleDependentsInterval: interval } },
-    async (c) => {
+    "staleDependentsInterval",
+    async (c, interval) => {
       const { h, faults, raw } = c;
       // 300 dependents of one target: two pages of 256.
       const target = await rawCreate(raw, Other, "t");

@@ -1,0 +1,131 @@
+/**
+ * Plumbing shared by the watch tests (`watch*` and `watchEvents`): a store
+ * whose calls can be counted and failed on demand, and a Beehive over it
+ * under fake time that is never started unless the test starts it.
+ *
+ * @module
+ */
+import { Beehive, type BeehiveOptions, type Store, StoreError } from "../mod.ts";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite/mod.ts";
+import { type FakeClock, installFakeTime } from "./_fake_time.ts";
+import { type LogLine, recordingLogger } from "./_beehive_harness.ts";
+
+/** A store member family {@linkcode Instrumented} can count and fail. */
+export type Family = "objectWrites" | "objects" | "edges" | "events";
+
+/** Counts (and can fail) calls to `<family>.*` made through the root store. */
+export class Instrumented {
+  readonly calls = new Map<string, number>();
+  /** `family.method` → how many upcoming calls reject with a StoreError. */
+  readonly failures = new Map<string, number>();
+  readonly store: Store;
+
+  constructor(inner: SqliteStore, names: readonly Family[]) {
+    const family = (name: Family) =>
+      new Proxy(inner[name], {
+        get: (target, prop) => {
+          const value = Reflect.get(target, prop, target);
+          if (typeof value !== "function") return value;
+          const key = `${name}.${String(prop)}`;
+          return (...args: unknown[]) => {
+            this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
+            const left = this.failures.get(key) ?? 0;
+            if (left > 0) {
+              this.failures.set(key, left - 1);
+              return Promise.reject(new StoreError(`injected failure of ${key}`));
+            }
+            return value.apply(target, args);
+          };
+        },
+      });
+    const families = new Map<PropertyKey, unknown>(names.map((name) => [name, family(name)]));
+    this.store = new Proxy(inner, {
+      get(target, prop) {
+        if (families.has(prop)) return families.get(prop);
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  }
+
+  count(key: string): number {
+    return this.calls.get(key) ?? 0;
+  }
+
+  reset(): void {
+    this.calls.clear();
+  }
+}
+
+/** What {@linkcode withWatchHive} hands the test. */
+export interface WatchHive {
+  store: SqliteStore;
+  inst: Instrumented;
+  bh: Beehive;
+  lines: LogLine[];
+  clock: FakeClock;
+  /** Starts the Beehive; stopped at the end unless stopped already. */
+  start(): Promise<() => Promise<void>>;
+}
+
+/** Options of {@linkcode withWatchHive}. */
+export interface WatchHiveSetup {
+  /** The store families the Beehive's calls go through {@linkcode Instrumented} for. */
+  readonly families: readonly Family[];
+  /** The Beehive's options (its logger is the recording one). */
+  readonly beehive: BeehiveOptions;
+  /** Registers controllers before the test runs. */
+  readonly register?: (bh: Beehive) => void;
+  /** A database file; `":memory:"` when omitted. */
+  readonly path?: string;
+}
+
+/**
+ * Installs fake time, opens a fresh store, builds a Beehive over it with a
+ * recording logger and runs `fn`; then stops the Beehive (if started and not
+ * stopped), closes the store and uninstalls the clock, whatever happens.
+ */
+export async function withWatchHive(
+  setup: WatchHiveSetup,
+  fn: (h: WatchHive) => Promise<void>,
+): Promise<void> {
+  const clock = installFakeTime();
+  try {
+    const store = await openSqliteStore(setup.path ?? ":memory:");
+    let stop: (() => Promise<void>) | undefined;
+    try {
+      const inst = new Instrumented(store, setup.families);
+      const logger = recordingLogger();
+      const bh = new Beehive(inst.store, { logger, ...setup.beehive });
+      setup.register?.(bh);
+      await fn({
+        store,
+        inst,
+        bh,
+        lines: logger.lines,
+        clock,
+        start: async () => {
+          const s = await bh.start();
+          stop = async () => {
+            stop = undefined;
+            await s();
+          };
+          return stop;
+        },
+      });
+    } finally {
+      try {
+        if (stop !== undefined) await stop();
+      } finally {
+        await store.close();
+      }
+    }
+  } finally {
+    clock.uninstall();
+  }
+}
+
+/** Lets promise chains and zero-delay timers run, without moving time. */
+export async function settle(clock: FakeClock): Promise<void> {
+  for (let i = 0; i < 20; i++) await clock.tickAsync(0);
+}
