@@ -5,18 +5,11 @@
  * @module
  */
 import { checkId, checkKind, type Engine, kindName } from "./_engine.ts";
+import { attempt } from "./_values.ts";
 import { PassWriter } from "./controller_client.ts";
 import { WrongKindError } from "./errors.ts";
 import type { ConditionWrite, EventWrite } from "./object.ts";
 import type { GroupKind, ObjectId } from "./store.ts";
-
-function attempt<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return fn();
-  } catch (error) {
-    return Promise.reject(error);
-  }
-}
 
 /**
  * Id-keyed twins of the ControllerClient's writes, scoped to one kind (another

@@ -26,6 +26,7 @@ import {
 import { type ControllerFn, Reconciler } from "./reconciler.ts";
 import { DependencyWaker } from "./dependency_waker.ts";
 import { StaleDependents } from "./stale_dependents.ts";
+import { sleep } from "./_sleep.ts";
 import type { ReconcileResult } from "./result.ts";
 import type { GroupKind, Store } from "./store.ts";
 
@@ -235,16 +236,7 @@ export class Beehive {
     const signal = this.#engine.shutdown.signal;
     while (!signal.aborted) {
       await fn();
-      await new Promise<void>((resolve) => {
-        if (signal.aborted) return resolve();
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener("abort", done);
-          resolve();
-        };
-        const timer = setTimeout(done, interval);
-        signal.addEventListener("abort", done, { once: true });
-      });
+      await sleep(interval, signal);
     }
   }
 

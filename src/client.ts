@@ -6,6 +6,7 @@
  */
 import { DecodeError, encodeJson } from "./codec.ts";
 import { checkId, checkKind, type Engine, kindName } from "./_engine.ts";
+import { attempt } from "./_values.ts";
 import { isStorableText } from "./_text.ts";
 import {
   BeehiveError,
@@ -182,15 +183,6 @@ interface CheckedCreate {
   readonly owner: ObjectId | undefined;
   readonly finalizers: string[] | undefined;
   readonly onCreate: (() => void | Promise<void>) | undefined;
-}
-
-/** Reject with whatever `fn` throws synchronously, so async members never throw. */
-function attempt<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return fn();
-  } catch (error) {
-    return Promise.reject(error);
-  }
 }
 
 /** Loads relations for many objects, batched per relation. */

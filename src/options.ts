@@ -5,6 +5,7 @@
  * @module
  */
 import { InvalidOptionError } from "./errors.ts";
+import { describe } from "./_values.ts";
 import type { Logger } from "./logger.ts";
 import { isLogLevel, type LogLevel } from "./logger_levels.ts";
 import type { Migrator } from "./migrator.ts";
@@ -112,18 +113,9 @@ export const DEFAULTS: ResolvedBeehiveOptions = {
   logLevel: "info",
 };
 
-function show(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "bigint") return `${value}n`;
-  if (typeof value === "object" && value !== null) {
-    return Array.isArray(value) ? "an array" : "an object";
-  }
-  return String(value);
-}
-
 function invalid(name: string, value: unknown, expected: string): InvalidOptionError {
   return new InvalidOptionError(
-    `Cannot use option ${name}: current value is ${show(value)}, expected ${expected}`,
+    `Cannot use option ${name}: current value is ${describe(value)}, expected ${expected}`,
   );
 }
 

@@ -9,6 +9,7 @@ import type { KindCodec } from "./codec.ts";
 import { collect } from "./collect.ts";
 import { type Engine, kindName } from "./_engine.ts";
 import { isStorableText } from "./_text.ts";
+import { sleep } from "./_sleep.ts";
 import { InvalidResultError, NotFoundError } from "./errors.ts";
 import { decodeObject } from "./object.ts";
 import type { ResolvedRegisterOptions } from "./options.ts";
@@ -160,24 +161,10 @@ export class Reconciler {
           kind: kindName(this.gk),
           error,
         });
-        await this.#sleep(delay);
+        await sleep(delay, this.#engine.shutdown.signal);
         delay = Math.min(delay * 2, 30_000);
       }
     }
-  }
-
-  #sleep(ms: number): Promise<void> {
-    const signal = this.#engine.shutdown.signal;
-    return new Promise((resolve) => {
-      if (signal.aborted) return resolve();
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener("abort", done, { once: true });
-    });
   }
 
   async #trigger(source: AsyncIterable<unknown>, by: "id" | "name"): Promise<void> {

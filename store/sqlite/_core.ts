@@ -7,6 +7,7 @@
  */
 import { BeehiveError, NameTakenError, StoreClosedError, StoreError } from "../../src/errors.ts";
 import type { Logger } from "../../src/logger.ts";
+import { kindName } from "../../src/_engine_keys.ts";
 import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 
 /** A row as a driver returns it. */
@@ -268,12 +269,9 @@ export class Core {
 /** Builds the error a create reports for a name held within its kind. */
 export function nameTaken(group: string, kind: string, name: string, cause: unknown) {
   return new NameTakenError(
-    `Cannot create ${kindLabel(group, kind)} "${name}": the name is already in use for this kind`,
+    `Cannot create ${
+      kindName({ group, kind })
+    } "${name}": the name is already in use for this kind`,
     { cause },
   );
-}
-
-/** `kind.group`, or `kind` for the core group, for messages. */
-export function kindLabel(group: string, kind: string): string {
-  return group === "" ? kind : `${kind}.${group}`;
 }

@@ -25,7 +25,8 @@ import type {
   RawObjectMeta,
   ReconcileLoad,
 } from "../../src/store.ts";
-import { type Db, kindLabel, nameTaken, type Row } from "./_core.ts";
+import { type Db, nameTaken, type Row } from "./_core.ts";
+import { kindName } from "../../src/_engine_keys.ts";
 import {
   assertKind,
   checkFinalizers,
@@ -274,7 +275,7 @@ export class SqliteObjects implements Objects {
     if (stored.deletionRequestedAt !== undefined) {
       throw new DeletionPendingError(
         `Cannot update the spec of ${
-          kindLabel(stored.group, stored.kind)
+          kindName(stored)
         } "${stored.name}" (id ${stored.id}): its deletion is pending`,
       );
     }

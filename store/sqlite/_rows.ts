@@ -19,8 +19,10 @@ import type {
   RawObject,
   RawObjectMeta,
 } from "../../src/store.ts";
-import { type Db, kindLabel, type Row, type RowArray } from "./_core.ts";
+import type { Db, Row, RowArray } from "./_core.ts";
 import { isStorableText } from "../../src/_text.ts";
+import { describe } from "../../src/_values.ts";
+import { kindName } from "../../src/_engine_keys.ts";
 
 /** The object columns every full-row read selects, in decode order. */
 export const OBJECT_COLUMNS = `id, "group", kind, name, spec, status, spec_version,
@@ -200,7 +202,7 @@ export function objectNotFound(id: ObjectId): NotFoundError {
 /** The error for a name not held within a kind. */
 export function nameNotFound(gk: GroupKind, name: string): NotFoundError {
   return new NotFoundError(
-    `Cannot find ${kindLabel(gk.group, gk.kind)} "${name}": no object of that kind has that name`,
+    `Cannot find ${kindName(gk)} "${name}": no object of that kind has that name`,
   );
 }
 
@@ -213,8 +215,8 @@ export function assertKind(ref: ObjectRef, row: Row | undefined): asserts row is
   if (row === undefined) throw objectNotFound(ref.id);
   if (row.group !== ref.group || row.kind !== ref.kind) {
     throw new WrongKindError(
-      `Cannot use object ${ref.id} as ${kindLabel(ref.group, ref.kind)}: it is a ${
-        kindLabel(row.group as string, row.kind as string)
+      `Cannot use object ${ref.id} as ${kindName(ref)}: it is a ${
+        kindName({ group: row.group as string, kind: row.kind as string })
       }`,
     );
   }
@@ -321,24 +323,7 @@ export function checkFinalizers(finalizers: unknown): string[] {
   return [...new Set(finalizers as string[])];
 }
 
-/** A short rendering of a value for error messages. */
-export function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "bigint") return `${value}n`;
-  if (Array.isArray(value)) return "an array";
-  if (value === null) return "null";
-  if (typeof value === "object") return "an object";
-  return String(value);
-}
-
-/** A rejected promise for an argument error, so members never throw synchronously. */
-export function rejectWith<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return fn();
-  } catch (error) {
-    return Promise.reject(error);
-  }
-}
+export { attempt as rejectWith, describe } from "../../src/_values.ts";
 
 function checkInteger(value: unknown, what: string, min: number): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
