@@ -24,9 +24,11 @@ import {
   checkRetention,
   decodeMeta,
   OBJECT_COLUMNS,
+  OBJECTS_OF_KIND,
   readMeta,
   rejectWith,
   withConditions,
+  withConditionsOfKind,
 } from "./_rows.ts";
 import type { Session } from "./_session.ts";
 import { decodeImage, OP_NAME } from "./_write_log.ts";
@@ -164,17 +166,13 @@ export class SqliteObjectWrites implements ObjectWrites {
   snapshot(gk: GroupKind): Promise<Snapshot<RawObject>> {
     return rejectWith(() => {
       checkGroupKind(gk);
-      return this.#s.readSnapshot((db) => {
-        const metas = db.all(
-          `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? ORDER BY id`,
-          gk.group,
-          gk.kind,
-        ).map(decodeMeta);
-        return {
-          items: withConditions(db, metas, this.#s.core.epoch),
-          resourceVersion: kindPosition(db, gk),
-        };
-      });
+      return this.#snapshot(gk, (db, epoch) =>
+        withConditionsOfKind(
+          db,
+          db.rows(OBJECTS_OF_KIND, gk.group, gk.kind).map(decodeMeta),
+          gk,
+          epoch,
+        ));
     });
   }
 
@@ -182,15 +180,12 @@ export class SqliteObjectWrites implements ObjectWrites {
     return rejectWith(() => {
       checkGroupKind(gk);
       checkId(id);
-      return this.#s.readSnapshot((db) => {
+      return this.#snapshot(gk, (db, epoch) => {
         const meta = readMeta(db, id);
         const metas = meta !== undefined && meta.group === gk.group && meta.kind === gk.kind
           ? [meta]
           : [];
-        return {
-          items: withConditions(db, metas, this.#s.core.epoch),
-          resourceVersion: kindPosition(db, gk),
-        };
+        return withConditions(db, metas, epoch);
       });
     });
   }
@@ -199,8 +194,8 @@ export class SqliteObjectWrites implements ObjectWrites {
     return rejectWith(() => {
       checkGroupKind(gk);
       checkId(ownerId, "ownerId");
-      return this.#s.readSnapshot((db) => {
-        const metas = db.all(
+      return this.#snapshot(gk, (db, epoch) => {
+        const metas = db.rows(
           `SELECT ${OBJECT_COLUMNS} FROM objects
            WHERE id IN (SELECT from_id FROM edges WHERE to_id = ? AND relation = 'owned_by')
              AND "group" = ? AND kind = ?
@@ -209,12 +204,20 @@ export class SqliteObjectWrites implements ObjectWrites {
           gk.group,
           gk.kind,
         ).map(decodeMeta);
-        return {
-          items: withConditions(db, metas, this.#s.core.epoch),
-          resourceVersion: kindPosition(db, gk),
-        };
+        return withConditions(db, metas, epoch);
       });
     });
+  }
+
+  /** Rows and the kind's position, read in one snapshot. */
+  #snapshot(
+    gk: GroupKind,
+    read: (db: Db, epoch: number) => RawObject[],
+  ): Promise<Snapshot<RawObject>> {
+    return this.#s.readSnapshot((db) => ({
+      items: read(db, this.#s.core.epoch),
+      resourceVersion: kindPosition(db, gk),
+    }));
   }
 
   sweep(options: ObjectWritesSweepOptions): Promise<number> {
