@@ -57,8 +57,17 @@ export class NotLoadedError extends BeehiveError {}
 /** A ControllerClient was used after the pass it was bound to returned. */
 export class ReconcileReturnedError extends BeehiveError {}
 
-/** Another running Beehive in this process already uses the same database. */
+/**
+ * Another live holder has the store's lease: a started Beehive in this or
+ * another process uses the same database. The message names the holder.
+ */
 export class StoreInUseError extends BeehiveError {}
+
+/**
+ * A write carried the epoch of a leadership term that is over: the lease it
+ * was fenced on has moved to a later epoch, so the store committed nothing.
+ */
+export class FencedError extends BeehiveError {}
 
 /** A store reported an identity that cannot key the in-process claim (e.g. empty). */
 export class InvalidStoreIdentityError extends BeehiveError {}

@@ -746,6 +746,115 @@ export interface ReconcileOwed {
   sweep(keep: readonly GroupKind[]): Promise<number>;
 }
 
+/** A named lease as read. */
+export interface RawLease {
+  /** The lease's name. */
+  readonly name: string;
+  /** Who holds it, `undefined` when it is free (released, or never taken). */
+  readonly holder: string | undefined;
+  /**
+   * The fencing token: grows by one on every change of holder and never
+   * otherwise, and is never reused, across releases and reopens.
+   */
+  readonly epoch: number;
+  /** When the holder took it (Unix ms), `undefined` when free. */
+  readonly acquiredAt: number | undefined;
+  /**
+   * When a timed lease lapses unless renewed (Unix ms). `undefined` when free,
+   * and for a held lock (see {@linkcode Leases.hold}), which lasts exactly as
+   * long as its holder's process or connection.
+   */
+  readonly expiresAt: number | undefined;
+}
+
+/** What {@linkcode Leases.acquire} takes. */
+export interface LeaseAcquireInput {
+  /** The lease's name. */
+  readonly name: string;
+  /** The candidate's identity. */
+  readonly holder: string;
+  /** How long the lease lasts unless renewed, in ms (> 0). */
+  readonly duration: number;
+}
+
+/** What {@linkcode Leases.acquire} resolves to. */
+export interface LeaseAcquireResult {
+  /** Whether `holder` holds the lease now. */
+  readonly acquired: boolean;
+  /** The lease as it stands after the call. */
+  readonly lease: RawLease;
+}
+
+/** What {@linkcode Leases.renew} and {@linkcode Leases.release} take. */
+export interface LeaseTermInput {
+  /** The lease's name. */
+  readonly name: string;
+  /** The holder's identity. */
+  readonly holder: string;
+  /** The epoch the holder's term began with. */
+  readonly epoch: number;
+}
+
+/** What {@linkcode Leases.renew} takes. */
+export interface LeaseRenewInput extends LeaseTermInput {
+  /** How long the lease lasts from now, in ms (> 0). */
+  readonly duration: number;
+}
+
+/** A lock taken by {@linkcode Leases.hold}. */
+export interface HeldLease {
+  /** The lease as it stood when taken. */
+  readonly lease: RawLease;
+  /** Frees the lease at once. Idempotent. */
+  release(): Promise<void>;
+}
+
+/**
+ * The lease family: named leases with monotonic fencing epochs. A timed lease
+ * (`acquire`/`renew`/`release`) lapses at `expiresAt`; a held lock (`hold`)
+ * lasts exactly as long as its holder's process (or connection) and costs no
+ * write while held. A name is either kind at one time: a live holder of one
+ * kind keeps the other out.
+ */
+export interface Leases {
+  /** The lease `name`, or `undefined` when it was never taken. */
+  get(name: string): Promise<RawLease | undefined>;
+
+  /**
+   * Takes the timed lease when it is free, lapsed, or already `holder`'s
+   * (then it renews, keeping the epoch). A change of holder grows the epoch
+   * by one. When another live holder has it, resolves with `acquired: false`.
+   * @throws {TypeError} a malformed name, holder or duration.
+   */
+  acquire(input: LeaseAcquireInput): Promise<LeaseAcquireResult>;
+
+  /**
+   * Extends `holder`'s term from now, keeping the epoch; resolves to the
+   * lease, or `undefined` when the term is over (another holder, another
+   * epoch, or released). A lapsed lease nobody else took renews.
+   */
+  renew(input: LeaseRenewInput): Promise<RawLease | undefined>;
+
+  /** Frees the lease at once if `holder` still holds it in `epoch`; resolves to whether it did. */
+  release(input: LeaseTermInput): Promise<boolean>;
+
+  /**
+   * Takes the lease as a lock that lasts exactly as long as this process (or
+   * connection): a holder that crashes or is killed frees it at once, with no
+   * expiry to wait for. Holding it writes nothing.
+   * @throws {StoreInUseError} another live holder has the lease; the message names it.
+   */
+  hold(name: string, holder: string): Promise<HeldLease>;
+}
+
+/** The lease and epoch a fenced store's writes are checked against. */
+export interface Fence {
+  /** The lease's name. */
+  readonly lease: string;
+  /** The epoch the writer's term began with. */
+  readonly epoch: number;
+}
+
 /**
  * The durable store beehive depends on. A transaction handle handed to
  * {@linkcode Store.within} is itself a `Store` whose calls join the transaction.
@@ -771,6 +880,8 @@ export interface Store {
   readonly objectWrites: ObjectWrites;
   /** The owed counts. */
   readonly reconcileOwed: ReconcileOwed;
+  /** Named leases with fencing epochs. */
+  readonly leases: Leases;
 
   /**
    * Runs `fn` in one transaction: commits when it resolves, rolls back when it
@@ -795,6 +906,23 @@ export interface Store {
 
   /** Returns up to `maxPages` free pages to the OS; resolves to how many it released. */
   reclaimSpace(maxPages: number): Promise<number>;
+
+  /**
+   * A handle on the same store whose every write transaction first checks,
+   * inside that transaction, that `fence.lease`'s epoch is not above
+   * `fence.epoch`: a write from a term that is over commits nothing. Reads are
+   * not checked. On a transaction handle, the fence of the outermost
+   * transaction applies.
+   * @throws {FencedError} (from each write) the lease has moved to a later epoch.
+   */
+  fenced(fence: Fence): Store;
+
+  /**
+   * Calls `listener` soon after a commit made through another connection or
+   * process (a latency hint: the listener reads to learn what changed). Costs
+   * no write while idle. Returns the unsubscribe function; never throws.
+   */
+  watchCommits(listener: () => void): () => void;
 
   /** Closes the store, waiting for an in-flight transaction; later calls reject with `StoreClosedError`. */
   close(): Promise<void>;

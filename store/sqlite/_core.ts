@@ -1,14 +1,22 @@
 /**
  * The shared state of one open SQLite store: the two connections and their
  * statement caches, the writer lock, the resource-version allocator, the open
- * epoch, and error translation.
+ * epoch, the fence check, and error translation.
  *
  * @module
  */
-import { BeehiveError, NameTakenError, StoreClosedError, StoreError } from "../../src/errors.ts";
+import {
+  BeehiveError,
+  FencedError,
+  NameTakenError,
+  StoreClosedError,
+  StoreError,
+} from "../../src/errors.ts";
 import type { Logger } from "../../src/logger.ts";
 import { kindName } from "../../src/_engine_keys.ts";
+import type { Fence } from "../../src/store.ts";
 import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
+import type { LockFiles } from "./_lock_files.ts";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, SqlValue>;
@@ -124,10 +132,8 @@ export class WriterLock {
   }
 }
 
-/** Versions reserved per counter write. */
-export const VERSION_BLOCK = 1024;
-
-const DRAW_SQL = "UPDATE resource_version_seq SET value = value + ? WHERE id = 1 RETURNING value";
+const COUNTER_SQL = "SELECT value FROM resource_version_seq WHERE id = 1";
+const PUBLISH_SQL = "UPDATE resource_version_seq SET value = ? WHERE id = 1";
 
 /** Everything one open store shares between its root handle and its transactions. */
 export class Core {
@@ -138,10 +144,14 @@ export class Core {
   readonly logger: StoreLogger | undefined;
   /** This open's number, for the liveness downgrade. */
   readonly epoch: number;
-  /** The highest resource version a committed transaction drew. */
-  published = 0;
-  #next = 0;
-  #end = 0;
+  /** The lease lock files. */
+  readonly locks: LockFiles;
+  /** The next version this connection will hand out. */
+  #next = 1;
+  /** The writer's `PRAGMA data_version` when `#next` was last known good. */
+  #seen: number | undefined;
+  /** The writer's `PRAGMA data_version` at the last commit probe. */
+  #probeSeen: number | undefined;
   #closing = false;
   #closed = false;
 
@@ -150,12 +160,14 @@ export class Core {
     writer: Db,
     reader: Db,
     epoch: number,
+    locks: LockFiles,
     logger: StoreLogger | undefined,
   ) {
     this.driver = driver;
     this.writer = writer;
     this.reader = reader;
     this.epoch = epoch;
+    this.locks = locks;
     this.logger = logger;
   }
 
@@ -172,6 +184,7 @@ export class Core {
   close(): void {
     this.#closed = true;
     try {
+      this.locks.close();
       this.reader.close();
     } finally {
       this.writer.close();
@@ -189,47 +202,67 @@ export class Core {
   }
 
   /**
-   * Reserves a block of versions in its own commit, so every version handed
-   * out is covered by the durable counter. Call with the lock held, outside
-   * any transaction, or at open (which also publishes the previous counter).
+   * Readies version draws for a write transaction just begun (the writer lock
+   * and SQLite's write lock held). Versions are drawn in memory above the
+   * committed counter and the counter is written at commit, so versions follow
+   * commit order across every connection and process. The counter is re-read
+   * only when another connection committed since this one last looked.
    */
-  refillVersions(): void {
-    if (this.#next < this.#end) return;
-    const hi = Number(this.writer.get(DRAW_SQL, VERSION_BLOCK)!.value);
-    this.#next = hi - VERSION_BLOCK + 1;
-    this.#end = hi + 1;
+  beginVersions(): void {
+    const seen = Number(this.writer.get("PRAGMA data_version")!.data_version);
+    if (seen === this.#seen) return;
+    const committed = Number(this.writer.get(COUNTER_SQL)!.value);
+    if (committed + 1 > this.#next) this.#next = committed + 1;
+    this.#seen = seen;
   }
 
-  /** Seeds the allocator at open: everything at or below the old counter was issued. */
-  seedVersions(): void {
-    this.refillVersions();
-    this.published = this.#next - 1;
+  /** The next resource version, inside a write transaction. */
+  takeVersion(): number {
+    return this.#next++;
+  }
+
+  /** `n` consecutive versions inside a write transaction; returns the first. */
+  takeVersions(n: number): number {
+    const first = this.#next;
+    this.#next += n;
+    return first;
+  }
+
+  /** Records a transaction's highest draw in the counter, just before its commit. */
+  publish(drawn: number): void {
+    if (drawn > 0) this.writer.run(PUBLISH_SQL, drawn);
+  }
+
+  /** The highest committed resource version, read on `db` (the reader, or the writer in a transaction). */
+  latestVersion(db: Db): number {
+    return Number(db.get(COUNTER_SQL)!.value);
+  }
+
+  /** Whether another connection or process committed since the last call: one cheap pragma. */
+  externalCommitSeen(): boolean {
+    // The writer's data_version moves only on other connections' commits.
+    const v = Number(this.writer.get("PRAGMA data_version")!.data_version);
+    const moved = this.#probeSeen !== undefined && v !== this.#probeSeen;
+    this.#probeSeen = v;
+    return moved;
   }
 
   /**
-   * The next resource version, inside a write transaction. When the block is
-   * spent it draws straight from the counter in that transaction (and a
-   * rollback takes the draw back with it).
+   * Refuses a write transaction from a term that is over: run inside it, so
+   * no successor can take the lease between the check and the commit.
+   * @throws {FencedError}
    */
-  takeVersion(): number {
-    if (this.#next < this.#end) return this.#next++;
-    return Number(this.writer.get(DRAW_SQL, 1)!.value);
-  }
-
-  /** `n` consecutive versions inside a write transaction. */
-  takeVersions(n: number): number {
-    if (this.#next + n <= this.#end) {
-      const first = this.#next;
-      this.#next += n;
-      return first;
+  checkFence(fence: Fence | undefined): void {
+    if (fence === undefined) return;
+    const row = this.writer.get("SELECT epoch, holder FROM leases WHERE name = ?", fence.lease);
+    const epoch = row === undefined ? 0 : Number(row.epoch);
+    if (epoch > fence.epoch) {
+      throw new FencedError(
+        `Cannot write: lease "${fence.lease}" is at epoch ${epoch} (held by ${
+          row!.holder === null ? "nobody" : JSON.stringify(row!.holder)
+        }), and this write carries epoch ${fence.epoch} from a term that is over`,
+      );
     }
-    this.#next = this.#end;
-    return Number(this.writer.get(DRAW_SQL, n)!.value) - n + 1;
-  }
-
-  /** Publishes a committed transaction's highest draw. */
-  publish(drawn: number): void {
-    if (drawn > this.published) this.published = drawn;
   }
 
   /** Reports a failure from a hook or another place with no caller to reject. */

@@ -152,7 +152,7 @@ export class SqliteObjects implements Objects {
       checkId(id);
       return this.#s.read((db) => {
         // The cursor is sampled before the row: it may lag the row, never lead it.
-        const cursor = this.#s.core.published;
+        const cursor = this.#s.core.latestVersion(db);
         const row = db.row(
           `SELECT ${OBJECT_COLUMNS}, EXISTS (SELECT 1 FROM edges
              WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies

@@ -1,6 +1,6 @@
 /**
- * The schema, as forward-only numbered migrations. Until the first release the
- * schema is amended in place, so there is exactly one.
+ * The schema, as forward-only numbered migrations: a database written by an
+ * earlier build is brought forward on open.
  *
  * Conventions: instants are INTEGER Unix milliseconds from the JS clock; JSON is
  * TEXT; the core group is `''`, never NULL; every table is STRICT.
@@ -141,5 +141,21 @@ CREATE TABLE store_epoch (
 INSERT INTO store_epoch (id, value) VALUES (1, 0);
 `;
 
+// A released lease keeps its row, so its epoch is never reused.
+const leases = `
+CREATE TABLE leases (
+  name        TEXT    PRIMARY KEY,
+  holder      TEXT,
+  epoch       INTEGER NOT NULL CHECK (epoch >= 1),
+  acquired_at INTEGER,
+  -- NULL for a held lock, whose liveness is its lock file.
+  expires_at  INTEGER,
+  pid         INTEGER
+) STRICT, WITHOUT ROWID;
+`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
-export const migrations: readonly Migration[] = [{ version: 1, name: "init", sql: init }];
+export const migrations: readonly Migration[] = [
+  { version: 1, name: "init", sql: init },
+  { version: 2, name: "leases", sql: leases },
+];

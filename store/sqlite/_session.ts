@@ -8,6 +8,7 @@
  * @module
  */
 import { ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
+import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
 
 /** What a write unit may use: the writer, one clock reading, and version draws. */
@@ -129,12 +130,14 @@ export async function runHooks(
   }
 }
 
-/** The session of the root store handle. */
+/** The session of a root store handle; a fenced handle checks its fence in every write. */
 export class RootSession implements Session {
   readonly core: Core;
+  readonly fence: Fence | undefined;
 
-  constructor(core: Core) {
+  constructor(core: Core, fence?: Fence) {
     this.core = core;
+    this.fence = fence;
   }
 
   read<T>(fn: (db: Db) => T): Promise<T> {
@@ -171,19 +174,20 @@ export class RootSession implements Session {
     if (!core.lock.tryAcquire()) await core.lock.acquire();
     try {
       core.assertOpen();
-      core.refillVersions();
       const db = core.writer;
       db.exec("BEGIN IMMEDIATE");
       let result: T;
-      const scope = new Scope(core);
       try {
+        core.beginVersions();
+        core.checkFence(this.fence);
+        const scope = new Scope(core);
         result = fn(scope);
+        core.publish(scope.drawn);
         db.exec("COMMIT");
       } catch (error) {
         rollbackQuietly(core);
         throw error;
       }
-      core.publish(scope.drawn);
       return result;
     } catch (error) {
       throw core.translate(error);
@@ -371,6 +375,7 @@ function markUnwound(frame: Frame): void {
 export async function runOutermost<T>(
   core: Core,
   fn: (session: TxSession) => Promise<T>,
+  fence?: Fence,
 ): Promise<T> {
   try {
     core.assertOpen();
@@ -383,8 +388,14 @@ export async function runOutermost<T>(
   let result: T;
   try {
     core.assertOpen();
-    core.refillVersions();
     core.writer.exec("BEGIN IMMEDIATE");
+    try {
+      core.beginVersions();
+      core.checkFence(fence);
+    } catch (error) {
+      rollbackQuietly(core);
+      throw error;
+    }
   } catch (error) {
     core.lock.release();
     throw core.translate(error);
@@ -411,13 +422,13 @@ export async function runOutermost<T>(
     }
     frame.ended = true;
     state.done = true;
+    core.publish(state.drawn);
     core.writer.exec("COMMIT");
     state.committed = true;
   } catch (error) {
     abort();
     throw core.translate(error);
   }
-  core.publish(state.drawn);
   core.lock.release();
   await runHooks(core, state.hooks.map((h) => h.fn));
   return result;

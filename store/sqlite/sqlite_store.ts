@@ -19,11 +19,16 @@ import type {
   DriverCursors,
   Edges,
   Events,
+  Fence,
+  Leases,
   Objects,
   ObjectWrites,
   ReconcileOwed,
   Store,
 } from "../../src/store.ts";
+import { CommitProbe } from "./_commit_probe.ts";
+import { SqliteLeases } from "./_leases.ts";
+import { LockFiles } from "./_lock_files.ts";
 import { SqliteConditions } from "./_conditions.ts";
 import { Core, Db } from "./_core.ts";
 import type { Logger } from "../../src/logger.ts";
@@ -67,6 +72,9 @@ export interface SqliteStoreOptions {
 
 const FREE_PAGE_FLOOR = 256;
 
+/** Each open store's commit probe, shared by its root, fenced and transaction handles. */
+const probes = new WeakMap<Core, CommitProbe>();
+
 /** Families bound to one session; shared by the root handle and transaction handles. */
 class Families {
   readonly #session: Session;
@@ -79,6 +87,7 @@ class Families {
   #events?: Events;
   #objectWrites?: ObjectWrites;
   #reconcileOwed?: ReconcileOwed;
+  #leases?: Leases;
 
   constructor(session: Session) {
     this.#session = session;
@@ -110,6 +119,9 @@ class Families {
   }
   get reconcileOwed(): ReconcileOwed {
     return this.#reconcileOwed ??= new SqliteReconcileOwed(this.#session);
+  }
+  get leases(): Leases {
+    return this.#leases ??= new SqliteLeases(this.#session, this.#session.core.locks);
   }
 }
 
@@ -166,11 +178,24 @@ class SqliteTx extends Families implements Store {
   }
 
   getLatestResourceVersion(): Promise<number> {
-    return this.#session.read(() => this.#session.core.published);
+    return this.#session.read((db) => this.#session.core.latestVersion(db));
   }
 
   reclaimSpace(maxPages: number): Promise<number> {
     return reclaim(this.#session, maxPages);
+  }
+
+  /** The outermost transaction's fence applies: a transaction is checked once, when it begins. */
+  fenced(_fence: Fence): Store {
+    return this;
+  }
+
+  watchCommits(listener: () => void): () => void {
+    return this.#probe.subscribe(listener);
+  }
+
+  get #probe(): CommitProbe {
+    return probes.get(this.#session.core)!;
   }
 
   close(): Promise<void> {
@@ -206,14 +231,24 @@ export class SqliteStore implements Store {
   readonly objectWrites: ObjectWrites;
   /** The owed counts. */
   readonly reconcileOwed: ReconcileOwed;
+  /** Named leases with fencing epochs. */
+  readonly leases: Leases;
   readonly #core: Core;
   readonly #session: RootSession;
   readonly #tempDir: string | undefined;
+  /** The handle `openSqliteStore` returned, which owns the connections; undefined on that one. */
+  readonly #root: SqliteStore | undefined;
   #closed: Promise<void> | undefined;
 
   /** Use {@linkcode openSqliteStore}. */
-  private constructor(identity: string, core: Core, tempDir: string | undefined) {
-    const session = new RootSession(core);
+  private constructor(
+    identity: string,
+    core: Core,
+    tempDir: string | undefined,
+    fence?: Fence,
+    root?: SqliteStore,
+  ) {
+    const session = new RootSession(core, fence);
     const families = new Families(session);
     this.identity = identity;
     this.objects = families.objects;
@@ -225,9 +260,12 @@ export class SqliteStore implements Store {
     this.events = families.events;
     this.objectWrites = families.objectWrites;
     this.reconcileOwed = families.reconcileOwed;
+    this.leases = families.leases;
     this.#core = core;
     this.#session = session;
     this.#tempDir = tempDir;
+    this.#root = root;
+    if (!probes.has(core)) probes.set(core, new CommitProbe(core));
   }
 
   /** @internal Opens a store; use {@linkcode openSqliteStore}. */
@@ -263,8 +301,8 @@ export class SqliteStore implements Store {
       reader = new Db(driver.open(file));
       reader.exec(`PRAGMA busy_timeout = ${busy}`);
       reader.exec("PRAGMA query_only = ON");
-      const core = new Core(driver, writer, reader, epoch, options.logger);
-      core.seedVersions();
+      const locks = new LockFiles(driver, file);
+      const core = new Core(driver, writer, reader, epoch, locks, options.logger);
       return new SqliteStore(identity, core, tempDir);
     } catch (error) {
       try {
@@ -290,7 +328,11 @@ export class SqliteStore implements Store {
         new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`),
       );
     }
-    return runOutermost(this.#core, (s) => fn(new SqliteTx(this.identity, s)));
+    return runOutermost(
+      this.#core,
+      (s) => fn(new SqliteTx(this.identity, s)),
+      this.#session.fence,
+    );
   }
 
   afterCommit(fn: () => void | Promise<void>): void {
@@ -301,21 +343,50 @@ export class SqliteStore implements Store {
   }
 
   getLatestResourceVersion(): Promise<number> {
-    return this.#session.read(() => this.#core.published);
+    return this.#session.read((db) => this.#core.latestVersion(db));
   }
 
   reclaimSpace(maxPages: number): Promise<number> {
     return reclaim(this.#session, maxPages);
   }
 
+  /**
+   * A handle on this store whose every write transaction first checks, inside
+   * it, that lease `fence.lease` is not past `fence.epoch`; a write from a term
+   * that is over rejects with `FencedError` and commits nothing.
+   */
+  fenced(fence: Fence): Store {
+    if (
+      typeof fence !== "object" || fence === null || typeof fence.lease !== "string" ||
+      fence.lease === "" || !Number.isSafeInteger(fence.epoch) || fence.epoch < 0
+    ) {
+      throw new TypeError(
+        `Cannot fence the store: fence is ${
+          describe(fence)
+        }, expected { lease: string, epoch: integer >= 0 }`,
+      );
+    }
+    return new SqliteStore(this.identity, this.#core, undefined, { ...fence }, this.#root ?? this);
+  }
+
+  /**
+   * Calls `listener` soon (within about 50 ms) after another connection or
+   * process commits to this database; probing writes nothing.
+   */
+  watchCommits(listener: () => void): () => void {
+    return probes.get(this.#core)!.subscribe(listener);
+  }
+
   /** Closes the store once the transaction in flight (if any) ends. Idempotent. */
   close(): Promise<void> {
+    if (this.#root !== undefined) return this.#root.close();
     return this.#closed ??= this.#close();
   }
 
   async #close(): Promise<void> {
     const core = this.#core;
     core.markClosing();
+    probes.get(core)?.close();
     await core.lock.acquire();
     try {
       core.close();

@@ -26,6 +26,8 @@ import type {
   Events,
   Objects,
   ObjectWrites,
+  Fence,
+  Leases,
   ReconcileOwed,
   Store,
 } from "../../src/store.ts";
@@ -40,9 +42,10 @@ export type FamilyName =
   | "driverCursors"
   | "events"
   | "objectWrites"
-  | "reconcileOwed";
+  | "reconcileOwed"
+  | "leases";
 
-/** The families, in declaration order. */
+/** The families the campaigns fault, in declaration order. */
 export const FAMILIES: readonly FamilyName[] = [
   "objects",
   "conditions",
@@ -297,6 +300,7 @@ export class FaultStore implements Store {
   readonly events: Events;
   readonly objectWrites: ObjectWrites;
   readonly reconcileOwed: ReconcileOwed;
+  readonly leases: Leases;
   /** The switchboard. */
   readonly faults: FaultInjector;
   readonly #inner: Store;
@@ -320,6 +324,16 @@ export class FaultStore implements Store {
     this.events = wrapFamily(inner.events, "events", faults, scope);
     this.objectWrites = wrapFamily(inner.objectWrites, "objectWrites", faults, scope);
     this.reconcileOwed = wrapFamily(inner.reconcileOwed, "reconcileOwed", faults, scope);
+    this.leases = wrapFamily(inner.leases, "leases", faults, scope);
+  }
+
+  /** A fenced view of the wrapped store, with the same switchboard. */
+  fenced(fence: Fence): Store {
+    return new FaultStore(this.#inner.fenced(fence), this.faults, this.#scope);
+  }
+
+  watchCommits(listener: () => void): () => void {
+    return this.#inner.watchCommits(listener);
   }
 
   within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {

@@ -16,6 +16,7 @@ import { driverCursorsCases } from "./driver_cursors_cases.ts";
 import { eventsCases } from "./events_cases.ts";
 import { reconcileOwedCases } from "./reconcile_owed_cases.ts";
 import { sqliteAdapterCases } from "./sqlite_adapter_cases.ts";
+import { leasesCases } from "./leases_cases.ts";
 
 /** Every case, grouped by family name. */
 export const contractSuites: Record<string, ContractCase[]> = {
@@ -30,5 +31,6 @@ export const contractSuites: Record<string, ContractCase[]> = {
   driver_cursors: driverCursorsCases,
   events: eventsCases,
   reconcile_owed: reconcileOwedCases,
+  leases: leasesCases,
   sqlite_adapter: sqliteAdapterCases,
 };

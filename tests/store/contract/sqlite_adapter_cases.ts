@@ -56,11 +56,12 @@ export const sqliteAdapterCases: ContractCase[] = [
             "events",
             "object_writes",
             "dependency_watermarks",
+            "leases",
           ]
         ) {
           assert.ok(tables.includes(t), `missing table ${t}`);
         }
-        assert.equal(db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()!.v, 1);
+        assert.equal(db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()!.v, 2);
       } finally {
         db.close();
       }

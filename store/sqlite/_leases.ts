@@ -1,0 +1,242 @@
+/**
+ * The lease family: timed leases (acquire, renew, release) and held locks
+ * (hold), with fencing epochs that only grow. A timed lease lives in its row;
+ * a held lock's liveness is a file lock (see `_lock_files.ts`) and its row
+ * only names the holder.
+ *
+ * @module
+ */
+import { BeehiveError, StoreInUseError } from "../../src/errors.ts";
+import type {
+  HeldLease,
+  LeaseAcquireInput,
+  LeaseAcquireResult,
+  LeaseRenewInput,
+  Leases,
+  LeaseTermInput,
+  RawLease,
+} from "../../src/store.ts";
+import type { Db } from "./_core.ts";
+import type { LockFiles } from "./_lock_files.ts";
+import { describe, isStorableText, rejectWith } from "./_rows.ts";
+import { type Session, TxSession } from "./_session.ts";
+
+const SELECT =
+  "SELECT name, holder, epoch, acquired_at, expires_at, pid FROM leases WHERE name = ?";
+
+const UPSERT = `INSERT INTO leases (name, holder, epoch, acquired_at, expires_at, pid)
+  VALUES (?, ?, ?, ?, ?, ?)
+  ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch,
+    acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, pid = excluded.pid`;
+
+const FREE = `UPDATE leases SET holder = NULL, acquired_at = NULL, expires_at = NULL, pid = NULL
+  WHERE name = ? AND holder = ? AND epoch = ?`;
+
+interface LeaseRow extends RawLease {
+  readonly pid: number | undefined;
+}
+
+function read(db: Db, name: string): LeaseRow | undefined {
+  const r = db.get(SELECT, name);
+  if (r === undefined) return undefined;
+  return {
+    name: r.name as string,
+    holder: r.holder === null ? undefined : r.holder as string,
+    epoch: Number(r.epoch),
+    acquiredAt: r.acquired_at === null ? undefined : Number(r.acquired_at),
+    expiresAt: r.expires_at === null ? undefined : Number(r.expires_at),
+    pid: r.pid === null ? undefined : Number(r.pid),
+  };
+}
+
+function strip(row: LeaseRow): RawLease {
+  const { pid: _pid, ...lease } = row;
+  return lease;
+}
+
+function checkText(value: unknown, what: string): asserts value is string {
+  if (typeof value !== "string" || value === "" || !isStorableText(value)) {
+    throw new TypeError(
+      `Cannot use lease ${what}: current value is ${
+        describe(value)
+      }, expected a non-empty, well-formed string without NUL`,
+    );
+  }
+}
+
+function checkDuration(value: unknown): asserts value is number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw new TypeError(
+      `Cannot use lease duration: current value is ${describe(value)}, expected a number > 0 (ms)`,
+    );
+  }
+}
+
+function checkEpoch(value: unknown): asserts value is number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+    throw new TypeError(
+      `Cannot use lease epoch: current value is ${describe(value)}, expected an integer >= 0`,
+    );
+  }
+}
+
+function checkTerm(input: LeaseTermInput): void {
+  if (typeof input !== "object" || input === null) {
+    throw new TypeError(`Cannot use lease input: current value is ${describe(input)}`);
+  }
+  checkText(input.name, "name");
+  checkText(input.holder, "holder");
+  checkEpoch(input.epoch);
+}
+
+function inUse(row: LeaseRow): StoreInUseError {
+  const pid = row.pid === undefined ? "" : ` (pid ${row.pid})`;
+  const since = row.acquiredAt === undefined
+    ? ""
+    : ` since ${new Date(row.acquiredAt).toISOString()}`;
+  return new StoreInUseError(
+    `Cannot take lease "${row.name}": it is held by ${JSON.stringify(row.holder)}${pid}${since}`,
+  );
+}
+
+/** The process id, where the runtime has one, to name a holder in messages. */
+function processId(): number | null {
+  const g = globalThis as { process?: { pid?: unknown } };
+  return typeof g.process?.pid === "number" ? g.process.pid : null;
+}
+
+export class SqliteLeases implements Leases {
+  readonly #s: Session;
+  readonly #locks: LockFiles;
+
+  constructor(session: Session, locks: LockFiles) {
+    this.#s = session;
+    this.#locks = locks;
+  }
+
+  /** Whether `row` names a live holder now (a held lock's file is still locked). */
+  #live(row: LeaseRow | undefined, now: number): boolean {
+    if (row?.holder === undefined) return false;
+    if (row.expiresAt === undefined) return this.#locks.isLocked(row.name);
+    return row.expiresAt > now;
+  }
+
+  get(name: string): Promise<RawLease | undefined> {
+    return rejectWith(() => {
+      checkText(name, "name");
+      return this.#s.read((db) => {
+        const row = read(db, name);
+        if (row === undefined) return undefined;
+        // A held lock whose holder died reads as free: nothing holds its file.
+        if (row.holder !== undefined && row.expiresAt === undefined && !this.#live(row, 0)) {
+          return { ...strip(row), holder: undefined, acquiredAt: undefined };
+        }
+        return strip(row);
+      });
+    });
+  }
+
+  acquire(input: LeaseAcquireInput): Promise<LeaseAcquireResult> {
+    return rejectWith(() => {
+      if (typeof input !== "object" || input === null) {
+        throw new TypeError(`Cannot acquire a lease: input is ${describe(input)}`);
+      }
+      const { name, holder, duration } = input;
+      checkText(name, "name");
+      checkText(holder, "holder");
+      checkDuration(duration);
+      return this.#s.write(({ db, now }) => {
+        const row = read(db, name);
+        const expiresAt = now + Math.ceil(duration);
+        if (row?.holder === holder && row.expiresAt !== undefined) {
+          db.run(
+            "UPDATE leases SET expires_at = ? WHERE name = ? AND epoch = ?",
+            expiresAt,
+            name,
+            row.epoch,
+          );
+          return { acquired: true, lease: strip({ ...row, expiresAt }) };
+        }
+        // Probed under the write lock: a holder taking the file lock now waits for this commit.
+        if (this.#live(row, now)) return { acquired: false, lease: strip(row!) };
+        const epoch = (row?.epoch ?? 0) + 1;
+        db.run(UPSERT, name, holder, epoch, now, expiresAt, processId());
+        return {
+          acquired: true,
+          lease: { name, holder, epoch, acquiredAt: now, expiresAt },
+        };
+      });
+    });
+  }
+
+  renew(input: LeaseRenewInput): Promise<RawLease | undefined> {
+    return rejectWith(() => {
+      checkTerm(input);
+      checkDuration(input.duration);
+      const { name, holder, epoch, duration } = input;
+      return this.#s.write(({ db, now }) => {
+        const row = read(db, name);
+        if (row?.holder !== holder || row.epoch !== epoch || row.expiresAt === undefined) {
+          return undefined;
+        }
+        const expiresAt = now + Math.ceil(duration);
+        db.run("UPDATE leases SET expires_at = ? WHERE name = ?", expiresAt, name);
+        return strip({ ...row, expiresAt });
+      });
+    });
+  }
+
+  release(input: LeaseTermInput): Promise<boolean> {
+    return rejectWith(() => {
+      checkTerm(input);
+      const { name, holder, epoch } = input;
+      return this.#s.write(({ db }) =>
+        db.run(`${FREE} AND expires_at IS NOT NULL`, name, holder, epoch) > 0
+      );
+    });
+  }
+
+  hold(name: string, holder: string): Promise<HeldLease> {
+    return rejectWith(() => {
+      checkText(name, "name");
+      checkText(holder, "holder");
+      if (this.#s instanceof TxSession) {
+        throw new BeehiveError(
+          "Cannot hold a lease inside a transaction: a held lease outlives it; use the root store",
+        );
+      }
+      return this.#hold(name, holder);
+    });
+  }
+
+  async #hold(name: string, holder: string): Promise<HeldLease> {
+    const locks = this.#locks;
+    if (locks.holds(name) || !locks.tryLock(name)) {
+      const row = await this.#s.read((db) => read(db, name));
+      throw inUse(row ?? { name, holder: "another connection", epoch: 0 } as LeaseRow);
+    }
+    let lease: RawLease;
+    try {
+      lease = await this.#s.write(({ db, now }) => {
+        const row = read(db, name);
+        if (row?.holder !== undefined && row.expiresAt !== undefined && row.expiresAt > now) {
+          throw inUse(row);
+        }
+        const epoch = (row?.epoch ?? 0) + 1;
+        db.run(UPSERT, name, holder, epoch, now, null, processId());
+        return { name, holder, epoch, acquiredAt: now, expiresAt: undefined };
+      });
+    } catch (error) {
+      locks.unlock(name);
+      throw error;
+    }
+    let released: Promise<void> | undefined;
+    const release = () =>
+      released ??= this.#s.write(({ db }) => {
+        db.run(`${FREE} AND expires_at IS NULL`, name, holder, lease.epoch);
+      }).catch(() => {
+        // A closed store already dropped the lock; a failed write leaves a row whose file is free.
+      }).finally(() => locks.unlock(name));
+    return { lease, release };
+  }
+}
