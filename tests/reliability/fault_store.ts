@@ -24,10 +24,10 @@ import type {
   DriverCursors,
   Edges,
   Events,
-  Objects,
-  ObjectWrites,
   Fence,
   Leases,
+  Objects,
+  ObjectWrites,
   ReconcileOwed,
   Store,
 } from "../../src/store.ts";
