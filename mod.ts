@@ -31,7 +31,13 @@
  */
 export * from "./src/errors.ts";
 export { Beehive } from "./src/beehive.ts";
-export type { Controller, ReconcileFn, StopFunction, StopOptions } from "./src/beehive.ts";
+export type {
+  Controller,
+  Leadership,
+  ReconcileFn,
+  StopFunction,
+  StopOptions,
+} from "./src/beehive.ts";
 export { Client } from "./src/client.ts";
 export type {
   CreateOptions,
@@ -57,6 +63,7 @@ export type {
   BeehiveOptions,
   ControllerOptions,
   EventRetention,
+  LeaderElectionOptions,
   RegisterOptions,
   WriteLogRetention,
 } from "./src/options.ts";

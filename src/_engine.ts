@@ -54,6 +54,18 @@ export interface Registration {
   readonly reconciler: Reconciler;
 }
 
+/**
+ * One stretch of leadership: the controller side (passes, GC, the waker, the
+ * stale-dependents pass) runs only inside a term. A Beehive without leader
+ * election has one term from start to stop; a candidate has one per lease it wins.
+ */
+export interface Term {
+  /** The store controller-side writes go through: fenced on the term's epoch under leader election. */
+  readonly store: Store;
+  /** Aborts when the term ends (stop, or a lost lease): in-flight passes see it as `cc.signal`. */
+  readonly signal: AbortSignal;
+}
+
 /** Lifecycle state of a Beehive. */
 export type EngineState = "new" | "running" | "stopped";
 
@@ -68,8 +80,10 @@ export class Engine {
   state: EngineState = "new";
   /** Commit signals for watches and the dependency waker. */
   readonly writes: WriteSignals = new WriteSignals();
-  /** Aborted when the Beehive stops: in-flight passes see it as `cc.signal`. */
+  /** Aborted when the Beehive stops. */
   readonly shutdown: AbortController = new AbortController();
+  /** The leadership term running now, if any: pushes reach the queues only inside one. */
+  term: Term | undefined;
 
   constructor(store: Store, options: ResolvedBeehiveOptions) {
     this.store = store;
@@ -96,17 +110,18 @@ export class Engine {
 
   /**
    * New information about `ref`: queue it now, bypassing the floor. A
-   * client-only kind, or a Beehive not running, waits for a pull: every push
-   * has a durable trace behind it, so nothing piles up in memory meanwhile.
+   * client-only kind, or a Beehive not running or not leading, waits for a
+   * pull: every push has a durable trace behind it, so nothing piles up in
+   * memory meanwhile.
    */
   pushNow(ref: ObjectRef): void {
-    if (this.state !== "running") return;
+    if (this.state !== "running" || this.term === undefined) return;
     this.registration(ref)?.reconciler.queue.requeueNow(ref.id);
   }
 
   /** A wake that respects backoff and the floor. */
   pushThrottled(ref: ObjectRef): void {
-    if (this.state !== "running") return;
+    if (this.state !== "running" || this.term === undefined) return;
     this.registration(ref)?.reconciler.queue.add(ref.id);
   }
 }

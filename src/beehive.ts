@@ -8,7 +8,7 @@ import { Client } from "./client.ts";
 import { KindCodec } from "./codec.ts";
 import { collect } from "./collect.ts";
 import type { ControllerClient } from "./controller_client.ts";
-import { checkKind, Engine, kindName } from "./_engine.ts";
+import { checkKind, Engine, kindName, type Term } from "./_engine.ts";
 import {
   BeehiveError,
   InvalidOptionError,
@@ -20,6 +20,7 @@ import type { BeehiveObject } from "./object.ts";
 import {
   type BeehiveOptions,
   type RegisterOptions,
+  type ResolvedLeaderElection,
   resolveBeehiveOptions,
   resolveRegisterOptions,
 } from "./options.ts";
@@ -28,7 +29,8 @@ import { DependencyWaker } from "./dependency_waker.ts";
 import { StaleDependents } from "./stale_dependents.ts";
 import { sleep } from "./_sleep.ts";
 import type { ReconcileResult } from "./result.ts";
-import type { GroupKind, Store } from "./store.ts";
+import type { GroupKind, HeldLease, Store } from "./store.ts";
+import { LeaderElector } from "./leader_elector.ts";
 
 /** A reconcile function: drives one object toward its spec. */
 export type ReconcileFn<Spec, Status> = (
@@ -49,6 +51,18 @@ export type Controller<Spec, Status> = ReconcileFn<Spec, Status> | {
 export interface StopOptions {
   /** Give up waiting when this aborts: `stop` then rejects with its reason. */
   readonly signal?: AbortSignal;
+}
+
+/** Who holds the lease a Beehive holds or contends for. */
+export interface Leadership {
+  /** The holder's identity, `undefined` when the lease is free. */
+  readonly holder: string | undefined;
+  /** The lease's fencing epoch (0 when it was never taken). */
+  readonly epoch: number;
+  /** When a timed lease lapses unless renewed; `undefined` for the plain store lease or a free one. */
+  readonly expiresAt: Date | undefined;
+  /** Whether this Beehive is the holder and leads now. */
+  readonly self: boolean;
 }
 
 /** Stops a Beehive: resolves once every loop has drained and the store is released. */
@@ -81,8 +95,16 @@ const claims = new Map<string, object>();
  */
 export class Beehive {
   readonly #engine: Engine;
+  /** The holder name of this Beehive's lease. */
+  readonly #identity: string;
+  /** What stop waits for besides the term: trigger feeds, the elector. */
   readonly #running: Promise<void>[] = [];
   #stopping: Promise<void> | undefined;
+  #starting = false;
+  #elector: LeaderElector | undefined;
+  #termControl: AbortController | undefined;
+  /** The open term's drain. */
+  #termDrained: Promise<void> | undefined;
 
   /**
    * Creates a control plane over `store`.
@@ -93,6 +115,8 @@ export class Beehive {
       throw new TypeError("Cannot create a Beehive: store is not a Store");
     }
     this.#engine = new Engine(store, resolveBeehiveOptions(options));
+    this.#identity = this.#engine.options.leaderElection?.identity ??
+      `beehive-${crypto.randomUUID()}`;
   }
 
   /**
@@ -148,9 +172,38 @@ export class Beehive {
   }
 
   /**
-   * Starts the reconcile loops, the owed pass of every kind, and the GC sweep;
-   * resolves to the function that stops them. One-shot.
-   * @throws {StoreInUseError} another running Beehive in this process uses the same database.
+   * Whether this Beehive leads now: without leader election, from start to
+   * stop (it holds the store lease); with it, while it holds the timed lease.
+   */
+  get isLeader(): boolean {
+    const engine = this.#engine;
+    if (engine.state !== "running") return false;
+    return this.#elector === undefined ? engine.term !== undefined : this.#elector.leading;
+  }
+
+  /**
+   * The lease this Beehive holds or contends for, as the store has it now.
+   * `self` is true while this Beehive leads.
+   * @throws {StoreClosedError} the store is closed.
+   */
+  async leadership(): Promise<Leadership> {
+    const o = this.#engine.options;
+    const name = o.leaderElection?.leaseName ?? o.leaseName;
+    const lease = await this.#engine.store.leases.get(name);
+    return {
+      holder: lease?.holder,
+      epoch: lease?.epoch ?? 0,
+      expiresAt: lease?.expiresAt === undefined ? undefined : new Date(lease.expiresAt),
+      self: this.isLeader && lease?.holder === this.#identity,
+    };
+  }
+
+  /**
+   * Starts the Beehive and resolves to the function that stops it. One-shot.
+   * Without leader election it takes the store lease, then starts the
+   * reconcile loops, the owed pass of every kind, and the GC sweep. With
+   * leader election it resolves at once and runs those only while it leads.
+   * @throws {StoreInUseError} another started Beehive, in this process or another, holds the store lease.
    * @throws {InvalidStoreIdentityError} the store reports no identity.
    * @throws {BeehiveError} started twice, or after stop.
    */
@@ -170,6 +223,13 @@ export class Beehive {
           `Cannot start the Beehive: the store's identity is ${JSON.stringify(identity)}`,
         );
       }
+      if (this.#starting) throw new BeehiveError("Cannot start the Beehive: it is starting");
+      const le = engine.options.leaderElection;
+      if (le !== undefined) {
+        engine.state = "running";
+        return Promise.resolve(this.#campaign(le));
+      }
+      // Candidates share a store by design; plain Beehives are refused early in-process.
       if (claims.has(identity)) {
         throw new StoreInUseError(
           `Cannot start the Beehive: another running Beehive in this process uses ${identity}`,
@@ -177,46 +237,128 @@ export class Beehive {
       }
       const token = {};
       claims.set(identity, token);
-      engine.state = "running";
-      return this.#launch(identity, token);
+      this.#starting = true;
+      return this.#launch(identity, token).finally(() => (this.#starting = false));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
+  /** Takes the store lease and opens the one term of a Beehive without election. */
   async #launch(identity: string, token: object): Promise<StopFunction> {
     const engine = this.#engine;
-    const registered = engine.registrations();
-    // Subscribed and seeded before any loop runs: the waker has no tick to catch up with.
-    const waker = registered.length > 0 ? new DependencyWaker(engine) : undefined;
-    await waker?.prime();
-    for (const reg of registered) this.#running.push(reg.reconciler.run());
-    this.#running.push(this.#every(engine.options.gcInterval, () => this.#gcSweep()));
-    if (registered.length > 0) {
-      const stale = new StaleDependents(engine);
-      this.#running.push(this.#every(engine.options.staleDependentsInterval, () => stale.sweep()));
-    }
-    if (waker !== undefined) {
-      const { promise, resolve } = Promise.withResolvers<void>();
-      engine.shutdown.signal.addEventListener("abort", () => void waker.stop().then(resolve), {
-        once: true,
-      });
-      this.#running.push(promise);
-    }
-    const drained = Promise.allSettled(this.#running).then(() => {
+    let held: HeldLease;
+    try {
+      held = await engine.store.leases.hold(engine.options.leaseName, this.#identity);
+    } catch (error) {
       if (claims.get(identity) === token) claims.delete(identity);
-    });
-    return (options) => this.#stop(drained, options);
+      throw error;
+    }
+    engine.state = "running";
+    this.#launchFeeds();
+    await this.#openTerm(engine.store);
+    const release = async () => {
+      await this.#endTerm();
+      await held.release();
+      if (claims.get(identity) === token) claims.delete(identity);
+    };
+    return (options) => this.#stop(release, options);
   }
 
-  #stop(drained: Promise<void>, options: StopOptions | undefined): Promise<void> {
+  /** Starts campaigning; terms open and close as the lease is won and lost. */
+  #campaign(le: ResolvedLeaderElection): StopFunction {
+    const engine = this.#engine;
+    const elector = new LeaderElector(engine.store, le, engine.log, {
+      elected: (epoch) => {
+        void this.#openTerm(engine.store.fenced({ lease: le.leaseName, epoch }));
+      },
+      deposed: () => this.#endTerm(),
+    });
+    this.#elector = elector;
+    this.#launchFeeds();
+    this.#running.push(elector.run(engine.shutdown.signal));
+    return (options) => this.#stop(() => Promise.resolve(), options);
+  }
+
+  /** The trigger feeds are pulled for the Beehive's whole life, across terms. */
+  #launchFeeds(): void {
+    for (const reg of this.#engine.registrations()) this.#running.push(reg.reconciler.runTriggers());
+  }
+
+  /**
+   * Opens a term over `store`: the waker, every kind's loop, GC and the
+   * stale-dependents pass. Resolves once they are running; `#endTerm` waits
+   * for their drain.
+   */
+  #openTerm(store: Store): Promise<void> {
+    const opened = this.#startTerm(store);
+    this.#termDrained = opened.then((t) => t.drained);
+    return opened.then(() => {});
+  }
+
+  async #startTerm(store: Store): Promise<{ drained: Promise<void> }> {
+    const engine = this.#engine;
+    const control = new AbortController();
+    const term: Term = { store, signal: control.signal };
+    this.#termControl = control;
+    engine.term = term;
+    const registered = engine.registrations();
+    // Subscribed and seeded before any loop runs: the waker has no tick to catch up with.
+    const waker = registered.length > 0 ? new DependencyWaker(engine, term) : undefined;
+    await waker?.prime();
+    const loops: Promise<void>[] = [];
+    if (waker !== undefined) {
+      const { promise, resolve } = Promise.withResolvers<void>();
+      const stop = () => void waker.stop().then(resolve);
+      if (term.signal.aborted) stop();
+      else term.signal.addEventListener("abort", stop, { once: true });
+      loops.push(promise);
+    }
+    // A term that ended during the waker's seed starts nothing.
+    if (!term.signal.aborted) {
+      for (const reg of registered) loops.push(reg.reconciler.run(term));
+      loops.push(this.#every(engine.options.gcInterval, () => this.#gcSweep(term), term.signal));
+      if (registered.length > 0) {
+        const stale = new StaleDependents(engine, term);
+        loops.push(
+          this.#every(engine.options.staleDependentsInterval, () => stale.sweep(), term.signal),
+        );
+      }
+    }
+    return { drained: Promise.allSettled(loops).then(() => {}) };
+  }
+
+  /** Ends the running term, if any: aborts its passes, stops dispatch; resolves once drained. */
+  async #endTerm(): Promise<void> {
+    const engine = this.#engine;
+    const control = this.#termControl;
+    if (control !== undefined) {
+      this.#termControl = undefined;
+      engine.term = undefined;
+      control.abort(
+        new BeehiveError(
+          engine.state === "stopped"
+            ? "The Beehive is stopping"
+            : "The Beehive lost its leader lease",
+        ),
+      );
+      for (const reg of engine.registrations()) reg.reconciler.stop();
+    }
+    const drained = this.#termDrained;
+    this.#termDrained = undefined;
+    await drained;
+  }
+
+  #stop(release: () => Promise<void>, options: StopOptions | undefined): Promise<void> {
     const engine = this.#engine;
     if (this.#stopping === undefined) {
       engine.state = "stopped";
       engine.shutdown.abort(new BeehiveError("The Beehive is stopping"));
-      for (const reg of engine.registrations()) reg.reconciler.stop();
+      for (const reg of engine.registrations()) reg.reconciler.closeTriggers();
       // Streams end with StoppedError once the loops have drained.
-      this.#stopping = drained.then(() => engine.writes.close());
+      this.#stopping = release()
+        .then(() => Promise.allSettled(this.#running))
+        .then(() => engine.writes.close());
     }
     const signal = options?.signal;
     if (signal === undefined) return this.#stopping;
@@ -231,9 +373,8 @@ export class Beehive {
     });
   }
 
-  /** Runs `fn` now and then every `interval` ms until the Beehive stops. */
-  async #every(interval: number, fn: () => Promise<unknown>): Promise<void> {
-    const signal = this.#engine.shutdown.signal;
+  /** Runs `fn` now and then every `interval` ms until `signal` aborts. */
+  async #every(interval: number, fn: () => Promise<unknown>, signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       await fn();
       await sleep(interval, signal);
@@ -241,11 +382,11 @@ export class Beehive {
   }
 
   /** One GC sweep: collection, retention, owed counts of client-only kinds, free pages. */
-  async #gcSweep(): Promise<void> {
+  async #gcSweep(term: Term): Promise<void> {
     const engine = this.#engine;
-    const store = engine.store;
+    const store = term.store;
     const log = engine.log;
-    const stopped = engine.shutdown.signal;
+    const stopped = term.signal;
     // A stopping Beehive waits for the sweep in flight: each step and each row checks first.
     const step = async (name: string, fn: () => Promise<unknown>) => {
       if (stopped.aborted) return;
@@ -263,7 +404,7 @@ export class Beehive {
           continue;
         }
         try {
-          await collect(engine, ref.id);
+          await collect(engine, store, ref.id);
         } catch (error) {
           if (!(error instanceof NotFoundError) && !stopped.aborted) {
             log.warn("beehive: collecting an object failed", { ...ref, error });

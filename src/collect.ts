@@ -6,15 +6,17 @@
  * @module
  */
 import { type Engine, kindKey } from "./_engine.ts";
-import type { ObjectId, ObjectRef } from "./store.ts";
+import type { ObjectId, ObjectRef, Store } from "./store.ts";
 
 /**
- * Runs one collection step for `id` in one transaction; resolves to whether
- * the row was removed. A row that is not deletion-pending is left alone.
+ * Runs one collection step for `id` in one transaction through `store` (the
+ * term's); resolves to whether the row was removed. A row that is not
+ * deletion-pending is left alone.
  * @throws {NotFoundError} `id` holds no object.
+ * @throws {FencedError} the term is over.
  */
-export function collect(engine: Engine, id: ObjectId): Promise<boolean> {
-  return engine.store.within(async (tx) => {
+export function collect(engine: Engine, store: Store, id: ObjectId): Promise<boolean> {
+  return store.within(async (tx) => {
     const meta = await tx.objects.getMeta(id);
     if (meta.deletionRequestedAt === undefined) return false;
     const cascade = await tx.deletionRequests.createFromOwner(id);

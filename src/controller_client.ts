@@ -6,7 +6,7 @@
  * @module
  */
 import { encodeJson } from "./codec.ts";
-import { checkId, type Engine, kindName } from "./_engine.ts";
+import { checkId, type Engine, kindName, type Term } from "./_engine.ts";
 import { Client } from "./client.ts";
 import { ReconcileReturnedError, StaleTxError } from "./errors.ts";
 import type { ConditionWrite, EventWrite } from "./object.ts";
@@ -105,7 +105,7 @@ export interface ControllerTx<Status> extends ControllerWrites<Status> {
  * `ReconcileReturnedError` once the pass returns.
  */
 export interface ControllerClient<Status> extends ControllerWrites<Status> {
-  /** Aborts when the Beehive stops. */
+  /** Aborts when the Beehive stops, or when it loses the leader lease mid-pass. */
   readonly signal: AbortSignal;
   /**
    * Runs `fn` in one transaction: it commits when `fn` resolves and rolls back
@@ -332,11 +332,11 @@ export class PassWriter<Status> implements ControllerTx<Status> {
 /** Creates the client of one pass, and the function that ends it. */
 export function passClient<Status>(
   engine: Engine,
+  term: Term,
   ref: ObjectRef,
   baseline: StatusBaseline | undefined,
-  signal: AbortSignal,
 ): { client: ControllerClient<Status>; end: () => void } {
-  const state: PassState = { ended: false, baseline, signal };
-  const writer = new PassWriter<Status>(engine, engine.store, ref, state);
+  const state: PassState = { ended: false, baseline, signal: term.signal };
+  const writer = new PassWriter<Status>(engine, term.store, ref, state);
   return { client: writer, end: () => (state.ended = true) };
 }

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Engine } from "./_engine.ts";
+import type { Engine, Term } from "./_engine.ts";
 import type { ObjectId } from "./store.ts";
 
 /** The driver-cursor row the waker persists its position under. */
@@ -24,6 +24,7 @@ const RETRY_MAX = 30_000;
 /** Wakes the dependents of whatever a commit wrote. */
 export class DependencyWaker {
   readonly #engine: Engine;
+  readonly #term: Term;
   #watermark: number | undefined;
   #persisted = -1;
   #lastPersist = Number.NEGATIVE_INFINITY;
@@ -39,8 +40,9 @@ export class DependencyWaker {
   #unsubscribe: (() => void) | undefined;
   #failures = new Set<string>();
 
-  constructor(engine: Engine) {
+  constructor(engine: Engine, term: Term) {
     this.#engine = engine;
+    this.#term = term;
   }
 
   /** Subscribes to commits, then seeds the cursor; a seed failure is retried by the loop. */
@@ -177,7 +179,7 @@ export class DependencyWaker {
     if (wait > 0) return wait;
     this.#lastPersist = Date.now();
     try {
-      await this.#engine.store.driverCursors.set(WAKER_CURSOR, w);
+      await this.#term.store.driverCursors.set(WAKER_CURSOR, w);
       this.#persisted = w;
       this.#persistRetry = 0;
       this.#failures.delete("persist");
@@ -192,7 +194,7 @@ export class DependencyWaker {
   }
 
   #fail(step: string, error: unknown): void {
-    if (!this.#running || this.#engine.shutdown.signal.aborted) return;
+    if (!this.#running || this.#term.signal.aborted) return;
     // One warning per failure streak and step.
     if (this.#failures.has(step)) return;
     this.#failures.add(step);

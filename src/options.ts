@@ -9,6 +9,7 @@ import { describe } from "./_values.ts";
 import type { Logger } from "./logger.ts";
 import { isLogLevel, type LogLevel } from "./logger_levels.ts";
 import type { Migrator } from "./migrator.ts";
+import { isStorableText } from "./_text.ts";
 import type { ObjectId } from "./store.ts";
 
 /** Event-log retention: each bound 0 = unbounded. */
@@ -47,8 +48,36 @@ export interface ControllerOptions {
   concurrency?: number;
 }
 
+/** Leader election: several Beehives on one store, one leading at a time. */
+export interface LeaderElectionOptions {
+  /** The timed lease the candidates contend for. @default {the Beehive's leaseName} */
+  leaseName?: string;
+  /** This candidate's identity, as the lease names its holder. @default {a generated unique string} */
+  identity?: string;
+  /** How long a won or renewed lease lasts, in ms. Must be > 0. @default {15_000} */
+  leaseDuration?: number;
+  /**
+   * How often the leader renews and a candidate retries, in ms; must be below
+   * leaseDuration. @default {leaseDuration / 3}
+   */
+  renewInterval?: number;
+}
+
 /** Options for `new Beehive(store, options)`. */
 export interface BeehiveOptions extends ControllerOptions {
+  /**
+   * The lease a started Beehive holds for as long as its process lives; a
+   * second Beehive on the same store fails `start()` with `StoreInUseError`.
+   * Must be a non-empty string. @default {"beehive"}
+   */
+  leaseName?: string;
+  /**
+   * Makes a started Beehive a candidate for a timed lease instead: its
+   * controllers, GC and backstop passes run only while it leads, and every
+   * write they make is fenced on its leadership epoch.
+   * @default {undefined} (no election: the plain lease)
+   */
+  leaderElection?: LeaderElectionOptions;
   /** How often the dependency-watermark backstop runs. Must be > 0. @default {60_000} */
   staleDependentsInterval?: number;
   /** How often a watch reads without a commit wake. Must be > 0. @default {30_000} */
@@ -94,6 +123,16 @@ export interface ResolvedBeehiveOptions extends ResolvedControllerOptions {
   writeLogRetention: { perKind: number; maxAge: number };
   logger: Logger | undefined;
   logLevel: LogLevel;
+  leaseName: string;
+  leaderElection: ResolvedLeaderElection | undefined;
+}
+
+/** Leader election, resolved. */
+export interface ResolvedLeaderElection {
+  leaseName: string;
+  identity: string;
+  leaseDuration: number;
+  renewInterval: number;
 }
 
 /** The defaults of every option. */
@@ -111,7 +150,12 @@ export const DEFAULTS: ResolvedBeehiveOptions = {
   writeLogRetention: { perKind: 0, maxAge: 86_400_000 },
   logger: undefined,
   logLevel: "info",
+  leaseName: "beehive",
+  leaderElection: undefined,
 };
+
+/** The default lease duration of leader election, in ms. */
+export const DEFAULT_LEASE_DURATION = 15_000;
 
 function invalid(name: string, value: unknown, expected: string): InvalidOptionError {
   return new InvalidOptionError(
@@ -133,6 +177,8 @@ const TIMER_OPTIONS = new Set([
   "staleDependentsInterval",
   "watchFloorInterval",
   "gcInterval",
+  "leaderElection.leaseDuration",
+  "leaderElection.renewInterval",
 ]);
 
 function number(name: string, value: unknown, rule: Rule): number {
@@ -254,7 +300,43 @@ export function resolveBeehiveOptions(options: unknown): ResolvedBeehiveOptions 
     }
     out.logLevel = o.logLevel;
   }
+  if (o.leaseName !== undefined) out.leaseName = text("leaseName", o.leaseName);
+  if (o.leaderElection !== undefined) {
+    out.leaderElection = resolveLeaderElection(o.leaderElection, out.leaseName);
+  }
   return out;
+}
+
+function text(name: string, value: unknown): string {
+  if (typeof value !== "string" || value === "" || !isStorableText(value)) {
+    throw invalid(name, value, "a non-empty, well-formed string without NUL");
+  }
+  return value;
+}
+
+function resolveLeaderElection(value: unknown, leaseName: string): ResolvedLeaderElection {
+  const o = checkObject("leaderElection", value);
+  const leaseDuration = o.leaseDuration === undefined
+    ? DEFAULT_LEASE_DURATION
+    : number("leaderElection.leaseDuration", o.leaseDuration, "positive");
+  const renewInterval = o.renewInterval === undefined
+    ? leaseDuration / 3
+    : number("leaderElection.renewInterval", o.renewInterval, "positive");
+  if (renewInterval >= leaseDuration) {
+    throw invalid(
+      "leaderElection.renewInterval",
+      renewInterval,
+      `a number below leaderElection.leaseDuration (${leaseDuration} ms)`,
+    );
+  }
+  return {
+    leaseName: o.leaseName === undefined ? leaseName : text("leaderElection.leaseName", o.leaseName),
+    identity: o.identity === undefined
+      ? `beehive-${crypto.randomUUID()}`
+      : text("leaderElection.identity", o.identity),
+    leaseDuration,
+    renewInterval,
+  };
 }
 
 /** Register options, resolved over the Beehive's defaults. */

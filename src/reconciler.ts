@@ -7,7 +7,7 @@
  */
 import type { KindCodec } from "./codec.ts";
 import { collect } from "./collect.ts";
-import { type Engine, kindName } from "./_engine.ts";
+import { type Engine, kindName, type Term } from "./_engine.ts";
 import { isStorableText } from "./_text.ts";
 import { sleep } from "./_sleep.ts";
 import { InvalidResultError, NotFoundError } from "./errors.ts";
@@ -49,6 +49,8 @@ export class Reconciler {
   /** The trigger feeds still being pulled from. */
   readonly #triggers = new Set<AsyncIterator<unknown>>();
   #running = false;
+  /** The term the loop runs in; set by `run`. */
+  #term: Term | undefined;
 
   constructor(
     engine: Engine,
@@ -69,9 +71,15 @@ export class Reconciler {
     return this.#opts;
   }
 
-  /** Starts the drivers and workers; resolves once they have all ended after `stop`. */
-  async run(): Promise<void> {
+  /**
+   * Runs the loop for one term: the drivers and workers, until `stop`;
+   * resolves once they have all ended. A later term may run it again.
+   */
+  async run(term: Term): Promise<void> {
+    this.#term = term;
     this.#running = true;
+    this.#backoff.clear();
+    this.queue.restart();
     const o = this.#opts;
     await this.#owedPass();
     if (o.individualPassInterval > 0) {
@@ -79,8 +87,8 @@ export class Reconciler {
     } else if (o.startupFullPass) {
       await this.#enqueueAll("startup pass");
     }
-    // A stop during the startup listings has already cleared the timers and
-    // triggers: arming them now would outlive the Beehive.
+    // A stop during the startup listings has already cleared the timers:
+    // arming them now would outlive the term.
     if (this.#running) {
       this.#timers.push(setInterval(() => this.#track(this.#owedPass()), o.owedPassInterval));
       if (o.fullPassInterval > 0) {
@@ -88,21 +96,38 @@ export class Reconciler {
           setInterval(() => this.#track(this.#enqueueAll("full pass")), o.fullPassInterval),
         );
       }
-      if (o.triggerById !== undefined) this.#track(this.#trigger(o.triggerById, "id"));
-      if (o.triggerByName !== undefined) this.#track(this.#trigger(o.triggerByName, "name"));
     }
     const workers = Array.from({ length: o.concurrency }, () => this.#work());
     await Promise.all(workers);
     while (this.#tasks.size > 0) await Promise.allSettled([...this.#tasks]);
   }
 
-  /** Stops finding work; the workers end after their current pass. */
+  /** Stops finding work and dispatching it; the workers end after their current pass. */
   stop(): void {
     this.#running = false;
     for (const t of this.#timers.splice(0)) clearInterval(t);
+    this.queue.stop();
+  }
+
+  /**
+   * Pulls the trigger feeds for the Beehive's whole life (pokes outside a
+   * term find a stopped queue and are dropped); resolves once they have
+   * ended after `closeTriggers`.
+   */
+  async runTriggers(): Promise<void> {
+    const o = this.#opts;
+    const feeds: Promise<void>[] = [];
+    if (o.triggerById !== undefined) feeds.push(this.#trigger(o.triggerById, "id"));
+    if (o.triggerByName !== undefined) feeds.push(this.#trigger(o.triggerByName, "name"));
+    await Promise.all(feeds.map((f) =>
+      f.catch((error) => this.#engine.log.error("beehive: driver failed", { error }))
+    ));
+  }
+
+  /** Ends the trigger feeds. */
+  closeTriggers(): void {
     for (const it of this.#triggers) endFeed(it);
     this.#triggers.clear();
-    this.queue.stop();
   }
 
   /** Clears `id`'s retry ladder. */
@@ -161,7 +186,7 @@ export class Reconciler {
           kind: kindName(this.gk),
           error,
         });
-        await sleep(delay, this.#engine.shutdown.signal);
+        await sleep(delay, this.#term!.signal);
         delay = Math.min(delay * 2, 30_000);
       }
     }
@@ -176,9 +201,9 @@ export class Reconciler {
     if (signal.aborted) onStop();
     signal.addEventListener("abort", onStop, { once: true });
     try {
-      while (this.#running) {
+      while (!signal.aborted) {
         const next = await Promise.race([it.next(), stopped]);
-        if (next.done || !this.#running) break;
+        if (next.done || signal.aborted) break;
         await this.#poke(next.value, by);
       }
     } finally {
@@ -275,6 +300,7 @@ export class Reconciler {
   async #pass(id: ObjectId): Promise<PassOutcome> {
     const engine = this.#engine;
     const store = engine.store;
+    const term = this.#term!;
     const log = engine.log;
     let load: ReconcileLoad;
     try {
@@ -298,10 +324,12 @@ export class Reconciler {
         name: raw.name,
         error,
       });
-      return deleting ? await this.#collect(id, undefined) : { info: SETTLED_INFO, gone: false };
+      return deleting
+        ? await this.#collect(term, id, undefined)
+        : { info: SETTLED_INFO, gone: false };
     }
     const baseline = new StatusBaseline(raw.status, raw.statusVersion);
-    const { client, end } = passClient(engine, ref, baseline, engine.shutdown.signal);
+    const { client, end } = passClient(engine, term, ref, baseline);
     let info: ResultInfo;
     try {
       const returned = await this.#reconcile(obj, client);
@@ -317,17 +345,19 @@ export class Reconciler {
     } finally {
       end();
     }
-    if (info.outcome !== "fail") await this.#conclude(ref, load, info);
-    if (deleting) {
-      const collected = await this.#collect(id, info);
-      return collected;
-    }
+    if (info.outcome !== "fail") await this.#conclude(term, ref, load, info);
+    if (deleting) return await this.#collect(term, id, info);
     return { info, gone: false };
   }
 
   /** Owed decrement, then watermark, then the generation handshake: the order is load-bearing. */
-  async #conclude(ref: ObjectRef, load: ReconcileLoad, info: ResultInfo): Promise<void> {
-    const store = this.#engine.store;
+  async #conclude(
+    term: Term,
+    ref: ObjectRef,
+    load: ReconcileLoad,
+    info: ResultInfo,
+  ): Promise<void> {
+    const store = term.store;
     const log = this.#engine.log;
     const raw = load.object;
     const warn = (step: string, error: unknown) => {
@@ -362,9 +392,9 @@ export class Reconciler {
     }
   }
 
-  async #collect(id: ObjectId, info: ResultInfo | undefined): Promise<PassOutcome> {
+  async #collect(term: Term, id: ObjectId, info: ResultInfo | undefined): Promise<PassOutcome> {
     try {
-      const removed = await collect(this.#engine, id);
+      const removed = await collect(this.#engine, term.store, id);
       if (removed) return GONE;
       return { info: info ?? SETTLED_INFO, gone: false };
     } catch (error) {

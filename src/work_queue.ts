@@ -157,6 +157,11 @@ export class WorkQueue {
     return this.#queued.size + this.#alarms.size;
   }
 
+  /** Takes work again after `stop` (a new leadership term); the floor window is kept. */
+  restart(): void {
+    this.#stopped = false;
+  }
+
   /** Stops the queue: clears every alarm, releases waiting workers, publishes final schedules. */
   stop(): void {
     if (this.#stopped) return;

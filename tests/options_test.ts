@@ -64,6 +64,8 @@ test("resolveBeehiveOptions defaults every option", () => {
     writeLogRetention: { perKind: 0, maxAge: 86_400_000 },
     logger: undefined,
     logLevel: "info",
+    leaseName: "beehive",
+    leaderElection: undefined,
   };
   assert.deepEqual(resolveBeehiveOptions(undefined), expected);
   assert.deepEqual(resolveBeehiveOptions({}), expected);
@@ -94,9 +96,49 @@ test("resolveBeehiveOptions takes every valid value it is given", () => {
     writeLogRetention: { perKind: 0, maxAge: 0 },
     logger: console,
     logLevel: "debug" as const,
+    leaseName: "orders",
+    leaderElection: {
+      leaseName: "orders-leader",
+      identity: "replica-1",
+      leaseDuration: 9_000,
+      renewInterval: 1_000,
+    },
   });
   const o = resolveBeehiveOptions(given());
   assert.deepEqual(o, given());
+});
+
+test("resolveBeehiveOptions defaults leader election from the lease name and duration", () => {
+  const o = resolveBeehiveOptions({ leaseName: "orders", leaderElection: {} });
+  const le = o.leaderElection!;
+  assert.equal(le.leaseName, "orders");
+  assert.equal(le.leaseDuration, 15_000);
+  assert.equal(le.renewInterval, 5_000);
+  assert.match(le.identity, /^beehive-[0-9a-f-]{36}$/);
+  const other = resolveBeehiveOptions({ leaderElection: { leaseDuration: 3_000 } });
+  assert.equal(other.leaderElection!.renewInterval, 1_000);
+  assert.notEqual(other.leaderElection!.identity, le.identity, "identities are unique");
+});
+
+test("resolveBeehiveOptions rejects malformed lease and leader-election options", () => {
+  const bad: unknown[] = [
+    { leaseName: "" },
+    { leaseName: 5 },
+    { leaseName: "a\0b" },
+    { leaderElection: null },
+    { leaderElection: "yes" },
+    { leaderElection: { leaseDuration: 0 } },
+    { leaderElection: { leaseDuration: Infinity } },
+    { leaderElection: { renewInterval: -1 } },
+    { leaderElection: { leaseDuration: 1_000, renewInterval: 1_000 } },
+    { leaderElection: { leaseDuration: 1_000, renewInterval: 2_000 } },
+    { leaderElection: { renewInterval: 20_000 } },
+    { leaderElection: { identity: "" } },
+    { leaderElection: { leaseName: "" } },
+  ];
+  for (const options of bad) {
+    assert.throws(() => resolveBeehiveOptions(options), InvalidOptionError, JSON.stringify(options));
+  }
 });
 
 test("resolveRegisterOptions defaults to the Beehive's resolved options", () => {

@@ -1202,7 +1202,7 @@ test("faults: closed database — every driver fails quietly, stop is clean, and
   );
 });
 
-test("faults: closed database — a Beehive starts on it, stops cleanly, and the next one converges", async () => {
+test("faults: closed database — start refuses without the store lease, runs nothing, and the next one converges", async () => {
   const clock = installFakeTime();
   const { openSqliteStore } = await import("../../store/sqlite/mod.ts");
   const store = await openSqliteStore(":memory:");
@@ -1213,14 +1213,12 @@ test("faults: closed database — a Beehive starts on it, stops cleanly, and the
     await campaign("closed database", { beehive: BUSY, store, clock }, async (c) => {
       const { h, faults } = c;
       faults.closeDatabase();
-      await h.start();
+      // A Beehive that cannot take the store lease cannot know it is alone: it runs nothing.
+      await assert.rejects(h.bh.start(), StoreClosedError);
+      assert.equal(h.bh.isLeader, false);
       await h.tick(30_000);
       assert.equal(h.passes.length, 0);
-      const warns = h.logger.lines.filter((l) => l.level === "warn");
-      assert.ok(warns.length > 0);
-      assertCarries(warns, StoreClosedError);
-      const seed = linesOf(h, "beehive: the dependency waker failed to seed; retrying");
-      assert.equal(seed.length, 1, "the waker's failed seed does not fail start");
+      assert.deepEqual(h.logger.lines.filter((l) => l.level === "warn"), []);
     });
     // The store itself never closed: a new Beehive picks up all the work.
     await campaign("closed database", { beehive: BUSY, store, clock }, async (c) => {
