@@ -79,7 +79,7 @@ export class Engine {
   readonly #registrations = new Map<string, Registration>();
   state: EngineState = "new";
   /** Commit signals for watches and the dependency waker. */
-  readonly writes: WriteSignals = new WriteSignals();
+  readonly writes: WriteSignals;
   /** Aborted when the Beehive stops. */
   readonly shutdown: AbortController = new AbortController();
   /** The leadership term running now, if any: pushes reach the queues only inside one. */
@@ -89,6 +89,7 @@ export class Engine {
     this.store = store;
     this.options = options;
     this.log = filterLogger(options.logger, options.logLevel);
+    this.writes = new WriteSignals((fn) => store.watchCommits(fn));
   }
 
   register(reg: Registration): void {

@@ -1,6 +1,8 @@
 /**
  * The dependency waker: after a commit, reads the store-wide write log above
- * its cursor and enqueues the registered dependents of every object written.
+ * its cursor and enqueues the registered dependents of every object written,
+ * and every object another process wrote (its push, which that process could
+ * not make here).
  * An optimisation with no tick of its own; the stale-dependents pass is the
  * guarantee behind it.
  *
@@ -26,6 +28,8 @@ export class DependencyWaker {
   readonly #engine: Engine;
   readonly #term: Term;
   #watermark: number | undefined;
+  /** The log's head when the term began: other processes' writes above it are pushes. */
+  #termStart = Number.POSITIVE_INFINITY;
   #persisted = -1;
   #lastPersist = Number.NEGATIVE_INFINITY;
   #lastScan = Number.NEGATIVE_INFINITY;
@@ -69,6 +73,7 @@ export class DependencyWaker {
   async #seed(): Promise<void> {
     const store = this.#engine.store;
     const { at } = await store.objectWrites.maxVersionAll();
+    this.#termStart = at;
     const stored = await store.driverCursors.get(WAKER_CURSOR);
     // Retention can lower the bare maximum below a cursor that really was processed.
     this.#watermark = stored === undefined ? at : Math.min(stored, at);
@@ -143,6 +148,18 @@ export class DependencyWaker {
       if (writes.length === 0) {
         this.#draining = undefined;
         return false;
+      }
+      // Another process's write since the term began is a push, as the same write here
+      // would have been; what came before, the term's startup passes already cover.
+      const pushed = new Set<ObjectId>();
+      for (const w of writes) {
+        if (
+          w.origin !== undefined && w.origin !== store.origin && w.op !== "delete" &&
+          w.resourceVersion > this.#termStart && !pushed.has(w.id)
+        ) {
+          pushed.add(w.id);
+          this.#engine.pushNow(w);
+        }
       }
       const ids: ObjectId[] = [...new Set(writes.map((w) => w.id))];
       const dependents = await store.edges.groupIncomingByIds(ids, "depends_on");

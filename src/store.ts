@@ -651,6 +651,12 @@ export interface ObjectWrite {
   readonly op: WriteOp;
   /** The row image at collection; set exactly on `"delete"` entries. */
   readonly final: RawObject | undefined;
+  /**
+   * Which open of the store committed the write (compare with
+   * {@linkcode Store.origin}); set on `listSinceAll` entries, so a process
+   * can tell another process's writes from its own.
+   */
+  readonly origin?: number;
 }
 
 /** Bounds one page of a write-log tail. */
@@ -862,6 +868,11 @@ export interface Fence {
 export interface Store {
   /** Names this store's database: two stores opened on one path report one identity. Never empty. */
   readonly identity: string;
+  /**
+   * This open of the store, unique among every open of the database (by any
+   * process): the writes it commits carry it as {@linkcode ObjectWrite.origin}.
+   */
+  readonly origin: number;
   /** The objects table. */
   readonly objects: Objects;
   /** The conditions table. */

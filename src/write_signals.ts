@@ -2,6 +2,8 @@
  * In-memory commit signals: which kinds and which objects' event logs a
  * committed write touched. Watches and the dependency waker listen; a signal
  * is a latency hint — every listener also has a periodic read behind it.
+ * While anyone listens, a commit from another process (as the store reports
+ * it, without saying what moved) wakes every listener.
  *
  * @module
  */
@@ -25,27 +27,62 @@ function fire(set: Set<Listener> | undefined): void {
   for (const fn of [...set]) fn();
 }
 
+/** Subscribes to other processes' commits; returns the unsubscribe. */
+export type ExternalCommits = (fn: () => void) => () => void;
+
 /** The commit signals of one Beehive. Listeners run synchronously and must only schedule work. */
 export class WriteSignals {
   readonly #kinds = new Map<string, Set<Listener>>();
   readonly #anyKind = new Set<Listener>();
   readonly #events = new Map<ObjectId, Set<Listener>>();
   readonly #closed = new Set<Listener>();
+  readonly #external: ExternalCommits | undefined;
+  #listening = 0;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(external?: ExternalCommits) {
+    this.#external = external;
+  }
+
+  /** Counts a listener in; the first one subscribes to other processes' commits. */
+  #counted(off: () => void): () => void {
+    if (this.#listening++ === 0 && this.#external !== undefined) {
+      this.#unsubscribe = this.#external(() => this.#externalCommit());
+    }
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      off();
+      if (--this.#listening === 0) {
+        this.#unsubscribe?.();
+        this.#unsubscribe = undefined;
+      }
+    };
+  }
+
+  /** Another process committed something: every listener reads to learn what. */
+  #externalCommit(): void {
+    for (const set of [...this.#kinds.values()]) fire(set);
+    fire(this.#anyKind);
+    for (const set of [...this.#events.values()]) fire(set);
+  }
 
   /** Calls `fn` after each commit that logged a write of kind `gk`. */
   onKind(gk: GroupKind, fn: Listener): () => void {
-    return add(this.#kinds, kindKey(gk), fn);
+    return this.#counted(add(this.#kinds, kindKey(gk), fn));
   }
 
   /** Calls `fn` after each commit that logged a write of any kind. */
   onAnyKind(fn: Listener): () => void {
-    this.#anyKind.add(fn);
-    return () => this.#anyKind.delete(fn);
+    const entry = () => fn();
+    this.#anyKind.add(entry);
+    return this.#counted(() => this.#anyKind.delete(entry));
   }
 
   /** Calls `fn` after each commit that added to `id`'s event log. */
   onEvents(id: ObjectId, fn: Listener): () => void {
-    return add(this.#events, id, fn);
+    return this.#counted(add(this.#events, id, fn));
   }
 
   /** Calls `fn` once when the Beehive stops. */

@@ -32,6 +32,8 @@ export type StoreLogger = Logger;
 
 /** A connection with a statement cache: every SQL text is compiled once. */
 export class Db {
+  /** The store open (`store_epoch`) this connection's writes carry into the write log. */
+  origin = 0;
   readonly #conn: Connection;
   readonly #cache = new Map<string, Statement>();
   /** Statements returning arrays (or `undefined` where the driver cannot). */

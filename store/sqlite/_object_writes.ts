@@ -54,7 +54,7 @@ export function kindPosition(db: Db, gk: GroupKind): number {
 }
 
 function decodeWrite(row: Row, final: RawObject | undefined): ObjectWrite {
-  return {
+  const write: ObjectWrite = {
     id: Number(row.object_id),
     resourceVersion: Number(row.resource_version),
     group: row.group as string,
@@ -62,6 +62,7 @@ function decodeWrite(row: Row, final: RawObject | undefined): ObjectWrite {
     op: OP_NAME[Number(row.op)],
     final,
   };
+  return row.origin === undefined ? write : { ...write, origin: Number(row.origin) };
 }
 
 function raiseHorizon(db: Db, group: string, kind: string, through: number): void {
@@ -130,7 +131,7 @@ export class SqliteObjectWrites implements ObjectWrites {
       return this.#s.read((db) => {
         if (limit <= 0) return { writes: [], trimmedThrough: 0 };
         const rows = db.all(
-          `SELECT resource_version, object_id, "group", kind, op FROM object_writes
+          `SELECT resource_version, object_id, "group", kind, op, origin FROM object_writes
            WHERE resource_version > ? ORDER BY resource_version LIMIT ?`,
           after,
           limit,

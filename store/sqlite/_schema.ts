@@ -154,8 +154,12 @@ CREATE TABLE leases (
 ) STRICT, WITHOUT ROWID;
 `;
 
+// Which open of the store committed a write: a process tells others' writes from its own.
+const origin = `ALTER TABLE object_writes ADD COLUMN origin INTEGER NOT NULL DEFAULT 0;`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
   { version: 2, name: "leases", sql: leases },
+  { version: 3, name: "write origin", sql: origin },
 ];

@@ -15,7 +15,8 @@ export const OP_CODE: Record<WriteOp, number> = { create: 1, update: 2, delete: 
 export const OP_NAME: Record<number, WriteOp> = { 1: "create", 2: "update", 3: "delete" };
 
 const APPEND_SQL = `INSERT INTO object_writes
-  (resource_version, object_id, "group", kind, op, written_at, final) VALUES (?, ?, ?, ?, ?, ?, ?)`;
+  (resource_version, object_id, "group", kind, op, written_at, final, origin)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
 
 /** Appends one entry at `rv`. */
 export function appendWrite(
@@ -26,7 +27,7 @@ export function appendWrite(
   now: number,
   final?: string,
 ): void {
-  db.run(APPEND_SQL, rv, ref.id, ref.group, ref.kind, OP_CODE[op], now, final ?? null);
+  db.run(APPEND_SQL, rv, ref.id, ref.group, ref.kind, OP_CODE[op], now, final ?? null, db.origin);
 }
 
 /** Bumps a row's resource version and `updated_at`, logging an update (a condition change). */

@@ -158,11 +158,13 @@ function drain(session: Session, maxPages: number): Promise<number> {
 /** A transaction handle: a `Store` whose calls join one transaction frame. */
 class SqliteTx extends Families implements Store {
   readonly identity: string;
+  readonly origin: number;
   readonly #session: TxSession;
 
   constructor(identity: string, session: TxSession) {
     super(session);
     this.identity = identity;
+    this.origin = session.core.epoch;
     this.#session = session;
   }
 
@@ -213,6 +215,8 @@ class SqliteTx extends Families implements Store {
 export class SqliteStore implements Store {
   /** The absolute path of the database file, or `memory:<uuid>` for `":memory:"`. */
   readonly identity: string;
+  /** This open of the database (its `store_epoch`); the write log records it per write. */
+  readonly origin: number;
   /** The objects table. */
   readonly objects: Objects;
   /** The conditions table. */
@@ -251,6 +255,7 @@ export class SqliteStore implements Store {
     const session = new RootSession(core, fence);
     const families = new Families(session);
     this.identity = identity;
+    this.origin = core.epoch;
     this.objects = families.objects;
     this.conditions = families.conditions;
     this.edges = families.edges;
@@ -298,6 +303,7 @@ export class SqliteStore implements Store {
       const epoch = Number(
         writer.get("UPDATE store_epoch SET value = value + 1 WHERE id = 1 RETURNING value")!.value,
       );
+      writer.origin = epoch;
       reader = new Db(driver.open(file));
       reader.exec(`PRAGMA busy_timeout = ${busy}`);
       reader.exec("PRAGMA query_only = ON");

@@ -291,6 +291,7 @@ function wrapFamily<T extends object>(
  */
 export class FaultStore implements Store {
   readonly identity: string;
+  readonly origin: number;
   readonly objects: Objects;
   readonly conditions: Conditions;
   readonly edges: Edges;
@@ -315,6 +316,7 @@ export class FaultStore implements Store {
     this.faults = faults;
     this.#scope = scope;
     this.identity = inner.identity;
+    this.origin = inner.origin;
     this.objects = wrapFamily(inner.objects, "objects", faults, scope);
     this.conditions = wrapFamily(inner.conditions, "conditions", faults, scope);
     this.edges = wrapFamily(inner.edges, "edges", faults, scope);

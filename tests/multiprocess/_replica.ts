@@ -1,0 +1,142 @@
+/**
+ * One replica process for the multi-process tests, on Deno or Node 22. Its
+ * single argument is a JSON {@linkcode ReplicaConfig}; it reports on stdout,
+ * one JSON object per line, and takes commands on stdin, one per line.
+ *
+ * Roles:
+ * - `writer`: opens a `watchList` of Job, says `ready`, and on `write` creates
+ *   `count` Jobs (saying each `wrote` with its resource version), then keeps
+ *   watching until it has seen `expect` distinct Jobs, and says `seen` with
+ *   every delivered change's (resourceVersion, id, type) in delivery order.
+ * - `plain`: starts a Beehive without election (the store lease) and says
+ *   `started` with its identity, or `refused` with the error.
+ * - `candidate`: starts a Beehive with leader election and a Job controller
+ *   that stamps `status.by`; says `leading`/`deposed` on leadership changes
+ *   and `reconciled` per pass. A Job named `slow` makes the first pass that
+ *   meets it say `mid-pass`, wait `slowMs`, then try one status write and say
+ *   `late-write` with what happened.
+ *
+ * @module
+ */
+import process from "node:process";
+import { createInterface } from "node:readline";
+import { Beehive, type Logger, settled } from "../../mod.ts";
+import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { Job, type ReplicaConfig } from "./_processes.ts";
+
+const config = JSON.parse(process.argv[process.argv.length - 1]) as ReplicaConfig;
+
+function say(ev: string, fields: Record<string, unknown> = {}): void {
+  process.stdout.write(`${JSON.stringify({ ev, name: config.name, at: Date.now(), ...fields })}\n`);
+}
+
+const commands = createInterface({ input: process.stdin });
+const waiting = new Map<string, () => void>();
+commands.on("line", (line) => {
+  const fn = waiting.get(line.trim());
+  if (fn !== undefined) {
+    waiting.delete(line.trim());
+    fn();
+  }
+});
+
+/** Resolves when the test sends `command`. */
+function command(name: string): Promise<void> {
+  return new Promise((resolve) => waiting.set(name, resolve));
+}
+
+/** A logger that reports leadership changes and failures as events. */
+const logger: Logger = {
+  debug() {},
+  info(message, attributes) {
+    if (message === "beehive: leading") say("leading", { epoch: attributes?.epoch });
+    else if (message === "beehive: no longer leading") {
+      say("deposed", { epoch: attributes?.epoch, reason: attributes?.reason });
+    }
+  },
+  warn(message, attributes) {
+    say("warn", { message, error: String(attributes?.error) });
+  },
+  error(message, attributes) {
+    say("error", { message, error: String(attributes?.error) });
+  },
+};
+
+const store = await openSqliteStore(config.db, { busyTimeout: 30_000 });
+
+if (config.role === "writer") {
+  const bh = new Beehive(store, { watchFloorInterval: 60_000 });
+  const jobs = bh.client<{ n: number }>(Job);
+  const watch = await jobs.watchList();
+  const seen: [number, number, string][] = [];
+  const ids = new Set<number>();
+  for (const o of watch.objects) ids.add(o.id);
+  say("ready", { snapshot: watch.objects.length, resourceVersion: watch.resourceVersion });
+  const consume = (async () => {
+    for await (const change of watch) {
+      seen.push([change.resourceVersion, change.id, change.type]);
+      ids.add(change.id);
+      if (ids.size >= config.expect!) break;
+    }
+  })();
+  await command("write");
+  for (let i = 0; i < config.count!; i++) {
+    const o = await jobs.create(`${config.name}-${i}`, { n: i });
+    say("wrote", { id: o.id, resourceVersion: o.resourceVersion });
+  }
+  say("written");
+  await consume;
+  say("seen", { seen });
+  await store.close();
+  process.exit(0);
+} else if (config.role === "plain") {
+  const bh = new Beehive(store, { logger });
+  bh.register(Job, () => settled());
+  try {
+    const stop = await bh.start();
+    const lease = await bh.leadership();
+    say("started", { holder: lease.holder, epoch: lease.epoch });
+    await command("stop");
+    await stop();
+    say("stopped");
+  } catch (error) {
+    say("refused", { error: (error as Error).name, message: (error as Error).message });
+  }
+  await store.close();
+  process.exit(0);
+} else {
+  const bh = new Beehive(store, {
+    logger,
+    leaderElection: {
+      identity: config.name,
+      leaseDuration: config.leaseDuration,
+      renewInterval: config.renewInterval,
+    },
+  });
+  let slowSeen = false;
+  bh.register<unknown, { by: string }>(Job, async (obj, cc) => {
+    if (obj.name === "slow" && config.slowMs !== undefined && !slowSeen) {
+      slowSeen = true;
+      say("mid-pass", { id: obj.id });
+      await new Promise((resolve) => setTimeout(resolve, config.slowMs ?? 0));
+      const aborted = cc.signal.aborted;
+      try {
+        await cc.updateStatus({ by: config.name });
+        say("late-write", { outcome: "written", aborted });
+      } catch (error) {
+        say("late-write", { outcome: (error as Error).name, aborted });
+      }
+      return settled();
+    }
+    await cc.updateStatus({ by: config.name });
+    say("reconciled", { id: obj.id, object: obj.name });
+    return settled();
+  });
+  const stop = await bh.start();
+  say("candidate");
+  await command("stop");
+  await stop();
+  say("stopped");
+  await store.close();
+  process.exit(0);
+}

@@ -1,0 +1,207 @@
+/**
+ * Several real processes on one SQLite file: watches that miss nothing
+ * another process commits, the store lease, leader failover after SIGKILL,
+ * and fencing of a leader paused with SIGSTOP. Runs on Deno and Node 22 (the
+ * replicas run on the runtime running the test).
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Beehive, StoreInUseError } from "../../mod.ts";
+import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { test } from "../_test.ts";
+import { Job, type Replica, type ReplicaEvent, withReplicas } from "./_processes.ts";
+
+async function withDir(fn: (db: string) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "beehive-mp-"));
+  try {
+    await fn(join(dir, "shared.db"));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Creates the schema first, so replicas starting at once do not race to migrate. */
+async function initialize(db: string): Promise<void> {
+  const store = await openSqliteStore(db);
+  await store.close();
+}
+
+async function writersDeliverEverything(processes: number, count: number): Promise<void> {
+  await withDir(async (db) => {
+    await initialize(db);
+    await withReplicas(async (spawnReplica) => {
+      const writers: Replica[] = [];
+      for (let i = 0; i < processes; i++) {
+        writers.push(spawnReplica({
+          db,
+          role: "writer",
+          name: `w${i}`,
+          count,
+          expect: processes * count,
+        }));
+      }
+      for (const w of writers) await w.waitForEvent("ready");
+      for (const w of writers) w.send("write");
+      const seen = await Promise.all(writers.map((w) => w.waitForEvent("seen", 120_000)));
+      const written = new Map<number, number>();
+      for (const w of writers) {
+        for (const e of w.events) {
+          if (e.ev === "wrote") written.set(e.id as number, e.resourceVersion as number);
+        }
+      }
+      assert.equal(written.size, processes * count);
+      for (const s of seen) {
+        const changes = s.seen as [number, number, string][];
+        const ids = changes.map(([, id]) => id);
+        assert.equal(new Set(ids).size, ids.length, `${s.name} saw a Job twice`);
+        const missing = [...written.keys()].filter((id) => !ids.includes(id));
+        assert.deepEqual(missing, [], `${s.name} missed ${missing.length} Jobs`);
+        for (let i = 1; i < changes.length; i++) {
+          assert.ok(
+            changes[i][0] > changes[i - 1][0],
+            `${s.name}: version ${changes[i][0]} delivered after ${changes[i - 1][0]}`,
+          );
+        }
+        for (const [rv, id, type] of changes) {
+          assert.equal(type, "Added");
+          assert.equal(rv, written.get(id), `${s.name}: Job ${id} at the version its create took`);
+        }
+      }
+    });
+  });
+}
+
+test("multiprocess: two processes writing one file — every watch delivers every create exactly once, in version order", async () => {
+  await writersDeliverEverything(2, 1_500);
+});
+
+test("multiprocess: three processes writing one file — every watch delivers every create exactly once, in version order", async () => {
+  await writersDeliverEverything(3, 1_000);
+});
+
+test("multiprocess: a second process's start is refused naming the holder, and a SIGKILL frees the lease at once", async () => {
+  await withDir(async (db) => {
+    await initialize(db);
+    await withReplicas(async (spawnReplica) => {
+      const a = spawnReplica({ db, role: "plain", name: "a" });
+      const started = await a.waitForEvent("started");
+      const b = spawnReplica({ db, role: "plain", name: "b" });
+      const refused = await b.waitForEvent("refused");
+      assert.equal(refused.error, "StoreInUseError");
+      assert.ok(String(refused.message).includes(String(started.holder)), String(refused.message));
+      // This process too.
+      const store = await openSqliteStore(db);
+      try {
+        const bh = new Beehive(store);
+        await assert.rejects(bh.start(), StoreInUseError);
+        a.signal("SIGKILL");
+        await a.close(false);
+        // No expiry to wait for: the next start succeeds at once.
+        const stop = await bh.start();
+        const lease = await bh.leadership();
+        assert.equal(lease.self, true);
+        assert.equal(lease.epoch, (started.epoch as number) + 1);
+        await stop();
+        assert.equal((await bh.leadership()).holder, undefined, "stop released the lease");
+      } finally {
+        await store.close();
+      }
+    });
+  });
+});
+
+const LEASE = { leaseDuration: 1_500, renewInterval: 300 };
+
+/** Creates Jobs from this process (a client, not a started Beehive). */
+async function createJobs(db: string, names: string[]): Promise<number[]> {
+  const store = await openSqliteStore(db);
+  try {
+    const jobs = new Beehive(store).client(Job);
+    const ids: number[] = [];
+    for (const name of names) ids.push((await jobs.create(name, {})).id);
+    return ids;
+  } finally {
+    await store.close();
+  }
+}
+
+/** Reads every Job's status.by. */
+async function stampedBy(db: string): Promise<Map<string, string | undefined>> {
+  const store = await openSqliteStore(db);
+  try {
+    const all = await new Beehive(store).client<unknown, { by: string }>(Job).list();
+    return new Map(all.map((o) => [o.name, o.status?.by]));
+  } finally {
+    await store.close();
+  }
+}
+
+function isEvent(ev: string, pred: (e: ReplicaEvent) => boolean = () => true) {
+  return (e: ReplicaEvent) => e.ev === ev && pred(e);
+}
+
+test("multiprocess: leader SIGKILLed — a standby leads within leaseDuration + renewInterval and reconciles what was created meanwhile", async () => {
+  await withDir(async (db) => {
+    await initialize(db);
+    await withReplicas(async (spawnReplica) => {
+      const a = spawnReplica({ db, role: "candidate", name: "a", ...LEASE });
+      await a.waitForEvent("leading");
+      const b = spawnReplica({ db, role: "candidate", name: "b", ...LEASE });
+      await b.waitForEvent("candidate");
+      await createJobs(db, ["before"]);
+      await a.waitFor(isEvent("reconciled", (e) => e.object === "before"));
+      // The last renewal a made before dying bounds when b may lead.
+      const killedAt = Date.now();
+      a.signal("SIGKILL");
+      await a.close(false);
+      await createJobs(db, ["during-1", "during-2"]);
+      const led = await b.waitForEvent("leading", 10_000);
+      assert.ok(
+        led.at - killedAt <= LEASE.leaseDuration + LEASE.renewInterval + 1_000,
+        `b led ${led.at - killedAt} ms after the kill`,
+      );
+      for (const name of ["during-1", "during-2"]) {
+        await b.waitFor(isEvent("reconciled", (e) => e.object === name));
+      }
+      const by = await stampedBy(db);
+      // a may die between its status write and its generation handshake; then b redoes it.
+      assert.ok(["a", "b"].includes(by.get("before")!));
+      assert.equal(by.get("during-1"), "b");
+      assert.equal(by.get("during-2"), "b");
+      // One leader at a time: a never said it led again, b led once.
+      assert.equal(b.events.filter((e) => e.ev === "leading").length, 1);
+    });
+  });
+});
+
+test("multiprocess: leader paused with SIGSTOP mid-pass past its lease — the standby takes over and not one late write lands", async () => {
+  await withDir(async (db) => {
+    await initialize(db);
+    await withReplicas(async (spawnReplica) => {
+      const a = spawnReplica({ db, role: "candidate", name: "a", ...LEASE, slowMs: 500 });
+      await a.waitForEvent("leading");
+      const b = spawnReplica({ db, role: "candidate", name: "b", ...LEASE });
+      await b.waitForEvent("candidate");
+      await createJobs(db, ["slow"]);
+      await a.waitForEvent("mid-pass");
+      a.signal("SIGSTOP");
+      const led = await b.waitForEvent("leading", 10_000);
+      await b.waitFor(isEvent("reconciled", (e) => e.object === "slow"));
+      assert.ok((led.epoch as number) > 0);
+      a.signal("SIGCONT");
+      const late = await a.waitForEvent("late-write", 10_000);
+      assert.equal(late.outcome, "FencedError", JSON.stringify(late));
+      await a.waitForEvent("deposed", 10_000);
+      // The database has b's write and none of a's.
+      assert.equal((await stampedBy(db)).get("slow"), "b");
+      a.send("stop");
+      b.send("stop");
+      await a.waitForEvent("stopped");
+      await b.waitForEvent("stopped");
+    });
+  });
+});
