@@ -20,8 +20,8 @@ import type { BeehiveObject } from "./object.ts";
 import {
   type BeehiveOptions,
   type RegisterOptions,
-  type ResolvedLeaderElection,
   resolveBeehiveOptions,
+  type ResolvedLeaderElection,
   resolveRegisterOptions,
 } from "./options.ts";
 import { type ControllerFn, Reconciler } from "./reconciler.ts";
@@ -282,7 +282,9 @@ export class Beehive {
 
   /** The trigger feeds are pulled for the Beehive's whole life, across terms. */
   #launchFeeds(): void {
-    for (const reg of this.#engine.registrations()) this.#running.push(reg.reconciler.runTriggers());
+    for (const reg of this.#engine.registrations()) {
+      this.#running.push(reg.reconciler.runTriggers());
+    }
   }
 
   /**

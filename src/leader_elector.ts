@@ -84,7 +84,10 @@ export class LeaderElector {
       this.#log.info("beehive: leading", { lease: name, identity: holder, epoch: lease.epoch });
       this.#hooks.elected(lease.epoch);
     } catch (error) {
-      this.#log.warn("beehive: acquiring the leader lease failed; retrying", { lease: name, error });
+      this.#log.warn("beehive: acquiring the leader lease failed; retrying", {
+        lease: name,
+        error,
+      });
     }
   }
 

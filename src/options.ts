@@ -330,7 +330,9 @@ function resolveLeaderElection(value: unknown, leaseName: string): ResolvedLeade
     );
   }
   return {
-    leaseName: o.leaseName === undefined ? leaseName : text("leaderElection.leaseName", o.leaseName),
+    leaseName: o.leaseName === undefined
+      ? leaseName
+      : text("leaderElection.leaseName", o.leaseName),
     identity: o.identity === undefined
       ? `beehive-${crypto.randomUUID()}`
       : text("leaderElection.identity", o.identity),

@@ -119,9 +119,11 @@ export class Reconciler {
     const feeds: Promise<void>[] = [];
     if (o.triggerById !== undefined) feeds.push(this.#trigger(o.triggerById, "id"));
     if (o.triggerByName !== undefined) feeds.push(this.#trigger(o.triggerByName, "name"));
-    await Promise.all(feeds.map((f) =>
-      f.catch((error) => this.#engine.log.error("beehive: driver failed", { error }))
-    ));
+    await Promise.all(
+      feeds.map((f) =>
+        f.catch((error) => this.#engine.log.error("beehive: driver failed", { error }))
+      ),
+    );
   }
 
   /** Ends the trigger feeds. */

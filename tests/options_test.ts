@@ -137,7 +137,11 @@ test("resolveBeehiveOptions rejects malformed lease and leader-election options"
     { leaderElection: { leaseName: "" } },
   ];
   for (const options of bad) {
-    assert.throws(() => resolveBeehiveOptions(options), InvalidOptionError, JSON.stringify(options));
+    assert.throws(
+      () => resolveBeehiveOptions(options),
+      InvalidOptionError,
+      JSON.stringify(options),
+    );
   }
 });
 

@@ -1,0 +1,270 @@
+/**
+ * Leadership in one process under fake time: the plain store lease, and
+ * leader election between Beehives on two handles of one database (as two
+ * replicas would hold it): start, takeover on stop, loss of the lease
+ * aborting passes and stopping dispatch, and fencing of a late write.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  Beehive,
+  type BeehiveOptions,
+  type ControllerClient,
+  FencedError,
+  type ReconcileResult,
+  settled,
+  type StopFunction,
+  StoreInUseError,
+} from "../mod.ts";
+import { openSqliteStore, type SqliteStore } from "../store/sqlite/mod.ts";
+import { recordingLogger, Thing } from "./_beehive_harness.ts";
+import { type FakeClock, installFakeTime } from "./_fake_time.ts";
+import { FaultStore } from "./reliability/fault_store.ts";
+import { test } from "./_test.ts";
+
+const LEASE = { leaseDuration: 3_000, renewInterval: 1_000 };
+
+interface Replica {
+  readonly name: string;
+  readonly bh: Beehive;
+  readonly store: SqliteStore;
+  readonly faulty: FaultStore;
+  readonly passes: string[];
+  readonly logger: ReturnType<typeof recordingLogger>;
+  stop?: StopFunction;
+}
+
+interface World {
+  readonly clock: FakeClock;
+  readonly path: string;
+  replica(name: string, options?: BeehiveOptions, reconcile?: Reconcile): Promise<Replica>;
+}
+
+type Reconcile = (
+  r: Replica,
+  obj: { name: string },
+  cc: ControllerClient<{ by: string }>,
+) => Promise<ReconcileResult>;
+
+async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "beehive-leader-"));
+  const clock = installFakeTime();
+  const replicas: Replica[] = [];
+  try {
+    await fn({
+      clock,
+      path: join(dir, "db.sqlite"),
+      async replica(name, options = {}, reconcile) {
+        const store = await openSqliteStore(join(dir, "db.sqlite"));
+        const faulty = new FaultStore(store);
+        const logger = recordingLogger();
+        const bh = new Beehive(faulty, {
+          logger,
+          leaderElection: { identity: name, ...LEASE },
+          ...options,
+        });
+        const r: Replica = { name, bh, store, faulty, passes: [], logger };
+        bh.register<unknown, { by: string }>(Thing, async (obj, cc) => {
+          r.passes.push(obj.name);
+          if (reconcile !== undefined) return await reconcile(r, obj, cc);
+          await cc.updateStatus({ by: name });
+          return settled();
+        });
+        replicas.push(r);
+        return r;
+      },
+    });
+  } finally {
+    for (const r of replicas) {
+      r.faulty.faults.clear();
+      await r.stop?.();
+      await r.store.close();
+    }
+    clock.uninstall();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("Beehive without leader election holds the store lease: isLeader and leadership() say so, stop releases it", async () => {
+  const store = await openSqliteStore(":memory:");
+  try {
+    const bh = new Beehive(store, { leaseName: "orders" });
+    assert.equal(bh.isLeader, false);
+    assert.deepEqual(await bh.leadership(), {
+      holder: undefined,
+      epoch: 0,
+      expiresAt: undefined,
+      self: false,
+    });
+    const stop = await bh.start();
+    assert.equal(bh.isLeader, true);
+    const lease = await bh.leadership();
+    assert.equal(lease.self, true);
+    assert.match(lease.holder!, /^beehive-/);
+    assert.equal(lease.epoch, 1);
+    assert.equal(lease.expiresAt, undefined, "the plain lease never expires by time");
+    await stop();
+    assert.equal(bh.isLeader, false);
+    assert.equal((await bh.leadership()).holder, undefined);
+  } finally {
+    await store.close();
+  }
+});
+
+test("Beehive start without election is refused with StoreInUseError while another open of the store holds the lease, and the refused one stays startable", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "beehive-lease-"));
+  const a = await openSqliteStore(join(dir, "db.sqlite"));
+  const b = await openSqliteStore(join(dir, "db.sqlite"));
+  try {
+    const first = new Beehive(a);
+    const stopFirst = await first.start();
+    // Another open of the file, as another process has it (the in-process claim is keyed
+    // on identity, so present the second open under another one).
+    const proxied = new Proxy(b, {
+      get: (t, p) => p === "identity" ? "elsewhere" : Reflect.get(t, p),
+    });
+    const second = new Beehive(proxied);
+    await assert.rejects(second.start(), (e: unknown) => {
+      assert.ok(e instanceof StoreInUseError);
+      assert.match(e.message, /beehive-/, "the message names the holder");
+      return true;
+    });
+    await stopFirst();
+    const stopSecond = await second.start();
+    assert.equal(second.isLeader, true);
+    await stopSecond();
+  } finally {
+    await b.close();
+    await a.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("leaderElection: start resolves at once, one candidate leads and only it reconciles", async () => {
+  await withWorld(async (w) => {
+    const a = await w.replica("a");
+    const b = await w.replica("b");
+    a.stop = await a.bh.start();
+    await w.clock.tickAsync(0);
+    b.stop = await b.bh.start();
+    await w.clock.tickAsync(0);
+    assert.equal(a.bh.isLeader, true);
+    assert.equal(b.bh.isLeader, false);
+    const seen = await b.bh.leadership();
+    assert.equal(seen.holder, "a");
+    assert.equal(seen.self, false);
+    assert.equal(seen.epoch, 1);
+    assert.ok(seen.expiresAt instanceof Date);
+    assert.equal((await a.bh.leadership()).self, true);
+    // Clients work in both; only the leader's controller runs.
+    await b.bh.client(Thing).create("from-b", {});
+    await a.bh.client(Thing).create("from-a", {});
+    await w.clock.tickAsync(500);
+    assert.deepEqual(a.passes.sort(), ["from-a", "from-b"]);
+    assert.deepEqual(b.passes, []);
+    // Renewals keep the lease for as long as the leader lives.
+    await w.clock.tickAsync(30_000);
+    assert.equal(a.bh.isLeader, true);
+    assert.equal(b.bh.isLeader, false);
+    assert.ok(a.logger.lines.some((l) => l.level === "info" && l.message === "beehive: leading"));
+  });
+});
+
+test("leaderElection: stop releases the lease and a standby takes over within one acquire attempt", async () => {
+  await withWorld(async (w) => {
+    const a = await w.replica("a");
+    const b = await w.replica("b");
+    a.stop = await a.bh.start();
+    await w.clock.tickAsync(0);
+    b.stop = await b.bh.start();
+    await w.clock.tickAsync(0);
+    const stopA = a.stop;
+    a.stop = undefined;
+    await stopA();
+    assert.equal(a.bh.isLeader, false);
+    await w.clock.tickAsync(LEASE.renewInterval);
+    assert.equal(b.bh.isLeader, true);
+    const lease = await b.bh.leadership();
+    assert.equal(lease.holder, "b");
+    assert.equal(lease.epoch, 2);
+    await b.bh.client(Thing).create("after", {});
+    await w.clock.tickAsync(500);
+    assert.deepEqual(b.passes, ["after"]);
+    assert.ok(a.logger.lines.some((l) => l.message === "beehive: released the leader lease"));
+  });
+});
+
+test("leaderElection: losing the lease aborts the in-flight pass, stops dispatch at once, and the pass's late write is fenced", async () => {
+  await withWorld(async (w) => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const outcome: { aborted?: boolean; error?: unknown } = {};
+    const a = await w.replica("a", {}, async (r, obj, cc) => {
+      if (obj.name === "slow") {
+        await gate;
+        outcome.aborted = cc.signal.aborted;
+        try {
+          await cc.updateStatus({ by: r.name });
+        } catch (error) {
+          outcome.error = error;
+        }
+      }
+      return settled();
+    });
+    const b = await w.replica("b");
+    a.stop = await a.bh.start();
+    await w.clock.tickAsync(0);
+    b.stop = await b.bh.start();
+    await w.clock.tickAsync(0);
+    await a.bh.client(Thing).create("slow", {});
+    await w.clock.tickAsync(10);
+    assert.deepEqual(a.passes, ["slow"]);
+    // a loses the store: its lease runs out, and b takes it.
+    a.faulty.faults.fail("leases.renew");
+    a.faulty.faults.fail("leases.acquire");
+    await w.clock.tickAsync(LEASE.leaseDuration + LEASE.renewInterval);
+    assert.equal(a.bh.isLeader, false);
+    assert.equal(b.bh.isLeader, true);
+    assert.ok(
+      a.logger.lines.some((l) => l.level === "info" && l.message === "beehive: no longer leading"),
+    );
+    // Dispatch stopped at once: a new object is b's alone.
+    await a.bh.client(Thing).create("later", {});
+    await w.clock.tickAsync(500);
+    assert.deepEqual(a.passes, ["slow"]);
+    assert.ok(b.passes.includes("later"));
+    // The stuck pass wakes: its signal is aborted and its write lands nowhere.
+    release();
+    await w.clock.tickAsync(10);
+    assert.equal(outcome.aborted, true);
+    assert.ok(outcome.error instanceof FencedError, String(outcome.error));
+    const slow = await b.bh.client<unknown, { by: string }>(Thing).getByName("slow");
+    assert.equal(slow.status?.by, "b");
+  });
+});
+
+test("leaderElection: a deposed candidate campaigns again and leads once the lease is free", async () => {
+  await withWorld(async (w) => {
+    const a = await w.replica("a");
+    const b = await w.replica("b");
+    a.stop = await a.bh.start();
+    await w.clock.tickAsync(0);
+    b.stop = await b.bh.start();
+    await w.clock.tickAsync(0);
+    a.faulty.faults.fail("leases.renew");
+    a.faulty.faults.fail("leases.acquire");
+    await w.clock.tickAsync(LEASE.leaseDuration + LEASE.renewInterval);
+    assert.equal(b.bh.isLeader, true);
+    a.faulty.faults.clear();
+    const stopB = b.stop;
+    b.stop = undefined;
+    await stopB();
+    await w.clock.tickAsync(LEASE.renewInterval);
+    assert.equal(a.bh.isLeader, true);
+    assert.equal((await a.bh.leadership()).epoch, 3);
+  });
+});
