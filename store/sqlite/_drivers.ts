@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { InvalidOptionError } from "../../src/errors.ts";
-import type { Driver } from "./_driver.ts";
+import { InvalidOptionError, StoreError } from "../../src/errors.ts";
+import type { Connection, Driver } from "./_driver.ts";
 import { nodeSqliteDriver } from "./_node_sqlite.ts";
 import { describe } from "./_rows.ts";
 
@@ -45,7 +45,7 @@ export function selectDriver(options: DriverOptions): Driver | Promise<Driver> {
         }, which only driver "ffi" loads (driver is "node")`,
       );
     }
-    return nodeSqliteDriver;
+    return nodeDriver;
   }
   const deno = (globalThis as { Deno?: { dlopen?: unknown } }).Deno;
   if (typeof deno?.dlopen !== "function") {
@@ -54,6 +54,44 @@ export function selectDriver(options: DriverOptions): Driver | Promise<Driver> {
     );
   }
   return import("./_ffi_sqlite.ts").then((ffi) =>
-    ffi.ffiDriver(library ?? ffi.libraryFromEnvironment())
+    exclusive("ffi", ffi.ffiDriver(library ?? ffi.libraryFromEnvironment()))
   );
 }
+
+/** Files open in this process, and through which driver. */
+const openFiles = new Map<string, { driver: string; connections: number }>();
+
+/**
+ * `driver`, refusing a file another driver holds open in this process: two
+ * copies of SQLite in one process do not see each other's POSIX locks, so
+ * writing one file through both would corrupt it. Separate processes are safe.
+ */
+function exclusive(name: string, driver: Driver): Driver {
+  return {
+    open(path: string): Connection {
+      const held = openFiles.get(path);
+      if (held !== undefined && held.driver !== name) {
+        throw new StoreError(
+          `Cannot open SQLite store at ${JSON.stringify(path)} with driver "${name}": ` +
+            `this process has it open with driver "${held.driver}", and two SQLite ` +
+            `libraries in one process do not see each other's locks`,
+        );
+      }
+      const conn = driver.open(path);
+      const entry = held ?? { driver: name, connections: 0 };
+      entry.connections++;
+      openFiles.set(path, entry);
+      return {
+        exec: (sql) => conn.exec(sql),
+        prepare: (sql) => conn.prepare(sql),
+        close() {
+          conn.close();
+          if (--entry.connections === 0) openFiles.delete(path);
+        },
+      };
+    },
+    describeFailure: (error) => driver.describeFailure(error),
+  };
+}
+
+const nodeDriver = exclusive("node", nodeSqliteDriver);

@@ -107,6 +107,17 @@ export function versionText(n: number): string {
   return `${Math.floor(n / 1_000_000)}.${Math.floor(n / 1000) % 1000}.${n % 1000}`;
 }
 
+/** Refuses a library older than {@linkcode MIN_SQLITE_VERSION}, saying which version is needed. */
+export function checkVersion(name: string, number: number, text: string): void {
+  if (number < MIN_SQLITE_VERSION) {
+    throw new Error(
+      `the SQLite library ${JSON.stringify(name)} is version ${text}; the store needs SQLite ${
+        versionText(MIN_SQLITE_VERSION)
+      } or newer`,
+    );
+  }
+}
+
 /** One loaded library and how many connections hold it. */
 export class SqliteLibrary {
   readonly name: string;
@@ -142,14 +153,11 @@ export class SqliteLibrary {
       );
     }
     try {
-      const n = probe.symbols.sqlite3_libversion_number();
-      if (n < MIN_SQLITE_VERSION) {
-        throw new Error(
-          `the SQLite library ${JSON.stringify(name)} is version ${
-            cString(probe.symbols.sqlite3_libversion())
-          }; the store needs SQLite ${versionText(MIN_SQLITE_VERSION)} or newer`,
-        );
-      }
+      checkVersion(
+        name,
+        probe.symbols.sqlite3_libversion_number(),
+        cString(probe.symbols.sqlite3_libversion()),
+      );
     } finally {
       probe.close();
     }
