@@ -201,6 +201,9 @@ export class FfiStatement implements Statement {
         const p = sym.sqlite3_column_text(h, i);
         const len = sym.sqlite3_column_bytes(h, i);
         if (p === null || len === 0) return "";
+        // As many UTF-16 units as bytes means all ASCII and no NUL cut it short.
+        const text = Deno.UnsafePointerView.getCString(p);
+        if (text.length === len) return text;
         return decoder.decode(new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(p, len)));
       }
       case SQLITE_BLOB: {
