@@ -34,6 +34,8 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 /** Scratch for text binds: SQLITE_TRANSIENT copies it before bind returns, so one buffer serves all. */
 let scratch = new Uint8Array(4096);
+/** Scratch for non-ASCII text reads, decoded before the next read. */
+let readScratch = new Uint8Array(4096);
 
 function encode(text: string): number {
   // UTF-8 takes at most 3 bytes per UTF-16 unit.
@@ -204,7 +206,10 @@ export class FfiStatement implements Statement {
         // As many UTF-16 units as bytes means all ASCII and no NUL cut it short.
         const text = Deno.UnsafePointerView.getCString(p);
         if (text.length === len) return text;
-        return decoder.decode(new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(p, len)));
+        if (len > readScratch.length) readScratch = new Uint8Array(len * 2);
+        const bytes = readScratch.subarray(0, len);
+        Deno.UnsafePointerView.copyInto(p, bytes);
+        return decoder.decode(bytes);
       }
       case SQLITE_BLOB: {
         const p = sym.sqlite3_column_blob(h, i);
