@@ -5,12 +5,15 @@
  *    by a no-op controller (concurrency 1), as objects/s, beside the raw floor
  *    measured in the same run on the same schema and pragmas: one create
  *    commit and one settle commit per object, write-log appends included.
+ *    Once per SQLite driver (`node:sqlite`, and the Deno FFI driver on Deno
+ *    with `--allow-ffi`), each against the floor on its own driver.
  * 2. Idle cost: a started Beehive holding 10k settled objects, over one
  *    simulated minute (fake time): store calls, write calls, WAL growth, CPU.
  * 3. Memory: heap growth of a started Beehive holding 100k settled objects.
  *
- * Run: `deno task bench:engine` (`--quick` for a smoke run). Figures go in
- * docs/performance.md.
+ * Run: `deno task bench:engine` (`--quick` for a smoke run, `--driver=node|ffi`
+ * for one driver). Idle cost and memory are measured on `node:sqlite`. Figures
+ * go in docs/performance.md.
  *
  * @module
  */
@@ -24,6 +27,7 @@ import { Beehive, settled } from "../mod.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
 import { migrations } from "../store/sqlite/_schema.ts";
 import type { Store } from "../src/store.ts";
+import { type BenchDriver, benchDrivers, sqliteVersion } from "./_drivers.ts";
 
 const QUICK = process.argv.includes("--quick");
 const SIZES = QUICK ? [1_000] : [1_000, 10_000];
@@ -39,9 +43,9 @@ function tempFile(): { path: string; done: () => void } {
 }
 
 /** The floor: per object, one create commit and one settle commit, each with its log append. */
-function floor(n: number): number {
+function floor(n: number, driver: BenchDriver): number {
   const { path, done } = tempFile();
-  const db = new DatabaseSync(path);
+  const db = driver.raw.open(path);
   try {
     db.exec(`PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL;
       PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;`);
@@ -79,9 +83,9 @@ function floor(n: number): number {
 }
 
 /** Creates n objects through a Client and waits until a no-op controller settled them all. */
-async function engine(n: number): Promise<number> {
+async function engine(n: number, driver: BenchDriver): Promise<number> {
   const { path, done } = tempFile();
-  const store = await openSqliteStore(path);
+  const store = await openSqliteStore(path, driver.options);
   try {
     const bh = new Beehive(store);
     let passes = 0;
@@ -212,17 +216,23 @@ async function heap(): Promise<number> {
 const cpu = cpus()[0]?.model ?? "unknown CPU";
 console.log(`engine benchmark — ${new Date().toISOString()} — ${cpus().length} × ${cpu}`);
 console.log("");
-console.log("| objects | engine obj/s | floor obj/s | ratio | target | verdict |");
-console.log("| ---: | ---: | ---: | ---: | ---: | --- |");
+const { drivers, notes } = await benchDrivers();
+console.log(drivers.map((d) => `${d.name}: SQLite ${sqliteVersion(d.raw)}`).join(", "));
+for (const note of notes) console.log(`(${note})`);
+console.log("");
+console.log("| objects | driver | engine obj/s | floor obj/s | ratio | target | verdict |");
+console.log("| ---: | --- | ---: | ---: | ---: | ---: | --- |");
 for (const n of SIZES) {
-  const f = floor(n);
-  const e = await engine(n);
-  const ratio = e / f;
-  console.log(
-    `| ${n} | ${e.toFixed(0)} | ${f.toFixed(0)} | ${(ratio * 100).toFixed(0)}% | ${
-      TARGET * 100
-    }% | ${ratio >= TARGET ? "PASS" : "UNDER"} |`,
-  );
+  for (const driver of drivers) {
+    const f = floor(n, driver);
+    const e = await engine(n, driver);
+    const ratio = e / f;
+    console.log(
+      `| ${n} | ${driver.name} | ${e.toFixed(0)} | ${f.toFixed(0)} | ${
+        (ratio * 100).toFixed(0)
+      }% | ${TARGET * 100}% | ${ratio >= TARGET ? "PASS" : "UNDER"} |`,
+    );
+  }
 }
 console.log("");
 console.log(`idle Beehive holding ${IDLE_OBJECTS} settled objects, one simulated minute:`);

@@ -1,23 +1,26 @@
 /**
  * The store benchmark: each hot store operation's throughput beside a "floor",
- * the minimal raw `node:sqlite` statements the same operation needs against the
- * same schema, on the same on-disk database file with the same pragmas.
+ * the minimal raw statements the same operation needs against the same schema,
+ * on the same on-disk database file with the same pragmas — once per SQLite
+ * driver (`node:sqlite`, and the Deno FFI driver on Deno with `--allow-ffi`),
+ * each against the floor on its own driver, in one table.
  *
  * Run with `deno task bench:store` (or `deno run -A bench/store_bench.ts`; it
  * also runs under `node` 22.5+). `--quick` shortens every measurement, for a
  * smoke run; `--only=<text>` keeps the operations whose name contains `<text>`,
- * for profiling. See docs/performance.md for what the figures mean.
+ * for profiling; `--driver=node|ffi` measures one driver. See docs/performance.md for what the figures mean.
  *
  * @module
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { Connection, Driver, Statement } from "../store/sqlite/_driver.ts";
 import { OBJECT_COLUMNS } from "../store/sqlite/_rows.ts";
 import { migrations } from "../store/sqlite/_schema.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
 import type { GroupKind, ObjectRef, Store } from "../src/store.ts";
+import { type BenchDriver, benchDrivers, sqliteVersion } from "./_drivers.ts";
 
 /** One benchmarked operation: the store call and its floor. */
 interface Op {
@@ -64,8 +67,8 @@ const CONDITION_COLUMNS =
 // The floor: bare prepared statements on one connection.
 
 /** Opens the raw connection with the store's pragmas and applies the store's migrations. */
-function openFloor(path: string): DatabaseSync {
-  const db = new DatabaseSync(path);
+function openFloor(driver: Driver, path: string): Connection {
+  const db = driver.open(path);
   db.exec("PRAGMA busy_timeout = 5000");
   db.exec("PRAGMA auto_vacuum = INCREMENTAL");
   db.exec("PRAGMA journal_mode = WAL");
@@ -86,33 +89,33 @@ function openFloor(path: string): DatabaseSync {
 
 /** The floor's statements, each prepared once. */
 class Floor {
-  readonly db: DatabaseSync;
+  readonly db: Connection;
   readonly epoch: number;
   #next = 0;
   #end = 0;
-  readonly #draw: StatementSync;
-  readonly createObject: StatementSync;
-  readonly appendWrite: StatementSync;
-  readonly specGate: StatementSync;
-  readonly specWrite: StatementSync;
-  readonly readRow: StatementSync;
-  readonly readConditions: StatementSync;
-  readonly statusGate: StatementSync;
-  readonly statusWrite: StatementSync;
-  readonly conditionGate: StatementSync;
-  readonly conditionUpsert: StatementSync;
-  readonly bump: StatementSync;
-  readonly eventGate: StatementSync;
-  readonly eventInsert: StatementSync;
-  readonly eventExtend: StatementSync;
-  readonly edgeGate: StatementSync;
-  readonly edgeStamp: StatementSync;
-  readonly edgeWatermark: StatementSync;
-  readonly edgeInsert: StatementSync;
-  readonly listRows: StatementSync;
-  readonly listConditions: StatementSync;
+  readonly #draw: Statement;
+  readonly createObject: Statement;
+  readonly appendWrite: Statement;
+  readonly specGate: Statement;
+  readonly specWrite: Statement;
+  readonly readRow: Statement;
+  readonly readConditions: Statement;
+  readonly statusGate: Statement;
+  readonly statusWrite: Statement;
+  readonly conditionGate: Statement;
+  readonly conditionUpsert: Statement;
+  readonly bump: Statement;
+  readonly eventGate: Statement;
+  readonly eventInsert: Statement;
+  readonly eventExtend: Statement;
+  readonly edgeGate: Statement;
+  readonly edgeStamp: Statement;
+  readonly edgeWatermark: Statement;
+  readonly edgeInsert: Statement;
+  readonly listRows: Statement;
+  readonly listConditions: Statement;
 
-  constructor(db: DatabaseSync, epoch: number) {
+  constructor(db: Connection, epoch: number) {
     this.db = db;
     this.epoch = epoch;
     const p = (sql: string) => db.prepare(sql);
@@ -120,7 +123,8 @@ class Floor {
       "UPDATE resource_version_seq SET value = value + ? WHERE id = 1 RETURNING value",
     );
     this.createObject = p(`INSERT INTO objects ("group", kind, name, spec, spec_version,
-      resource_version, finalizers, created_at, updated_at) VALUES (?, ?, ?, ?, 0, ?, '[]', ?, ?)`);
+      resource_version, finalizers, created_at, updated_at) VALUES (?, ?, ?, ?, 0, ?, '[]', ?, ?)
+      RETURNING id`);
     this.appendWrite = p(`INSERT INTO object_writes
       (resource_version, object_id, "group", kind, op, written_at, final)
       VALUES (?, ?, ?, ?, ?, ?, NULL)`);
@@ -281,7 +285,7 @@ function operations(store: Store, f: Floor, s: Side, fl: Side): Op[] {
         f.write(() => {
           const rv = f.version();
           const t = now();
-          const id = f.createObject.run(
+          const id = f.createObject.get(
             FloorNew.group,
             FloorNew.kind,
             `new-${String(i).padStart(7, "0")}`,
@@ -289,7 +293,7 @@ function operations(store: Store, f: Floor, s: Side, fl: Side): Op[] {
             rv,
             t,
             t,
-          ).lastInsertRowid;
+          )!.id;
           f.appendWrite.run(rv, id, FloorNew.group, FloorNew.kind, 1, t);
         }),
     },
@@ -469,7 +473,7 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-async function measure(op: Op, db: DatabaseSync): Promise<Result> {
+async function measure(op: Op, db: Connection): Promise<Result> {
   // Every operation starts from an empty WAL, so one's checkpoints don't land in the next.
   db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   const c: Counters = { store: 0, floor: 0 };
@@ -499,22 +503,40 @@ function fmtRate(x: number): string {
   return Math.round(x).toLocaleString("en-US");
 }
 
-function table(results: readonly Result[]): string {
-  const header = ["operation", "store ops/s", "floor ops/s", "ratio", "target", "verdict"];
-  const rows = results.map(({ op, store, floor }) => {
-    const ratio = store / floor;
+/** One driver's results. */
+interface Run {
+  readonly driver: BenchDriver;
+  readonly sqlite: string;
+  readonly results: readonly Result[];
+}
+
+function table(runs: readonly Run[]): string {
+  const header = ["operation"];
+  for (const { driver } of runs) {
+    header.push(`${driver.name} store ops/s`, `${driver.name} floor ops/s`, `${driver.name} ratio`);
+  }
+  if (runs.length === 2) header.push(`${runs[1].driver.name}/${runs[0].driver.name} store`);
+  header.push("target");
+  const rows = runs[0].results.map(({ op }, k) => {
+    const cells = [op.name];
     const target = TARGET[op.kind];
-    return [
-      op.name,
-      fmtRate(store),
-      fmtRate(floor),
-      `${(ratio * 100).toFixed(0)}%`,
-      `${op.kind}s ${target * 100}%`,
-      ratio >= target ? "PASS" : "UNDER",
-    ];
+    for (const run of runs) {
+      const { store, floor } = run.results[k];
+      const ratio = store / floor;
+      cells.push(
+        fmtRate(store),
+        fmtRate(floor),
+        `${(ratio * 100).toFixed(0)}%${ratio >= target ? "" : " UNDER"}`,
+      );
+    }
+    if (runs.length === 2) {
+      cells.push(`${(runs[1].results[k].store / runs[0].results[k].store).toFixed(2)}×`);
+    }
+    cells.push(`${op.kind}s ${target * 100}%`);
+    return cells;
   });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const right = [false, true, true, true, false, false];
+  const right = header.map((_, i) => i > 0 && i < header.length - 1);
   const line = (cells: string[]) =>
     "| " +
     cells.map((x, i) => right[i] ? x.padStart(widths[i]) : x.padEnd(widths[i])).join(" | ") +
@@ -530,41 +552,49 @@ function runtimeLabel(): string {
   return g.Deno ? `Deno ${g.Deno.version.deno}` : `Node ${p?.versions?.node ?? "?"}`;
 }
 
-async function main(): Promise<void> {
+/** Measures every operation on `driver`: its store and its floor share one fresh file. */
+async function measureDriver(driver: BenchDriver): Promise<Run> {
   const dir = mkdtempSync(join(tmpdir(), "beehive-bench-"));
   const path = join(dir, "bench.db");
-  let raw: DatabaseSync | undefined;
+  let raw: Connection | undefined;
   let store: Store | undefined;
   try {
-    const started = performance.now();
-    raw = openFloor(path);
-    store = await openSqliteStore(path, { synchronous: "normal" });
+    raw = openFloor(driver.raw, path);
+    store = await openSqliteStore(path, { synchronous: "normal", ...driver.options });
     const epoch = Number(raw.prepare("SELECT value FROM store_epoch WHERE id = 1").get()!.value);
-    const sqlite = raw.prepare("SELECT sqlite_version() AS v").get()!.v;
     const floor = new Floor(raw, epoch);
     const s = await makeSide(store, StoreKind, StoreList);
     const fl = await makeSide(store, FloorKind, FloorList);
-    const cpu = cpus();
-    console.log(
-      `beehive store benchmark — ${new Date().toISOString()}\n` +
-        `${runtimeLabel()}, SQLite ${sqlite}, ${cpu.length} cores (${
-          cpu[0]?.model.trim() ?? "?"
-        })\n` +
-        `on-disk WAL, synchronous=NORMAL, foreign_keys=ON; ${ROUNDS} rounds of ~${BATCH_MS}ms ` +
-        `per side, median ops/s${QUICK ? " (--quick)" : ""}\n`,
-    );
     const results: Result[] = [];
     for (const op of operations(store, floor, s, fl)) {
       if (ONLY !== undefined && !op.name.includes(ONLY)) continue;
       results.push(await measure(op, raw));
     }
-    console.log(table(results));
-    console.log(`\n${((performance.now() - started) / 1000).toFixed(1)}s in all`);
+    return { driver, sqlite: sqliteVersion(driver.raw), results };
   } finally {
     await store?.close();
     raw?.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const { drivers, notes } = await benchDrivers();
+  const cpu = cpus();
+  const versions = drivers.map((d) => `${d.name}: SQLite ${sqliteVersion(d.raw)}`).join(", ");
+  console.log(
+    `beehive store benchmark — ${new Date().toISOString()}\n` +
+      `${runtimeLabel()}, ${versions}, ${cpu.length} cores (${cpu[0]?.model.trim() ?? "?"})\n` +
+      `on-disk WAL, synchronous=NORMAL, foreign_keys=ON; ${ROUNDS} rounds of ~${BATCH_MS}ms ` +
+      `per side, median ops/s; each ratio is against the floor on the same driver` +
+      `${QUICK ? " (--quick)" : ""}\n`,
+  );
+  for (const note of notes) console.log(`(${note})`);
+  const runs: Run[] = [];
+  for (const driver of drivers) runs.push(await measureDriver(driver));
+  console.log(table(runs));
+  console.log(`\n${((performance.now() - started) / 1000).toFixed(1)}s in all`);
 }
 
 await main();

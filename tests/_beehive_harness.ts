@@ -23,7 +23,7 @@ import {
   type StopFunction,
   type Store,
 } from "../mod.ts";
-import { openSqliteStore, type SqliteStore } from "../store/sqlite/mod.ts";
+import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";
 
 /** The kind most engine tests reconcile. */

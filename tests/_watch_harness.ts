@@ -6,7 +6,7 @@
  * @module
  */
 import { Beehive, type BeehiveOptions, type Store, StoreError } from "../mod.ts";
-import { openSqliteStore, type SqliteStore } from "../store/sqlite/mod.ts";
+import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";
 import { type LogLine, recordingLogger } from "./_beehive_harness.ts";
 

@@ -16,7 +16,7 @@ import {
   settled,
   StoreInUseError,
 } from "../mod.ts";
-import { openSqliteStore } from "../store/sqlite/mod.ts";
+import { openSqliteStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import {

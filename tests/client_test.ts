@@ -30,8 +30,8 @@ import type {
   Migrator,
   ObjectRef,
 } from "../mod.ts";
-import { openSqliteStore } from "../store/sqlite/mod.ts";
-import type { SqliteStore } from "../store/sqlite/mod.ts";
+import { openSqliteStore } from "./_sqlite_driver.ts";
+import type { SqliteStore } from "./_sqlite_driver.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { test } from "./_test.ts";

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { fail, settled, type Store, unsettled } from "../mod.ts";
-import { openSqliteStore, type SqliteStore } from "../store/sqlite/mod.ts";
+import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 import { countingObjectCalls, type Harness, Thing, withHarness } from "./_beehive_harness.ts";
 import { installFakeTime } from "./_fake_time.ts";

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { type GroupKind, NameTakenError, NotFoundError, settled } from "../mod.ts";
-import { openSqliteStore } from "../store/sqlite/mod.ts";
+import { openSqliteStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 import {
   type AnyCC,

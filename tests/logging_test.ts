@@ -14,7 +14,7 @@ import {
   NotFoundError,
   settled,
 } from "../mod.ts";
-import { openSqliteStore } from "../store/sqlite/mod.ts";
+import { openSqliteStore } from "./_sqlite_driver.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import { recordingLogger } from "./_beehive_harness.ts";
 import { test } from "./_test.ts";

@@ -25,7 +25,7 @@ import type {
   ObjectListStream,
   RawObject,
 } from "../mod.ts";
-import { openSqliteStore } from "../store/sqlite/mod.ts";
+import { openSqliteStore } from "./_sqlite_driver.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { Other, recordingLogger, tempDir, Thing, withHarness } from "./_beehive_harness.ts";

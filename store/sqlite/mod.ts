@@ -1,7 +1,8 @@
 /**
  * The SQLite store for beehive, over the `node:sqlite` module built into Deno
  * 2.2+ and Node 22.13+ (22.5+ with `--experimental-sqlite`): one adapter, both
- * runtimes, nothing to download.
+ * runtimes, nothing to download. On Deno, `driver: "ffi"` runs the same store
+ * over a SQLite shared library (3.38.0+) through `Deno.dlopen`.
  *
  * @example
  * ```ts

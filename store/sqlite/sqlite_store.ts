@@ -35,10 +35,10 @@ import type { Logger } from "../../src/logger.ts";
 import { SqliteDeletionRequests } from "./_deletion_requests.ts";
 import { SqliteDependencies } from "./_dependencies.ts";
 import type { Driver } from "./_driver.ts";
+import { selectDriver } from "./_drivers.ts";
 import { SqliteDriverCursors } from "./_driver_cursors.ts";
 import { SqliteEdges } from "./_edges.ts";
 import { SqliteEvents } from "./_events.ts";
-import { nodeSqliteDriver } from "./_node_sqlite.ts";
 import { SqliteObjectWrites } from "./_object_writes.ts";
 import { SqliteObjects } from "./_objects.ts";
 import { SqliteReconcileOwed } from "./_reconcile_owed.ts";
@@ -68,6 +68,23 @@ export interface SqliteStoreOptions {
    * @default {undefined} (silent)
    */
   logger?: Logger;
+  /**
+   * The SQLite binding. `"node"` is the `node:sqlite` module built into Deno
+   * and Node, with its bundled SQLite. `"ffi"` (Deno only, with
+   * `--allow-ffi`) loads a SQLite shared library through `Deno.dlopen` — a
+   * newer or custom build, or one with extensions; it needs SQLite 3.38.0 or
+   * newer. Both read and write the same file format and schema.
+   * @default {"node"}
+   */
+  driver?: "node" | "ffi";
+  /**
+   * The library `driver: "ffi"` loads: a name the dynamic loader resolves or
+   * a path. Unset, the `BEEHIVE_SQLITE_LIBRARY` environment variable names it
+   * (when set and readable), else the platform's name (`libsqlite3.so.0`,
+   * `libsqlite3.dylib`, `sqlite3.dll`).
+   * @default {undefined}
+   */
+  library?: string;
 }
 
 const FREE_PAGE_FLOOR = 256;
@@ -440,8 +457,9 @@ function migrate(db: Db): void {
 /**
  * Opens (creating if needed) the SQLite database at `path` as a
  * {@linkcode Store}, through the `node:sqlite` module built into Deno 2.2+ and
- * Node 22.13+ (22.5+ with `--experimental-sqlite`). `":memory:"` opens a
- * private temporary file, removed on close, with its own unique identity.
+ * Node 22.13+ (22.5+ with `--experimental-sqlite`), or on Deno through a SQLite
+ * library over FFI (`driver: "ffi"`). `":memory:"` opens a private temporary
+ * file, removed on close, with its own unique identity.
  *
  * @example Open, write, read, close
  * ```ts
@@ -455,9 +473,11 @@ function migrate(db: Db): void {
  * await store.close();
  * ```
  *
- * @throws {InvalidOptionError} an option is out of range.
+ * @throws {InvalidOptionError} an option is out of range, or `driver: "ffi"`
+ * is asked for off Deno.
  * @throws {SchemaVersionDowngradeError} the database was written by a newer build.
- * @throws {StoreError} the file cannot be opened or migrated.
+ * @throws {StoreError} the file cannot be opened or migrated; for `"ffi"`, the
+ * library is missing, older than SQLite 3.38.0, or FFI access is not granted.
  */
 export function openSqliteStore(
   path: string,
@@ -490,7 +510,9 @@ export function openSqliteStore(
         }, expected an integer >= 0 (ms)`,
       );
     }
-    return Promise.resolve(SqliteStore.open(path, options, nodeSqliteDriver));
+    const driver = selectDriver(options);
+    if (driver instanceof Promise) return driver.then((d) => SqliteStore.open(path, options, d));
+    return Promise.resolve(SqliteStore.open(path, options, driver));
   } catch (error) {
     return Promise.reject(error);
   }

@@ -35,7 +35,7 @@ import {
   StoreClosedError,
   WrongKindError,
 } from "../../mod.ts";
-import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { openSqliteStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { type AnyCC, Harness, Other, Thing } from "../_beehive_harness.ts";
 import { scratchDir } from "./_scratch.ts";

@@ -27,7 +27,7 @@ import {
   type RawObject,
   settled,
 } from "../../mod.ts";
-import { openSqliteStore, type SqliteStore } from "../../store/sqlite/mod.ts";
+import { openSqliteStore, type SqliteStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { type FakeClock, installFakeTime } from "../_fake_time.ts";
 import { type LogLine, recordingLogger } from "../_beehive_harness.ts";

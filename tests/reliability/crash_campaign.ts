@@ -40,7 +40,7 @@ import {
   type Store,
   WatchTooOldError,
 } from "../../mod.ts";
-import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { openSqliteStore } from "../_sqlite_driver.ts";
 import { scratchDir } from "./_scratch.ts";
 import {
   type AckLine,

@@ -31,7 +31,7 @@ import {
   type ObjectListStream,
   WatchTooOldError,
 } from "../../mod.ts";
-import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { openSqliteStore } from "../_sqlite_driver.ts";
 import {
   type AckLine,
   type AnySpec,

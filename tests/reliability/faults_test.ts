@@ -25,7 +25,7 @@ import {
   StoreClosedError,
   StoreError,
 } from "../../mod.ts";
-import type { SqliteStore } from "../../store/sqlite/mod.ts";
+import type { SqliteStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { installFakeTime } from "../_fake_time.ts";
 import {
@@ -246,7 +246,7 @@ function assertCarries(
 // ---------------------------------------------------------------------------
 
 test("FaultStore fails a call by name, by count and until cleared, inside transactions too", async () => {
-  const { openSqliteStore } = await import("../../store/sqlite/mod.ts");
+  const { openSqliteStore } = await import("../_sqlite_driver.ts");
   const inner = await openSqliteStore(":memory:");
   try {
     const faults = new FaultInjector();
@@ -543,7 +543,7 @@ test("faults: pass conclusion — reconcileOwed.decrement fails, the owed count 
 
 test("faults: pass conclusion — dependencies.watermarkSet fails; the gap costs one spare pass at the next start", async () => {
   const clock = installFakeTime();
-  const { openSqliteStore } = await import("../../store/sqlite/mod.ts");
+  const { openSqliteStore } = await import("../_sqlite_driver.ts");
   const store = await openSqliteStore(":memory:");
   try {
     let target: RawObject | undefined;
@@ -1204,7 +1204,7 @@ test("faults: closed database — every driver fails quietly, stop is clean, and
 
 test("faults: closed database — start refuses without the store lease, runs nothing, and the next one converges", async () => {
   const clock = installFakeTime();
-  const { openSqliteStore } = await import("../../store/sqlite/mod.ts");
+  const { openSqliteStore } = await import("../_sqlite_driver.ts");
   const store = await openSqliteStore(":memory:");
   try {
     const a = await rawCreate(store, Thing, "a");

@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { openSqliteStore } from "../_sqlite_driver.ts";
 import type { StoreFactory, TempDirs } from "./contract/harness.ts";
 
 export const sqliteFactory: StoreFactory = {

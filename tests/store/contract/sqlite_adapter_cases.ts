@@ -17,7 +17,7 @@ import {
   StoreClosedError,
   StoreError,
 } from "../../../src/errors.ts";
-import { openSqliteStore } from "../../../store/sqlite/mod.ts";
+import { openSqliteStore } from "../../_sqlite_driver.ts";
 import { type ContractCase, make, Widget } from "./harness.ts";
 
 function pragma(path: string, name: string): unknown {
