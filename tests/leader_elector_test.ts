@@ -20,7 +20,7 @@ import {
   type StopFunction,
   StoreInUseError,
 } from "../mod.ts";
-import { openSqliteStore, type SqliteStore } from "../store/sqlite/mod.ts";
+import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
 import { recordingLogger, Thing } from "./_beehive_harness.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";
 import { FaultStore } from "./reliability/fault_store.ts";

@@ -21,7 +21,7 @@
 import process from "node:process";
 import { createInterface } from "node:readline";
 import { Beehive, type Logger, settled } from "../../mod.ts";
-import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { openSqliteStore } from "../_sqlite_driver.ts";
 import { Job, type ReplicaConfig } from "./_processes.ts";
 
 const config = JSON.parse(process.argv[process.argv.length - 1]) as ReplicaConfig;

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Beehive, StoreInUseError } from "../../mod.ts";
-import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { openSqliteStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { Job, type Replica, type ReplicaEvent, withReplicas } from "./_processes.ts";
 
