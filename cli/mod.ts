@@ -665,16 +665,17 @@ async function cmdApply(ctx: Context): Promise<void> {
 
 async function cmdDelete(ctx: Context): Promise<void> {
   const gk = kindArg(ctx.args[0]);
-  const name = ctx.args[1];
+  // deleteByName treats absence as success; kubectl users expect "not found".
+  const raw = await getRaw(ctx.store, gk, ctx.args[1]);
   try {
-    await ctx.bh.client(gk).deleteByName(name);
+    await ctx.bh.client(gk).delete(raw.id);
   } catch (error) {
     if (error instanceof NotFoundError) {
-      throw new CliError(`${kindLabel(gk)} ${JSON.stringify(name)} not found`);
+      throw new CliError(`${kindLabel(gk)} ${JSON.stringify(raw.name)} not found`);
     }
     throw error;
   }
-  ctx.out(`${kindLabel(gk)}/${cell(name)} deletion requested`);
+  ctx.out(`${kindLabel(gk)}/${cell(raw.name)} deletion requested`);
 }
 
 async function cmdRequeue(ctx: Context): Promise<void> {
