@@ -11,13 +11,14 @@ import { test } from "./_test.ts";
 
 const isDeno = "Deno" in globalThis;
 
-function run(example: string): Promise<string> {
+function run(example: string, env: Record<string, string> = {}): Promise<string> {
   const file = `examples/${example}/main.ts`;
   const args = isDeno
-    ? ["run", "--allow-read", "--allow-write", "--allow-env", file]
+    ? ["run", "--allow-read", "--allow-write", "--allow-env", "--allow-net", file]
     : ["--disable-warning=ExperimentalWarning", file];
+  const options = { timeout: 60_000, env: { ...process.env, ...env } };
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, args, { timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, args, options, (error, stdout, stderr) => {
       if (error) reject(new Error(`${example} failed: ${error.message}\n${stderr}`));
       else resolve(stdout);
     });
@@ -80,4 +81,11 @@ test("the demo converges twice and survives a reopen", async () => {
   const out = await run("demo");
   assert.match(out, /converged: observedGeneration 2 of generation 2/);
   assert.match(out, /demo ok/);
+});
+
+test("example console serves the console beside a controller and shows it converge", async () => {
+  const out = await run("console", { CONSOLE_EXAMPLE_ONCE: "1" });
+  assert.match(out, /console at http:\/\/127\.0\.0\.1:\d+\/console/);
+  assert.match(out, /kinds page lists Deployment: true/);
+  assert.match(out, /web Ready: True/);
 });

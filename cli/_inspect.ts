@@ -1,0 +1,206 @@
+/**
+ * Read-only views over the Store port shared by the CLI and the console:
+ * kind labels, the kind listing, objects decoded for display, an object's
+ * relations and the one-word summaries a table shows.
+ *
+ * @module
+ */
+import type {
+  GroupKind,
+  ObjectId,
+  ObjectRef,
+  RawCondition,
+  RawEvent,
+  RawObject,
+  Store,
+} from "@beehive/beehive";
+
+/** `Kind.group`, or the bare kind in the core group. */
+export function kindLabel(gk: GroupKind): string {
+  return gk.group === "" ? gk.kind : `${gk.kind}.${gk.group}`;
+}
+
+/** Parses `Kind.group` (the group may hold dots; no dot is the core group); `undefined` when malformed. */
+export function parseKind(label: string): GroupKind | undefined {
+  const dot = label.indexOf(".");
+  const kind = dot < 0 ? label : label.slice(0, dot);
+  const group = dot < 0 ? "" : label.slice(dot + 1);
+  if (kind === "" || (dot >= 0 && group === "")) return undefined;
+  return { group, kind };
+}
+
+/** One kind and how many objects it holds. */
+export interface KindSummary extends GroupKind {
+  /** Live objects of the kind (deletion-pending included). */
+  readonly objects: number;
+}
+
+const PAGE = 1_000;
+
+/**
+ * Every kind the store shows a trace of: kinds in the retained write log, kinds
+ * with deletion-pending objects, and `extra`. The Store port has no kind
+ * listing, so a kind whose every write aged out of the log is found only
+ * through `extra`. Sorted by label.
+ */
+export async function listKinds(
+  store: Store,
+  extra: readonly GroupKind[] = [],
+): Promise<KindSummary[]> {
+  const found = new Map<string, GroupKind>();
+  const note = (gk: GroupKind) => {
+    const key = JSON.stringify([gk.group, gk.kind]);
+    if (!found.has(key)) found.set(key, { group: gk.group, kind: gk.kind });
+  };
+  for (const gk of extra) note(gk);
+  for (const ref of await store.deletionRequests.list()) note(ref);
+  let after = 0;
+  for (;;) {
+    const page = await store.objectWrites.listSinceAll({ after, limit: PAGE });
+    for (const w of page.writes) note(w);
+    if (page.writes.length < PAGE) break;
+    after = page.writes[page.writes.length - 1].resourceVersion;
+  }
+  const out: KindSummary[] = [];
+  for (const gk of found.values()) {
+    out.push({ ...gk, objects: (await store.objects.listIds(gk)).length });
+  }
+  return out.sort((a, b) => kindLabel(a).localeCompare(kindLabel(b)));
+}
+
+/** An object decoded for display: the Client's read shape, spec and status parsed. */
+export interface ObjectView {
+  readonly id: ObjectId;
+  readonly group: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly spec: unknown;
+  readonly status: unknown;
+  readonly generation: number;
+  readonly observedGeneration: number | undefined;
+  readonly observedAt: Date | undefined;
+  readonly resourceVersion: number;
+  readonly deletionRequestedAt: Date | undefined;
+  readonly finalizers: readonly string[];
+  readonly conditions: readonly RawCondition[];
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+function parseJson(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** A raw row as an {@linkcode ObjectView}; JSON that does not parse shows as its text. */
+export function toView(raw: RawObject): ObjectView {
+  return {
+    id: raw.id,
+    group: raw.group,
+    kind: raw.kind,
+    name: raw.name,
+    spec: parseJson(raw.spec),
+    status: parseJson(raw.status),
+    generation: raw.generation,
+    observedGeneration: raw.observedGeneration,
+    observedAt: raw.observedAt,
+    resourceVersion: raw.resourceVersion,
+    deletionRequestedAt: raw.deletionRequestedAt,
+    finalizers: [...raw.finalizers],
+    conditions: raw.conditions.map((c) => ({ ...c })),
+    createdAt: raw.createdAt,
+    updatedAt: raw.updatedAt,
+  };
+}
+
+/** An event run decoded for display. */
+export interface EventView extends Omit<RawEvent, "detail"> {
+  readonly detail: unknown;
+}
+
+/** A raw event run with its detail parsed. */
+export function toEventView(raw: RawEvent): EventView {
+  return { ...raw, detail: parseJson(raw.detail) };
+}
+
+/** A reference with the name it points at (`undefined` when the object is gone). */
+export interface RefView extends ObjectRef {
+  readonly name: string | undefined;
+}
+
+/** An object's relations and recent events. */
+export interface Relations {
+  readonly owner: RefView | undefined;
+  readonly owned: RefView[];
+  readonly dependencies: RefView[];
+  readonly dependents: RefView[];
+  readonly events: EventView[];
+}
+
+async function named(store: Store, refs: readonly ObjectRef[]): Promise<RefView[]> {
+  const out: RefView[] = [];
+  for (const ref of refs) {
+    let name: string | undefined;
+    try {
+      name = (await store.objects.getMeta(ref.id)).name;
+    } catch {
+      name = undefined;
+    }
+    out.push({ id: ref.id, group: ref.group, kind: ref.kind, name });
+  }
+  return out;
+}
+
+/** Reads `id`'s owner, owned objects, dependencies, dependents and newest `eventLimit` event runs. */
+export async function readRelations(
+  store: Store,
+  id: ObjectId,
+  eventLimit = 20,
+): Promise<Relations> {
+  const [owner] = await named(store, await store.edges.listOutgoing(id, "owned_by"));
+  return {
+    owner,
+    owned: await named(store, await store.edges.listIncoming({ toId: id, relation: "owned_by" })),
+    dependencies: await named(store, await store.edges.listOutgoing(id, "depends_on")),
+    dependents: await named(
+      store,
+      await store.edges.listIncoming({ toId: id, relation: "depends_on" }),
+    ),
+    events: (await store.events.list(id, { limit: eventLimit })).map(toEventView),
+  };
+}
+
+/** The `Ready` condition's status, else `Stalled` when stalled, else `-`. */
+export function readySummary(conditions: readonly RawCondition[]): string {
+  const ready = conditions.find((c) => c.type === "Ready");
+  if (ready !== undefined) return ready.unconfirmed ? "Unknown?" : ready.status;
+  return "-";
+}
+
+/** A one-word lifecycle state: Terminating, Stalled, Reconciling or Settled. */
+export function stateSummary(view: ObjectView): string {
+  if (view.deletionRequestedAt !== undefined) return "Terminating";
+  if (view.conditions.some((c) => c.type === "Stalled" && c.status === "True")) return "Stalled";
+  if (view.observedGeneration !== view.generation) return "Reconciling";
+  return "Settled";
+}
+
+/** `generation/observed`, with `-` for never observed. */
+export function generationSummary(view: ObjectView): string {
+  return `${view.generation}/${view.observedGeneration ?? "-"}`;
+}
+
+/** A kubectl-style age: `42s`, `5m`, `3h`, `12d`. */
+export function age(from: Date, now: number = Date.now()): string {
+  const s = Math.max(0, Math.floor((now - from.getTime()) / 1000));
+  if (s < 120) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 120) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h`;
+  return `${Math.floor(h / 24)}d`;
+}

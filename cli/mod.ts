@@ -1,0 +1,706 @@
+/**
+ * `beehive`, a kubectl-style command line over a beehive store: list kinds,
+ * get, describe and watch objects, read their events, apply specs from JSON,
+ * delete and requeue. It opens the store like any second process would and
+ * never starts a Beehive, so it is safe against a database a running process
+ * is using.
+ *
+ * ```sh
+ * deno run -A jsr:@beehive/beehive/cli ./beehive.db get Cluster.kstack.sh
+ * ```
+ *
+ * Exit codes: 0 success, 1 an error (one line on standard error), 2 a usage
+ * error. Run as a program, this module calls {@linkcode main} with the
+ * process's arguments; imported, it only exports it.
+ *
+ * @example Run a command in-process and capture its output
+ * ```ts
+ * import { main } from "@beehive/beehive/cli";
+ *
+ * let out = "";
+ * const code = await main(["--help"], { stdout: (text) => (out += text), stderr: () => {} });
+ * console.assert(code === 0 && out.includes("Usage: beehive <store> <command>"));
+ * ```
+ *
+ * @module
+ */
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import process from "node:process";
+import { pathToFileURL } from "node:url";
+import {
+  Beehive,
+  type BeehiveObject,
+  type GroupKind,
+  NotFoundError,
+  type ObjectChange,
+  type RawObject,
+  type Store,
+} from "@beehive/beehive";
+import { openSqliteStore } from "@beehive/beehive/sqlite";
+import {
+  age,
+  generationSummary,
+  kindLabel,
+  listKinds,
+  type ObjectView,
+  parseKind,
+  readRelations,
+  readySummary,
+  type RefView,
+  stateSummary,
+  toView,
+} from "./_inspect.ts";
+
+/** Where {@linkcode main} reads and writes. Every member but the writers is optional. */
+export interface CliIo {
+  /** Writes text to standard output as given (newlines included). */
+  stdout(text: string): void;
+  /** Writes text to standard error as given. */
+  stderr(text: string): void;
+  /** Reads all of standard input, for `apply -f -`. @default {the process's standard input} */
+  readStdin?(): Promise<string>;
+  /** Ends a running `watch` when aborted (the program aborts it on Ctrl-C). @default {undefined} */
+  signal?: AbortSignal;
+}
+
+/** A failure reported as one line on standard error with exit code 1. */
+class CliError extends Error {}
+
+/** A usage mistake: reported with a pointer to `--help`, exit code 2. */
+class UsageError extends Error {
+  readonly command: string | undefined;
+  constructor(message: string, command?: string) {
+    super(message);
+    this.command = command;
+  }
+}
+
+type Output = "table" | "json";
+
+interface Parsed {
+  readonly positionals: string[];
+  readonly output: Output;
+  readonly file: string | undefined;
+  readonly limit: number | undefined;
+  readonly help: boolean;
+}
+
+interface Command {
+  readonly usage: string;
+  readonly summary: string;
+  readonly details: string;
+  readonly args: readonly [min: number, max: number];
+  readonly flags: readonly ("output" | "file" | "limit")[];
+  run(ctx: Context): Promise<void>;
+}
+
+interface Context {
+  readonly store: Store;
+  readonly bh: Beehive;
+  readonly args: string[];
+  readonly parsed: Parsed;
+  readonly io: CliIo;
+  out(line: string): void;
+}
+
+const COMMANDS: Record<string, Command> = {
+  kinds: {
+    usage: "kinds [-o json]",
+    summary: "List the kinds in the store and how many objects each holds",
+    details: "Kinds are found through the retained write log and deletion-pending objects;\n" +
+      "a kind with no write inside the write log's retention is not listed\n" +
+      "(`get` still reads it by name).",
+    args: [0, 0],
+    flags: ["output"],
+    run: cmdKinds,
+  },
+  get: {
+    usage: "get <Kind.group> [name] [-o json]",
+    summary: "List a kind's objects, or show one",
+    details: "Columns: NAME, ID, GEN (generation/observed), READY (the Ready condition),\n" +
+      "STATE (Settled, Reconciling, Stalled, Terminating), CONDITIONS, AGE.",
+    args: [1, 2],
+    flags: ["output"],
+    run: cmdGet,
+  },
+  describe: {
+    usage: "describe <Kind.group> <name> [-o json]",
+    summary: "Show an object in full: spec, status, conditions, relations, recent events",
+    details: "",
+    args: [2, 2],
+    flags: ["output"],
+    run: cmdDescribe,
+  },
+  events: {
+    usage: "events <Kind.group> <name> [--limit N] [-o json]",
+    summary: "List an object's event runs, newest first",
+    details: "--limit N   only the newest N runs (default: all)",
+    args: [2, 2],
+    flags: ["output", "limit"],
+    run: cmdEvents,
+  },
+  watch: {
+    usage: "watch <Kind.group> [-o json]",
+    summary: "Print a kind's objects, then every change, until Ctrl-C",
+    details: "With -o json, one JSON change per line: { type, id, resourceVersion, object }.",
+    args: [1, 1],
+    flags: ["output"],
+    run: cmdWatch,
+  },
+  apply: {
+    usage: "apply -f <file.json | ->",
+    summary: "Create or update objects from JSON",
+    details: 'The file holds { "group", "kind", "name", "spec" } or an array of them;\n' +
+      "-f - reads standard input. Each object is created, or its spec replaced\n" +
+      "(a changed spec bumps the generation). Everything is checked before anything is written.",
+    args: [0, 0],
+    flags: ["file", "output"],
+    run: cmdApply,
+  },
+  delete: {
+    usage: "delete <Kind.group> <name>",
+    summary: "Request an object's deletion (finalizers and owned objects are honoured)",
+    details: "",
+    args: [2, 2],
+    flags: [],
+    run: cmdDelete,
+  },
+  requeue: {
+    usage: "requeue <Kind.group> <name>",
+    summary: "Owe an object a reconcile pass",
+    details: "Records the pass durably in the store: the process running the kind's\n" +
+      "controller runs it on its next owed pass (its owedPassInterval, 30 s by default).",
+    args: [2, 2],
+    flags: [],
+    run: cmdRequeue,
+  },
+};
+
+const HELP = `Usage: beehive <store> <command> [arguments] [flags]
+
+Inspect and change a beehive store. <store> is a SQLite database path
+(a postgres:// url is reserved for the PostgreSQL store).
+
+Commands:
+${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)}${c.summary}`).join("\n")}
+
+Flags:
+  -o, --output json   machine-readable output (default: a table)
+  -h, --help          help for beehive or for one command
+
+Exit codes: 0 success, 1 error, 2 usage error.
+Run 'beehive <command> --help' for a command's usage.
+`;
+
+function commandHelp(name: string): string {
+  const c = COMMANDS[name];
+  return `Usage: beehive <store> ${c.usage}\n\n${c.summary}.\n${
+    c.details === "" ? "" : `\n${c.details}\n`
+  }`;
+}
+
+function parseArgs(args: readonly string[]): Parsed {
+  const positionals: string[] = [];
+  let output: Output = "table";
+  let file: string | undefined;
+  let limit: number | undefined;
+  let help = false;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    const value = (): string => {
+      if (eq > 0) return arg.slice(eq + 1);
+      const next = args[++i];
+      if (next === undefined) throw new UsageError(`${flag} needs a value`);
+      return next;
+    };
+    if (arg === "--") {
+      positionals.push(...args.slice(i + 1));
+      break;
+    } else if (flag === "-h" || flag === "--help") help = true;
+    else if (flag === "-o" || flag === "--output") {
+      const v = value();
+      if (v !== "json" && v !== "table") {
+        throw new UsageError(`unknown output format ${JSON.stringify(v)} (expected json or table)`);
+      }
+      output = v;
+    } else if (flag === "-f" || flag === "--filename") file = value();
+    else if (flag === "--limit") {
+      const v = value();
+      const n = Number(v);
+      if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < 1) {
+        throw new UsageError(`--limit must be a positive integer, got ${JSON.stringify(v)}`);
+      }
+      limit = n;
+    } else if (arg.startsWith("-") && arg !== "-") {
+      throw new UsageError(`unknown flag ${arg}`);
+    } else positionals.push(arg);
+  }
+  return { positionals, output, file, limit, help };
+}
+
+function defaultIo(): CliIo {
+  return {
+    stdout: (text) => void process.stdout.write(text),
+    stderr: (text) => void process.stderr.write(text),
+    readStdin: async () => {
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of process.stdin) chunks.push(chunk as Uint8Array);
+      return new TextDecoder().decode(concat(chunks));
+    },
+  };
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/**
+ * Runs one CLI invocation: `args` are the words after the program name
+ * (`<store> <command> ...`). Resolves to the exit code: 0 success, 1 an
+ * error (one line on `io.stderr`), 2 a usage error. Never rejects.
+ * @param args The arguments, e.g. `["./beehive.db", "get", "Cluster.kstack.sh"]`.
+ * @param io Where to write and read. @default {the process's standard streams}
+ */
+export async function main(args: readonly string[], io: CliIo = defaultIo()): Promise<number> {
+  let parsed: Parsed;
+  try {
+    parsed = parseArgs(args);
+  } catch (error) {
+    return usage(io, error);
+  }
+  const [storeArg, name, ...rest] = parsed.positionals;
+  if (parsed.help) {
+    const named = parsed.positionals.find((p) => Object.hasOwn(COMMANDS, p));
+    io.stdout(named === undefined ? HELP : commandHelp(named));
+    return 0;
+  }
+  if (storeArg === undefined) {
+    io.stderr(HELP);
+    return 2;
+  }
+  if (name === undefined) return usage(io, new UsageError("missing command"));
+  if (!Object.hasOwn(COMMANDS, name)) {
+    return usage(io, new UsageError(`unknown command ${JSON.stringify(name)}`));
+  }
+  const command = COMMANDS[name];
+  const [min, max] = command.args;
+  if (rest.length < min || rest.length > max) {
+    return usage(
+      io,
+      new UsageError(
+        `${name} takes ${min === max ? min : `${min} to ${max}`} argument${
+          max === 1 ? "" : "s"
+        }, got ${rest.length}`,
+        name,
+      ),
+    );
+  }
+  if (parsed.output !== "table" && !command.flags.includes("output")) {
+    return usage(io, new UsageError(`${name} has no -o flag`, name));
+  }
+  if (parsed.file !== undefined && !command.flags.includes("file")) {
+    return usage(io, new UsageError(`${name} has no -f flag`, name));
+  }
+  if (parsed.limit !== undefined && !command.flags.includes("limit")) {
+    return usage(io, new UsageError(`${name} has no --limit flag`, name));
+  }
+  if (name === "apply" && parsed.file === undefined) {
+    return usage(
+      io,
+      new UsageError("apply needs -f <file.json> (or -f - for standard input)", name),
+    );
+  }
+  let store: Store | undefined;
+  try {
+    store = await openStore(storeArg);
+    // Never started: no lease taken, so a running process keeps its store. A
+    // short watch floor lets `watch` see another process's writes promptly.
+    const bh = new Beehive(store, { watchFloorInterval: 500 });
+    await command.run({
+      store,
+      bh,
+      args: rest,
+      parsed,
+      io,
+      out: (line) => io.stdout(`${line}\n`),
+    });
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) return usage(io, error);
+    io.stderr(`error: ${oneLine(error)}\n`);
+    return 1;
+  } finally {
+    await store?.close().catch(() => {});
+  }
+}
+
+function usage(io: CliIo, error: unknown): number {
+  const command = error instanceof UsageError ? error.command : undefined;
+  const hint = command === undefined ? "beehive --help" : `beehive ${command} --help`;
+  io.stderr(`error: ${oneLine(error)}\nRun '${hint}' for usage.\n`);
+  return 2;
+}
+
+function oneLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.replace(/\s*\n\s*/g, " ");
+}
+
+async function openStore(where: string): Promise<Store> {
+  if (/^postgres(ql)?:\/\//i.test(where)) {
+    throw new CliError(
+      "PostgreSQL stores are not supported yet: pass a SQLite database path",
+    );
+  }
+  if (where !== ":memory:" && !existsSync(where)) {
+    throw new CliError(`no database at ${where}`);
+  }
+  return await openSqliteStore(where);
+}
+
+function kindArg(label: string): GroupKind {
+  const gk = parseKind(label);
+  if (gk === undefined) {
+    throw new UsageError(`${JSON.stringify(label)} is not a kind: expected Kind.group`);
+  }
+  return gk;
+}
+
+async function getRaw(store: Store, gk: GroupKind, name: string): Promise<RawObject> {
+  try {
+    return await store.objects.getByName({ ...gk, name });
+  } catch (error) {
+    if (error instanceof NotFoundError) {
+      throw new CliError(`${kindLabel(gk)} ${JSON.stringify(name)} not found`);
+    }
+    throw error;
+  }
+}
+
+/** Renders rows as columns separated by three spaces, kubectl style. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const all = [header, ...rows].map((r) => r.map(cell));
+  const widths = header.map((_, i) => Math.max(...all.map((r) => r[i].length)));
+  return all.map((r) => r.map((c, i) => i === r.length - 1 ? c : c.padEnd(widths[i])).join("   "))
+    .map((line) => line.trimEnd())
+    .join("\n");
+}
+
+/** One table cell: control characters made visible so a hostile value cannot redraw the terminal. */
+function cell(text: string): string {
+  // deno-lint-ignore no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => c === "\n" ? "\\n" : "?");
+}
+
+function json(value: unknown): string {
+  return JSON.stringify(value, null, 2);
+}
+
+function conditionsSummary(view: ObjectView): string {
+  if (view.conditions.length === 0) return "-";
+  return view.conditions.map((c) => `${c.type}=${c.unconfirmed ? "Unknown?" : c.status}`).join(
+    ",",
+  );
+}
+
+const OBJECT_HEADER = ["NAME", "ID", "GEN", "READY", "STATE", "CONDITIONS", "AGE"];
+
+function objectRow(view: ObjectView, now: number): string[] {
+  return [
+    view.name,
+    String(view.id),
+    generationSummary(view),
+    readySummary(view.conditions),
+    stateSummary(view),
+    conditionsSummary(view),
+    age(view.createdAt, now),
+  ];
+}
+
+async function cmdKinds(ctx: Context): Promise<void> {
+  const kinds = await listKinds(ctx.store);
+  if (ctx.parsed.output === "json") {
+    ctx.out(json(kinds.map((k) => ({ ...k, label: kindLabel(k) }))));
+    return;
+  }
+  if (kinds.length === 0) {
+    ctx.out("No kinds found.");
+    return;
+  }
+  ctx.out(table(["KIND", "OBJECTS"], kinds.map((k) => [kindLabel(k), String(k.objects)])));
+}
+
+async function cmdGet(ctx: Context): Promise<void> {
+  const gk = kindArg(ctx.args[0]);
+  const name = ctx.args[1];
+  const views = name === undefined
+    ? (await ctx.store.objects.list(gk)).map(toView)
+    : [toView(await getRaw(ctx.store, gk, name))];
+  if (ctx.parsed.output === "json") {
+    ctx.out(json(name === undefined ? views : views[0]));
+    return;
+  }
+  if (views.length === 0) {
+    ctx.out(`No ${kindLabel(gk)} objects found.`);
+    return;
+  }
+  const now = Date.now();
+  ctx.out(table(OBJECT_HEADER, views.map((v) => objectRow(v, now))));
+}
+
+function refText(ref: RefView): string {
+  return `${kindLabel(ref)}/${ref.name ?? "(gone)"} (id ${ref.id})`;
+}
+
+function indent(text: string, by = "  "): string {
+  return text.split("\n").map((l) => by + l).join("\n");
+}
+
+function stamp(at: Date | undefined, now: number): string {
+  return at === undefined ? "<none>" : `${at.toISOString()} (${age(at, now)} ago)`;
+}
+
+async function cmdDescribe(ctx: Context): Promise<void> {
+  const gk = kindArg(ctx.args[0]);
+  const view = toView(await getRaw(ctx.store, gk, ctx.args[1]));
+  const rel = await readRelations(ctx.store, view.id);
+  if (ctx.parsed.output === "json") {
+    ctx.out(json({ ...view, ...rel }));
+    return;
+  }
+  const now = Date.now();
+  const refs = (list: readonly RefView[]) =>
+    list.length === 0 ? "<none>" : list.map(refText).join(", ");
+  const lines = [
+    `Name:                 ${cell(view.name)}`,
+    `Kind:                 ${kindLabel(view)}`,
+    `ID:                   ${view.id}`,
+    `Generation:           ${view.generation}`,
+    `Observed generation:  ${view.observedGeneration ?? "<none>"}`,
+    `Observed at:          ${stamp(view.observedAt, now)}`,
+    `State:                ${stateSummary(view)}`,
+    `Resource version:     ${view.resourceVersion}`,
+    `Created:              ${stamp(view.createdAt, now)}`,
+    `Updated:              ${stamp(view.updatedAt, now)}`,
+    `Deletion requested:   ${stamp(view.deletionRequestedAt, now)}`,
+    `Finalizers:           ${view.finalizers.length === 0 ? "<none>" : view.finalizers.join(", ")}`,
+    `Owner:                ${rel.owner === undefined ? "<none>" : refText(rel.owner)}`,
+    `Owned:                ${refs(rel.owned)}`,
+    `Dependencies:         ${refs(rel.dependencies)}`,
+    `Dependents:           ${refs(rel.dependents)}`,
+    "Spec:",
+    indent(json(view.spec)),
+    "Status:",
+    indent(view.status === undefined ? "<none>" : json(view.status)),
+    "Conditions:",
+    view.conditions.length === 0 ? "  <none>" : indent(table(
+      ["TYPE", "STATUS", "REASON", "TRANSITIONED", "UPDATED", "MESSAGE"],
+      view.conditions.map((c) => [
+        c.type,
+        c.unconfirmed ? "Unknown (unconfirmed)" : c.status,
+        c.reason || "-",
+        age(c.transitionedAt, now),
+        age(c.updatedAt, now),
+        c.message,
+      ]),
+    )),
+    "Events:",
+    rel.events.length === 0 ? "  <none>" : indent(eventTable(rel.events, now)),
+  ];
+  ctx.out(lines.map(cell).join("\n").replaceAll("\\n", "\n"));
+}
+
+function eventTable(
+  events: readonly {
+    type: string;
+    reason: string;
+    category: string;
+    count: number;
+    firstAt: Date;
+    lastAt: Date;
+    message: string;
+  }[],
+  now: number,
+): string {
+  return table(
+    ["LAST", "TYPE", "REASON", "CATEGORY", "COUNT", "FIRST", "MESSAGE"],
+    events.map((e) => [
+      age(e.lastAt, now),
+      e.type,
+      e.reason,
+      e.category || "-",
+      String(e.count),
+      age(e.firstAt, now),
+      e.message,
+    ]),
+  );
+}
+
+async function cmdEvents(ctx: Context): Promise<void> {
+  const gk = kindArg(ctx.args[0]);
+  const raw = await getRaw(ctx.store, gk, ctx.args[1]);
+  const events = (await ctx.store.events.list(raw.id, { limit: ctx.parsed.limit ?? 0 })).map(
+    (e) => ({ ...e, detail: e.detail === undefined ? undefined : JSON.parse(e.detail) }),
+  );
+  if (ctx.parsed.output === "json") {
+    ctx.out(json(events));
+    return;
+  }
+  if (events.length === 0) {
+    ctx.out(`No events for ${kindLabel(gk)} ${JSON.stringify(raw.name)}.`);
+    return;
+  }
+  ctx.out(eventTable(events, Date.now()));
+}
+
+async function cmdWatch(ctx: Context): Promise<void> {
+  const gk = kindArg(ctx.args[0]);
+  const signal = ctx.io.signal;
+  if (signal?.aborted) return;
+  const stream = await ctx.bh.client(gk).watchList({ signal });
+  const asJson = ctx.parsed.output === "json";
+  const header = ["EVENT", ...OBJECT_HEADER];
+  const widths = header.map((h) => Math.max(h.length, 11));
+  const line = (cells: string[]) =>
+    ctx.out(cells.map((c, i) => cell(c).padEnd(widths[i])).join("   ").trimEnd());
+  const emit = (change: ObjectChange<unknown, unknown>) => {
+    if (asJson) {
+      ctx.out(JSON.stringify(change));
+      return;
+    }
+    const view = change.object as BeehiveObject<unknown, unknown> | undefined;
+    if (view === undefined) line([change.type, "?", String(change.id)]);
+    else line([change.type, ...objectRow(view, Date.now())]);
+  };
+  if (!asJson) line(header);
+  for (const object of stream.objects) {
+    emit({ type: "Added", id: object.id, resourceVersion: object.resourceVersion, object });
+  }
+  for await (const change of stream) emit(change);
+}
+
+interface ApplyItem extends GroupKind {
+  readonly name: string;
+  readonly spec: unknown;
+}
+
+function checkItem(value: unknown, at: string): ApplyItem {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new CliError(`${at}: expected an object with group, kind, name and spec`);
+  }
+  const o = value as Record<string, unknown>;
+  if (typeof o.group !== "string") throw new CliError(`${at}: "group" must be a string`);
+  if (typeof o.kind !== "string" || o.kind === "") {
+    throw new CliError(`${at}: "kind" must be a non-empty string`);
+  }
+  if (typeof o.name !== "string" || o.name === "") {
+    throw new CliError(`${at}: "name" must be a non-empty string`);
+  }
+  if (!("spec" in o) || o.spec === undefined) throw new CliError(`${at}: "spec" is missing`);
+  const unknown = Object.keys(o).filter((k) => !["group", "kind", "name", "spec"].includes(k));
+  if (unknown.length > 0) {
+    throw new CliError(`${at}: unknown field ${JSON.stringify(unknown[0])}`);
+  }
+  return { group: o.group, kind: o.kind, name: o.name, spec: o.spec };
+}
+
+async function cmdApply(ctx: Context): Promise<void> {
+  const file = ctx.parsed.file!;
+  let text: string;
+  if (file === "-") {
+    text = await (ctx.io.readStdin ?? defaultIo().readStdin!)();
+  } else {
+    try {
+      text = await readFile(file, "utf8");
+    } catch (error) {
+      throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
+    }
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (error) {
+    const hint = /\.ya?ml$/i.test(file) ? " (YAML is not supported; write JSON)" : "";
+    throw new CliError(`${file === "-" ? "stdin" : file} is not JSON${hint}: ${oneLine(error)}`);
+  }
+  const items = Array.isArray(doc)
+    ? doc.map((v, i) => checkItem(v, `item ${i}`))
+    : [checkItem(doc, file === "-" ? "stdin" : file)];
+  const results: { kind: string; name: string; id: number; generation: number; result: string }[] =
+    [];
+  for (const item of items) {
+    const gk = { group: item.group, kind: item.kind };
+    const before = await ctx.store.objects.getMetaByName({ ...gk, name: item.name }).catch(
+      (error) => {
+        if (error instanceof NotFoundError) return undefined;
+        throw error;
+      },
+    );
+    const { object, created } = await ctx.bh.client(gk).createOrUpdate(item.name, item.spec);
+    const result = created
+      ? "created"
+      : before !== undefined && before.generation === object.generation
+      ? "unchanged"
+      : "configured";
+    results.push({
+      kind: kindLabel(gk),
+      name: object.name,
+      id: object.id,
+      generation: object.generation,
+      result,
+    });
+    if (ctx.parsed.output === "table") ctx.out(`${kindLabel(gk)}/${cell(object.name)} ${result}`);
+  }
+  if (ctx.parsed.output === "json") ctx.out(json(results));
+}
+
+async function cmdDelete(ctx: Context): Promise<void> {
+  const gk = kindArg(ctx.args[0]);
+  // deleteByName treats absence as success; kubectl users expect "not found".
+  const raw = await getRaw(ctx.store, gk, ctx.args[1]);
+  try {
+    await ctx.bh.client(gk).delete(raw.id);
+  } catch (error) {
+    if (error instanceof NotFoundError) {
+      throw new CliError(`${kindLabel(gk)} ${JSON.stringify(raw.name)} not found`);
+    }
+    throw error;
+  }
+  ctx.out(`${kindLabel(gk)}/${cell(raw.name)} deletion requested`);
+}
+
+async function cmdRequeue(ctx: Context): Promise<void> {
+  const gk = kindArg(ctx.args[0]);
+  const raw = await getRaw(ctx.store, gk, ctx.args[1]);
+  await ctx.store.reconcileOwed.stamp([{ id: raw.id, group: raw.group, kind: raw.kind }]);
+  ctx.out(`${kindLabel(gk)}/${cell(raw.name)} requeued`);
+}
+
+function isProgram(): boolean {
+  const meta = import.meta as ImportMeta & { main?: boolean };
+  if (typeof meta.main === "boolean") return meta.main;
+  const entry = process.argv[1];
+  return entry !== undefined && pathToFileURL(entry).href === import.meta.url;
+}
+
+if (isProgram()) {
+  const controller = new AbortController();
+  const onInterrupt = () => {
+    if (controller.signal.aborted) process.exit(130);
+    controller.abort();
+  };
+  process.on("SIGINT", onInterrupt);
+  const argv = process.argv.slice(2);
+  const code = await main(argv, { ...defaultIo(), signal: controller.signal });
+  process.off("SIGINT", onInterrupt);
+  process.exitCode = code;
+}

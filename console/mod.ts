@@ -1,0 +1,634 @@
+/**
+ * A read-only web console for a beehive store: the kinds, each kind's objects
+ * with their conditions, and an object's detail (spec, status, conditions,
+ * recent events, owner, owned objects, dependencies and dependents), updating
+ * live over server-sent events. Server-rendered HTML that reads fine without
+ * JavaScript; no build step and no framework. Everything from the store is
+ * escaped, and a strict content security policy forbids inline script.
+ *
+ * {@linkcode consoleHandler} is a fetch handler, mountable in `Deno.serve`, in
+ * Node's HTTP server through {@linkcode toNodeListener}, or in any router.
+ *
+ * @example Serve the console beside a controller
+ * ```ts ignore
+ * import { consoleHandler } from "@beehive/beehive/console";
+ * import { openSqliteStore } from "@beehive/beehive/sqlite";
+ *
+ * const store = await openSqliteStore("./beehive.db");
+ * Deno.serve({ port: 8080 }, consoleHandler({ store, basePath: "/console" }));
+ * ```
+ *
+ * @example Render a page in-process
+ * ```ts
+ * import { consoleHandler } from "@beehive/beehive/console";
+ * import { openSqliteStore } from "@beehive/beehive/sqlite";
+ *
+ * const store = await openSqliteStore(":memory:");
+ * const handle = consoleHandler({ store });
+ * const response = await handle(new Request("http://localhost/"));
+ * console.assert(response.status === 200);
+ * console.assert((await response.text()).includes("<h1>Kinds</h1>"));
+ * await store.close();
+ * ```
+ *
+ * @module
+ */
+import { Beehive, type GroupKind, NotFoundError, type Store } from "@beehive/beehive";
+import {
+  age,
+  generationSummary,
+  kindLabel,
+  listKinds,
+  type ObjectView,
+  parseKind,
+  readRelations,
+  readySummary,
+  type RefView,
+  stateSummary,
+  toView,
+} from "../cli/_inspect.ts";
+import { SCRIPT, STYLE } from "./_assets.ts";
+import { type Html, html } from "./_html.ts";
+
+export { toNodeListener } from "./node_listener.ts";
+export type { NodeListener, NodeRequestLike, NodeResponseLike } from "./node_listener.ts";
+
+/** Options of {@linkcode consoleHandler}. */
+export interface ConsoleOptions {
+  /** The store to show. The console only reads it; it never starts a Beehive. */
+  readonly store: Store;
+  /**
+   * The path prefix the console is mounted under, e.g. `"/console"`; requests
+   * outside it are 404. @default {""}
+   */
+  readonly basePath?: string;
+  /**
+   * Kinds to list even when the retained write log holds no trace of them
+   * (the Store port has no kind listing). @default {[]}
+   */
+  readonly kinds?: readonly GroupKind[];
+  /**
+   * How often a live page re-reads the store when no write signal reaches it
+   * (a write made through another Beehive or another process), in ms.
+   * @default {500}
+   */
+  readonly pollInterval?: number;
+}
+
+/** A fetch handler: one request in, one response out. Never rejects. */
+export type ConsoleHandler = (request: Request) => Promise<Response>;
+
+const SECURITY_HEADERS: Record<string, string> = {
+  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; " +
+    "connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; " +
+    "frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-store",
+};
+
+const EVENTS_SHOWN = 20;
+const HEARTBEAT_MS = 15_000;
+
+function normalizeBase(basePath: unknown): string {
+  if (basePath === undefined) return "";
+  if (typeof basePath !== "string" || (basePath !== "" && !basePath.startsWith("/"))) {
+    throw new TypeError(
+      `Cannot use basePath: current value is ${
+        JSON.stringify(basePath)
+      }, expected "" or a path starting with "/"`,
+    );
+  }
+  return basePath.replace(/\/+$/, "");
+}
+
+/**
+ * Creates the console's fetch handler over `store`. Routes under `basePath`:
+ * `/` the kinds, `/kinds/<Kind.group>` a kind's objects, `/objects/<id>` one
+ * object, each with a `/live` server-sent-event feed, plus `/console.js` and
+ * `/console.css`. Only `GET` and `HEAD` are served (`405` otherwise); an
+ * unknown path, kind or object is `404`. A live feed ends when its request's
+ * signal aborts or its reader cancels.
+ * @throws {TypeError} `store` is not a Store, or `basePath` does not start with `/`.
+ * @throws {InvalidOptionError} `pollInterval` is not a positive number.
+ */
+export function consoleHandler(options: ConsoleOptions): ConsoleHandler {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError("Cannot create a console: options must be an object like { store }");
+  }
+  const base = normalizeBase(options.basePath);
+  const store = options.store;
+  const bh = new Beehive(store, { watchFloorInterval: options.pollInterval ?? 500 });
+  const extraKinds = [...(options.kinds ?? [])];
+  const ctx: Ctx = { store, bh, base, extraKinds, pollInterval: options.pollInterval ?? 500 };
+  return async (request) => {
+    try {
+      return await route(ctx, request);
+    } catch (error) {
+      return page(
+        ctx,
+        500,
+        "Error",
+        html`
+          <h1>Error</h1>
+          <p>${error instanceof Error ? error.message : String(error)}</p>
+        `,
+        request,
+      );
+    }
+  };
+}
+
+interface Ctx {
+  readonly store: Store;
+  readonly bh: Beehive;
+  readonly base: string;
+  readonly extraKinds: GroupKind[];
+  readonly pollInterval: number;
+}
+
+function kindHref(ctx: Ctx, gk: GroupKind): string {
+  return `${ctx.base}/kinds/${encodeURIComponent(kindLabel(gk))}`;
+}
+
+function objectHref(ctx: Ctx, id: number): string {
+  return `${ctx.base}/objects/${id}`;
+}
+
+async function route(ctx: Ctx, request: Request): Promise<Response> {
+  const url = new URL(request.url);
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    return new Response("Method Not Allowed: the console is read-only\n", {
+      status: 405,
+      headers: { ...SECURITY_HEADERS, allow: "GET, HEAD", "content-type": "text/plain" },
+    });
+  }
+  const path = url.pathname;
+  if (path !== ctx.base && !path.startsWith(`${ctx.base}/`)) return notFound(ctx, request);
+  const segments = path.slice(ctx.base.length).split("/").filter((s) => s !== "");
+  let parts: string[];
+  try {
+    parts = segments.map(decodeURIComponent);
+  } catch {
+    return notFound(ctx, request);
+  }
+  const fragment = url.searchParams.get("fragment") === "main";
+  if (parts.length === 0) return await kindsPage(ctx, request, fragment);
+  if (parts.length === 1 && parts[0] === "console.js") return asset(SCRIPT, "text/javascript");
+  if (parts.length === 1 && parts[0] === "console.css") return asset(STYLE, "text/css");
+  if (parts[0] === "kinds" && (parts.length === 2 || (parts.length === 3 && parts[2] === "live"))) {
+    const gk = parseKind(parts[1]);
+    if (gk === undefined) return notFound(ctx, request);
+    if (parts.length === 3) return await kindFeed(ctx, gk, request);
+    return await kindPage(ctx, gk, request, fragment);
+  }
+  if (
+    parts[0] === "objects" && (parts.length === 2 || (parts.length === 3 && parts[2] === "live"))
+  ) {
+    if (!/^[1-9]\d{0,15}$/.test(parts[1]) || !Number.isSafeInteger(Number(parts[1]))) {
+      return notFound(ctx, request);
+    }
+    const id = Number(parts[1]);
+    if (parts.length === 3) return await objectFeed(ctx, id, request);
+    return await objectPage(ctx, id, request, fragment);
+  }
+  return notFound(ctx, request);
+}
+
+function asset(body: string, type: string): Response {
+  return new Response(body, {
+    headers: {
+      ...SECURITY_HEADERS,
+      "content-type": `${type}; charset=utf-8`,
+      "cache-control": "no-cache",
+    },
+  });
+}
+
+function respond(status: number, body: string, request: Request): Response {
+  return new Response(request.method === "HEAD" ? null : body, {
+    status,
+    headers: { ...SECURITY_HEADERS, "content-type": "text/html; charset=utf-8" },
+  });
+}
+
+function page(
+  ctx: Ctx,
+  status: number,
+  title: string,
+  main: Html,
+  request: Request,
+  options: { fragment?: boolean; live?: string; crumbs?: Html } = {},
+): Response {
+  if (options.fragment) return respond(status, main.text, request);
+  const doc = html`
+    <!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>${title} · beehive</title>
+        <link rel="stylesheet" href="${ctx.base}/console.css">
+        <script src="${ctx.base}/console.js" defer></script>
+      </head>
+      <body${options.live === undefined ? "" : html`
+        data-live="${options.live}"
+      `}>
+        <header><a class="brand" href="${ctx.base}/">beehive</a><nav>${options.crumbs ??
+          ""}</nav><span id="live">${options.live === undefined
+          ? ""
+          : "static: reload to refresh"}</span></header>
+        <main>
+    ${main}
+        </main>
+        </body>
+        </html>
+  `;
+  return respond(status, doc.text, request);
+}
+
+function notFound(ctx: Ctx, request: Request, what = "No such page."): Response {
+  return page(
+    ctx,
+    404,
+    "Not found",
+    html`
+      <h1>Not found</h1>
+      <p>${what}</p>
+    `,
+    request,
+    {
+      fragment: new URL(request.url).searchParams.get("fragment") === "main",
+    },
+  );
+}
+
+function time(at: Date | undefined, now: number): Html {
+  if (at === undefined) return html`<span class="muted">never</span>`;
+  return html`<time datetime="${at.toISOString()}" title="${at.toISOString()}">${
+    age(at, now)
+  } ago</time>`;
+}
+
+function conditionBadges(view: ObjectView): Html {
+  if (view.conditions.length === 0) return html`<span class="muted">none</span>`;
+  return html`${
+    view.conditions.map((c) => {
+      const status = c.unconfirmed ? "Unknown" : c.status;
+      return html`
+        <span class="cond s-${status}" data-condition="${c.type}" data-status="${status}"
+          title="${c.reason}${c.message === "" ? "" : `: ${c.message}`}">${c.type}=${status}</span>
+      `;
+    })
+  }`;
+}
+
+async function kindsPage(ctx: Ctx, request: Request, fragment: boolean): Promise<Response> {
+  const kinds = await listKinds(ctx.store, ctx.extraKinds);
+  const main = html`
+    <h1>Kinds</h1>
+    ${kinds.length === 0 ? html`<p class="muted">No kinds yet.</p>` : html`
+      <table>
+        <thead>
+          <tr>
+            <th>Kind</th>
+            <th>Group</th>
+            <th>Objects</th>
+          </tr>
+        </thead>
+        <tbody>${kinds.map((k) =>
+          html`
+            <tr data-kind="${kindLabel(k)}">
+              <td><a href="${kindHref(ctx, k)}">${k.kind}</a></td>
+              <td>${k.group === "" ? html`<span class="muted">(core)</span>` : k.group}</td>
+              <td>${k.objects}</td>
+            </tr>
+          `
+        )}</tbody>
+      </table>
+    `}
+    <p
+      class="muted">Kinds are found through the retained write log; a kind idle for longer than its retention may be missing.</p>
+  `;
+  return page(ctx, 200, "Kinds", main, request, { fragment });
+}
+
+function crumbsFor(ctx: Ctx, gk: GroupKind, name?: string): Html {
+  return html`<a href="${ctx.base}/">Kinds</a> / <a href="${kindHref(ctx, gk)}">${
+    kindLabel(gk)
+  }</a>${
+    name === undefined ? "" : html`
+      / ${name}
+    `
+  }`;
+}
+
+async function kindPage(
+  ctx: Ctx,
+  gk: GroupKind,
+  request: Request,
+  fragment: boolean,
+): Promise<Response> {
+  const views = (await ctx.store.objects.list(gk)).map(toView);
+  const now = Date.now();
+  const main = html`<h1>${kindLabel(gk)}</h1>
+${
+    views.length === 0 ? html`<p class="muted">No objects.</p>` : html`
+      <table>
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>ID</th>
+            <th>Generation</th>
+            <th>Ready</th>
+            <th>State</th>
+            <th>Conditions</th>
+            <th>Age</th>
+          </tr>
+        </thead>
+        <tbody>${views.map((v) =>
+          html`
+            <tr data-name="${v.name}">
+              <td><a href="${objectHref(ctx, v.id)}">${v.name}</a></td>
+              <td>${v.id}</td>
+              <td>${generationSummary(v)}</td>
+              <td>${readySummary(v.conditions)}</td>
+              <td>${stateSummary(v)}</td>
+              <td>${conditionBadges(v)}</td>
+              <td>${time(v.createdAt, now)}</td>
+            </tr>
+          `
+        )}</tbody>
+      </table>
+    `
+  }`;
+  return page(ctx, 200, kindLabel(gk), main, request, {
+    fragment,
+    live: `${kindHref(ctx, gk)}/live`,
+    crumbs: crumbsFor(ctx, gk),
+  });
+}
+
+function refLink(ctx: Ctx, ref: RefView): Html {
+  return html`<a href="${objectHref(ctx, ref.id)}">${kindLabel(ref)}/${
+    ref.name ?? `#${ref.id}`
+  }</a>`;
+}
+
+function refList(ctx: Ctx, refs: readonly RefView[]): Html {
+  if (refs.length === 0) return html`<span class="muted">none</span>`;
+  return html`${refs.map((r, i) => html`${i === 0 ? "" : ", "}${refLink(ctx, r)}`)}`;
+}
+
+function jsonBlock(value: unknown): Html {
+  if (value === undefined) return html`<p class="muted">not written yet</p>`;
+  return html`<pre>${JSON.stringify(value, null, 2)}</pre>`;
+}
+
+async function objectPage(
+  ctx: Ctx,
+  id: number,
+  request: Request,
+  fragment: boolean,
+): Promise<Response> {
+  let view: ObjectView;
+  try {
+    view = toView(await ctx.store.objects.get(id));
+  } catch (error) {
+    if (error instanceof NotFoundError) return notFound(ctx, request, `No object ${id}.`);
+    throw error;
+  }
+  const rel = await readRelations(ctx.store, id, EVENTS_SHOWN);
+  const now = Date.now();
+  const main = html`
+    <h1>${kindLabel(view)} <span data-field="name">${view.name}</span></h1>
+    <dl>
+      <dt>Kind</dt>
+      <dd><a href="${kindHref(ctx, view)}">${kindLabel(view)}</a></dd>
+      <dt>ID</dt>
+      <dd>${view.id}</dd>
+      <dt>Generation</dt>
+      <dd data-field="generation">${view.generation} (observed ${view.observedGeneration ??
+        "never"}, ${time(view.observedAt, now)})</dd>
+      <dt>State</dt>
+      <dd data-field="state">${stateSummary(view)}</dd>
+      <dt>Resource version</dt>
+      <dd>${view.resourceVersion}</dd>
+      <dt>Created</dt>
+      <dd>${time(view.createdAt, now)}</dd>
+      <dt>Updated</dt>
+      <dd>${time(view.updatedAt, now)}</dd>
+      <dt>Deletion requested</dt>
+      <dd>${view.deletionRequestedAt === undefined ? html`<span class="muted">no</span>` : time(
+        view.deletionRequestedAt,
+        now,
+      )}</dd>
+      <dt>Finalizers</dt>
+      <dd>${view.finalizers.length === 0
+        ? html`<span class="muted">none</span>`
+        : view.finalizers.join(", ")}</dd>
+      <dt>Owner</dt>
+      <dd>${rel.owner === undefined
+        ? html`<span class="muted">none</span>`
+        : refLink(ctx, rel.owner)}</dd>
+      <dt>Owned</dt>
+      <dd>${refList(ctx, rel.owned)}</dd>
+      <dt>Dependencies</dt>
+      <dd>${refList(ctx, rel.dependencies)}</dd>
+      <dt>Dependents</dt>
+      <dd>${refList(ctx, rel.dependents)}</dd>
+    </dl>
+    <h2>Conditions</h2>
+    ${view.conditions.length === 0 ? html`<p class="muted">none</p>` : html`
+      <table id="conditions">
+        <thead>
+          <tr>
+            <th>Type</th>
+            <th>Status</th>
+            <th>Reason</th>
+            <th>Message</th>
+            <th>Transitioned</th>
+            <th>Updated</th>
+          </tr>
+        </thead>
+        <tbody>${view.conditions.map((c) =>
+          html`
+            <tr data-condition="${c.type}">
+              <td>${c.type}</td>
+              <td class="s-${c.unconfirmed
+                ? "Unknown"
+                : c.status}" data-field="status">${c.unconfirmed
+                ? "Unknown (unconfirmed)"
+                : c.status}</td>
+              <td data-field="reason">${c.reason}</td>
+              <td>${c.message}</td>
+              <td>${time(c.transitionedAt, now)}</td>
+              <td>${time(c.updatedAt, now)}</td>
+            </tr>
+          `
+        )}</tbody>
+      </table>
+    `}
+    <h2>Spec</h2>
+    ${jsonBlock(view.spec)}
+    <h2>Status</h2>
+    ${jsonBlock(view.status)}
+    <h2>Recent events</h2>
+    ${rel.events.length === 0 ? html`<p class="muted">none</p>` : html`
+      <table id="events">
+        <thead>
+          <tr>
+            <th>Last</th>
+            <th>Type</th>
+            <th>Reason</th>
+            <th>Category</th>
+            <th>Count</th>
+            <th>First</th>
+            <th>Message</th>
+          </tr>
+        </thead>
+        <tbody>${rel.events.map((e) =>
+          html`
+            <tr>
+              <td>${time(e.lastAt, now)}</td>
+              <td class="${e.type}">${e.type}</td>
+              <td>${e.reason}</td>
+              <td>${e.category}</td>
+              <td>${e.count}</td>
+              <td>${time(e.firstAt, now)}</td>
+              <td>${e.message}</td>
+            </tr>
+          `
+        )}</tbody>
+      </table>
+    `}
+  `;
+  return page(ctx, 200, `${kindLabel(view)} ${view.name}`, main, request, {
+    fragment,
+    live: `${objectHref(ctx, id)}/live`,
+    crumbs: crumbsFor(ctx, view, view.name),
+  });
+}
+
+/** A server-sent-event response fed by `start`, which returns its cleanup. */
+function feed(
+  request: Request,
+  start: (send: (event: string, data: unknown) => void, end: () => void) => () => void,
+): Response {
+  const encoder = new TextEncoder();
+  let cleanup: (() => void) | undefined;
+  let closed = false;
+  let heartbeat: ReturnType<typeof setInterval> | undefined;
+  const finish = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(heartbeat);
+    request.signal.removeEventListener("abort", finish);
+    cleanup?.();
+  };
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const write = (text: string) => {
+        if (closed) return;
+        try {
+          controller.enqueue(encoder.encode(text));
+        } catch {
+          finish();
+        }
+      };
+      const end = () => {
+        finish();
+        try {
+          controller.close();
+        } catch {
+          // already closed by the reader
+        }
+      };
+      if (request.signal.aborted) {
+        end();
+        return;
+      }
+      request.signal.addEventListener("abort", end);
+      write("retry: 2000\n\n");
+      heartbeat = setInterval(() => write(": heartbeat\n\n"), HEARTBEAT_MS);
+      cleanup = start(
+        (event, data) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
+        end,
+      );
+    },
+    cancel() {
+      finish();
+    },
+  });
+  return new Response(request.method === "HEAD" ? null : body, {
+    headers: {
+      ...SECURITY_HEADERS,
+      "content-type": "text/event-stream; charset=utf-8",
+      "x-accel-buffering": "no",
+    },
+  });
+}
+
+async function kindFeed(ctx: Ctx, gk: GroupKind, request: Request): Promise<Response> {
+  if (request.method === "HEAD") return feed(request, () => () => {});
+  const abort = new AbortController();
+  const stream = await ctx.bh.client(gk).watchList({ signal: abort.signal });
+  return feed(request, (send, end) => {
+    void (async () => {
+      try {
+        for await (const change of stream) {
+          send("change", {
+            type: change.type,
+            id: change.id,
+            resourceVersion: change.resourceVersion,
+          });
+        }
+      } catch (error) {
+        send("failed", { message: error instanceof Error ? error.message : String(error) });
+      }
+      end();
+    })();
+    return () => abort.abort();
+  });
+}
+
+async function objectFeed(ctx: Ctx, id: number, request: Request): Promise<Response> {
+  let gk: GroupKind;
+  try {
+    const meta = await ctx.store.objects.getMeta(id);
+    gk = { group: meta.group, kind: meta.kind };
+  } catch (error) {
+    if (error instanceof NotFoundError) return notFound(ctx, request, `No object ${id}.`);
+    throw error;
+  }
+  if (request.method === "HEAD") return feed(request, () => () => {});
+  const abort = new AbortController();
+  const stream = await ctx.bh.client(gk).watch(id, { signal: abort.signal });
+  let eventsAt = await ctx.store.events.maxVersion(id).catch(() => 0);
+  return feed(request, (send, end) => {
+    // Event runs bump no object version: a light probe notices new ones.
+    const probe = setInterval(() => {
+      ctx.store.events.maxVersion(id).then((v) => {
+        if (v !== eventsAt) {
+          eventsAt = v;
+          send("change", { type: "Event", id, resourceVersion: v });
+        }
+      }, () => {});
+    }, ctx.pollInterval);
+    void (async () => {
+      try {
+        for await (const change of stream) {
+          send("change", { type: change.type, id, resourceVersion: change.resourceVersion });
+          if (change.type === "Deleted") break;
+        }
+      } catch (error) {
+        send("failed", { message: error instanceof Error ? error.message : String(error) });
+      }
+      end();
+    })();
+    return () => {
+      clearInterval(probe);
+      abort.abort();
+    };
+  });
+}

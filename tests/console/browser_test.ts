@@ -1,0 +1,175 @@
+/**
+ * The console in a real browser: headless Chromium (Debian's `chromium`,
+ * which `scripts/setup` installs when missing) driven by `playwright-core`
+ * loads the console beside a running controller, clicks from a kind to an
+ * object, sees a condition change arrive live after the controller writes
+ * it, and saves a screenshot under the test's temp dir.
+ *
+ * `BEEHIVE_CHROMIUM` overrides the browser path; `BEEHIVE_PLAYWRIGHT_CORE`
+ * overrides where playwright-core is imported from (default: the
+ * `playwright-core` devDependency).
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { existsSync, statSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import process from "node:process";
+import { Beehive, settled } from "../../mod.ts";
+import { consoleHandler, toNodeListener } from "../../console/mod.ts";
+import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { tempDir } from "../_beehive_harness.ts";
+import { test } from "../_test.ts";
+
+/** The part of playwright-core's API this test drives. */
+interface Page {
+  goto(url: string): Promise<unknown>;
+  click(selector: string): Promise<void>;
+  waitForSelector(selector: string, options?: { timeout?: number }): Promise<unknown>;
+  waitForURL(url: RegExp, options?: { timeout?: number }): Promise<void>;
+  textContent(selector: string): Promise<string | null>;
+  evaluate<T>(fn: string): Promise<T>;
+  screenshot(options: { path: string; fullPage?: boolean }): Promise<unknown>;
+}
+interface BrowserContext {
+  newPage(): Promise<Page>;
+  close(): Promise<void>;
+}
+interface PlaywrightCore {
+  chromium: {
+    launchPersistentContext(
+      userDataDir: string,
+      options: { executablePath: string; headless: boolean; args: string[] },
+    ): Promise<BrowserContext>;
+  };
+}
+
+const CHROMIUM = process.env.BEEHIVE_CHROMIUM ?? "/usr/bin/chromium";
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const Cluster = { group: "kstack.sh", kind: "Cluster" };
+
+async function loadPlaywright(): Promise<PlaywrightCore> {
+  const specifier = process.env.BEEHIVE_PLAYWRIGHT_CORE ?? "playwright-core";
+  try {
+    return await import(specifier) as PlaywrightCore;
+  } catch (error) {
+    throw new Error(
+      `Cannot import ${specifier}: run npm ci (playwright-core is a devDependency)`,
+      { cause: error },
+    );
+  }
+}
+
+/** Serves `handler` on 127.0.0.1 with Deno.serve under Deno, node:http under Node. */
+async function serve(
+  handler: (request: Request) => Promise<Response>,
+): Promise<{ url: string; close(): Promise<void> }> {
+  if ("Deno" in globalThis) {
+    const ready = Promise.withResolvers<number>();
+    const server = Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      onListen: ({ port }) => ready.resolve(port),
+    }, handler);
+    const port = await ready.promise;
+    return { url: `http://127.0.0.1:${port}`, close: () => server.shutdown() };
+  }
+  const server = createServer(toNodeListener(handler));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      return closed;
+    },
+  };
+}
+
+// playwright-core probes /proc and the home directory, which Deno grants only
+// with -A: scripts/test runs this file as its own `deno test -A` suite, and a
+// Deno run without those permissions leaves the test out instead of failing it.
+const denoPermissions = (globalThis as { Deno?: typeof Deno }).Deno?.permissions;
+const runnable = denoPermissions === undefined ||
+  denoPermissions.querySync({ name: "sys" }).state === "granted";
+
+if (runnable) {
+  test("console in headless Chromium: kind to object, a condition change arrives live", async () => {
+    assert.ok(
+      existsSync(CHROMIUM),
+      `no browser at ${CHROMIUM}: run scripts/setup (installs Debian's chromium) or set BEEHIVE_CHROMIUM`,
+    );
+    const { chromium } = await loadPlaywright();
+    const dir = tempDir();
+    const store = await openSqliteStore(dir.file("beehive.db"));
+    const bh = new Beehive(store);
+    bh.register<{ up: boolean }, unknown>(Cluster, async (obj, cc) => {
+      await cc.setCondition({
+        type: "Ready",
+        status: obj.spec.up ? "True" : "False",
+        reason: obj.spec.up ? "Up" : "Waiting",
+        message: `generation ${obj.generation}`,
+      });
+      return settled();
+    });
+    const stop = await bh.start();
+    let server: { url: string; close(): Promise<void> } | undefined;
+    let browser: BrowserContext | undefined;
+    try {
+      const clusters = bh.client<{ up: boolean }, unknown>(Cluster);
+      const watch = await clusters.watchList();
+      const prod = await clusters.create("prod", { up: false });
+      for await (const change of watch) if (change.object?.observedGeneration === 1) break;
+
+      server = await serve(consoleHandler({ store, basePath: "/console", pollInterval: 200 }));
+      browser = await chromium.launchPersistentContext(dir.file("profile"), {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: FLAGS,
+      });
+      const page = await browser.newPage();
+      await page.goto(`${server.url}/console/`);
+      await page.click('a[href="/console/kinds/Cluster.kstack.sh"]');
+      await page.waitForSelector(
+        'tr[data-name="prod"] [data-condition="Ready"][data-status="False"]',
+      );
+      await page.click('tr[data-name="prod"] a');
+      await page.waitForURL(new RegExp(`/console/objects/${prod.id}$`));
+      const status = 'tr[data-condition="Ready"] [data-field="status"]';
+      assert.equal(await page.textContent(status), "False");
+      // Subscribed before the write, and the page must not reload to show it.
+      await page.waitForSelector("#live.on");
+      await page.evaluate("window.__sameDocument = true");
+
+      await clusters.update(prod.id, { up: true });
+      await page.waitForSelector(`${status}.s-True`, { timeout: 15_000 });
+      assert.equal(await page.textContent(status), "True");
+      assert.equal(
+        await page.textContent('tr[data-condition="Ready"] [data-field="reason"]'),
+        "Up",
+      );
+      assert.equal(await page.evaluate<boolean>("window.__sameDocument === true"), true);
+
+      const shot = dir.file("console.png");
+      await page.screenshot({ path: shot, fullPage: true });
+      assert.ok(statSync(shot).size > 1_000, "the screenshot holds an image");
+    } finally {
+      await browser?.close();
+      await server?.close();
+      await stop({ signal: AbortSignal.timeout(10_000) });
+      await store.close();
+      dir.remove();
+    }
+  });
+}
