@@ -318,8 +318,12 @@ function covers(
     list.push(c);
     byId.set(c.id, list);
   }
-  const collectedAfter = new Set(
-    writes.filter((w) => w.op === "delete" && w.resourceVersion > through).map((w) => w.id),
+  // A watch reports an object once per drain, at its newest entry: an entry at or below
+  // `through` may arrive folded into the object's next entry above it, which the watch
+  // resumed from `through` is checked to deliver. (A saved position is where delivery
+  // got to, not a cut: each object's earlier entries below it are not owed separately.)
+  const writtenAfter = new Set(
+    writes.filter((w) => w.resourceVersion > through).map((w) => w.id),
   );
   const entries = new Set<string>();
   let checked = 0;
@@ -330,9 +334,9 @@ function covers(
     const ok = (byId.get(w.id) ?? []).some((c) =>
       c.rv >= w.resourceVersion && c.rv <= through && (w.op !== "delete" || c.type === "Deleted")
     ) ||
-      // An object collected before the tailer read its row is reported only by its
-      // Deleted, which sits above `through` and reaches the watch resumed from there.
-      (w.op !== "delete" && collectedAfter.has(w.id));
+      // Folded into a later entry above `through` (a collection before the tailer read
+      // the row is reported only by its Deleted): the resumed watch delivers that one.
+      (w.op !== "delete" && writtenAfter.has(w.id));
     if (!ok) {
       problems.push(
         `${what}: the ${w.op} of ${w.id} at ${w.resourceVersion} was never delivered (watched from ${from} through ${through})`,
