@@ -43,9 +43,20 @@ export type {
   CreateOptions,
   CreateResult,
   EventListOptions,
+  ListOptions,
+  PreconditionOptions,
   ReadOptions,
   RequeueOptions,
 } from "./src/client.ts";
+export { defineKind } from "./src/kind.ts";
+export type { Kind, KindDefinition } from "./src/kind.ts";
+export type {
+  StandardFailure,
+  StandardProps,
+  StandardResult,
+  StandardSchema,
+  StandardSuccess,
+} from "./src/standard_schema.ts";
 export { AdminClient } from "./src/admin_client.ts";
 export type { ControllerClient, ControllerTx, ControllerWrites } from "./src/controller_client.ts";
 export { BeehiveObject, eventDetail } from "./src/object.ts";
@@ -64,6 +75,7 @@ export type {
   ControllerOptions,
   EventRetention,
   LeaderElectionOptions,
+  Limits,
   RegisterOptions,
   WriteLogRetention,
 } from "./src/options.ts";

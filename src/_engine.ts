@@ -16,6 +16,7 @@ import type { GroupKind, ObjectRef, Store } from "./store.ts";
 import { kindKey } from "./_engine_keys.ts";
 import { isStorableText } from "./_text.ts";
 import { WriteSignals } from "./write_signals.ts";
+import { type KindSchemas, NO_SCHEMAS } from "./_write_checks.ts";
 
 export { kindKey, kindName } from "./_engine_keys.ts";
 
@@ -52,6 +53,8 @@ export interface Registration {
   readonly gk: GroupKind;
   readonly codec: KindCodec;
   readonly reconciler: Reconciler;
+  /** The validators of the token it was registered with (none for a plain kind). */
+  readonly schemas: KindSchemas;
 }
 
 /**
@@ -107,6 +110,14 @@ export class Engine {
   /** The kind's codec: its migrator's, or pass-through for a kind with none. */
   codec(gk: GroupKind): KindCodec {
     return this.registration(gk)?.codec ?? plainCodec;
+  }
+
+  /**
+   * The validators for writes of `gk` through a surface made from `kind`: the
+   * `defineKind` token's own when it is one, else the registered token's.
+   */
+  schemas(gk: GroupKind, own: KindSchemas | undefined): KindSchemas {
+    return own ?? this.registration(gk)?.schemas ?? NO_SCHEMAS;
   }
 
   /**

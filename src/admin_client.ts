@@ -7,7 +7,9 @@
 import { checkId, checkKind, type Engine, kindName } from "./_engine.ts";
 import { attempt } from "./_values.ts";
 import { PassWriter } from "./controller_client.ts";
-import { WrongKindError } from "./errors.ts";
+import { InvalidOptionError, WrongKindError } from "./errors.ts";
+import { schemasOf } from "./kind.ts";
+import type { KindSchemas } from "./_write_checks.ts";
 import type { ConditionWrite, EventWrite } from "./object.ts";
 import type { GroupKind, ObjectId } from "./store.ts";
 
@@ -34,11 +36,13 @@ import type { GroupKind, ObjectId } from "./store.ts";
 export class AdminClient<Status> {
   readonly #engine: Engine;
   readonly #gk: GroupKind;
+  readonly #schemas: KindSchemas | undefined;
 
   /** @internal Use `bh.adminClient(kind)`. */
   constructor(engine: Engine, kind: GroupKind) {
     this.#engine = engine;
     this.#gk = checkKind(kind);
+    this.#schemas = schemasOf(kind);
   }
 
   #writer(id: ObjectId): PassWriter<Status> {
@@ -47,6 +51,7 @@ export class AdminClient<Status> {
       ended: false,
       baseline: undefined,
       signal: this.#engine.shutdown.signal,
+      schemas: this.#schemas,
     });
   }
 
@@ -59,7 +64,10 @@ export class AdminClient<Status> {
     }
   }
 
-  /** Writes object `id`'s status. @throws {NotFoundError} @throws {WrongKindError} */
+  /**
+   * Writes object `id`'s status, validated by the kind's status schema.
+   * @throws {NotFoundError} @throws {WrongKindError} @throws {InvalidStatusError} @throws {TooLargeError}
+   */
   updateStatus(id: ObjectId, status: Status): Promise<void> {
     return attempt(() => this.#writer(id).updateStatus(status));
   }
@@ -82,6 +90,28 @@ export class AdminClient<Status> {
   /** Records an event on object `id`. @throws {InvalidEventError} @throws {WrongKindError} */
   addEvent(id: ObjectId, event: EventWrite): Promise<void> {
     return attempt(() => this.#writer(id).addEvent(event));
+  }
+
+  /**
+   * Adds a finalizer to object `id` (a no-op when present): how an object
+   * created before its controller claimed it gains the claim. Only a kind with
+   * a controller registered in this process, which can clear it again.
+   * @throws {DeletionPendingError} the object's deletion was requested.
+   * @throws {InvalidOptionError} a malformed finalizer, or no controller is registered for the kind.
+   * @throws {WrongKindError} @throws {NotFoundError}
+   */
+  addFinalizer(id: ObjectId, finalizer: string): Promise<void> {
+    return attempt(() => {
+      const w = this.#writer(id);
+      if (this.#engine.registration(this.#gk) === undefined) {
+        throw new InvalidOptionError(
+          `Cannot add a finalizer to ${
+            kindName(this.#gk)
+          } ${id}: only a kind with a controller registered in this process can clear it`,
+        );
+      }
+      return w.addFinalizer(finalizer);
+    });
   }
 
   /** Removes a finalizer: how a wedged object is unstuck. @throws {WrongKindError} */

@@ -31,6 +31,8 @@ import { sleep } from "./_sleep.ts";
 import type { ReconcileResult } from "./result.ts";
 import type { GroupKind, HeldLease, Store } from "./store.ts";
 import { LeaderElector } from "./leader_elector.ts";
+import { type Kind, schemasOf } from "./kind.ts";
+import { NO_SCHEMAS } from "./_write_checks.ts";
 
 /** A reconcile function: drives one object toward its spec. */
 export type ReconcileFn<Spec, Status> = (
@@ -120,10 +122,23 @@ export class Beehive {
   }
 
   /**
-   * Registers the controller of `kind`, before start and once per kind.
+   * Registers the controller of `kind`, before start and once per kind. A
+   * `defineKind` token brings its types and validators: every client of the
+   * kind then validates spec writes, and the controller's status writes.
    * @throws {InvalidOptionError} an option is out of range, or `kind` is malformed.
    * @throws {BeehiveError} after start, or for a kind already registered.
    */
+  register<Spec, Status>(
+    kind: Kind<Spec, Status>,
+    controller: Controller<Spec, Status>,
+    options?: RegisterOptions,
+  ): void;
+  /** Registers the controller of a plain `{ group, kind }`, with the types given explicitly. */
+  register<Spec = unknown, Status = unknown>(
+    kind: GroupKind,
+    controller: Controller<Spec, Status>,
+    options?: RegisterOptions,
+  ): void;
   register<Spec = unknown, Status = unknown>(
     kind: GroupKind,
     controller: Controller<Spec, Status>,
@@ -158,15 +173,30 @@ export class Beehive {
     }
     const opts = resolveRegisterOptions(options, engine.options);
     const codec = new KindCodec(opts.migrator);
-    engine.register({ gk, codec, reconciler: new Reconciler(engine, gk, fn, opts, codec) });
+    engine.register({
+      gk,
+      codec,
+      reconciler: new Reconciler(engine, gk, fn, opts, codec),
+      schemas: schemasOf(kind) ?? NO_SCHEMAS,
+    });
   }
 
-  /** A client of `kind`. Works before start and after stop, while the store is open. */
+  /**
+   * A client of `kind`. Works before start and after stop, while the store is
+   * open. Spec writes are validated by the token's `spec` schema (or, for a
+   * plain kind, by the registered token's).
+   */
+  client<Spec, Status>(kind: Kind<Spec, Status>): Client<Spec, Status>;
+  /** A client of a plain `{ group, kind }`, with the types given explicitly. */
+  client<Spec = unknown, Status = unknown>(kind: GroupKind): Client<Spec, Status>;
   client<Spec = unknown, Status = unknown>(kind: GroupKind): Client<Spec, Status> {
     return new Client<Spec, Status>(this.#engine, this.#engine.store, kind);
   }
 
   /** An admin client of `kind`: the controller's writes, from outside a pass. */
+  adminClient<Spec, Status>(kind: Kind<Spec, Status>): AdminClient<Status>;
+  /** An admin client of a plain `{ group, kind }`, with the status type given explicitly. */
+  adminClient<Status = unknown>(kind: GroupKind): AdminClient<Status>;
   adminClient<Status = unknown>(kind: GroupKind): AdminClient<Status> {
     return new AdminClient<Status>(this.#engine, kind);
   }

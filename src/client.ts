@@ -4,7 +4,9 @@
  *
  * @module
  */
-import { DecodeError, encodeJson } from "./codec.ts";
+import { DecodeError, exceedsBytes, utf8Length } from "./codec.ts";
+import { type KindSchemas, prepareValue } from "./_write_checks.ts";
+import { schemasOf } from "./kind.ts";
 import { checkId, checkKind, type Engine, kindName } from "./_engine.ts";
 import { attempt } from "./_values.ts";
 import { isStorableText } from "./_text.ts";
@@ -74,6 +76,24 @@ export interface EventListOptions {
   readonly limit?: number;
   /** Only runs active at or after this instant. */
   readonly since?: Date;
+}
+
+/** Options of `update`, `updateByName` and `delete`. */
+export interface PreconditionOptions {
+  /**
+   * Write only if the object's `resourceVersion` is still this one (the one
+   * read): otherwise reject with `ConflictError`, writing nothing.
+   * @default {undefined} (last write wins)
+   */
+  readonly resourceVersion?: number;
+}
+
+/** Options of `list` and `listOwnedObjects`: relations to load, and one page. */
+export interface ListOptions extends ReadOptions {
+  /** At most this many objects (an integer ≥ 1). @default {undefined} (every one) */
+  readonly limit?: number;
+  /** Only objects whose id is above this (an integer ≥ 0): the last id of the previous page. @default {0} */
+  readonly after?: number;
 }
 
 /** Options of `requeue`. */
@@ -177,6 +197,39 @@ export function undecodable(raw: RawObject, error: unknown): StoreError {
   );
 }
 
+function checkPrecondition(options: unknown, call: string): number | undefined {
+  checkOptions(options, call);
+  const rv = (options as PreconditionOptions | undefined)?.resourceVersion;
+  if (rv === undefined) return undefined;
+  if (typeof rv !== "number" || !Number.isSafeInteger(rv) || rv < 1) {
+    throw new TypeError(
+      `Cannot ${call}: resourceVersion is ${
+        typeof rv === "string" ? JSON.stringify(rv) : String(rv)
+      }, expected a positive safe integer (an object's resourceVersion)`,
+    );
+  }
+  return rv;
+}
+
+function checkPage(options: ListOptions | undefined, call: string) {
+  checkOptions(options, call);
+  const load = checkLoads(options === undefined ? undefined : { load: options.load });
+  const { limit, after } = options ?? {};
+  if (
+    limit !== undefined && (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1)
+  ) {
+    throw new RangeError(`Cannot ${call}: limit is ${String(limit)}, expected an integer >= 1`);
+  }
+  if (
+    after !== undefined && (typeof after !== "number" || !Number.isSafeInteger(after) || after < 0)
+  ) {
+    throw new RangeError(
+      `Cannot ${call}: after is ${String(after)}, expected an integer >= 0 (an object id)`,
+    );
+  }
+  return { load, limit, after: after ?? 0 };
+}
+
 /** A create call's arguments, checked. */
 interface CheckedCreate {
   readonly text: string;
@@ -250,13 +303,22 @@ export class Client<Spec, Status> {
   readonly #gk: GroupKind;
   /** Set on a client obtained through a transaction: it has no watches. */
   readonly #inTransaction: boolean;
+  /** The validators of the token this client was made from, if it was one. */
+  readonly #schemas: KindSchemas | undefined;
 
   /** @internal Use `bh.client(kind)` or `tx.client(kind)`. */
   constructor(engine: Engine, store: Store, kind: GroupKind, inTransaction = false) {
     this.#engine = engine;
     this.#store = store;
     this.#gk = checkKind(kind);
+    this.#schemas = schemasOf(kind);
     this.#inTransaction = inTransaction;
+  }
+
+  /** Validates, encodes and bounds a spec: the text to store. */
+  #prepareSpec(spec: unknown): Promise<string> {
+    const schemas = this.#engine.schemas(this.#gk, this.#schemas);
+    return prepareValue(schemas.spec, spec, "spec", this.#gk, this.#engine.options.limits);
   }
 
   /** The kind this client acts on. */
@@ -276,13 +338,18 @@ export class Client<Spec, Status> {
     }
   }
 
-  #checkCreate(
+  async #checkCreate(
     name: unknown,
     spec: unknown,
     options: CreateOptions | undefined,
-  ): CheckedCreate {
+  ): Promise<CheckedCreate> {
     checkName(name);
-    const text = encodeJson(spec, "spec");
+    const limit = this.#engine.options.limits.nameBytes;
+    if (exceedsBytes(name, limit)) {
+      throw new InvalidNameError(
+        `Cannot use name: it is ${utf8Length(name)} UTF-8 bytes, above limits.nameBytes (${limit})`,
+      );
+    }
     const o = options ?? {};
     if (typeof o !== "object" || o === null) {
       throw new TypeError("Cannot create: options must be an object");
@@ -310,6 +377,8 @@ export class Client<Spec, Status> {
       }
       finalizers = [...o.finalizers];
     }
+    // Validated last: a schema sees only calls whose other arguments are sound.
+    const text = await this.#prepareSpec(spec);
     return { text, owner: o.owner, finalizers, onCreate: o.onCreate };
   }
 
@@ -352,8 +421,8 @@ export class Client<Spec, Status> {
    * @throws {TypeError} `spec` is not JSON-encodable, or an argument is malformed.
    */
   create(name: string, spec: Spec, options?: CreateOptions): Promise<BeehiveObject<Spec, Status>> {
-    return attempt(() => {
-      const c = this.#checkCreate(name, spec, options);
+    return attempt(async () => {
+      const c = await this.#checkCreate(name, spec, options);
       return this.#store.within((tx) => this.#insert(tx, name, c));
     });
   }
@@ -371,8 +440,8 @@ export class Client<Spec, Status> {
     spec: Spec,
     options?: CreateOptions,
   ): Promise<CreateResult<Spec, Status>> {
-    return attempt(() => {
-      const c = this.#checkCreate(name, spec, options);
+    return attempt(async () => {
+      const c = await this.#checkCreate(name, spec, options);
       return this.#store.within(async (tx) => {
         try {
           const raw = await tx.objects.getByName({ ...this.#gk, name });
@@ -397,8 +466,8 @@ export class Client<Spec, Status> {
     spec: Spec,
     options?: CreateOptions,
   ): Promise<CreateResult<Spec, Status>> {
-    return attempt(() => {
-      const c = this.#checkCreate(name, spec, options);
+    return attempt(async () => {
+      const c = await this.#checkCreate(name, spec, options);
       return this.#store.within(async (tx) => {
         try {
           const r = await tx.objects.updateSpecByName({ ...this.#gk, name }, {
@@ -426,20 +495,31 @@ export class Client<Spec, Status> {
 
   /**
    * Replaces the spec of object `id`. A byte-identical spec writes nothing.
+   * With `resourceVersion`, writes only if the object is still at that
+   * version (checked inside the write transaction).
    * @throws {NotFoundError} `id` holds no object of this kind.
+   * @throws {ConflictError} the object has moved on from `resourceVersion`; nothing is written.
    * @throws {DeletionPendingError} its deletion is pending.
-   * @throws {TypeError} `spec` is not JSON-encodable, or `id` is malformed.
+   * @throws {InvalidSpecError} the kind's spec schema refused `spec`.
+   * @throws {TooLargeError} the spec's JSON is above `limits.objectBytes`.
+   * @throws {TypeError} `spec` is not JSON-encodable (or holds a non-finite number), or `id` is malformed.
    */
-  update(id: ObjectId, spec: Spec): Promise<BeehiveObject<Spec, Status>> {
-    return attempt(() => {
+  update(
+    id: ObjectId,
+    spec: Spec,
+    options?: PreconditionOptions,
+  ): Promise<BeehiveObject<Spec, Status>> {
+    return attempt(async () => {
       checkId(id);
-      const text = encodeJson(spec, "spec");
+      const resourceVersion = checkPrecondition(options, "update");
+      const text = await this.#prepareSpec(spec);
       return this.#store.within(async (tx) => {
         let r;
         try {
           r = await tx.objects.updateSpec(this.#ref(id), {
             spec: text,
             specVersion: this.#engine.codec(this.#gk).specVersion,
+            resourceVersion,
           });
         } catch (error) {
           throw this.#hideWrongKind(error, id);
@@ -453,18 +533,27 @@ export class Client<Spec, Status> {
 
   /**
    * Replaces the spec of whatever holds `name`, resolved and written in one
-   * transaction.
+   * transaction; `resourceVersion` as in {@linkcode Client.update}.
    * @throws {NotFoundError} no object of this kind holds `name`.
+   * @throws {ConflictError} the object has moved on from `resourceVersion`; nothing is written.
    * @throws {DeletionPendingError} its deletion is pending.
+   * @throws {InvalidSpecError} the kind's spec schema refused `spec`.
+   * @throws {TooLargeError} the spec's JSON is above `limits.objectBytes`.
    */
-  updateByName(name: string, spec: Spec): Promise<BeehiveObject<Spec, Status>> {
-    return attempt(() => {
+  updateByName(
+    name: string,
+    spec: Spec,
+    options?: PreconditionOptions,
+  ): Promise<BeehiveObject<Spec, Status>> {
+    return attempt(async () => {
       checkName(name);
-      const text = encodeJson(spec, "spec");
+      const resourceVersion = checkPrecondition(options, "update by name");
+      const text = await this.#prepareSpec(spec);
       return this.#store.within(async (tx) => {
         const r = await tx.objects.updateSpecByName({ ...this.#gk, name }, {
           spec: text,
           specVersion: this.#engine.codec(this.#gk).specVersion,
+          resourceVersion,
         });
         const object = this.#decode(r.object);
         if (r.changed) this.#pushSelf(tx, r.object.id);
@@ -546,42 +635,79 @@ export class Client<Spec, Status> {
     return out;
   }
 
-  /** Every object of the kind, ordered by id; rows that do not decode are skipped and logged. */
-  list(options?: ReadOptions): Promise<BeehiveObject<Spec, Status>[]> {
-    return attempt(async () => {
-      const load = checkLoads(options);
-      return this.#many(await this.#store.objects.list(this.#gk), load);
+  /**
+   * Reads one page: rows after `after`, `limit` at a time, until `limit`
+   * objects decode or the rows run out (a row that does not decode is skipped,
+   * never the end of the listing).
+   */
+  async #page(
+    read: (page: { after: number; limit?: number }) => Promise<RawObject[]>,
+    p: { load: readonly LoadKey[]; limit: number | undefined; after: number },
+  ): Promise<BeehiveObject<Spec, Status>[]> {
+    if (p.limit === undefined) return this.#many(await read({ after: p.after }), p.load);
+    const out: BeehiveObject<Spec, Status>[] = [];
+    let after = p.after;
+    while (out.length < p.limit) {
+      const want = p.limit - out.length;
+      const raws = await read({ after, limit: want });
+      out.push(...await this.#many(raws, p.load));
+      if (raws.length < want) break;
+      after = raws[raws.length - 1].id;
+    }
+    return out;
+  }
+
+  /**
+   * The objects of the kind, ordered by id: every one, or one page — at most
+   * `limit` with ids above `after` (pass the last id read to get the next).
+   * Rows that do not decode are skipped and logged.
+   * @throws {RangeError} `limit` or `after` is out of range.
+   */
+  list(options?: ListOptions): Promise<BeehiveObject<Spec, Status>[]> {
+    return attempt(() => {
+      const p = checkPage(options, "list");
+      return this.#page((page) => this.#store.objects.list(this.#gk, page), p);
     });
   }
 
-  /** This kind's objects owned by `ownerId` (any kind), ordered by id. */
+  /**
+   * This kind's objects owned by `ownerId` (any kind), ordered by id; paged
+   * by `limit` and `after` as in {@linkcode Client.list}.
+   * @throws {RangeError} `limit` or `after` is out of range.
+   */
   listOwnedObjects(
     ownerId: ObjectId,
-    options?: ReadOptions,
+    options?: ListOptions,
   ): Promise<BeehiveObject<Spec, Status>[]> {
-    return attempt(async () => {
+    return attempt(() => {
       checkId(ownerId, "ownerId");
-      const load = checkLoads(options);
-      const raws = await this.#store.objects.listByIncomingEdge(this.#gk, {
-        toId: ownerId,
-        relation: "owned_by",
-      });
-      return this.#many(raws, load);
+      const p = checkPage(options, "list owned objects");
+      const edge = { toId: ownerId, relation: "owned_by" } as const;
+      return this.#page(
+        (page) => this.#store.objects.listByIncomingEdge(this.#gk, edge, page),
+        p,
+      );
     });
   }
 
   /**
    * Requests deletion of object `id`: sets `deletionRequestedAt`; the row stays
    * readable until its finalizers clear and nothing points at it. Idempotent.
+   * With `resourceVersion`, marks only if the object is still at that version.
    * @throws {NotFoundError} `id` holds no object of this kind.
+   * @throws {ConflictError} the object has moved on from `resourceVersion`; nothing is written.
    */
-  delete(id: ObjectId): Promise<undefined> {
+  delete(id: ObjectId, options?: PreconditionOptions): Promise<undefined> {
     return attempt(async () => {
       checkId(id);
+      const resourceVersion = checkPrecondition(options, "delete");
       try {
         // The mark commits on its own (or joins the caller's transaction), so the
         // idempotent answers need no write lock: the store probes without one.
-        const r = await this.#store.deletionRequests.create(this.#ref(id));
+        const r = await this.#store.deletionRequests.create(
+          this.#ref(id),
+          resourceVersion === undefined ? undefined : { resourceVersion },
+        );
         if (r.marked) this.#afterMark(id, r.unblocked);
       } catch (error) {
         throw this.#hideWrongKind(error, id);

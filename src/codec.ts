@@ -7,15 +7,40 @@ import { SchemaVersionDowngradeError } from "./errors.ts";
 import type { Migrator } from "./migrator.ts";
 
 /**
- * Encodes a JSON value. Anything `JSON.stringify` cannot encode (a BigInt, a
- * cycle, `undefined`, a function) is refused.
+ * Encodes a JSON value strictly. Anything `JSON.stringify` cannot encode (a
+ * BigInt, a cycle, `undefined`, a function) is refused, and so is a
+ * non-finite number (`NaN`, `±Infinity`), which it would silently turn into
+ * `null`: the error names the path, rooted at `what` (`spec.items[2].size`).
  * @throws {TypeError}
  */
 export function encodeJson(value: unknown, what: string): string {
+  // Each container's path, so the replacer can name where a bad number sits.
+  const paths = new Map<object, string>();
+  function replacer(this: unknown, key: string, v: unknown): unknown {
+    const base = paths.get(this as object);
+    // The one holder without a path is stringify's own wrapper of the root.
+    const at = base === undefined
+      ? what
+      : Array.isArray(this)
+      ? `${base}[${key}]`
+      : `${base}${propertyPath(key)}`;
+    if (typeof v === "number" || v instanceof Number) {
+      const n = Number(v);
+      if (!Number.isFinite(n)) {
+        throw new NonFiniteError(
+          `Cannot encode ${at} as JSON: current value is ${n}, and JSON has no non-finite numbers`,
+        );
+      }
+    } else if (typeof v === "object" && v !== null) {
+      paths.set(v, at);
+    }
+    return v;
+  }
   let text: string | undefined;
   try {
-    text = JSON.stringify(value);
+    text = JSON.stringify(value, replacer);
   } catch (cause) {
+    if (cause instanceof NonFiniteError) throw new TypeError(cause.message);
     throw new TypeError(
       `Cannot encode ${what} as JSON: ${cause instanceof Error ? cause.message : String(cause)}`,
       { cause },
@@ -25,6 +50,39 @@ export function encodeJson(value: unknown, what: string): string {
     throw new TypeError(`Cannot encode ${what} as JSON: current value is ${typeof value}`);
   }
   return text;
+}
+
+class NonFiniteError extends TypeError {}
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+function propertyPath(key: string): string {
+  return IDENTIFIER.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+/** The UTF-8 length of `text`, without encoding it (a lone surrogate counts 3, as U+FFFD). */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** Whether `text` is longer than `limit` UTF-8 bytes, counting only when it must. */
+export function exceedsBytes(text: string, limit: number): boolean {
+  if (text.length > limit) return true;
+  if (text.length * 3 <= limit) return false;
+  return utf8Length(text) > limit;
 }
 
 /** Why a stored value did not decode. */

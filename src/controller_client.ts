@@ -5,10 +5,17 @@
  *
  * @module
  */
-import { encodeJson } from "./codec.ts";
 import { checkId, type Engine, kindName, type Term } from "./_engine.ts";
 import { Client } from "./client.ts";
-import { ReconcileReturnedError, StaleTxError } from "./errors.ts";
+import {
+  InvalidConditionError,
+  InvalidEventError,
+  InvalidOptionError,
+  ReconcileReturnedError,
+  StaleTxError,
+} from "./errors.ts";
+import { encodeBounded, type KindSchemas, prepareValue, tooLong } from "./_write_checks.ts";
+import { isStorableText } from "./_text.ts";
 import type { ConditionWrite, EventWrite } from "./object.ts";
 import type { GroupKind, ObjectRef, Store } from "./store.ts";
 
@@ -44,13 +51,21 @@ interface PassState {
   ended: boolean;
   readonly baseline: StatusBaseline | undefined;
   readonly signal: AbortSignal;
+  /** The validators of the token the surface was made from; else the registered kind's. */
+  readonly schemas?: KindSchemas;
 }
 
 /** The write and read surface shared by a ControllerClient and its transaction handles. */
 export interface ControllerWrites<Status> {
-  /** Writes the object's status; an unchanged status writes nothing (no store call in a pass). */
+  /**
+   * Writes the object's status; an unchanged status writes nothing (no store
+   * call in a pass). The kind's status schema runs first; its output is stored.
+   * @throws {InvalidStatusError} the kind's status schema refused `status`.
+   * @throws {TooLargeError} the status's JSON is above `limits.objectBytes`.
+   * @throws {TypeError} `status` is not JSON-encodable, or holds a non-finite number.
+   */
   updateStatus(status: Status): Promise<void>;
-  /** Writes one condition. @throws {InvalidConditionError} */
+  /** Writes one condition. @throws {InvalidConditionError} (a message above `limits.messageBytes` too) */
   setCondition(condition: ConditionWrite): Promise<void>;
   /**
    * Writes several conditions as one write (one version bump); unchanged ones
@@ -68,6 +83,13 @@ export interface ControllerWrites<Status> {
    * @throws {TypeError} `detail` is not JSON-encodable.
    */
   addEvent(event: EventWrite): Promise<void>;
+  /**
+   * Adds a finalizer to the object (the Kubernetes pattern: a controller
+   * claims the objects it must clean up after); a no-op when present.
+   * @throws {DeletionPendingError} the object's deletion was requested.
+   * @throws {InvalidOptionError} `finalizer` is empty, or not well-formed UTF-16 without NUL.
+   */
+  addFinalizer(finalizer: string): Promise<void>;
   /** Removes a finalizer; clearing the last one of a deleting object lets it be collected. */
   deleteFinalizer(finalizer: string): Promise<void>;
   /**
@@ -174,7 +196,11 @@ export class PassWriter<Status> implements ControllerTx<Status> {
 
   updateStatus(status: Status): Promise<void> {
     return this.#run(async () => {
-      const text = encodeJson(status, "status");
+      const schemas = this.#engine.schemas(this.#ref, this.#state.schemas);
+      const limits = this.#engine.options.limits;
+      const text = await prepareValue(schemas.status, status, "status", this.#ref, limits);
+      // Validation may have awaited: the pass may have returned meanwhile.
+      this.#gate();
       const version = this.#engine.codec(this.#ref).statusVersion;
       const baseline = this.#state.baseline;
       if (baseline !== undefined && !baseline.claim(text, version)) return;
@@ -199,6 +225,18 @@ export class PassWriter<Status> implements ControllerTx<Status> {
 
   setConditions(conditions: readonly ConditionWrite[]): Promise<void> {
     return this.#run(async () => {
+      const limit = this.#engine.options.limits.messageBytes;
+      if (Array.isArray(conditions)) {
+        for (const c of conditions) {
+          if (typeof c === "object" && c !== null && tooLong(c.message, limit)) {
+            throw new InvalidConditionError(
+              `Cannot set condition ${
+                JSON.stringify(String(c.type))
+              }: its message is above limits.messageBytes (${limit} UTF-8 bytes)`,
+            );
+          }
+        }
+      }
       await this.#store.conditions.set(this.#ref, conditions);
       this.#wake();
     });
@@ -221,7 +259,17 @@ export class PassWriter<Status> implements ControllerTx<Status> {
       if (typeof event !== "object" || event === null) {
         throw new TypeError("Cannot add event: expected an object { type, reason, ... }");
       }
-      const detail = event.detail === undefined ? undefined : encodeJson(event.detail, "detail");
+      const limits = this.#engine.options.limits;
+      if (tooLong(event.message, limits.messageBytes)) {
+        throw new InvalidEventError(
+          `Cannot add event ${
+            JSON.stringify(String(event.reason))
+          }: its message is above limits.messageBytes (${limits.messageBytes} UTF-8 bytes)`,
+        );
+      }
+      const detail = event.detail === undefined
+        ? undefined
+        : encodeBounded(event.detail, "detail", this.#ref, limits.objectBytes);
       return this.#store.events.add(this.#ref, {
         category: event.category,
         type: event.type,
@@ -231,6 +279,22 @@ export class PassWriter<Status> implements ControllerTx<Status> {
       }).then(() => {
         // Events bump no object version: only this object's event readers care.
         this.#store.afterCommit(() => this.#engine.writes.eventsWritten(this.#ref.id));
+      });
+    });
+  }
+
+  addFinalizer(finalizer: string): Promise<void> {
+    return this.#run(() => {
+      if (typeof finalizer !== "string" || finalizer === "" || !isStorableText(finalizer)) {
+        throw new InvalidOptionError(
+          `Cannot add finalizer: current value is ${
+            typeof finalizer === "string" ? JSON.stringify(finalizer) : String(finalizer)
+          }, expected a non-empty string, well-formed UTF-16 without NUL`,
+        );
+      }
+      return this.#store.within(async (tx) => {
+        const added = await tx.objects.addFinalizer(this.#ref, finalizer);
+        if (added) tx.afterCommit(() => this.#engine.writes.kindWritten(this.#ref));
       });
     });
   }

@@ -119,3 +119,85 @@ export class InvalidObservedGenerationError extends BeehiveError {}
  * corrupt row). `cause` holds the driver's error.
  */
 export class StoreError extends BeehiveError {}
+
+/** Options of {@linkcode ConflictError}. */
+export interface ConflictErrorOptions extends BeehiveErrorOptions {
+  /** The object's resource version as the store has it now. */
+  resourceVersion: number;
+}
+
+/**
+ * A write's `resourceVersion` precondition failed: the object has moved on
+ * since the caller read it, so nothing was written. Read it again, then retry.
+ */
+export class ConflictError extends BeehiveError {
+  /** The object's current resource version. */
+  readonly resourceVersion: number;
+
+  /** Creates the error with the object's current resource version. */
+  constructor(message: string, options: ConflictErrorOptions) {
+    super(message, options);
+    this.resourceVersion = options.resourceVersion;
+  }
+}
+
+/** Options of {@linkcode TooLargeError}. */
+export interface TooLargeErrorOptions extends BeehiveErrorOptions {
+  /** The value's size, in UTF-8 bytes of its JSON. */
+  bytes: number;
+  /** The limit it exceeded, in bytes. */
+  limit: number;
+}
+
+/** A spec, status or event detail is larger than the Beehive's `limits.objectBytes`. */
+export class TooLargeError extends BeehiveError {
+  /** The value's size, in UTF-8 bytes of its JSON. */
+  readonly bytes: number;
+  /** The limit it exceeded, in bytes. */
+  readonly limit: number;
+
+  /** Creates the error with the offending size and the limit. */
+  constructor(message: string, options: TooLargeErrorOptions) {
+    super(message, options);
+    this.bytes = options.bytes;
+    this.limit = options.limit;
+  }
+}
+
+/** One problem a validator found (a Standard Schema v1 issue). */
+export interface ValidationIssue {
+  /** What is wrong. */
+  readonly message: string;
+  /** Where: property keys (or `{ key }` segments) from the value's root. */
+  readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
+}
+
+/** Options of {@linkcode InvalidSpecError} and {@linkcode InvalidStatusError}. */
+export interface ValidationErrorOptions extends BeehiveErrorOptions {
+  /** The validator's issue list, as it returned it. */
+  issues: readonly ValidationIssue[];
+}
+
+/** A spec failed its kind's `spec` schema; nothing was written. */
+export class InvalidSpecError extends BeehiveError {
+  /** The validator's issues. */
+  readonly issues: readonly ValidationIssue[];
+
+  /** Creates the error with the validator's issues. */
+  constructor(message: string, options: ValidationErrorOptions) {
+    super(message, options);
+    this.issues = options.issues;
+  }
+}
+
+/** A status failed its kind's `status` schema; nothing was written. */
+export class InvalidStatusError extends BeehiveError {
+  /** The validator's issues. */
+  readonly issues: readonly ValidationIssue[];
+
+  /** Creates the error with the validator's issues. */
+  constructor(message: string, options: ValidationErrorOptions) {
+    super(message, options);
+    this.issues = options.issues;
+  }
+}

@@ -28,6 +28,22 @@ export interface WriteLogRetention {
   maxAge?: number;
 }
 
+/** Size limits on what a write may carry, in UTF-8 bytes. */
+export interface Limits {
+  /** The longest object name a create accepts (`InvalidNameError`). An integer ≥ 1. @default {1_024} */
+  nameBytes?: number;
+  /**
+   * The largest spec, status or event detail, as JSON (`TooLargeError`). An
+   * integer ≥ 1. @default {1_572_864} (1.5 MiB)
+   */
+  objectBytes?: number;
+  /**
+   * The longest condition or event message (`InvalidConditionError` /
+   * `InvalidEventError`). An integer ≥ 1. @default {32_768}
+   */
+  messageBytes?: number;
+}
+
 /** The per-controller options, settable on the Beehive (defaults for every kind) or per kind. */
 export interface ControllerOptions {
   /**
@@ -88,6 +104,11 @@ export interface BeehiveOptions extends ControllerOptions {
   eventRetention?: EventRetention;
   /** Write-log retention. @default {{ perKind: 0, maxAge: 86_400_000 }} */
   writeLogRetention?: WriteLogRetention;
+  /**
+   * Size limits on names, values and messages.
+   * @default {{ nameBytes: 1_024, objectBytes: 1_572_864, messageBytes: 32_768 }}
+   */
+  limits?: Limits;
   /** Where beehive reports; `console` qualifies. @default {undefined} (silent) */
   logger?: Logger;
   /** The lowest level passed to the logger. @default {"info"} */
@@ -121,6 +142,7 @@ export interface ResolvedBeehiveOptions extends ResolvedControllerOptions {
   gcInterval: number;
   eventRetention: { perTimeline: number; maxAge: number };
   writeLogRetention: { perKind: number; maxAge: number };
+  limits: { nameBytes: number; objectBytes: number; messageBytes: number };
   logger: Logger | undefined;
   logLevel: LogLevel;
   leaseName: string;
@@ -148,6 +170,7 @@ export const DEFAULTS: ResolvedBeehiveOptions = {
   gcInterval: 30_000,
   eventRetention: { perTimeline: 0, maxAge: 0 },
   writeLogRetention: { perKind: 0, maxAge: 86_400_000 },
+  limits: { nameBytes: 1_024, objectBytes: 1_572_864, messageBytes: 32_768 },
   logger: undefined,
   logLevel: "info",
   leaseName: "beehive",
@@ -283,6 +306,20 @@ export function resolveBeehiveOptions(options: unknown): ResolvedBeehiveOptions 
       ...DEFAULTS.writeLogRetention,
       ...retention("writeLogRetention", o.writeLogRetention, ["perKind", "maxAge"]),
     };
+  }
+  if (o.limits !== undefined) {
+    const l = checkObject("limits", o.limits);
+    const limits = { ...DEFAULTS.limits };
+    for (const k of ["nameBytes", "objectBytes", "messageBytes"] as const) {
+      if (l[k] !== undefined) {
+        const v = l[k];
+        if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) {
+          throw invalid(`limits.${k}`, v, "an integer >= 1 (bytes)");
+        }
+        limits[k] = v;
+      }
+    }
+    out.limits = limits;
   }
   if (o.logger !== undefined) {
     const l = o.logger as Record<string, unknown>;

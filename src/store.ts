@@ -148,6 +148,20 @@ export interface ObjectsUpdateSpecInput {
   readonly spec: string;
   /** The schema version `spec` is written at; 0 keeps the stored tag. @default {0} */
   readonly specVersion?: number;
+  /**
+   * A precondition: the write applies only while the row's resource version
+   * is exactly this, compared inside the write transaction.
+   * @default {undefined} (no precondition)
+   */
+  readonly resourceVersion?: number;
+}
+
+/** One page of an id-ordered listing. */
+export interface ObjectsListPage {
+  /** Only ids strictly above this (an integer ≥ 0). @default {0} */
+  readonly after?: number;
+  /** At most this many rows (an integer ≥ 1). @default {undefined} (no bound) */
+  readonly limit?: number;
 }
 
 /** The outcome of a spec write. */
@@ -212,8 +226,12 @@ export interface Objects {
    */
   getForReconcile(id: ObjectId): Promise<ReconcileLoad>;
 
-  /** Every object of kind `gk`, ordered by id, with conditions. */
-  list(gk: GroupKind): Promise<RawObject[]>;
+  /**
+   * The objects of kind `gk`, ordered by id, with conditions: every one, or
+   * the page `page` bounds (ids above `after`, at most `limit`).
+   * @throws {TypeError} `after` or `limit` is malformed.
+   */
+  list(gk: GroupKind, page?: ObjectsListPage): Promise<RawObject[]>;
 
   /**
    * The objects of kind `gk` among `ids`, ordered by id. Ids naming nothing or
@@ -223,9 +241,14 @@ export interface Objects {
 
   /**
    * The objects of kind `gk` with a `relation` edge to `toId`, ordered by id,
-   * with conditions. No edge reads as `[]`, never an error.
+   * with conditions, bounded by `page` as in {@linkcode Objects.list}. No edge
+   * reads as `[]`, never an error.
    */
-  listByIncomingEdge(gk: GroupKind, edge: IncomingEdgeQuery): Promise<RawObject[]>;
+  listByIncomingEdge(
+    gk: GroupKind,
+    edge: IncomingEdgeQuery,
+    page?: ObjectsListPage,
+  ): Promise<RawObject[]>;
 
   /** The ids of every object of kind `gk`, ascending. */
   listIds(gk: GroupKind): Promise<ObjectId[]>;
@@ -238,9 +261,12 @@ export interface Objects {
    * an `"update"` write-log entry. Identical JSON text at the row's own schema
    * version is a no-op (`changed: false`, nothing written). A deletion-pending
    * row is refused **before** the schema-version stamp and the byte compare,
-   * and nothing is logged.
+   * and nothing is logged. A `resourceVersion` precondition is checked first
+   * of all (after the row is found): a mismatch is refused even when the
+   * write would be a no-op.
    * @throws {NotFoundError} no such id.
    * @throws {WrongKindError} the id belongs to another kind.
+   * @throws {ConflictError} `resourceVersion` is set and the row's differs (carries the row's).
    * @throws {DeletionPendingError} the row's deletion was requested.
    * @throws {SchemaVersionDowngradeError} `specVersion` is non-zero and below the stored one.
    */
@@ -250,6 +276,7 @@ export interface Objects {
    * {@linkcode Objects.updateSpec} keyed by name, resolved and written in one
    * transaction.
    * @throws {NotFoundError} the name is not held within the kind.
+   * @throws {ConflictError} `resourceVersion` is set and the row's differs (carries the row's).
    * @throws {DeletionPendingError} the row's deletion was requested.
    * @throws {SchemaVersionDowngradeError} `specVersion` is non-zero and below the stored one.
    */
@@ -278,6 +305,17 @@ export interface Objects {
    * @throws {WrongKindError} the id belongs to another kind.
    */
   setObservedGeneration(ref: ObjectRef, generation: number): Promise<boolean>;
+
+  /**
+   * Appends `finalizer` to the row's list; a real addition bumps the resource
+   * version and `updatedAt` and logs an `"update"`, one already present writes
+   * nothing. Resolves to whether it added.
+   * @throws {InvalidOptionError} `finalizer` is empty, or not well-formed UTF-16 without NUL.
+   * @throws {NotFoundError} no such id.
+   * @throws {WrongKindError} the id belongs to another kind.
+   * @throws {DeletionPendingError} the row's deletion was requested (checked before presence).
+   */
+  addFinalizer(ref: ObjectRef, finalizer: string): Promise<boolean>;
 
   /**
    * Removes `finalizer` from the row's list; a real removal bumps the resource
@@ -432,6 +470,16 @@ export interface DeletionCascadeResult {
   readonly unblocked: readonly ObjectRef[];
 }
 
+/** Options of {@linkcode DeletionRequests.create}. */
+export interface DeletionRequestsCreateOptions {
+  /**
+   * A precondition: mark only while the row's resource version is exactly
+   * this, compared inside the write transaction (a repeat on an already
+   * marked row is checked too). @default {undefined} (no precondition)
+   */
+  readonly resourceVersion?: number;
+}
+
 /** The deletion-request lifecycle. */
 export interface DeletionRequests {
   /**
@@ -439,8 +487,9 @@ export interface DeletionRequests {
    * `"update"`); a repeat writes nothing and reports `marked: false`.
    * @throws {NotFoundError} no such id.
    * @throws {WrongKindError} the id belongs to another kind.
+   * @throws {ConflictError} `resourceVersion` is set and the row's differs (carries the row's).
    */
-  create(ref: ObjectRef): Promise<DeletionRequestResult>;
+  create(ref: ObjectRef, options?: DeletionRequestsCreateOptions): Promise<DeletionRequestResult>;
 
   /** {@linkcode DeletionRequests.create} keyed by name. @throws {NotFoundError} the name is not held. */
   createByName(ref: ObjectNameRef): Promise<DeletionRequestResult>;

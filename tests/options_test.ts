@@ -62,6 +62,7 @@ test("resolveBeehiveOptions defaults every option", () => {
     gcInterval: 30_000,
     eventRetention: { perTimeline: 0, maxAge: 0 },
     writeLogRetention: { perKind: 0, maxAge: 86_400_000 },
+    limits: { nameBytes: 1_024, objectBytes: 1_572_864, messageBytes: 32_768 },
     logger: undefined,
     logLevel: "info",
     leaseName: "beehive",
@@ -94,6 +95,7 @@ test("resolveBeehiveOptions takes every valid value it is given", () => {
     gcInterval: 0.5,
     eventRetention: { perTimeline: 10, maxAge: 1.5 },
     writeLogRetention: { perKind: 0, maxAge: 0 },
+    limits: { nameBytes: 1, objectBytes: 2, messageBytes: 3 },
     logger: console,
     logLevel: "debug" as const,
     leaseName: "orders",
@@ -106,6 +108,23 @@ test("resolveBeehiveOptions takes every valid value it is given", () => {
   });
   const o = resolveBeehiveOptions(given());
   assert.deepEqual(o, given());
+});
+
+test("resolveBeehiveOptions keeps the other limit defaults when one limit is set", () => {
+  assert.deepEqual(resolveBeehiveOptions({ limits: { nameBytes: 64 } }).limits, {
+    nameBytes: 64,
+    objectBytes: 1_572_864,
+    messageBytes: 32_768,
+  });
+});
+
+test("resolveBeehiveOptions refuses a limit that is not an integer >= 1", () => {
+  for (const bad of [0, -1, 1.5, NaN, Infinity, "10", null]) {
+    for (const k of ["nameBytes", "objectBytes", "messageBytes"]) {
+      rejects(beehive, { limits: { [k]: bad } }, `limits.${k}`);
+    }
+  }
+  rejects(beehive, { limits: 5 }, "limits");
 });
 
 test("resolveBeehiveOptions defaults leader election from the lease name and duration", () => {

@@ -7,6 +7,7 @@ import type {
   DeletionCascadeResult,
   DeletionRequestResult,
   DeletionRequests,
+  DeletionRequestsCreateOptions,
   ObjectId,
   ObjectNameRef,
   ObjectRef,
@@ -15,9 +16,11 @@ import type { Db, Row } from "./_core.ts";
 import { decodeRef, unblockedTargets } from "./_edges.ts";
 import {
   assertKind,
+  assertVersion,
   checkGroupKind,
   checkId,
   checkName,
+  checkPrecondition,
   checkRef,
   nameNotFound,
   rejectWith,
@@ -52,15 +55,23 @@ export class SqliteDeletionRequests implements DeletionRequests {
     this.#s = session;
   }
 
-  create(ref: ObjectRef): Promise<DeletionRequestResult> {
+  create(
+    ref: ObjectRef,
+    options?: DeletionRequestsCreateOptions,
+  ): Promise<DeletionRequestResult> {
     return rejectWith(async () => {
       checkRef(ref);
+      if (options !== undefined && (typeof options !== "object" || options === null)) {
+        throw new TypeError("Cannot request deletion: options must be an object");
+      }
+      const expected = checkPrecondition(options?.resourceVersion);
       const probe = (db: Db) => {
         const row = db.get(
-          `SELECT "group", kind, deletion_requested_at FROM objects WHERE id = ?`,
+          `SELECT "group", kind, deletion_requested_at, resource_version FROM objects WHERE id = ?`,
           ref.id,
         );
         assertKind(ref, row);
+        assertVersion(ref.id, Number(row.resource_version), expected);
         return row.deletion_requested_at !== null;
       };
       // The idempotent answer needs no write transaction.

@@ -18,6 +18,7 @@ import type {
   ObjectRef,
   Objects,
   ObjectsCreateInput,
+  ObjectsListPage,
   ObjectsUpdateSpecInput,
   ObjectsUpdateSpecResult,
   ObjectsUpdateStatusInput,
@@ -29,12 +30,15 @@ import { type Db, nameTaken, type Row } from "./_core.ts";
 import { kindName } from "../../src/_engine_keys.ts";
 import {
   assertKind,
+  assertVersion,
   checkFinalizers,
   checkGroupKind,
   checkId,
   checkIds,
   checkJsonText,
+  checkListPage,
   checkName,
+  checkPrecondition,
   checkRef,
   checkSchemaVersion,
   decodeFinalizers,
@@ -167,12 +171,24 @@ export class SqliteObjects implements Objects {
     });
   }
 
-  list(gk: GroupKind): Promise<RawObject[]> {
+  list(gk: GroupKind, page?: ObjectsListPage): Promise<RawObject[]> {
     return rejectWith(() => {
       checkGroupKind(gk);
+      const p = checkListPage(page);
       return this.#s.read((db) => {
-        const metas = db.rows(OBJECTS_OF_KIND, gk.group, gk.kind).map(decodeMeta);
-        return withConditionsOfKind(db, metas, gk, this.#s.core.epoch);
+        if (p.after === 0 && p.limit === undefined) {
+          const metas = db.rows(OBJECTS_OF_KIND, gk.group, gk.kind).map(decodeMeta);
+          return withConditionsOfKind(db, metas, gk, this.#s.core.epoch);
+        }
+        const metas = db.rows(
+          `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND id > ?
+           ORDER BY id LIMIT ?`,
+          gk.group,
+          gk.kind,
+          p.after,
+          p.limit ?? -1,
+        ).map(decodeMeta);
+        return withConditions(db, metas, this.#s.core.epoch);
       });
     });
   }
@@ -185,21 +201,28 @@ export class SqliteObjects implements Objects {
     });
   }
 
-  listByIncomingEdge(gk: GroupKind, edge: IncomingEdgeQuery): Promise<RawObject[]> {
+  listByIncomingEdge(
+    gk: GroupKind,
+    edge: IncomingEdgeQuery,
+    page?: ObjectsListPage,
+  ): Promise<RawObject[]> {
     return rejectWith(() => {
       checkGroupKind(gk);
       checkId(edge?.toId, "toId");
       checkRelation(edge.relation);
+      const p = checkListPage(page);
       return this.#s.read((db) => {
         const metas = db.rows(
           `SELECT ${OBJECT_COLUMNS} FROM objects
            WHERE id IN (SELECT from_id FROM edges WHERE to_id = ? AND relation = ?)
-             AND "group" = ? AND kind = ?
-           ORDER BY id`,
+             AND "group" = ? AND kind = ? AND id > ?
+           ORDER BY id LIMIT ?`,
           edge.toId,
           edge.relation,
           gk.group,
           gk.kind,
+          p.after,
+          p.limit ?? -1,
         ).map(decodeMeta);
         return withConditions(db, metas, this.#s.core.epoch);
       });
@@ -241,10 +264,12 @@ export class SqliteObjects implements Objects {
       checkRef(ref);
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
+      const expected = checkPrecondition(input.resourceVersion);
       return this.#s.write((scope) => {
         const row = scope.db.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
         assertKind(ref, row && { group: row[1], kind: row[2] });
-        return this.#updateSpec(scope.db, scope, decodeMeta(row!), input.spec, version);
+        const meta = decodeMeta(row!);
+        return this.#updateSpec(scope.db, scope, meta, input.spec, version, expected);
       });
     });
   }
@@ -257,9 +282,10 @@ export class SqliteObjects implements Objects {
       checkNameRef(ref);
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
+      const expected = checkPrecondition(input.resourceVersion);
       return this.#s.write((scope) => {
         const meta = readMetaByName(scope.db, ref);
-        return this.#updateSpec(scope.db, scope, meta, input.spec, version);
+        return this.#updateSpec(scope.db, scope, meta, input.spec, version, expected);
       });
     });
   }
@@ -270,8 +296,10 @@ export class SqliteObjects implements Objects {
     stored: RawObjectMeta,
     spec: string,
     incoming: number,
+    expected: number | undefined,
   ): ObjectsUpdateSpecResult {
-    // Refused before the version stamp and the byte compare: the order is contractual.
+    // The order is contractual: precondition, deletion mark, version stamp, byte compare.
+    assertVersion(stored.id, stored.resourceVersion, expected);
     if (stored.deletionRequestedAt !== undefined) {
       throw new DeletionPendingError(
         `Cannot update the spec of ${
@@ -364,6 +392,39 @@ export class SqliteObjects implements Objects {
           generation,
           now,
           rv,
+          ref.id,
+        );
+        appendWrite(db, rv, ref, "update", now);
+        return true;
+      });
+    });
+  }
+
+  addFinalizer(ref: ObjectRef, finalizer: string): Promise<boolean> {
+    return rejectWith(() => {
+      checkRef(ref);
+      const [checked] = checkFinalizers([finalizer]);
+      return this.#s.write(({ db, now, draw }) => {
+        const row = db.get(
+          `SELECT "group", kind, name, finalizers, deletion_requested_at FROM objects WHERE id = ?`,
+          ref.id,
+        );
+        assertKind(ref, row);
+        if (row.deletion_requested_at !== null) {
+          throw new DeletionPendingError(
+            `Cannot add finalizer ${JSON.stringify(checked)} to ${
+              kindName(ref)
+            } "${row.name}" (id ${ref.id}): its deletion is pending`,
+          );
+        }
+        const finalizers = decodeFinalizers(row.finalizers, ref.id);
+        if (finalizers.includes(checked)) return false;
+        const rv = draw();
+        db.run(
+          "UPDATE objects SET finalizers = ?, resource_version = ?, updated_at = ? WHERE id = ?",
+          JSON.stringify([...finalizers, checked]),
+          rv,
+          now,
           ref.id,
         );
         appendWrite(db, rv, ref, "update", now);

@@ -4,6 +4,7 @@
  * @module
  */
 import {
+  ConflictError,
   InvalidNameError,
   InvalidOptionError,
   NotFoundError,
@@ -370,4 +371,37 @@ export function checkRetention<K extends string>(
     out[k] = v;
   }
   return out;
+}
+
+/** Checks a `resourceVersion` precondition: omitted, or an integer >= 1. @throws {TypeError} */
+export function checkPrecondition(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  return checkInteger(value, "resourceVersion", 1);
+}
+
+/**
+ * Refuses a write whose precondition names another resource version than the row's.
+ * @throws {ConflictError}
+ */
+export function assertVersion(id: ObjectId, stored: number, expected: number | undefined): void {
+  if (expected === undefined || expected === stored) return;
+  throw new ConflictError(
+    `Cannot write object ${id} at resource version ${expected}: it has moved on to ${stored}`,
+    { resourceVersion: stored },
+  );
+}
+
+/** Checks an id-ordered page: `after` >= 0 (default 0), `limit` >= 1 or omitted. @throws {TypeError} */
+export function checkListPage(page: unknown): { after: number; limit: number | undefined } {
+  if (page === undefined) return { after: 0, limit: undefined };
+  const o = page as { after?: unknown; limit?: unknown };
+  if (typeof o !== "object" || o === null) {
+    throw new TypeError(
+      `Cannot list a page: current options are ${describe(page)}, expected { after, limit }`,
+    );
+  }
+  return {
+    after: o.after === undefined ? 0 : checkInteger(o.after, "after", 0),
+    limit: o.limit === undefined ? undefined : checkInteger(o.limit, "limit", 1),
+  };
 }

@@ -685,12 +685,27 @@ function nameErrors(name: unknown): ErrorClass[] {
   return name !== "" && storable(name) ? [] : [InvalidNameError];
 }
 
+/** Strict JSON: what JSON.stringify gives, except that a non-finite number is refused. */
 function encode(value: unknown): string | undefined {
   try {
-    return JSON.stringify(value);
+    return JSON.stringify(value, (_k, v) => {
+      if ((typeof v === "number" || v instanceof Number) && !Number.isFinite(Number(v))) {
+        throw new TypeError("non-finite");
+      }
+      return v;
+    });
   } catch {
     return undefined;
   }
+}
+
+/** The default `limits.nameBytes`: a longer name cannot be created. */
+const NAME_BYTES = 1_024;
+
+function createNameErrors(name: unknown): ErrorClass[] {
+  const errors = nameErrors(name);
+  if (errors.length > 0) return errors;
+  return new TextEncoder().encode(name as string).length > NAME_BYTES ? [InvalidNameError] : [];
 }
 
 function jsonErrors(value: unknown): ErrorClass[] {
@@ -748,6 +763,13 @@ function eventQueryErrors(q: unknown): ErrorClass[] {
   return bad ? BAD_FILTER : [];
 }
 
+/** The default `limits.messageBytes`. */
+const MESSAGE_BYTES = 32_768;
+
+function tooLongMessage(v: unknown): boolean {
+  return typeof v === "string" && new TextEncoder().encode(v).length > MESSAGE_BYTES;
+}
+
 function conditionErrors(list: unknown): ErrorClass[] {
   if (!Array.isArray(list)) return [TypeError];
   const errors = new Set<ErrorClass>();
@@ -763,7 +785,7 @@ function conditionErrors(list: unknown): ErrorClass[] {
     const r = c as Record<string, unknown>;
     if (
       !text(r.type, true) || !["True", "False", "Unknown"].includes(r.status as string) ||
-      !text(r.reason, false) || !text(r.message, false) ||
+      !text(r.reason, false) || !text(r.message, false) || tooLongMessage(r.message) ||
       (r.liveness !== undefined && typeof r.liveness !== "boolean")
     ) errors.add(InvalidConditionError);
     if (typeof r.type === "string") {
@@ -784,7 +806,7 @@ function eventErrors(e: unknown): ErrorClass[] {
     (typeof v === "string" && storable(v) && (!required || v !== ""));
   if (
     (r.type !== "Normal" && r.type !== "Warning") || !text(r.reason, true) ||
-    !text(r.category, false) || !text(r.message, false)
+    !text(r.category, false) || !text(r.message, false) || tooLongMessage(r.message)
   ) errors.push(InvalidEventError);
   return errors;
 }
@@ -1343,7 +1365,11 @@ function expectCreate(
   spec: unknown,
   opts: unknown,
 ): Expect {
-  const validation = [...nameErrors(name), ...jsonErrors(spec), ...createOptionErrors(opts, kind)];
+  const validation = [
+    ...createNameErrors(name),
+    ...jsonErrors(spec),
+    ...createOptionErrors(opts, kind),
+  ];
   return gate(m, validation, () => {
     const text = encode(spec)!;
     const o = (opts ?? {}) as { owner?: number; finalizers?: unknown; onCreate?: unknown };
