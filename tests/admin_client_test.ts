@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  DeletionPendingError,
   DuplicateConditionTypeError,
   InvalidOptionError,
   NotFoundError,
@@ -269,5 +270,40 @@ test("AdminClient.updateStatus rejects a status JSON cannot encode with TypeErro
     const after = await h.things.get(obj.id);
     assert.equal(after.resourceVersion, obj.resourceVersion);
     assert.equal(after.status, undefined);
+  });
+});
+
+test("AdminClient.addFinalizer gives an existing object the controller's finalizer once", async () => {
+  await withHarness({}, async (h) => {
+    const admin = h.bh.adminClient(Thing);
+    const obj = await h.things.create("a", {});
+    await admin.addFinalizer(obj.id, "test/claim");
+    const once = await h.things.get(obj.id);
+    await admin.addFinalizer(obj.id, "test/claim");
+    const twice = await h.things.get(obj.id);
+    assert.deepEqual(twice.finalizers, ["test/claim"]);
+    assert.equal(twice.resourceVersion, once.resourceVersion);
+    assert.ok(once.resourceVersion > obj.resourceVersion);
+  });
+});
+
+test("AdminClient.addFinalizer refuses a deleting object, another kind, and a client-only kind", async () => {
+  await withHarness({}, async (h) => {
+    const admin = h.bh.adminClient(Thing);
+    const obj = await h.things.create("a", {}, { finalizers: ["test/f"] });
+    await h.things.delete(obj.id);
+    await assert.rejects(admin.addFinalizer(obj.id, "test/g"), DeletionPendingError);
+    const other = await h.bh.client(Other).create("o", {});
+    await assert.rejects(admin.addFinalizer(other.id, "test/g"), WrongKindError);
+    await assert.rejects(
+      h.bh.adminClient(Other).addFinalizer(other.id, "test/g"),
+      InvalidOptionError,
+    );
+    const live = await h.things.create("b", {});
+    await assert.rejects(admin.addFinalizer(other.id + 100, "test/g"), NotFoundError);
+    await assert.rejects(admin.addFinalizer(live.id, ""), InvalidOptionError);
+    assert.deepEqual((await h.things.get(obj.id)).finalizers, ["test/f"]);
+    assert.deepEqual((await h.things.get(live.id)).finalizers, []);
+    assert.deepEqual((await h.bh.client(Other).get(other.id)).finalizers, []);
   });
 });

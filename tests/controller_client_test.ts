@@ -9,10 +9,12 @@ import assert from "node:assert/strict";
 import {
   type Client,
   type ControllerTx,
+  DeletionPendingError,
   DuplicateConditionTypeError,
   eventDetail,
   InvalidConditionError,
   InvalidEventError,
+  InvalidOptionError,
   NotFoundError,
   ReconcileReturnedError,
   StaleTxError,
@@ -47,6 +49,7 @@ test("ControllerClient every member rejects with ReconcileReturnedError after th
       ["deleteCondition", () => cc.deleteCondition("Ready")],
       ["addEvent", () => cc.addEvent({ type: "Normal", reason: "Late" })],
       ["deleteFinalizer", () => cc.deleteFinalizer("test/f")],
+      ["addFinalizer", () => cc.addFinalizer("test/late")],
       ["addDependency", () => cc.addDependency(target.id)],
       ["deleteDependency", () => cc.deleteDependency(target.id)],
       ["hasIncomingEdges", () => cc.hasIncomingEdges()],
@@ -371,6 +374,61 @@ test("ControllerClient.deleteFinalizer on a deleting object lets it be collected
       await cc.deleteFinalizer("test/b");
     });
     await assert.rejects(h.things.get(obj.id), NotFoundError);
+  });
+});
+
+test("ControllerClient.addFinalizer adds the controller's finalizer once, logging one update", async () => {
+  await withHarness({}, async (h) => {
+    await h.start();
+    const obj = await h.create("a");
+    const before = await h.things.get(obj.id);
+    await h.pass(obj.id, async (_o, cc) => {
+      await cc.addFinalizer("test/cleanup");
+      await cc.addFinalizer("test/cleanup");
+    });
+    const after = await h.things.get(obj.id);
+    assert.deepEqual(after.finalizers, ["test/cleanup"]);
+    assert.ok(after.resourceVersion > before.resourceVersion);
+    const writes = await writesSince(h, before.resourceVersion);
+    assert.deepEqual(writes.map((w) => w.op), ["update"]);
+    // The added finalizer holds the object after deletion until the controller clears it.
+    await h.things.delete(obj.id);
+    await h.flush();
+    assert.ok((await h.things.get(obj.id)).deletionRequestedAt instanceof Date);
+    await h.pass(obj.id, (_o, cc) => cc.deleteFinalizer("test/cleanup"));
+    await assert.rejects(h.things.get(obj.id), NotFoundError);
+  });
+});
+
+test("ControllerClient.addFinalizer rejects with DeletionPendingError once deletion was requested", async () => {
+  await withHarness({}, async (h) => {
+    await h.start();
+    const obj = await h.create("a", {}, { finalizers: ["test/f"] });
+    await h.things.delete(obj.id);
+    await h.flush();
+    const before = await h.things.get(obj.id);
+    await h.pass(obj.id, async (_o, cc) => {
+      await assert.rejects(cc.addFinalizer("test/g"), DeletionPendingError);
+      // Present or not, a deleting object gains nothing.
+      await assert.rejects(cc.addFinalizer("test/f"), DeletionPendingError);
+    });
+    const after = await h.things.get(obj.id);
+    assert.deepEqual(after.finalizers, ["test/f"]);
+    assert.equal(after.resourceVersion, before.resourceVersion);
+  });
+});
+
+test("ControllerClient.addFinalizer refuses a malformed finalizer with InvalidOptionError", async () => {
+  await withHarness({}, async (h) => {
+    await h.start();
+    const obj = await h.create("a");
+    const before = await h.things.get(obj.id);
+    await h.pass(obj.id, async (_o, cc) => {
+      for (const bad of ["", "a\u0000b", "\ud800", 5, undefined]) {
+        await assert.rejects(cc.addFinalizer(bad as string), InvalidOptionError, String(bad));
+      }
+    });
+    assert.equal((await h.things.get(obj.id)).resourceVersion, before.resourceVersion);
   });
 });
 
