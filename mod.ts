@@ -35,6 +35,7 @@ export type {
   Controller,
   Leadership,
   ReconcileFn,
+  StartOptions,
   StopFunction,
   StopOptions,
 } from "./src/beehive.ts";

@@ -55,6 +55,16 @@ export interface StopOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Options of {@linkcode Beehive.start}. */
+export interface StartOptions {
+  /**
+   * Gives up starting when this aborts: `start` rejects with its reason, and
+   * the Beehive is left as it was (startable again once the step in flight
+   * has been undone). @default {undefined} (no bound)
+   */
+  readonly signal?: AbortSignal;
+}
+
 /** Who holds the lease a Beehive holds or contends for. */
 export interface Leadership {
   /** The holder's identity, `undefined` when the lease is free. */
@@ -69,6 +79,17 @@ export interface Leadership {
 
 /** Stops a Beehive: resolves once every loop has drained and the store is released. */
 export type StopFunction = (options?: StopOptions) => Promise<void>;
+
+/** `p`, or a rejection with `signal`'s reason as soon as it aborts. */
+function bounded<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return p;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
 
 /** Databases with a running Beehive in this process, keyed by store identity. */
 const claims = new Map<string, object>();
@@ -103,6 +124,8 @@ export class Beehive {
   readonly #running: Promise<void>[] = [];
   #stopping: Promise<void> | undefined;
   #starting = false;
+  /** An aborted start still being undone: the next start waits for it. */
+  #undoing: Promise<void> | undefined;
   #elector: LeaderElector | undefined;
   #termControl: AbortController | undefined;
   /** The open term's drain. */
@@ -233,12 +256,25 @@ export class Beehive {
    * Without leader election it takes the store lease, then starts the
    * reconcile loops, the owed pass of every kind, and the GC sweep. With
    * leader election it resolves at once and runs those only while it leads.
+   * `signal` bounds the startup; an aborted start undoes what it did (the
+   * lease is released) and leaves the Beehive startable.
    * @throws {StoreInUseError} another started Beehive, in this process or another, holds the store lease.
    * @throws {InvalidStoreIdentityError} the store reports no identity.
    * @throws {BeehiveError} started twice, or after stop.
+   * @throws {unknown} the signal's `reason`, when it aborts before the start completes.
    */
-  start(): Promise<StopFunction> {
+  start(options?: StartOptions): Promise<StopFunction> {
     try {
+      if (options !== undefined && (typeof options !== "object" || options === null)) {
+        throw new TypeError("Cannot start the Beehive: options must be an object like { signal }");
+      }
+      const signal = options?.signal;
+      if (signal !== undefined && !(signal instanceof AbortSignal)) {
+        throw new TypeError("Cannot start the Beehive: signal must be an AbortSignal");
+      }
+      if (signal?.aborted) return Promise.reject(signal.reason);
+      const undoing = this.#undoing;
+      if (undoing !== undefined) return undoing.then(() => this.start(options));
       const engine = this.#engine;
       if (engine.state !== "new") {
         throw new BeehiveError(
@@ -268,31 +304,62 @@ export class Beehive {
       const token = {};
       claims.set(identity, token);
       this.#starting = true;
-      return this.#launch(identity, token).finally(() => (this.#starting = false));
+      return this.#launch(identity, token, signal).finally(() => (this.#starting = false));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  /** Takes the store lease and opens the one term of a Beehive without election. */
-  async #launch(identity: string, token: object): Promise<StopFunction> {
+  /**
+   * Takes the store lease and opens the one term of a Beehive without
+   * election. When `signal` aborts first, rejects with its reason at once and
+   * undoes the steps in the background (`#undoing`).
+   */
+  async #launch(
+    identity: string,
+    token: object,
+    signal: AbortSignal | undefined,
+  ): Promise<StopFunction> {
     const engine = this.#engine;
+    const unclaim = () => {
+      if (claims.get(identity) === token) claims.delete(identity);
+    };
+    const holding = engine.store.leases.hold(engine.options.leaseName, this.#identity);
     let held: HeldLease;
     try {
-      held = await engine.store.leases.hold(engine.options.leaseName, this.#identity);
+      held = await bounded(holding, signal);
     } catch (error) {
-      if (claims.get(identity) === token) claims.delete(identity);
+      if (signal?.aborted && error === signal.reason) {
+        this.#undo(holding.then((h) => h.release(), () => {}).finally(unclaim));
+      } else unclaim();
       throw error;
     }
-    engine.state = "running";
-    this.#launchFeeds();
-    await this.#openTerm(engine.store);
     const release = async () => {
       await this.#endTerm();
       await held.release();
-      if (claims.get(identity) === token) claims.delete(identity);
+      unclaim();
     };
+    engine.state = "running";
+    try {
+      await bounded(this.#openTerm(engine.store), signal);
+      signal?.throwIfAborted();
+    } catch (error) {
+      // Only an abort reaches here: opening a term does not reject.
+      this.#undo(release().finally(() => (engine.state = "new")));
+      throw error;
+    }
+    this.#launchFeeds();
     return (options) => this.#stop(release, options);
+  }
+
+  /** Records an aborted start's undo; the next start waits for it. */
+  #undo(work: Promise<unknown>): void {
+    const done = work.then(() => {}, (error) => {
+      this.#engine.log.warn("beehive: undoing an aborted start failed", { error });
+    }).finally(() => {
+      if (this.#undoing === done) this.#undoing = undefined;
+    });
+    this.#undoing = done;
   }
 
   /** Starts campaigning; terms open and close as the lease is won and lost. */

@@ -772,12 +772,28 @@ export class Client<Spec, Status> {
     });
   }
 
-  /** `id`'s event runs, newest first (any kind's id). */
+  /**
+   * `id`'s event runs, newest first (any kind's id).
+   * @throws {NotFoundError} no object holds `id` (e.g. it was collected, and its log with it),
+   * as `watchEvents` ends.
+   */
   listEvents(id: ObjectId, options?: EventListOptions): Promise<Event[]> {
     return attempt(async () => {
       checkId(id);
       checkOptions(options, "list events");
-      return (await this.#store.events.list(id, options)).map(toEvent);
+      const runs = await this.#store.events.list(id, options);
+      if (runs.length === 0) {
+        try {
+          await this.#store.objects.getMeta(id);
+        } catch (error) {
+          if (!(error instanceof NotFoundError)) throw error;
+          throw new NotFoundError(
+            `Cannot list the events of ${id}: no object holds the id (it may have been collected, and its log with it)`,
+            { cause: error },
+          );
+        }
+      }
+      return runs.map(toEvent);
     });
   }
 

@@ -273,6 +273,20 @@ test("watchEvents ends with NotFoundError when the object is collected", async (
   }, { watchFloorInterval: 5_000 });
 });
 
+test("listEvents of a collected object rejects with NotFoundError, as watchEvents ends", async () => {
+  await withHive(async ({ things, others, bh, clock, start }) => {
+    const o = await others.create("o", {});
+    await bh.adminClient(Other).addEvent(o.id, { type: "Normal", reason: "Hi" });
+    await start();
+    assert.equal((await things.listEvents(o.id)).length, 1);
+    await others.delete(o.id);
+    await clock.tickAsync(1_000); // collected by the GC sweep
+    await assert.rejects(others.get(o.id), NotFoundError);
+    await assert.rejects(things.listEvents(o.id), NotFoundError);
+    await assert.rejects(others.listEvents(o.id, { category: "none" }), NotFoundError);
+  });
+});
+
 test("watchEvents opened before its object exists waits for it", async () => {
   await withHive(async ({ things, others, bh, clock }) => {
     const first = await others.create("first", {});
