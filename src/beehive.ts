@@ -80,6 +80,21 @@ export interface Leadership {
 /** Stops a Beehive: resolves once every loop has drained and the store is released. */
 export type StopFunction = (options?: StopOptions) => Promise<void>;
 
+/** The GC interval the per-sweep budgets below are sized for. */
+const GC_BUDGET_INTERVAL = 30_000;
+/** Timelines the event cap trims per sweep, at {@linkcode GC_BUDGET_INTERVAL}. */
+const GC_EVENT_CAP_BUDGET = 256;
+/** Free pages returned to the OS per sweep, at {@linkcode GC_BUDGET_INTERVAL}. */
+const GC_RECLAIM_PAGES = 1_000;
+
+/**
+ * A per-sweep budget scaled to `gcInterval`: a longer interval does
+ * proportionally more per sweep, so the rate of work is the same (at least 1).
+ */
+export function gcBudget(base: number, gcInterval: number): number {
+  return Math.max(1, Math.round((base * gcInterval) / GC_BUDGET_INTERVAL));
+}
+
 /** `p`, or a rejection with `signal`'s reason as soon as it aborts. */
 function bounded<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return p;
@@ -513,7 +528,8 @@ export class Beehive {
     });
     const { perTimeline, maxAge } = engine.options.eventRetention;
     if (perTimeline > 0 || maxAge > 0) {
-      await step("event retention", () => store.events.sweep({ perTimeline, maxAge }));
+      const capBudget = gcBudget(GC_EVENT_CAP_BUDGET, engine.options.gcInterval);
+      await step("event retention", () => store.events.sweep({ perTimeline, maxAge, capBudget }));
     }
     const wl = engine.options.writeLogRetention;
     if (wl.perKind > 0 || wl.maxAge > 0) {
@@ -523,6 +539,9 @@ export class Beehive {
       "owed sweep",
       () => store.reconcileOwed.sweep(engine.registrations().map((r) => r.gk)),
     );
-    await step("free pages", () => store.reclaimSpace(1000));
+    await step(
+      "free pages",
+      () => store.reclaimSpace(gcBudget(GC_RECLAIM_PAGES, engine.options.gcInterval)),
+    );
   }
 }

@@ -119,10 +119,17 @@ export interface BeehiveOptions extends ControllerOptions {
 export interface RegisterOptions extends ControllerOptions {
   /** Converts stored spec and status written at older schema versions. @default {undefined} */
   migrator?: Migrator;
-  /** Ids to requeue within the kind; ends when the iterable ends or the Beehive stops. */
-  triggerById?: AsyncIterable<ObjectId>;
-  /** Names to requeue within the kind; ends when the iterable ends or the Beehive stops. */
-  triggerByName?: AsyncIterable<string>;
+  /**
+   * Ids to requeue within the kind: one feed or several. Each feed ends when
+   * its iterable ends or the Beehive stops. A burst of pokes for one object
+   * costs one lookup and one enqueue. @default {[]}
+   */
+  triggerById?: AsyncIterable<ObjectId> | readonly AsyncIterable<ObjectId>[];
+  /**
+   * Names to requeue within the kind, resolved when looked up: one feed or
+   * several, as `triggerById`. @default {[]}
+   */
+  triggerByName?: AsyncIterable<string> | readonly AsyncIterable<string>[];
 }
 
 /** Every controller option, resolved. */
@@ -381,17 +388,24 @@ function resolveLeaderElection(value: unknown, leaseName: string): ResolvedLeade
 /** Register options, resolved over the Beehive's defaults. */
 export interface ResolvedRegisterOptions extends ResolvedControllerOptions {
   migrator: Migrator | undefined;
-  triggerById: AsyncIterable<ObjectId> | undefined;
-  triggerByName: AsyncIterable<string> | undefined;
+  triggerById: AsyncIterable<ObjectId>[];
+  triggerByName: AsyncIterable<string>[];
 }
 
-function checkIterable(name: string, value: unknown): void {
-  if (
-    typeof value !== "object" || value === null ||
-    typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] !== "function"
-  ) {
-    throw invalid(name, value, "an AsyncIterable (a ReadableStream qualifies)");
-  }
+function isAsyncIterable(value: unknown): boolean {
+  return typeof value === "object" && value !== null &&
+    typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function";
+}
+
+/** One feed or an array of feeds, as an array. */
+function checkFeeds<T>(name: string, value: unknown): AsyncIterable<T>[] {
+  if (isAsyncIterable(value)) return [value as AsyncIterable<T>];
+  if (Array.isArray(value) && value.every(isAsyncIterable)) return [...value];
+  throw invalid(
+    name,
+    value,
+    "an AsyncIterable (a ReadableStream qualifies) or an array of them",
+  );
 }
 
 /**
@@ -406,8 +420,8 @@ export function resolveRegisterOptions(
   const out: ResolvedRegisterOptions = {
     ...resolveController(o, base),
     migrator: undefined,
-    triggerById: undefined,
-    triggerByName: undefined,
+    triggerById: [],
+    triggerByName: [],
   };
   if (o.migrator !== undefined) {
     const m = o.migrator as Record<string, unknown>;
@@ -425,13 +439,9 @@ export function resolveRegisterOptions(
     }
     out.migrator = o.migrator as Migrator;
   }
-  if (o.triggerById !== undefined) {
-    checkIterable("triggerById", o.triggerById);
-    out.triggerById = o.triggerById as AsyncIterable<ObjectId>;
-  }
+  if (o.triggerById !== undefined) out.triggerById = checkFeeds("triggerById", o.triggerById);
   if (o.triggerByName !== undefined) {
-    checkIterable("triggerByName", o.triggerByName);
-    out.triggerByName = o.triggerByName as AsyncIterable<string>;
+    out.triggerByName = checkFeeds("triggerByName", o.triggerByName);
   }
   return out;
 }

@@ -48,6 +48,13 @@ export class Reconciler {
   readonly #timers: ReturnType<typeof setInterval>[] = [];
   /** The trigger feeds still being pulled from. */
   readonly #triggers = new Set<AsyncIterator<unknown>>();
+  /** Pokes received and not yet looked up: a burst for one address costs one lookup. */
+  readonly #pokedIds = new Set<ObjectId>();
+  readonly #pokedNames = new Set<string>();
+  /** The flush armed for the pokes pending, if any. */
+  #pokeTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The flush chain: flushes run one at a time. */
+  #flushing: Promise<void> = Promise.resolve();
   #running = false;
   /** The term the loop runs in; set by `run`. */
   #term: Term | undefined;
@@ -116,20 +123,28 @@ export class Reconciler {
    */
   async runTriggers(): Promise<void> {
     const o = this.#opts;
-    const feeds: Promise<void>[] = [];
-    if (o.triggerById !== undefined) feeds.push(this.#trigger(o.triggerById, "id"));
-    if (o.triggerByName !== undefined) feeds.push(this.#trigger(o.triggerByName, "name"));
+    const feeds: Promise<void>[] = [
+      ...o.triggerById.map((feed) => this.#trigger(feed, "id")),
+      ...o.triggerByName.map((feed) => this.#trigger(feed, "name")),
+    ];
     await Promise.all(
       feeds.map((f) =>
         f.catch((error) => this.#engine.log.error("beehive: driver failed", { error }))
       ),
     );
+    // What the feeds sent before they ended is served.
+    if (!this.#engine.shutdown.signal.aborted) this.#flushPokes();
+    await this.#flushing;
   }
 
-  /** Ends the trigger feeds. */
+  /** Ends the trigger feeds, dropping pokes not yet looked up. */
   closeTriggers(): void {
     for (const it of this.#triggers) endFeed(it);
     this.#triggers.clear();
+    clearTimeout(this.#pokeTimer);
+    this.#pokeTimer = undefined;
+    this.#pokedIds.clear();
+    this.#pokedNames.clear();
   }
 
   /** Clears `id`'s retry ladder. */
@@ -206,7 +221,7 @@ export class Reconciler {
       while (!signal.aborted) {
         const next = await Promise.race([it.next(), stopped]);
         if (next.done || signal.aborted) break;
-        await this.#poke(next.value, by);
+        this.#poke(next.value, by);
       }
     } finally {
       // A feed that ended (or threw) is let go of: stop has nothing to return.
@@ -215,27 +230,75 @@ export class Reconciler {
     }
   }
 
-  async #poke(address: unknown, by: "id" | "name"): Promise<void> {
+  /**
+   * Records a poke; the lookup runs after the current turn, so a burst (every
+   * poke the feeds deliver before then, from any feed of the kind) costs one
+   * read per distinct name, one read for all ids, and one enqueue per object.
+   */
+  #poke(address: unknown, by: "id" | "name"): void {
+    if (
+      by === "id" && typeof address === "number" && Number.isSafeInteger(address) && address > 0
+    ) {
+      this.#pokedIds.add(address);
+    } else if (
+      by === "name" && typeof address === "string" && address !== "" && isStorableText(address)
+    ) {
+      this.#pokedNames.add(address);
+    } else {
+      this.#ignored(address);
+      return;
+    }
+    if (this.#pokeTimer === undefined) {
+      this.#pokeTimer = setTimeout(() => {
+        this.#pokeTimer = undefined;
+        this.#flushPokes();
+      }, 0);
+    }
+  }
+
+  #ignored(address: unknown): void {
+    this.#engine.log.debug("beehive: trigger ignored an address outside the kind", {
+      kind: kindName(this.gk),
+      address,
+    });
+  }
+
+  /** Looks up and requeues the pokes pending now, after any flush in flight. */
+  #flushPokes(): void {
+    clearTimeout(this.#pokeTimer);
+    this.#pokeTimer = undefined;
+    if (this.#pokedIds.size === 0 && this.#pokedNames.size === 0) return;
+    const ids = [...this.#pokedIds];
+    const names = [...this.#pokedNames];
+    this.#pokedIds.clear();
+    this.#pokedNames.clear();
+    this.#flushing = this.#flushing.then(() => this.#lookUp(ids, names));
+  }
+
+  async #lookUp(ids: readonly ObjectId[], names: readonly string[]): Promise<void> {
+    // Outside a term the queue drops pokes: reading for them would be wasted.
+    if (this.#engine.term === undefined) return;
     const store = this.#engine.store;
-    try {
-      const meta = by === "id"
-        ? (typeof address === "number" && Number.isSafeInteger(address) && address > 0
-          ? await store.objects.getMeta(address)
-          : undefined)
-        : (typeof address === "string" && address !== "" && isStorableText(address)
-          ? await store.objects.getMetaByName({ ...this.gk, name: address })
-          : undefined);
-      if (meta === undefined || meta.group !== this.gk.group || meta.kind !== this.gk.kind) {
-        this.#engine.log.debug("beehive: trigger ignored an address outside the kind", {
-          kind: kindName(this.gk),
-          address,
-        });
-        return;
+    const log = this.#engine.log;
+    if (ids.length > 0) {
+      try {
+        const found = await store.objects.listByIds(this.gk, ids);
+        const hit = new Set(found.map((o) => o.id));
+        for (const id of ids) {
+          if (hit.has(id)) this.queue.requeueNow(id);
+          else this.#ignored(id);
+        }
+      } catch (error) {
+        log.warn("beehive: trigger lookup failed", { kind: kindName(this.gk), error });
       }
-      this.queue.requeueNow(meta.id);
-    } catch (error) {
-      if (!(error instanceof NotFoundError)) {
-        this.#engine.log.warn("beehive: trigger lookup failed", { kind: kindName(this.gk), error });
+    }
+    for (const name of names) {
+      try {
+        const meta = await store.objects.getMetaByName({ ...this.gk, name });
+        this.queue.requeueNow(meta.id);
+      } catch (error) {
+        if (error instanceof NotFoundError) this.#ignored(name);
+        else log.warn("beehive: trigger lookup failed", { kind: kindName(this.gk), error });
       }
     }
   }

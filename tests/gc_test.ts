@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { type GroupKind, NameTakenError, NotFoundError, settled } from "../mod.ts";
-import { openSqliteStore } from "./_sqlite_driver.ts";
+import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 import {
   type AnyCC,
@@ -689,3 +689,55 @@ test("GC sweep releases the free pages collection and retention leave behind", a
     assert.equal(await h.store.reclaimSpace(100_000), 0, "nothing was left to release");
   });
 });
+
+/** Records what each GC sweep asked the store for. */
+function recordingBudgets(seen: { reclaim: number[]; capBudget: (number | undefined)[] }) {
+  return (store: SqliteStore) =>
+    new Proxy(store, {
+      get(target, prop) {
+        if (prop === "reclaimSpace") {
+          return (pages: number) => {
+            seen.reclaim.push(pages);
+            return target.reclaimSpace(pages);
+          };
+        }
+        if (prop === "events") {
+          return new Proxy(target.events, {
+            get(events, m) {
+              const fn = Reflect.get(events, m, events);
+              if (m !== "sweep") return typeof fn === "function" ? fn.bind(events) : fn;
+              return (o: { capBudget?: number }) => {
+                seen.capBudget.push(o.capBudget);
+                return fn.call(events, o);
+              };
+            },
+          });
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+}
+
+for (
+  const [gcInterval, reclaim, capBudget] of [
+    [30_000, 1_000, 256],
+    [300_000, 10_000, 2_560],
+    [3_000, 100, 26],
+    [1, 1, 1],
+  ] as const
+) {
+  test(`GC sweep budgets scale with gcInterval ${gcInterval}: ${reclaim} pages, ${capBudget} timelines`, async () => {
+    const seen = { reclaim: [] as number[], capBudget: [] as (number | undefined)[] };
+    await withHarness({
+      beehive: { gcInterval, eventRetention: { perTimeline: 10 } },
+      wrap: recordingBudgets(seen),
+    }, async (h) => {
+      await h.start();
+      assert.deepEqual(seen.reclaim, [reclaim]);
+      assert.deepEqual(seen.capBudget, [capBudget]);
+      await h.tick(gcInterval);
+      assert.deepEqual(seen.reclaim, [reclaim, reclaim]);
+    });
+  });
+}

@@ -168,8 +168,8 @@ test("resolveRegisterOptions defaults to the Beehive's resolved options", () => 
   const expected = {
     ...BASE,
     migrator: undefined,
-    triggerById: undefined,
-    triggerByName: undefined,
+    triggerById: [],
+    triggerByName: [],
   };
   assert.deepEqual(resolveRegisterOptions(undefined, BASE), expected);
   assert.deepEqual(resolveRegisterOptions({}, BASE), expected);
@@ -202,15 +202,26 @@ test("resolveRegisterOptions takes a migrator and async-iterable triggers", () =
   })();
   const o = resolveRegisterOptions({ migrator, triggerById: byId, triggerByName: byName }, BASE);
   assert.equal(o.migrator, migrator);
-  assert.equal(o.triggerById, byId);
-  assert.equal(o.triggerByName, byName);
+  assert.deepEqual(o.triggerById, [byId]);
+  assert.deepEqual(o.triggerByName, [byName]);
+});
+
+test("resolveRegisterOptions takes several feeds of a kind as an array", () => {
+  const a = ids();
+  const b = ids();
+  const o = resolveRegisterOptions({ triggerById: [a, b], triggerByName: [] }, BASE);
+  assert.equal(o.triggerById.length, 2);
+  assert.equal(o.triggerById[0], a);
+  assert.equal(o.triggerById[1], b);
+  assert.deepEqual(o.triggerByName, []);
+  rejects(register, { triggerById: [a, 5] }, "triggerById");
 });
 
 test("resolveRegisterOptions accepts a ReadableStream as a trigger", async () => {
   const stream = new ReadableStream<number>();
   try {
     const o = resolveRegisterOptions({ triggerById: stream }, BASE);
-    assert.equal(o.triggerById, stream);
+    assert.deepEqual(o.triggerById, [stream]);
   } finally {
     await stream.cancel();
   }

@@ -348,3 +348,63 @@ test("Trigger feed whose next() rejects is logged and ends; the kind keeps recon
     assert.equal((await h.store.objects.getMeta(a.id)).observedGeneration, 1);
   });
 });
+
+test("Trigger a burst of pokes for one address costs one store read and one enqueue", async () => {
+  const byId = streamFeed<number>();
+  const byName = streamFeed<string>();
+  const counts = new Map<string, number>();
+  await withHarness({
+    register: { triggerById: byId.iterable, triggerByName: byName.iterable },
+    wrap: countingObjectCalls(counts),
+  }, async (h) => {
+    await h.start();
+    const a = await h.create("a");
+    const b = await h.create("b");
+    const before = new Map(counts);
+    const delta = (m: string) => (counts.get(m) ?? 0) - (before.get(m) ?? 0);
+    for (let i = 0; i < 50; i++) {
+      byId.push(a.id);
+      byId.push(b.id);
+      byName.push("b");
+    }
+    await h.flush();
+    assert.equal(delta("listByIds"), 1, "one read for every id of the burst");
+    assert.equal(delta("getMeta"), 0);
+    assert.equal(delta("getMetaByName"), 1, "one read per distinct name");
+    assert.equal(passCount(h, a.id), 2, "one enqueue for a");
+    assert.equal(passCount(h, b.id), 2, "one enqueue for b, poked by id and by name");
+  });
+});
+
+test("Trigger several feeds of a kind are all served", async () => {
+  const first = generatorFeed<number>();
+  const second = streamFeed<number>();
+  const names = [generatorFeed<string>(), generatorFeed<string>()];
+  await withHarness({
+    register: {
+      triggerById: [first.iterable, second.iterable],
+      triggerByName: names.map((f) => f.iterable),
+    },
+  }, async (h) => {
+    await h.start();
+    const a = await h.create("a");
+    const b = await h.create("b");
+    const c = await h.create("c");
+    first.push(a.id);
+    await h.flush();
+    second.push(b.id);
+    await h.flush();
+    names[1].push("c");
+    await h.flush();
+    assert.equal(passCount(h, a.id), 2);
+    assert.equal(passCount(h, b.id), 2);
+    assert.equal(passCount(h, c.id), 2);
+    // One feed ending leaves the others serving.
+    first.end();
+    await h.flush();
+    assert.equal(first.finished, true);
+    second.push(a.id);
+    await h.flush();
+    assert.equal(passCount(h, a.id), 3);
+  });
+});
