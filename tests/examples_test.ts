@@ -77,6 +77,18 @@ test("example lowpower converges and collects in well under its minute cadences"
   assert.ok(collected < 10_000, `collected after ${collected}ms`);
 });
 
+test("example validated refuses what its valibot schemas refuse and stores their output", async () => {
+  const out = await run("validated");
+  assert.match(out, /^201 web: \{"image":"nginx:1\.27","replicas":3,"tier":"standard"\}$/m);
+  assert.match(out, /^422 api: image must not be empty; .*250$/m);
+  assert.match(out, /^422 batch: .*Infinity/m);
+  assert.match(out, /^413 huge: \d+ bytes$/m);
+  assert.match(out, /^web ready 3, finalizers example\.com\/release-capacity$/m);
+  assert.match(out, /^conflict: web moved on to \d+$/m);
+  assert.match(out, /^pages: web,a \| b,c$/m);
+  assert.ok(out.indexOf("released capacity of web") < out.indexOf("web collected"));
+});
+
 test("the demo converges twice and survives a reopen", async () => {
   const out = await run("demo");
   assert.match(out, /converged: observedGeneration 2 of generation 2/);
