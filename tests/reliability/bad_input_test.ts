@@ -18,6 +18,8 @@ import {
   BeehiveError,
   type BeehiveObject,
   type Client,
+  ConflictError,
+  defineKind,
   DeletionPendingError,
   DuplicateConditionTypeError,
   type GroupKind,
@@ -25,6 +27,8 @@ import {
   InvalidEventError,
   InvalidNameError,
   InvalidOptionError,
+  InvalidSpecError,
+  InvalidStatusError,
   NameTakenError,
   NoControllerError,
   NotFoundError,
@@ -33,6 +37,7 @@ import {
   settled,
   StaleTxError,
   StoreClosedError,
+  TooLargeError,
   WrongKindError,
 } from "../../mod.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
@@ -1024,7 +1029,7 @@ async function verify(m: Model, views: Views, reopened = false): Promise<void> {
   for (const id of m.collected) {
     await assert.rejects(things.get(id), NotFoundError);
     await assert.rejects(others.get(id), NotFoundError);
-    assert.deepEqual(await things.listEvents(id), []);
+    await assert.rejects(things.listEvents(id), NotFoundError);
     assert.deepEqual(await things.listDependencies(id), []);
     assert.equal(await things.getOwner(id), undefined);
     figures.checks++;
@@ -1726,28 +1731,30 @@ function clientSteps(): Record<"creates" | "deletes" | "others", fc.Arbitrary<St
             c(r, kind).getLatestEvent(x(target), x(latest)));
           return;
         }
-        const e = gate(m, [...idErrors(target), ...eventQueryErrors(query)], () => ({
-          errors: [],
-          ok: (v: unknown) => {
-            const q = (query ?? {}) as {
-              category?: string;
-              type?: string;
-              reason?: string;
-              limit?: number;
-              since?: Date;
-            };
-            const want = own.filter((ev) =>
-              (q.category === undefined || ev.category === q.category) &&
-              (q.type === undefined || ev.type === q.type) &&
-              (q.reason === undefined || q.reason === "" || ev.reason === q.reason) &&
-              (q.since === undefined || q.since.getTime() === 0)
-            );
-            const got = v as Parameters<typeof checkEvents>[0];
-            if (q.limit !== undefined && q.limit > 0 && want.length > q.limit) {
-              assert.equal(got.length, q.limit, "listEvents limit");
-            } else checkEvents(got, want, `listEvents ${target}`);
-          },
-        }));
+        const e = gate(m, [...idErrors(target), ...eventQueryErrors(query)], () =>
+          // Like watchEvents: an id holding no object (collected, or never) is NotFoundError.
+          !m.objects.has(target as number) ? refuse([NotFoundError]) : ({
+            errors: [],
+            ok: (v: unknown) => {
+              const q = (query ?? {}) as {
+                category?: string;
+                type?: string;
+                reason?: string;
+                limit?: number;
+                since?: Date;
+              };
+              const want = own.filter((ev) =>
+                (q.category === undefined || ev.category === q.category) &&
+                (q.type === undefined || ev.type === q.type) &&
+                (q.reason === undefined || q.reason === "" || ev.reason === q.reason) &&
+                (q.since === undefined || q.since.getTime() === 0)
+              );
+              const got = v as Parameters<typeof checkEvents>[0];
+              if (q.limit !== undefined && q.limit > 0 && want.length > q.limit) {
+                assert.equal(got.length, q.limit, "listEvents limit");
+              } else checkEvents(got, want, `listEvents ${target}`);
+            },
+          }));
         await call(m, r, `${kind}.listEvents`, e, () =>
           c(r, kind).listEvents(x(target), x(query)));
       },
@@ -2734,3 +2741,360 @@ test(
   "bad input: a NUL finalizer is refused whether or not the name is held",
   nulFinalizerIsRefusedWhenTheNameIsHeld,
 );
+
+// ---------------------------------------------------------------------------
+// Issue 15: hostile schemas, limits at their boundaries, racing conditional writers
+
+/** How a hostile Standard Schema validator answers. */
+type SchemaMode =
+  | { readonly kind: "throw" }
+  | { readonly kind: "reject" }
+  | { readonly kind: "throwingThenable" }
+  | { readonly kind: "malformed"; readonly result: unknown }
+  | { readonly kind: "issues"; readonly issues: readonly unknown[]; readonly async: boolean }
+  | { readonly kind: "value"; readonly value: Gen; readonly async: boolean };
+
+const schemaModeArb: fc.Arbitrary<SchemaMode> = fc.oneof(
+  fc.constant({ kind: "throw" as const }),
+  fc.constant({ kind: "reject" as const }),
+  fc.constant({ kind: "throwingThenable" as const }),
+  fc.constantFrom<unknown>(undefined, null, 0, "ok", true, {}, { issues: "bad" }, { issues: 7 }, {
+    issues: { length: 1 },
+  }).map((result) => ({ kind: "malformed" as const, result })),
+  fc.record({
+    kind: fc.constant("issues" as const),
+    issues: fc.constantFrom<readonly unknown[]>(
+      [],
+      [{ message: "bad" }],
+      [{ message: "a", path: ["x", { key: "y" }] }, { message: "b" }],
+      [null, 5, { message: 1 }],
+    ),
+    async: fc.boolean(),
+  }),
+  fc.record({ kind: fc.constant("value" as const), value: genArb, async: fc.boolean() }),
+);
+
+const HOSTILE = new Error("hostile validator");
+
+function hostileSchema(mode: SchemaMode) {
+  const validate = (): unknown => {
+    switch (mode.kind) {
+      case "throw":
+        throw HOSTILE;
+      case "reject":
+        return Promise.reject(HOSTILE);
+      case "throwingThenable":
+        return {
+          then() {
+            throw HOSTILE;
+          },
+        };
+      case "malformed":
+        return mode.result;
+      case "issues":
+        return mode.async ? Promise.resolve({ issues: mode.issues }) : { issues: mode.issues };
+      case "value": {
+        const r = { value: materialize(mode.value) };
+        return mode.async ? Promise.resolve(r) : r;
+      }
+    }
+  };
+  return { "~standard": { version: 1 as const, vendor: "hostile", validate: validate as never } };
+}
+
+/** What a write through `mode`'s validator must do: the value stored, or the refusal. */
+function schemaOutcome(
+  mode: SchemaMode,
+  what: "spec" | "status",
+): { ok: string } | { error: (e: unknown) => boolean } {
+  const invalid = what === "spec" ? InvalidSpecError : InvalidStatusError;
+  switch (mode.kind) {
+    case "throw":
+    case "reject":
+    case "throwingThenable":
+      return { error: (e) => e === HOSTILE };
+    case "malformed":
+      return { error: (e) => e instanceof TypeError };
+    case "issues":
+      return { error: (e) => e instanceof invalid && e.issues.length === mode.issues.length };
+    case "value": {
+      const text = encode(materialize(mode.value));
+      if (text === undefined) return { error: (e) => e instanceof TypeError };
+      if (new TextEncoder().encode(text).length > OBJECT_BYTES) {
+        return { error: (e) => e instanceof TooLargeError };
+      }
+      return { ok: text };
+    }
+  }
+}
+
+/** The default `limits.objectBytes`. */
+const OBJECT_BYTES = 1_572_864;
+
+type SchemaWrite =
+  | "create"
+  | "getOrCreate"
+  | "createOrUpdate"
+  | "update"
+  | "updateByName"
+  | "status";
+
+test("bad input: hostile spec and status schemas are obeyed exactly, and every refusal writes nothing", async () => {
+  const store = await openSqliteStore(":memory:");
+  let n = 0;
+  try {
+    await fc.assert(
+      fc.asyncProperty(
+        schemaModeArb,
+        fc.constantFrom<SchemaWrite>(
+          "create",
+          "getOrCreate",
+          "createOrUpdate",
+          "update",
+          "updateByName",
+          "status",
+        ),
+        async (mode, write) => {
+          const gk = { group: "test.beehive.dev", kind: `Hostile${n++}` };
+          const bh = new Beehive(store);
+          const Kind = defineKind({
+            ...gk,
+            spec: hostileSchema(mode),
+            status: hostileSchema(mode),
+          });
+          const client = bh.client(Kind);
+          // The row a non-create write targets, written before the schema applies.
+          const seeded = write === "create" || write === "getOrCreate"
+            ? undefined
+            : await bh.client(gk).create("x", { seed: true });
+          const before = await store.getLatestResourceVersion();
+          const outcome = schemaOutcome(mode, write === "status" ? "status" : "spec");
+          const value = { arg: 1 };
+          const call = (): Promise<unknown> => {
+            switch (write) {
+              case "create":
+                return client.create("x", value);
+              case "getOrCreate":
+                return client.getOrCreate("x", value);
+              case "createOrUpdate":
+                return client.createOrUpdate("x", value);
+              case "update":
+                return client.update(seeded!.id, value);
+              case "updateByName":
+                return client.updateByName("x", value);
+              case "status":
+                return bh.adminClient(Kind).updateStatus(seeded!.id, value);
+            }
+          };
+          let promise: Promise<unknown>;
+          try {
+            promise = call();
+          } catch (error) {
+            throw new Error(`${write} threw synchronously: ${describeError(error)}`);
+          }
+          const settledCall = await promise.then(
+            () => ({ ok: true as const }),
+            (error: unknown) => ({ ok: false as const, error }),
+          );
+          figures.calls++;
+          const label = `${write} through ${JSON.stringify(mode.kind)}`;
+          if ("error" in outcome) {
+            assert.ok(!settledCall.ok, `${label} resolved; expected a refusal`);
+            assert.ok(
+              outcome.error(settledCall.error),
+              `${label}: ${describeError(settledCall.error)}`,
+            );
+            const name = settledCall.error instanceof Error
+              ? settledCall.error.constructor.name
+              : "thrown";
+            figures.rejected.set(name, (figures.rejected.get(name) ?? 0) + 1);
+            assert.equal(await store.getLatestResourceVersion(), before, `${label} wrote`);
+            figures.refusalsWithoutWrite++;
+          } else {
+            assert.ok(
+              settledCall.ok,
+              `${label}: ${describeError((settledCall as { error?: unknown }).error)}`,
+            );
+            figures.resolved++;
+            const raw = await store.objects.getByName({ ...gk, name: "x" });
+            assert.equal(write === "status" ? raw.status : raw.spec, outcome.ok, label);
+          }
+          figures.checks++;
+        },
+      ),
+      { seed: SEED, numRuns: 300, ...replay() },
+    );
+    figures.runs = 300;
+  } finally {
+    await store.close();
+    report("hostile schemas");
+  }
+});
+
+/** A string of exactly `bytes` UTF-8 bytes, drawn from characters of 1 to 4 bytes. */
+function ofBytes(bytes: number, widths: readonly number[]): string {
+  const chars: Record<number, string> = { 1: "a", 2: "é", 3: "€", 4: "😀" };
+  let out = "";
+  let left = bytes;
+  for (let i = 0; left > 0; i++) {
+    const w = Math.min(widths[i % widths.length], left);
+    out += chars[w];
+    left -= w;
+  }
+  return out;
+}
+
+test("bad input: limits hold at, below and above each boundary in UTF-8 bytes, and a refusal writes nothing", async () => {
+  const store = await openSqliteStore(":memory:");
+  let n = 0;
+  try {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom("nameBytes", "objectBytes", "messageBytes", "conditionMessage", "detail"),
+        fc.integer({ min: 16, max: 300 }),
+        fc.constantFrom(-1, 0, 1),
+        fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 6 }),
+        async (limitOf, limit, delta, widths) => {
+          const gk = { group: "test.beehive.dev", kind: `Limited${n++}` };
+          const limits = { nameBytes: limit, objectBytes: limit, messageBytes: limit };
+          const bh = new Beehive(store, { limits });
+          bh.register(gk, () => settled());
+          const client = bh.client(gk);
+          const seeded = await client.create("seed", {});
+          const before = await store.getLatestResourceVersion();
+          const size = limit + delta;
+          // `{"s":"…"}` is 8 bytes around the text.
+          const body = (bytes: number) => ({ s: ofBytes(bytes - 8, widths) });
+          let call: () => Promise<unknown>;
+          // deno-lint-ignore no-explicit-any
+          let refusal: new (...args: any[]) => Error;
+          switch (limitOf) {
+            case "nameBytes":
+              call = () => client.create(ofBytes(size, widths), {});
+              refusal = InvalidNameError;
+              break;
+            case "objectBytes":
+              call = () => client.update(seeded.id, body(size));
+              refusal = TooLargeError;
+              break;
+            case "detail":
+              call = () =>
+                bh.adminClient(gk).addEvent(seeded.id, {
+                  type: "Normal",
+                  reason: "R",
+                  detail: body(size),
+                });
+              refusal = TooLargeError;
+              break;
+            case "messageBytes":
+              call = () =>
+                bh.adminClient(gk).addEvent(seeded.id, {
+                  type: "Normal",
+                  reason: "R",
+                  message: ofBytes(size, widths),
+                });
+              refusal = InvalidEventError;
+              break;
+            default:
+              call = () =>
+                bh.adminClient(gk).setCondition(seeded.id, {
+                  type: "C",
+                  status: "True",
+                  message: ofBytes(size, widths),
+                });
+              refusal = InvalidConditionError;
+          }
+          figures.calls++;
+          const label = `${limitOf} ${limit}${delta < 0 ? "-1" : delta > 0 ? "+1" : ""}`;
+          if (delta > 0) {
+            await assert.rejects(call(), refusal, label);
+            figures.rejected.set(refusal.name, (figures.rejected.get(refusal.name) ?? 0) + 1);
+            assert.equal(await store.getLatestResourceVersion(), before, `${label} wrote`);
+            figures.refusalsWithoutWrite++;
+          } else {
+            await call();
+            figures.resolved++;
+            assert.ok(await store.getLatestResourceVersion() > before, `${label} wrote nothing`);
+          }
+          figures.checks++;
+        },
+      ),
+      { seed: SEED, numRuns: 400, ...replay() },
+    );
+    figures.runs = 400;
+  } finally {
+    await store.close();
+    report("limits");
+  }
+});
+
+type RacingOp = "update" | "updateByName" | "delete";
+
+test("bad input: conditional writers racing from one read: exactly one wins, the rest conflict and write nothing", async () => {
+  const store = await openSqliteStore(":memory:");
+  let n = 0;
+  try {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            op: fc.constantFrom<RacingOp>("update", "updateByName", "delete"),
+            stale: fc.boolean(),
+          }),
+          { minLength: 2, maxLength: 8 },
+        ),
+        async (writers) => {
+          const gk = { group: "test.beehive.dev", kind: `Raced${n++}` };
+          const bh = new Beehive(store);
+          const client = bh.client<{ w: number }>(gk);
+          const first = await client.create("x", { w: -1 });
+          const read = await client.update(first.id, { w: -2 });
+          const rvOf = (stale: boolean) => stale ? first.resourceVersion : read.resourceVersion;
+          const results = await Promise.allSettled(writers.map((w, i) => {
+            const o = { resourceVersion: rvOf(w.stale) };
+            return w.op === "update"
+              ? client.update(first.id, { w: i }, o)
+              : w.op === "updateByName"
+              ? client.updateByName("x", { w: i }, o)
+              : client.delete(first.id, o);
+          }));
+          figures.calls += writers.length;
+          const won = results.flatMap((r, i) => r.status === "fulfilled" ? [i] : []);
+          const fresh = writers.flatMap((w, i) => w.stale ? [] : [i]);
+          for (const [i, r] of results.entries()) {
+            if (r.status === "rejected") {
+              assert.ok(r.reason instanceof ConflictError, describeError(r.reason));
+              figures.rejected.set(
+                "ConflictError",
+                (figures.rejected.get("ConflictError") ?? 0) + 1,
+              );
+              assert.ok(!writers[i].stale || r.reason.resourceVersion > first.resourceVersion);
+            }
+          }
+          figures.resolved += won.length;
+          // Stale writers always lose; of the fresh ones, exactly one commits.
+          assert.equal(won.length, fresh.length > 0 ? 1 : 0, JSON.stringify(writers));
+          const final = await client.get(first.id);
+          if (won.length === 1) {
+            const w = won[0];
+            if (writers[w].op === "delete") {
+              assert.ok(final.deletionRequestedAt instanceof Date);
+              assert.deepEqual(final.spec, { w: -2 });
+            } else {
+              assert.deepEqual(final.spec, { w });
+              assert.equal(final.generation, 3);
+            }
+          } else {
+            assert.equal(final.resourceVersion, read.resourceVersion, "nothing was written");
+          }
+          figures.checks++;
+        },
+      ),
+      { seed: SEED, numRuns: 200, ...replay() },
+    );
+    figures.runs = 200;
+  } finally {
+    await store.close();
+    report("racing conditional writers");
+  }
+});
