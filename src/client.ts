@@ -418,7 +418,9 @@ export class Client<Spec, Status> {
    * @throws {NameTakenError} the name is held within the kind (deletion-pending rows included).
    * @throws {InvalidOptionError} `finalizers` on a kind with no controller registered here.
    * @throws {NotFoundError} `owner` names no object.
-   * @throws {TypeError} `spec` is not JSON-encodable, or an argument is malformed.
+   * @throws {InvalidSpecError} the kind's spec schema refused `spec`.
+   * @throws {TooLargeError} the spec's JSON is above `limits.objectBytes` (a name above `limits.nameBytes` is `InvalidNameError`).
+   * @throws {TypeError} `spec` is not JSON-encodable (or holds a non-finite number), or an argument is malformed.
    */
   create(name: string, spec: Spec, options?: CreateOptions): Promise<BeehiveObject<Spec, Status>> {
     return attempt(async () => {
@@ -433,7 +435,9 @@ export class Client<Spec, Status> {
    * Options are validated even when the row exists.
    * @throws {InvalidNameError} `name` is empty, not well-formed UTF-16, or contains NUL.
    * @throws {InvalidOptionError} `finalizers` on a kind with no controller registered here.
-   * @throws {TypeError} `spec` is not JSON-encodable.
+   * @throws {InvalidSpecError} the kind's spec schema refused `spec` (checked even when the name is held).
+   * @throws {TooLargeError} the spec's JSON is above `limits.objectBytes`.
+   * @throws {TypeError} `spec` is not JSON-encodable, or holds a non-finite number.
    */
   getOrCreate(
     name: string,
@@ -459,7 +463,9 @@ export class Client<Spec, Status> {
    * apply only on create. A byte-identical spec writes nothing.
    * @throws {DeletionPendingError} the row holding the name is deletion-pending.
    * @throws {InvalidNameError} `name` is empty, not well-formed UTF-16, or contains NUL.
-   * @throws {TypeError} `spec` is not JSON-encodable.
+   * @throws {InvalidSpecError} the kind's spec schema refused `spec`.
+   * @throws {TooLargeError} the spec's JSON is above `limits.objectBytes`.
+   * @throws {TypeError} `spec` is not JSON-encodable, or holds a non-finite number.
    */
   createOrUpdate(
     name: string,

@@ -16,6 +16,7 @@ import {
 } from "./errors.ts";
 import { encodeBounded, type KindSchemas, prepareValue, tooLong } from "./_write_checks.ts";
 import { isStorableText } from "./_text.ts";
+import type { Kind } from "./kind.ts";
 import type { ConditionWrite, EventWrite } from "./object.ts";
 import type { GroupKind, ObjectRef, Store } from "./store.ts";
 
@@ -116,7 +117,9 @@ export interface ControllerWrites<Status> {
 export interface ControllerTx<Status> extends ControllerWrites<Status> {
   /** Opens a nested frame (a savepoint): a rejection unwinds only its writes and hooks. */
   within<T>(fn: (tx: ControllerTx<Status>) => Promise<T>): Promise<T>;
-  /** A client of `kind` whose calls join this transaction (no watches). */
+  /** A client of `kind` whose calls join this transaction (no watches); a token brings its types. */
+  client<S, T>(kind: Kind<S, T>): Client<S, T>;
+  /** A client of a plain `{ group, kind }` whose calls join this transaction (no watches). */
   client<S = unknown, T = unknown>(kind: GroupKind): Client<S, T>;
   /** Runs `fn` once the outermost transaction commits; never if this frame unwinds. */
   afterCommit(fn: () => void | Promise<void>): void;
@@ -382,6 +385,8 @@ export class PassWriter<Status> implements ControllerTx<Status> {
     });
   }
 
+  client<S, T>(kind: Kind<S, T>): Client<S, T>;
+  client<S = unknown, T = unknown>(kind: GroupKind): Client<S, T>;
   client<S = unknown, T = unknown>(kind: GroupKind): Client<S, T> {
     this.#gate();
     return new Client<S, T>(this.#engine, this.#store, kind, true);
