@@ -10,8 +10,8 @@ import { InvalidOptionError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import { filterLogger } from "./logger_levels.ts";
 import type { ResolvedBeehiveOptions } from "./options.ts";
-import type { Reconciler } from "./reconciler.ts";
-import type { GroupKind, ObjectRef, Store } from "./store.ts";
+import type { GroupKind, ObjectId, ObjectRef, Store } from "./store.ts";
+import type { WorkQueue } from "./work_queue.ts";
 
 import { kindKey } from "./_engine_keys.ts";
 import { isStorableText } from "./_text.ts";
@@ -47,11 +47,31 @@ export function checkId(id: unknown, what = "id"): asserts id is number {
   }
 }
 
+/**
+ * What the engine, clients and the Beehive use of a kind's reconcile loop
+ * (`Reconciler` implements it; typed here so that the engine state does not
+ * import the loop that imports it).
+ */
+export interface KindLoop {
+  /** The kind's work queue. */
+  readonly queue: WorkQueue;
+  /** Clears `id`'s retry ladder. */
+  resetBackoff(id: ObjectId): void;
+  /** Runs the loop for one term; resolves once it has drained after `stop`. */
+  run(term: Term): Promise<void>;
+  /** Stops finding and dispatching work. */
+  stop(): void;
+  /** Pulls the trigger feeds for the Beehive's life; resolves once they end. */
+  runTriggers(): Promise<void>;
+  /** Ends the trigger feeds. */
+  closeTriggers(): void;
+}
+
 /** A registered kind. */
 export interface Registration {
   readonly gk: GroupKind;
   readonly codec: KindCodec;
-  readonly reconciler: Reconciler;
+  readonly reconciler: KindLoop;
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import type { KindCodec } from "./codec.ts";
 import { collect } from "./collect.ts";
-import { type Engine, kindName, type Term } from "./_engine.ts";
+import { type Engine, type KindLoop, kindName, type Term } from "./_engine.ts";
 import { isStorableText } from "./_text.ts";
 import { sleep } from "./_sleep.ts";
 import { InvalidResultError, NotFoundError } from "./errors.ts";
@@ -36,7 +36,7 @@ const GONE: PassOutcome = {
 };
 
 /** One kind's reconcile loop. */
-export class Reconciler {
+export class Reconciler implements KindLoop {
   readonly gk: GroupKind;
   readonly queue: WorkQueue = new WorkQueue();
   readonly codec: KindCodec;
