@@ -14,10 +14,12 @@ export const Job = { group: "test.beehive.dev", kind: "Job" };
 /** What a replica is told to be. */
 export interface ReplicaConfig {
   readonly db: string;
-  readonly role: "writer" | "plain" | "candidate";
+  readonly role: "writer" | "pacer" | "plain" | "candidate";
   readonly name: string;
-  /** writer: how many Jobs to create. */
+  /** writer, pacer: how many Jobs to create. */
   readonly count?: number;
+  /** pacer: the gap between two creates, in ms. */
+  readonly paceMs?: number;
   /** writer: how many distinct Jobs to wait to see. */
   readonly expect?: number;
   /** candidate: leader election timings. */

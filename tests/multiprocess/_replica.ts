@@ -8,6 +8,9 @@
  *   `count` Jobs (saying each `wrote` with its resource version), then keeps
  *   watching until it has seen `expect` distinct Jobs, and says `seen` with
  *   every delivered change's (resourceVersion, id, type) in delivery order.
+ * - `pacer`: says `ready`, and on `write` creates `count` Jobs `paceMs`
+ *   apart, each with `spec.t` = `Date.now()` just before its create (for
+ *   latency measurements).
  * - `plain`: starts a Beehive without election (the store lease) and says
  *   `started` with its identity, or `refused` with the error.
  * - `candidate`: starts a Beehive with leader election and a Job controller
@@ -87,6 +90,17 @@ if (config.role === "writer") {
   say("written");
   await consume;
   say("seen", { seen });
+  await store.close();
+  process.exit(0);
+} else if (config.role === "pacer") {
+  const jobs = new Beehive(store).client<{ t: number }>(Job);
+  say("ready");
+  await command("write");
+  for (let i = 0; i < config.count!; i++) {
+    await jobs.create(`${config.name}-${i}`, { t: Date.now() });
+    await new Promise((resolve) => setTimeout(resolve, config.paceMs ?? 0));
+  }
+  say("written");
   await store.close();
   process.exit(0);
 } else if (config.role === "plain") {
