@@ -186,7 +186,7 @@ test("leaderElection: stop releases the lease and a standby takes over within on
     await w.startInTurn(a, b);
     const stopA = a.stop;
     a.stop = undefined;
-    await stopA();
+    await stopA!();
     assert.equal(a.bh.isLeader, false);
     await w.clock.tickAsync(LEASE.renewInterval);
     assert.equal(b.bh.isLeader, true);
@@ -258,7 +258,7 @@ test("leaderElection: a deposed candidate campaigns again and leads once the lea
     a.faulty.faults.clear();
     const stopB = b.stop;
     b.stop = undefined;
-    await stopB();
+    await stopB!();
     await w.clock.tickAsync(LEASE.renewInterval);
     assert.equal(a.bh.isLeader, true);
     assert.equal((await a.bh.leadership()).epoch, 3);
