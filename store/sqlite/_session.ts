@@ -10,17 +10,10 @@
 import { ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
+import { commitInGroup, rollbackQuietly } from "./_group_commit.ts";
+import { Scope, type WriteScope } from "./_write_scope.ts";
 
-/** What a write unit may use: the writer, one clock reading, and version draws. */
-export interface WriteScope {
-  readonly db: Db;
-  /** `Date.now()` read once for the whole unit. */
-  readonly now: number;
-  /** The next resource version. */
-  draw(): number;
-  /** `n` consecutive resource versions; resolves to the first. */
-  drawMany(n: number): number;
-}
+export type { WriteScope };
 
 /** How a family reaches the database. */
 export interface Session {
@@ -89,33 +82,6 @@ export class Frame {
   }
 }
 
-/** A write scope that remembers the highest version it drew. */
-class Scope implements WriteScope {
-  readonly db: Db;
-  readonly now: number;
-  drawn = 0;
-  readonly #core: Core;
-
-  constructor(core: Core) {
-    this.#core = core;
-    this.db = core.writer;
-    this.now = Date.now();
-  }
-
-  // Arrow properties: families destructure the scope.
-  draw = (): number => {
-    const v = this.#core.takeVersion();
-    if (v > this.drawn) this.drawn = v;
-    return v;
-  };
-
-  drawMany = (n: number): number => {
-    const first = this.#core.takeVersions(n);
-    if (first + n - 1 > this.drawn) this.drawn = first + n - 1;
-    return first;
-  };
-}
-
 /** Runs hooks in order, awaiting each; a failing hook is reported and skipped. */
 export async function runHooks(
   core: Core,
@@ -164,44 +130,14 @@ export class RootSession implements Session {
     }
   }
 
-  async write<T>(fn: (scope: WriteScope) => T): Promise<T> {
-    const core = this.core;
+  /** Queues the unit for the next group commit (see `_group_commit.ts`). */
+  write<T>(fn: (scope: WriteScope) => T): Promise<T> {
     try {
-      core.assertOpen();
+      this.core.assertOpen();
     } catch (error) {
-      throw core.translate(error);
+      return Promise.reject(this.core.translate(error));
     }
-    if (!core.lock.tryAcquire()) await core.lock.acquire();
-    try {
-      core.assertOpen();
-      const db = core.writer;
-      db.exec("BEGIN IMMEDIATE");
-      let result: T;
-      try {
-        core.beginVersions();
-        core.checkFence(this.fence);
-        const scope = new Scope(core);
-        result = fn(scope);
-        core.publish(scope.drawn);
-        db.exec("COMMIT");
-      } catch (error) {
-        rollbackQuietly(core);
-        throw error;
-      }
-      return result;
-    } catch (error) {
-      throw core.translate(error);
-    } finally {
-      core.lock.release();
-    }
-  }
-}
-
-function rollbackQuietly(core: Core): void {
-  try {
-    core.writer.exec("ROLLBACK");
-  } catch {
-    // SQLite already rolled back (e.g. SQLITE_FULL); nothing is left to undo.
+    return commitInGroup(this.core, fn, this.fence);
   }
 }
 

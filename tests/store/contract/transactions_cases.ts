@@ -27,6 +27,57 @@ function gate(): { wait: Promise<void>; open: () => void } {
 
 export const transactionsCases: ContractCase[] = [
   {
+    name:
+      "concurrent single-call writes each commit or fail alone: a refused one takes nothing of the others",
+    async fn(h) {
+      const s = await h.open();
+      await make(s, Widget, "taken");
+      const names = ["a", "b", "taken", "c", "d"];
+      const results = await Promise.allSettled(
+        names.map((name) => s.objects.create(Widget, { name, spec: "{}" })),
+      );
+      assert.deepEqual(results.map((r) => r.status), [
+        "fulfilled",
+        "fulfilled",
+        "rejected",
+        "fulfilled",
+        "fulfilled",
+      ]);
+      assert.ok((results[2] as PromiseRejectedResult).reason instanceof NameTakenError);
+      assert.deepEqual((await s.objects.list(Widget)).map((o) => o.name).sort(), [
+        "a",
+        "b",
+        "c",
+        "d",
+        "taken",
+      ]);
+      // Each landed write has its own version, in call order, and its own log entry.
+      const rvs = results.filter((r) => r.status === "fulfilled").map((r) =>
+        (r as PromiseFulfilledResult<{ resourceVersion: number }>).value.resourceVersion
+      );
+      for (let i = 1; i < rvs.length; i++) assert.ok(rvs[i] > rvs[i - 1]);
+      assert.equal(await logCount(s, Widget), 5);
+    },
+  },
+  {
+    name: "concurrent writes through a fenced handle and the root: the stale fence fails alone",
+    async fn(h) {
+      const s = await h.open();
+      const first = await s.leases.acquire({ name: "l", holder: "a", duration: 1 });
+      const stale = s.fenced({ lease: "l", epoch: first.lease.epoch });
+      await s.leases.release({ name: "l", holder: "a", epoch: first.lease.epoch });
+      await s.leases.acquire({ name: "l", holder: "b", duration: 60_000 });
+      const results = await Promise.allSettled([
+        s.objects.create(Widget, { name: "root", spec: "{}" }),
+        stale.objects.create(Widget, { name: "stale", spec: "{}" }),
+        s.objects.create(Widget, { name: "root-2", spec: "{}" }),
+      ]);
+      assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
+      assert.equal((results[1] as PromiseRejectedResult).reason.name, "FencedError");
+      assert.deepEqual((await names(s)).sort(), ["root", "root-2"]);
+    },
+  },
+  {
     name: "within commits every write when fn resolves",
     async fn(h) {
       const s = await h.open();
