@@ -131,3 +131,20 @@ test("SQLite group commit: works under fake timers (no timer in the commit path)
     clock.uninstall();
   }
 });
+
+test("SQLite group commit: concurrent transactions behind a busy writer share one commit", async () => {
+  await withStore(async (store, commits) => {
+    const before = commits();
+    const made = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        store.within(async (tx) => {
+          const o = await tx.objects.create(Widget, { name: `t${i}`, spec: "{}" });
+          await tx.conditions.set({ ...Widget, id: o.id }, [{ type: "Ready", status: "True" }]);
+          return o.id;
+        })),
+    );
+    // The first found the writer free and committed alone; the nine that queued shared one.
+    assert.equal(commits() - before, 2);
+    assert.equal(new Set(made).size, 10);
+  });
+});

@@ -28,6 +28,60 @@ function gate(): { wait: Promise<void>; open: () => void } {
 export const transactionsCases: ContractCase[] = [
   {
     name:
+      "concurrent transactions: one that rejects unwinds alone, the others commit, hooks run in call order",
+    async fn(h) {
+      const s = await h.open();
+      const hooks: string[] = [];
+      const boom = new Error("boom");
+      const run = (name: string, fail = false) =>
+        s.within(async (tx) => {
+          await tx.objects.create(Widget, { name, spec: "{}" });
+          await tx.within(async (inner) => {
+            await inner.objects.create(Widget, { name: `${name}-inner`, spec: "{}" });
+          });
+          tx.afterCommit(() => void hooks.push(name));
+          if (fail) throw boom;
+          return name;
+        });
+      const results = await Promise.allSettled([run("a"), run("b", true), run("c"), run("d")]);
+      assert.deepEqual(results.map((r) => r.status), [
+        "fulfilled",
+        "rejected",
+        "fulfilled",
+        "fulfilled",
+      ]);
+      assert.equal((results[1] as PromiseRejectedResult).reason, boom, "fn's own rejection");
+      assert.deepEqual(hooks, ["a", "c", "d"]);
+      assert.deepEqual((await names(s)).sort(), [
+        "a",
+        "a-inner",
+        "c",
+        "c-inner",
+        "d",
+        "d-inner",
+      ]);
+    },
+  },
+  {
+    name:
+      "concurrent transactions: each resolves after its commit, and its handle is stale afterwards",
+    async fn(h) {
+      const s = await h.open();
+      const handles: Store[] = [];
+      await Promise.all(["a", "b", "c"].map((name) =>
+        s.within(async (tx) => {
+          handles.push(tx);
+          await tx.objects.create(Widget, { name, spec: "{}" });
+        })
+      ));
+      for (const tx of handles) {
+        await assert.rejects(tx.objects.create(Widget, { name: "late", spec: "{}" }), StaleTxError);
+      }
+      assert.deepEqual((await names(s)).sort(), ["a", "b", "c"]);
+    },
+  },
+  {
+    name:
       "concurrent single-call writes each commit or fail alone: a refused one takes nothing of the others",
     async fn(h) {
       const s = await h.open();
