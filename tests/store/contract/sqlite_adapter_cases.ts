@@ -61,7 +61,7 @@ export const sqliteAdapterCases: ContractCase[] = [
         ) {
           assert.ok(tables.includes(t), `missing table ${t}`);
         }
-        assert.equal(db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()!.v, 3);
+        assert.equal(db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()!.v, 4);
       } finally {
         db.close();
       }
