@@ -482,8 +482,11 @@ export interface DeletionRequests {
   /** Marks every object owned by `ownerId` that is not already deletion-pending, in one transaction. */
   createFromOwner(ownerId: ObjectId): Promise<DeletionCascadeResult>;
 
-  /** Every deletion-pending object of every kind, ordered by id. */
-  list(): Promise<ObjectRef[]>;
+  /**
+   * Every deletion-pending object of every kind, ordered by id; with
+   * `excludeStalled`, without the objects stalled at their current generation.
+   */
+  list(options?: ObjectsListIdsOptions): Promise<ObjectRef[]>;
 }
 
 /** A position in the stale-dependents scan. The zero position starts at the beginning. */

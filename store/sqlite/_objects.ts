@@ -30,6 +30,7 @@ import { type Db, nameTaken, type Row } from "./_core.ts";
 import { kindName } from "../../src/_engine_keys.ts";
 import {
   assertKind,
+  checkExcludeStalled,
   checkFinalizers,
   checkGroupKind,
   checkId,
@@ -56,23 +57,6 @@ import {
 import type { Session } from "./_session.ts";
 import { appendWrite, encodeImage } from "./_write_log.ts";
 import { checkRelation } from "./_edges.ts";
-
-/** Checks `listIds` options; resolves `excludeStalled`. @throws {TypeError} */
-function checkListIdsOptions(options: ObjectsListIdsOptions | undefined): boolean {
-  if (options === undefined) return false;
-  if (typeof options !== "object" || options === null) {
-    throw new TypeError(
-      `Cannot list ids: current value of options is ${describe(options)}, expected an object`,
-    );
-  }
-  const v = options.excludeStalled;
-  if (v !== undefined && typeof v !== "boolean") {
-    throw new TypeError(
-      `Cannot list ids: current value of excludeStalled is ${describe(v)}, expected a boolean`,
-    );
-  }
-  return v === true;
-}
 
 /** The stamp a write leaves: 0 keeps the stored tag, and the tag never goes down. */
 export function stampVersion(stored: number, incoming: number, what: string, id: ObjectId) {
@@ -233,7 +217,7 @@ export class SqliteObjects implements Objects {
   listIds(gk: GroupKind, options?: ObjectsListIdsOptions): Promise<ObjectId[]> {
     return rejectWith(() => {
       checkGroupKind(gk);
-      const excludeStalled = checkListIdsOptions(options);
+      const excludeStalled = checkExcludeStalled(options, "list ids");
       return this.#s.read((db) =>
         db.all(
           `SELECT id FROM objects WHERE "group" = ? AND kind = ?${

@@ -156,4 +156,22 @@ export const stalledCases: ContractCase[] = [
       assert.equal((await s.objects.getForReconcile(a.id)).stalledGeneration, undefined);
     },
   },
+  {
+    name:
+      "deletionRequests.list with excludeStalled leaves out deletion-pending objects stalled at their generation",
+    async fn(h) {
+      const s = await h.open();
+      const a = await make(s, Widget, "a", {}, ["f"]);
+      const b = await make(s, Gadget, "b", {}, ["f"]);
+      await s.deletionRequests.create(a);
+      await s.deletionRequests.create(b);
+      await s.objects.setStalledGeneration(a, 1);
+      assert.deepEqual((await s.deletionRequests.list()).map((r) => r.id), [a.id, b.id]);
+      assert.deepEqual(
+        (await s.deletionRequests.list({ excludeStalled: true })).map((r) => r.id),
+        [b.id],
+      );
+      await assert.rejects(s.deletionRequests.list(5 as never), TypeError);
+    },
+  },
 ];
