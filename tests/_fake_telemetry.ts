@@ -121,10 +121,9 @@ export class FakeSpan implements TelemetrySpan {
   }
 }
 
-/** A tracer that records its spans; `active` is the span whose callback is running. */
+/** A tracer that records its spans. */
 export class FakeTracer implements TelemetryTracer {
   readonly spans: FakeSpan[] = [];
-  active: FakeSpan | undefined;
 
   startActiveSpan<F extends (span: TelemetrySpan) => unknown>(
     name: string,
@@ -133,12 +132,6 @@ export class FakeTracer implements TelemetryTracer {
   ): ReturnType<F> {
     const span = new FakeSpan(name, options);
     this.spans.push(span);
-    const outer = this.active;
-    this.active = span;
-    try {
-      return fn(span) as ReturnType<F>;
-    } finally {
-      this.active = outer;
-    }
+    return fn(span) as ReturnType<F>;
   }
 }
