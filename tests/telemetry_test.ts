@@ -31,7 +31,7 @@ function sum(values: { value: number }[]): number {
 
 test("Telemetry the meter gets the five pinned instruments with their kinds and units", async () => {
   const meter = new FakeMeter();
-  await withHarness({ beehive: { meter } }, async () => {
+  await withHarness({ beehive: { meter } }, () => {
     const got = [...meter.instruments.values()].map((i) => [i.name, i.type, i.options?.unit]);
     assert.deepEqual(got.sort(), [
       ["beehive.leader", "observableGauge", "1"],
@@ -40,6 +40,7 @@ test("Telemetry the meter gets the five pinned instruments with their kinds and 
       ["beehive.reconcile.duration", "histogram", "s"],
       ["beehive.reconcile.passes", "counter", "{pass}"],
     ]);
+    return Promise.resolve();
   });
 });
 
