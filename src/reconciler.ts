@@ -273,9 +273,17 @@ export class Reconciler {
       if (id === undefined) return;
       const started = Date.now();
       const t = this.#telemetry;
-      const outcome = t === undefined
-        ? await this.#safePass(id, undefined)
-        : await t.pass(id, (span) => this.#safePass(id, span));
+      let outcome: PassOutcome;
+      if (t === undefined) {
+        // No telemetry: no closure, no span, no extra frame.
+        try {
+          outcome = await this.#pass(id, undefined);
+        } catch (error) {
+          outcome = ran(resultInfo(fail(error))!);
+        }
+      } else {
+        outcome = await t.pass(id, (span) => this.#safePass(id, span));
+      }
       this.#engine.log.debug("beehive: pass finished", {
         driver: "reconcile",
         kind: kindName(this.gk),

@@ -80,6 +80,8 @@ export interface TelemetrySpan {
   setStatus(status: { code: number; message?: string }): unknown;
   /** Ends the span. */
   end(): void;
+  /** Whether the span records anything; a span that does not is given no attributes. */
+  isRecording?(): boolean;
 }
 
 /** Span options as OpenTelemetry takes them (`SpanOptions`). */
@@ -364,22 +366,38 @@ export class KindTelemetry {
     id: number,
     run: (span: PassSpan | undefined) => Promise<T>,
   ): Promise<T> {
-    const g = this.#guard;
     const i = this.#i;
-    g.run("beehive.reconcile.active", () => i.active?.add(1, this.#kindAttrs));
+    // Inline try blocks, not guard closures: this runs on every pass.
+    try {
+      i.active?.add(1, this.#kindAttrs);
+    } catch (error) {
+      this.#guard.fault("beehive.reconcile.active", error);
+    }
     const started = performance.now();
     let out: T;
     try {
       out = this.#tracer === undefined ? await run(undefined) : await this.#traced(id, run);
     } finally {
-      g.run("beehive.reconcile.active", () => i.active?.add(-1, this.#kindAttrs));
+      try {
+        i.active?.add(-1, this.#kindAttrs);
+      } catch (error) {
+        this.#guard.fault("beehive.reconcile.active", error);
+      }
     }
     const report = out.report;
     if (report !== undefined) {
       const seconds = (performance.now() - started) / 1000;
       const attrs = this.#outcomeAttrs[report];
-      g.run("beehive.reconcile.passes", () => i.passes?.add(1, attrs));
-      g.run("beehive.reconcile.duration", () => i.duration?.record(seconds, attrs));
+      try {
+        i.passes?.add(1, attrs);
+      } catch (error) {
+        this.#guard.fault("beehive.reconcile.passes", error);
+      }
+      try {
+        i.duration?.record(seconds, attrs);
+      } catch (error) {
+        this.#guard.fault("beehive.reconcile.duration", error);
+      }
     }
     return out;
   }
@@ -396,6 +414,10 @@ export class KindTelemetry {
         this.#spanName,
         { attributes: { "beehive.kind": this.#kind, "beehive.object.id": id } },
         (span: TelemetrySpan) => {
+          if (notRecording(span, g)) {
+            ran = run(undefined);
+            return ran.finally(() => g.run("a span", () => span.end()));
+          }
           const ps = new PassSpan(span, g);
           ran = run(ps);
           return ran.then((out) => {
@@ -414,6 +436,16 @@ export class KindTelemetry {
     if (ran === undefined) return run(undefined);
     if (!(traced instanceof Promise)) return ran;
     return traced;
+  }
+}
+
+/** Whether `span` says it records nothing (a no-op or sampled-out span). */
+function notRecording(span: TelemetrySpan, g: Guard): boolean {
+  try {
+    return typeof span.isRecording === "function" && span.isRecording() === false;
+  } catch (error) {
+    g.fault("a span", error);
+    return false;
   }
 }
 

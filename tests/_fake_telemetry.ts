@@ -96,10 +96,16 @@ export class FakeSpan implements TelemetrySpan {
   readonly exceptions: unknown[] = [];
   status: { code: number; message?: string } | undefined;
   ended = 0;
+  readonly #recording: boolean;
 
-  constructor(name: string, options: TelemetrySpanOptions) {
+  constructor(name: string, options: TelemetrySpanOptions, recording = true) {
     this.name = name;
     this.attributes = { ...options.attributes };
+    this.#recording = recording;
+  }
+
+  isRecording(): boolean {
+    return this.#recording;
   }
 
   setAttributes(attributes: TelemetryAttributes): this {
@@ -124,13 +130,15 @@ export class FakeSpan implements TelemetrySpan {
 /** A tracer that records its spans. */
 export class FakeTracer implements TelemetryTracer {
   readonly spans: FakeSpan[] = [];
+  /** Whether the spans it starts record (a sampled-out or no-op span does not). */
+  recording = true;
 
   startActiveSpan<F extends (span: TelemetrySpan) => unknown>(
     name: string,
     options: TelemetrySpanOptions,
     fn: F,
   ): ReturnType<F> {
-    const span = new FakeSpan(name, options);
+    const span = new FakeSpan(name, options, this.recording);
     this.spans.push(span);
     return fn(span) as ReturnType<F>;
   }

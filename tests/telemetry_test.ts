@@ -163,6 +163,21 @@ test("Telemetry a failed and a stalled pass record the exception and set the spa
   });
 });
 
+test("Telemetry a span that is not recording is given no attributes and is still ended", async () => {
+  const tracer = new FakeTracer();
+  tracer.recording = false;
+  await withHarness({ beehive: { tracer } }, async (h) => {
+    await h.start();
+    h.fallback = byName;
+    await h.create("poison");
+    const [span] = tracer.spans;
+    assert.deepEqual(Object.keys(span.attributes).sort(), ["beehive.kind", "beehive.object.id"]);
+    assert.deepEqual(span.exceptions, []);
+    assert.equal(span.status, undefined);
+    assert.equal(span.ended, 1);
+  });
+});
+
 test("Telemetry beehive.queue.depth reports each kind's queue and beehive.leader 1 while leading, with the lease", async () => {
   const meter = new FakeMeter();
   await withHarness({ beehive: { meter, leaseName: "orders" } }, async (h) => {
