@@ -25,6 +25,9 @@ export const BASE_RETRY_INTERVAL = 1_000;
 /** A controller as `register` accepts it. */
 export type ControllerFn = (obj: unknown, cc: unknown) => unknown;
 
+/** The longest stall message kept, in UTF-16 code units (at most 12 KiB of UTF-8). */
+const MAX_STALL_MESSAGE = 4_096;
+
 /** The condition type a permanent failure sets. */
 export const STALLED = "Stalled";
 
@@ -437,7 +440,8 @@ export class Reconciler {
     err: PermanentError,
   ): Promise<boolean> {
     const raw = load.object;
-    const message = err.message.toWellFormed();
+    // Bounded: an error message is not the controller's to size, and the stall must land.
+    const message = err.message.slice(0, MAX_STALL_MESSAGE).toWellFormed();
     try {
       await term.store.within(async (tx) => {
         if (raw.reconcileOwed !== 0) await tx.reconcileOwed.decrement(ref, raw.reconcileOwed);

@@ -316,6 +316,23 @@ test("Stalled a transient failure after a stall takes the retry ladder and lifts
   });
 });
 
+test("Stalled a very long or malformed message is kept bounded and well-formed on the condition and the event", async () => {
+  await withHarness({}, async (h) => {
+    await h.start();
+    h.fallback = () => {
+      throw new PermanentError("x".repeat(4_095) + "\ud83d\ude00" + "y".repeat(100_000));
+    };
+    const obj = await h.create("poison");
+    const c = stalledCondition(await h.things.get(obj.id));
+    assert.equal(c?.status, "True");
+    assert.equal(c?.reason, "PermanentError");
+    assert.equal(c?.message.length, 4_096);
+    assert.ok(c?.message.isWellFormed());
+    const [event] = await h.things.listEvents(obj.id);
+    assert.equal(event.message, c?.message);
+  });
+});
+
 test("Stalled a deletion-pending stalled object without finalizers is still collected", async () => {
   await withHarness({}, async (h) => {
     await h.start();
