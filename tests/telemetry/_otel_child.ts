@@ -17,8 +17,12 @@ const bh = new Beehive(store, {
   meter: metrics.getMeter("beehive-e2e"),
   tracer: trace.getTracer("beehive-e2e"),
 });
-bh.register(Thing, (obj) => {
+const tracer = trace.getTracer("beehive-e2e");
+bh.register(Thing, async (obj) => {
   if (obj.name === "poison") throw new PermanentError("never", { reason: "Poison" });
+  // After an await, a span the controller starts is still the pass span's child.
+  await Promise.resolve();
+  tracer.startActiveSpan("controller work", (span) => span.end());
   return settled();
 });
 const stop = await bh.start();

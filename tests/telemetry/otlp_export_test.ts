@@ -2,7 +2,8 @@
  * End to end: a Deno child process with `OTEL_DENO=true` exports over
  * OTLP/HTTP JSON to a receiver this test runs on 127.0.0.1; the receiver gets
  * `beehive.reconcile.passes` with the pinned attributes and one
- * `reconcile Kind.group` span per pass, the stalled one with error status.
+ * `reconcile Kind.group` span per pass, the stalled one with error status, and
+ * the controller's own span as the pass span's child.
  * Runs under Node too (the child is still Deno, from the pinned toolchain).
  *
  * @module
@@ -47,6 +48,8 @@ interface OtlpMetric {
 
 interface OtlpSpan {
   name: string;
+  spanId?: string;
+  parentSpanId?: string;
   attributes?: OtlpAttribute[];
   status?: { code?: number };
 }
@@ -178,7 +181,8 @@ test("Telemetry OTLP a Deno child with OTEL_DENO=true exports beehive.reconcile.
     await receiver.until(() => {
       const outcomes = new Set(receiver.passPoints().map((p) => p.attributes["beehive.outcome"]));
       const spans = receiver.passSpans();
-      return outcomes.has("settled") && outcomes.has("stalled") && spans.length >= 2;
+      return outcomes.has("settled") && outcomes.has("stalled") && spans.length >= 2 &&
+        receiver.spans.some((s) => s.name === "controller work");
     }, deadline);
     for (const p of receiver.passPoints()) {
       assert.equal(p.unit, "{pass}");
@@ -204,6 +208,10 @@ test("Telemetry OTLP a Deno child with OTEL_DENO=true exports beehive.reconcile.
     assert.notEqual(ok.status?.code, 2);
     assert.equal(attrs(poison.attributes)["beehive.outcome"], "stalled");
     assert.equal(poison.status?.code, 2); // STATUS_CODE_ERROR
+    // The pass span is active while the controller runs: its spans are children.
+    const work = receiver.spans.find((s) => s.name === "controller work")!;
+    assert.ok(ok.spanId !== undefined && ok.spanId !== "");
+    assert.equal(work.parentSpanId, ok.spanId);
   } finally {
     await receiver.close();
   }
