@@ -16,6 +16,7 @@ import type { WorkQueue } from "./work_queue.ts";
 import { kindKey } from "./_engine_keys.ts";
 import { isStorableText } from "./_text.ts";
 import { WriteSignals } from "./write_signals.ts";
+import { Telemetry } from "./telemetry.ts";
 
 export { kindKey, kindName } from "./_engine_keys.ts";
 
@@ -104,12 +105,17 @@ export class Engine {
   readonly shutdown: AbortController = new AbortController();
   /** The leadership term running now, if any: pushes reach the queues only inside one. */
   term: Term | undefined;
+  /** Metrics and traces; `undefined` when neither a meter nor a tracer was given. */
+  readonly telemetry: Telemetry | undefined;
 
   constructor(store: Store, options: ResolvedBeehiveOptions) {
     this.store = store;
     this.options = options;
     this.log = filterLogger(options.logger, options.logLevel);
     this.writes = new WriteSignals((fn) => store.watchCommits(fn));
+    this.telemetry = options.meter === undefined && options.tracer === undefined
+      ? undefined
+      : new Telemetry(options.meter, options.tracer, this.log);
   }
 
   register(reg: Registration): void {

@@ -17,6 +17,7 @@ import { eventsCases } from "./events_cases.ts";
 import { reconcileOwedCases } from "./reconcile_owed_cases.ts";
 import { sqliteAdapterCases } from "./sqlite_adapter_cases.ts";
 import { leasesCases } from "./leases_cases.ts";
+import { stalledCases } from "./stalled_cases.ts";
 
 /** Every case, grouped by family name. */
 export const contractSuites: Record<string, ContractCase[]> = {
@@ -32,5 +33,6 @@ export const contractSuites: Record<string, ContractCase[]> = {
   events: eventsCases,
   reconcile_owed: reconcileOwedCases,
   leases: leasesCases,
+  stalled: stalledCases,
   sqlite_adapter: sqliteAdapterCases,
 };
