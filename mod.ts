@@ -89,5 +89,19 @@ export type { ChangeType, ObjectChange, WatchOptions } from "./src/object_watch.
 export { EventStream } from "./src/event_watch.ts";
 export type { EventStreamRetention, EventWatchOptions } from "./src/event_watch.ts";
 export type { LogLevel } from "./src/logger_levels.ts";
+export type {
+  PassReport,
+  TelemetryAttributes,
+  TelemetryCounter,
+  TelemetryHistogram,
+  TelemetryInstrumentOptions,
+  TelemetryMeter,
+  TelemetryObservableCallback,
+  TelemetryObservableGauge,
+  TelemetryObservableResult,
+  TelemetrySpan,
+  TelemetrySpanOptions,
+  TelemetryTracer,
+} from "./src/telemetry.ts";
 export type * from "./src/store.ts";
 export type * from "./src/logger.ts";

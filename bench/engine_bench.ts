@@ -2,7 +2,9 @@
  * The engine benchmark.
  *
  * 1. Throughput: N objects created through a Client and reconciled to Settled
- *    by a no-op controller (concurrency 1), as objects/s, beside the raw floor
+ *    by a no-op controller (concurrency 1), as objects/s — once holding the
+ *    plain store lease, once leading by leader election with every controller
+ *    write fenced — beside the raw floor
  *    measured in the same run on the same schema and pragmas: one create
  *    commit and one settle commit per object, write-log appends included.
  *    Once per SQLite driver (`node:sqlite`, and the Deno FFI driver on Deno
@@ -82,12 +84,21 @@ function floor(n: number, driver: BenchDriver): number {
   }
 }
 
-/** Creates n objects through a Client and waits until a no-op controller settled them all. */
-async function engine(n: number, driver: BenchDriver): Promise<number> {
+/**
+ * Creates n objects through a Client and waits until a no-op controller
+ * settled them all. `elected`: the Beehive leads by leader election, so every
+ * controller write is fenced on its epoch (checked in its transaction).
+ */
+async function engine(
+  n: number,
+  driver: BenchDriver,
+  elected = false,
+  { callers = 1, concurrency = 1 } = {},
+): Promise<number> {
   const { path, done } = tempFile();
   const store = await openSqliteStore(path, driver.options);
   try {
-    const bh = new Beehive(store);
+    const bh = new Beehive(store, { concurrency, ...(elected ? { leaderElection: {} } : {}) });
     let passes = 0;
     const all = Promise.withResolvers<void>();
     bh.register(Kind, () => {
@@ -95,9 +106,13 @@ async function engine(n: number, driver: BenchDriver): Promise<number> {
       return settled();
     });
     const stop = await bh.start();
+    while (elected && !bh.isLeader) await new Promise((resolve) => setTimeout(resolve, 1));
     const client = bh.client(Kind);
     const t0 = performance.now();
-    for (let i = 0; i < n; i++) await client.create(`item-${i}`, SPEC);
+    let next = 0;
+    await Promise.all(Array.from({ length: callers }, async () => {
+      while (next < n) await client.create(`item-${next++}`, SPEC);
+    }));
     await all.promise;
     await stop(); // drains the last pass's generation handshake
     const rate = n / ((performance.now() - t0) / 1000);
@@ -220,17 +235,39 @@ const { drivers, notes } = await benchDrivers();
 console.log(drivers.map((d) => `${d.name}: SQLite ${sqliteVersion(d.raw)}`).join(", "));
 for (const note of notes) console.log(`(${note})`);
 console.log("");
-console.log("| objects | driver | engine obj/s | floor obj/s | ratio | target | verdict |");
-console.log("| ---: | --- | ---: | ---: | ---: | ---: | --- |");
+console.log(
+  "| objects | driver | engine obj/s | floor obj/s | ratio | target | verdict | fenced leader obj/s | fenced ratio |",
+);
+console.log("| ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |");
 for (const n of SIZES) {
   for (const driver of drivers) {
     const f = floor(n, driver);
     const e = await engine(n, driver);
+    const l = await engine(n, driver, true);
     const ratio = e / f;
     console.log(
       `| ${n} | ${driver.name} | ${e.toFixed(0)} | ${f.toFixed(0)} | ${
         (ratio * 100).toFixed(0)
-      }% | ${TARGET * 100}% | ${ratio >= TARGET ? "PASS" : "UNDER"} |`,
+      }% | ${TARGET * 100}% | ${ratio >= TARGET ? "PASS" : "UNDER"} | ${l.toFixed(0)} | ${
+        (l / f * 100).toFixed(0)
+      }% |`,
+    );
+  }
+}
+console.log("");
+console.log("Concurrent callers (group commit), node:sqlite, against the same floor:");
+console.log("");
+console.log("| objects | callers | concurrency | engine obj/s | floor obj/s | ratio |");
+console.log("| ---: | ---: | ---: | ---: | ---: | ---: |");
+const nodeDriver = drivers[0];
+for (const n of SIZES) {
+  const f = floor(n, nodeDriver);
+  for (const [callers, concurrency] of [[1, 1], [32, 8], [100, 8]]) {
+    const e = await engine(n, nodeDriver, false, { callers, concurrency });
+    console.log(
+      `| ${n} | ${callers} | ${concurrency} | ${e.toFixed(0)} | ${f.toFixed(0)} | ${
+        (e / f * 100).toFixed(0)
+      }% |`,
     );
   }
 }

@@ -10,13 +10,14 @@ import { InvalidOptionError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import { filterLogger } from "./logger_levels.ts";
 import type { ResolvedBeehiveOptions } from "./options.ts";
-import type { Reconciler } from "./reconciler.ts";
-import type { GroupKind, ObjectRef, Store } from "./store.ts";
+import type { GroupKind, ObjectId, ObjectRef, Store } from "./store.ts";
+import type { WorkQueue } from "./work_queue.ts";
 
 import { kindKey } from "./_engine_keys.ts";
 import { isStorableText } from "./_text.ts";
 import { WriteSignals } from "./write_signals.ts";
 import { type KindSchemas, NO_SCHEMAS } from "./_write_checks.ts";
+import { Telemetry } from "./telemetry.ts";
 
 export { kindKey, kindName } from "./_engine_keys.ts";
 
@@ -48,11 +49,31 @@ export function checkId(id: unknown, what = "id"): asserts id is number {
   }
 }
 
+/**
+ * What the engine, clients and the Beehive use of a kind's reconcile loop
+ * (`Reconciler` implements it; typed here so that the engine state does not
+ * import the loop that imports it).
+ */
+export interface KindLoop {
+  /** The kind's work queue. */
+  readonly queue: WorkQueue;
+  /** Clears `id`'s retry ladder. */
+  resetBackoff(id: ObjectId): void;
+  /** Runs the loop for one term; resolves once it has drained after `stop`. */
+  run(term: Term): Promise<void>;
+  /** Stops finding and dispatching work. */
+  stop(): void;
+  /** Pulls the trigger feeds for the Beehive's life; resolves once they end. */
+  runTriggers(): Promise<void>;
+  /** Ends the trigger feeds. */
+  closeTriggers(): void;
+}
+
 /** A registered kind. */
 export interface Registration {
   readonly gk: GroupKind;
   readonly codec: KindCodec;
-  readonly reconciler: Reconciler;
+  readonly reconciler: KindLoop;
   /** The validators of the token it was registered with (none for a plain kind). */
   readonly schemas: KindSchemas;
 }
@@ -87,12 +108,17 @@ export class Engine {
   readonly shutdown: AbortController = new AbortController();
   /** The leadership term running now, if any: pushes reach the queues only inside one. */
   term: Term | undefined;
+  /** Metrics and traces; `undefined` when neither a meter nor a tracer was given. */
+  readonly telemetry: Telemetry | undefined;
 
   constructor(store: Store, options: ResolvedBeehiveOptions) {
     this.store = store;
     this.options = options;
     this.log = filterLogger(options.logger, options.logLevel);
     this.writes = new WriteSignals((fn) => store.watchCommits(fn));
+    this.telemetry = options.meter === undefined && options.tracer === undefined
+      ? undefined
+      : new Telemetry(options.meter, options.tracer, this.log);
   }
 
   register(reg: Registration): void {

@@ -308,6 +308,7 @@ export class Beehive {
       const le = engine.options.leaderElection;
       if (le !== undefined) {
         engine.state = "running";
+        this.#observeGauges();
         return Promise.resolve(this.#campaign(le));
       }
       // Candidates share a store by design; plain Beehives are refused early in-process.
@@ -363,6 +364,7 @@ export class Beehive {
       this.#undo(release().finally(() => (engine.state = "new")));
       throw error;
     }
+    this.#observeGauges();
     this.#launchFeeds();
     return (options) => this.#stop(release, options);
   }
@@ -390,6 +392,18 @@ export class Beehive {
     this.#launchFeeds();
     this.#running.push(elector.run(engine.shutdown.signal));
     return (options) => this.#stop(() => Promise.resolve(), options);
+  }
+
+  /** Reports the queue-depth and leader gauges until stop. */
+  #observeGauges(): void {
+    const engine = this.#engine;
+    const o = engine.options;
+    engine.telemetry?.observe({
+      lease: o.leaderElection?.leaseName ?? o.leaseName,
+      leading: () => this.isLeader,
+      depths: () =>
+        engine.registrations().map((r) => [kindName(r.gk), r.reconciler.queue.size] as const),
+    });
   }
 
   /** The trigger feeds are pulled for the Beehive's whole life, across terms. */
@@ -472,7 +486,10 @@ export class Beehive {
       // Streams end with StoppedError once the loops have drained.
       this.#stopping = release()
         .then(() => Promise.allSettled(this.#running))
-        .then(() => engine.writes.close());
+        .then(() => {
+          engine.telemetry?.unobserve();
+          engine.writes.close();
+        });
     }
     const signal = options?.signal;
     if (signal === undefined) return this.#stopping;
@@ -511,7 +528,8 @@ export class Beehive {
       }
     };
     await step("deletion sweep", async () => {
-      for (const ref of await store.deletionRequests.list()) {
+      // A stalled deleting object waits for a push like any stalled object.
+      for (const ref of await store.deletionRequests.list({ excludeStalled: true })) {
         if (stopped.aborted) return;
         if (engine.registration(ref) !== undefined) {
           engine.pushThrottled(ref);

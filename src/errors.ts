@@ -69,6 +69,55 @@ export class StoreInUseError extends BeehiveError {}
  */
 export class FencedError extends BeehiveError {}
 
+/** Options of {@linkcode PermanentError}. */
+export interface PermanentErrorOptions extends BeehiveErrorOptions {
+  /**
+   * The machine-readable reason the `Stalled` condition and the `Warning`
+   * event carry: non-empty, well-formed UTF-16. @default {"PermanentError"}
+   */
+  reason?: string;
+}
+
+/**
+ * A failure retrying cannot fix. A reconcile that throws one, or returns
+ * `fail(permanentError)`, **stalls** its object instead of taking the retry
+ * ladder: the object gets condition `Stalled` = `True` with this `reason` and
+ * message and a `Warning` event with the same reason, its generation is not
+ * recorded, and no periodic pass (owed, full, individual, startup) runs it
+ * again while its generation stays the one it stalled at, across restarts. A
+ * spec change, `client.requeue`, a trigger, a dependency wake or a push from
+ * an owned object runs it again; a later pass that settles sets `Stalled` to
+ * `False` with reason `"Recovered"`.
+ *
+ * @example
+ * ```ts
+ * import { fail, PermanentError } from "@beehive/beehive";
+ * const result = fail(new PermanentError("image tag does not exist", { reason: "BadImage" }));
+ * console.assert((result.err as PermanentError).reason === "BadImage");
+ * ```
+ */
+export class PermanentError extends BeehiveError {
+  /** The reason the `Stalled` condition and the `Warning` event carry. */
+  readonly reason: string;
+
+  /**
+   * Creates a permanent failure.
+   * @throws {TypeError} `reason` is given but is not a non-empty, well-formed string.
+   */
+  constructor(message: string, options?: PermanentErrorOptions) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    const reason = options?.reason ?? "PermanentError";
+    if (typeof reason !== "string" || reason === "" || !reason.isWellFormed()) {
+      throw new TypeError(
+        `Cannot create a PermanentError: current value of reason is ${
+          typeof reason === "string" ? JSON.stringify(reason) : String(reason)
+        }, expected a non-empty, well-formed string`,
+      );
+    }
+    this.reason = reason;
+  }
+}
+
 /** A store reported an identity that cannot key the in-process claim (e.g. empty). */
 export class InvalidStoreIdentityError extends BeehiveError {}
 

@@ -19,7 +19,7 @@ import {
   WatchTooOldError,
 } from "./errors.ts";
 import { type BeehiveObject, decodeObject, type LoadKey, type Relations } from "./object.ts";
-import { loadRelations } from "./client.ts";
+import { loadRelations } from "./relations.ts";
 import type { GroupKind, ObjectId, ObjectWrite, RawObject, Store, WriteOp } from "./store.ts";
 
 /** What a change reports: `"Deleted"` means collected, not requested. */

@@ -11,6 +11,7 @@ import { isLogLevel, type LogLevel } from "./logger_levels.ts";
 import type { Migrator } from "./migrator.ts";
 import { isStorableText } from "./_text.ts";
 import type { ObjectId } from "./store.ts";
+import { checkMeter, checkTracer, type TelemetryMeter, type TelemetryTracer } from "./telemetry.ts";
 
 /** Event-log retention: each bound 0 = unbounded. */
 export interface EventRetention {
@@ -113,6 +114,20 @@ export interface BeehiveOptions extends ControllerOptions {
   logger?: Logger;
   /** The lowest level passed to the logger. @default {"info"} */
   logLevel?: LogLevel;
+  /**
+   * An OpenTelemetry `Meter` (e.g. `metrics.getMeter("beehive")` from
+   * `npm:@opentelemetry/api`, typed structurally): beehive records
+   * `beehive.reconcile.passes`, `beehive.reconcile.duration`,
+   * `beehive.reconcile.active`, `beehive.queue.depth` and `beehive.leader`.
+   * @default {undefined} (no metrics; nothing recorded per pass)
+   */
+  meter?: TelemetryMeter;
+  /**
+   * An OpenTelemetry `Tracer` (e.g. `trace.getTracer("beehive")`): one span
+   * `reconcile Kind.group` per pass, active while the controller runs.
+   * @default {undefined} (no spans)
+   */
+  tracer?: TelemetryTracer;
 }
 
 /** Options for `bh.register(kind, controller, options)`. */
@@ -154,6 +169,8 @@ export interface ResolvedBeehiveOptions extends ResolvedControllerOptions {
   logLevel: LogLevel;
   leaseName: string;
   leaderElection: ResolvedLeaderElection | undefined;
+  meter: TelemetryMeter | undefined;
+  tracer: TelemetryTracer | undefined;
 }
 
 /** Leader election, resolved. */
@@ -182,6 +199,8 @@ export const DEFAULTS: ResolvedBeehiveOptions = {
   logLevel: "info",
   leaseName: "beehive",
   leaderElection: undefined,
+  meter: undefined,
+  tracer: undefined,
 };
 
 /** The default lease duration of leader election, in ms. */
@@ -348,6 +367,8 @@ export function resolveBeehiveOptions(options: unknown): ResolvedBeehiveOptions 
   if (o.leaderElection !== undefined) {
     out.leaderElection = resolveLeaderElection(o.leaderElection, out.leaseName);
   }
+  if (o.meter !== undefined) out.meter = checkMeter(o.meter);
+  if (o.tracer !== undefined) out.tracer = checkTracer(o.tracer);
   return out;
 }
 

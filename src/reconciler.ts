@@ -7,16 +7,17 @@
  */
 import type { KindCodec } from "./codec.ts";
 import { collect } from "./collect.ts";
-import { type Engine, kindName, type Term } from "./_engine.ts";
+import { type Engine, type KindLoop, kindName, type Term } from "./_engine.ts";
 import { isStorableText } from "./_text.ts";
 import { sleep } from "./_sleep.ts";
-import { InvalidResultError, NotFoundError } from "./errors.ts";
+import { InvalidResultError, NotFoundError, PermanentError } from "./errors.ts";
 import { decodeObject } from "./object.ts";
 import type { ResolvedRegisterOptions } from "./options.ts";
 import { fail, type ResultInfo, resultInfo } from "./result.ts";
 import { passClient, StatusBaseline } from "./controller_client.ts";
 import type { GroupKind, ObjectId, ObjectRef, ReconcileLoad } from "./store.ts";
 import { WorkQueue } from "./work_queue.ts";
+import type { KindTelemetry, PassReport, PassSpan } from "./telemetry.ts";
 
 /** The first rung of the retry ladder, in ms. */
 export const BASE_RETRY_INTERVAL = 1_000;
@@ -24,19 +25,44 @@ export const BASE_RETRY_INTERVAL = 1_000;
 /** A controller as `register` accepts it. */
 export type ControllerFn = (obj: unknown, cc: unknown) => unknown;
 
+/** The longest stall message kept, in UTF-16 code units (at most 12 KiB of UTF-8). */
+const MAX_STALL_MESSAGE = 4_096;
+
+/** The condition type a permanent failure sets. */
+export const STALLED = "Stalled";
+
 interface PassOutcome {
   readonly info: ResultInfo;
   /** The object was collected (or is gone): forget it. */
   readonly gone: boolean;
+  /** A permanent failure stalled the object, durably: nothing is scheduled. */
+  readonly stalled: boolean;
+  /** How metrics and traces report the pass; `undefined` when no reconcile ran. */
+  readonly report: PassReport | undefined;
+  /** The failure a failed or stalled pass records on its span. */
+  readonly error: unknown;
 }
 
 const GONE: PassOutcome = {
   info: { outcome: "settled", requeueAfter: undefined, err: undefined },
   gone: true,
+  stalled: false,
+  report: undefined,
+  error: undefined,
 };
 
+/** The outcome of a pass whose reconcile ran and returned `info`. */
+function ran(info: ResultInfo, gone = false, stalled = false): PassOutcome {
+  const report: PassReport = stalled
+    ? "stalled"
+    : info.outcome === "fail"
+    ? "failed"
+    : info.outcome;
+  return { info, gone, stalled, report, error: info.err };
+}
+
 /** One kind's reconcile loop. */
-export class Reconciler {
+export class Reconciler implements KindLoop {
   readonly gk: GroupKind;
   readonly queue: WorkQueue = new WorkQueue();
   readonly codec: KindCodec;
@@ -58,6 +84,8 @@ export class Reconciler {
   #running = false;
   /** The term the loop runs in; set by `run`. */
   #term: Term | undefined;
+  /** Metrics and traces of this kind's passes; `undefined` when off. */
+  readonly #telemetry: KindTelemetry | undefined;
 
   constructor(
     engine: Engine,
@@ -71,6 +99,7 @@ export class Reconciler {
     this.#reconcile = reconcile;
     this.#opts = opts;
     this.codec = codec;
+    this.#telemetry = engine.telemetry?.forKind(kindName(gk));
   }
 
   /** The resolved options of this kind. */
@@ -179,7 +208,8 @@ export class Reconciler {
 
   async #enqueueAll(driver: string): Promise<void> {
     try {
-      for (const id of await this.#engine.store.objects.listIds(this.gk)) this.queue.add(id);
+      const ids = await this.#engine.store.objects.listIds(this.gk, EXCLUDE_STALLED);
+      for (const id of ids) this.queue.add(id);
     } catch (error) {
       if (this.#running) {
         this.#engine.log.warn(`beehive: ${driver} listing failed`, {
@@ -195,7 +225,7 @@ export class Reconciler {
     let delay = 100;
     while (this.#running) {
       try {
-        const ids = await this.#engine.store.objects.listIds(this.gk);
+        const ids = await this.#engine.store.objects.listIds(this.gk, EXCLUDE_STALLED);
         for (const id of ids) this.queue.addAfter(id, Math.random() * window, "admit");
         return;
       } catch (error) {
@@ -307,18 +337,24 @@ export class Reconciler {
     for (;;) {
       const id = await this.queue.get();
       if (id === undefined) return;
-      let outcome: PassOutcome;
       const started = Date.now();
-      try {
-        outcome = await this.#pass(id);
-      } catch (error) {
-        outcome = { info: resultInfo(fail(error))!, gone: false };
+      const t = this.#telemetry;
+      let outcome: PassOutcome;
+      if (t === undefined) {
+        // No telemetry: no closure, no span, no extra frame.
+        try {
+          outcome = await this.#pass(id, undefined);
+        } catch (error) {
+          outcome = ran(resultInfo(fail(error))!);
+        }
+      } else {
+        outcome = await t.pass(id, (span) => this.#safePass(id, span));
       }
       this.#engine.log.debug("beehive: pass finished", {
         driver: "reconcile",
         kind: kindName(this.gk),
         id,
-        outcome: outcome.gone ? "collected" : outcome.info.outcome,
+        outcome: outcome.gone ? "collected" : outcome.report ?? outcome.info.outcome,
         duration: Date.now() - started,
       });
       if (outcome.gone) {
@@ -327,8 +363,31 @@ export class Reconciler {
         continue;
       }
       this.queue.done(id);
-      this.#scheduleNext(id, outcome.info);
+      if (outcome.stalled) this.#park(id, outcome.info);
+      else this.#scheduleNext(id, outcome.info);
     }
+  }
+
+  /** A pass that never rejects: an unexpected throw is a failed pass. */
+  async #safePass(id: ObjectId, span: PassSpan | undefined): Promise<PassOutcome> {
+    try {
+      return await this.#pass(id, span);
+    } catch (error) {
+      return ran(resultInfo(fail(error))!);
+    }
+  }
+
+  /** A stalled object: no retry, no requeue; only a push or a new generation runs it again. */
+  #park(id: ObjectId, info: ResultInfo): void {
+    this.#backoff.delete(id);
+    this.queue.cancel(id);
+    const err = info.err as PermanentError;
+    this.#engine.log.warn("beehive: reconcile failed permanently; the object is stalled", {
+      kind: kindName(this.gk),
+      id,
+      reason: err.reason,
+      error: err,
+    });
   }
 
   #scheduleNext(id: ObjectId, info: ResultInfo): void {
@@ -362,7 +421,7 @@ export class Reconciler {
   }
 
   /** One pass over `id`. */
-  async #pass(id: ObjectId): Promise<PassOutcome> {
+  async #pass(id: ObjectId, span: PassSpan | undefined): Promise<PassOutcome> {
     const engine = this.#engine;
     const store = engine.store;
     const term = this.#term!;
@@ -372,10 +431,11 @@ export class Reconciler {
       load = await store.objects.getForReconcile(id);
     } catch (error) {
       if (error instanceof NotFoundError) return GONE;
-      return { info: resultInfo(fail(error))!, gone: false };
+      return ran(resultInfo(fail(error))!);
     }
     const raw = load.object;
     if (raw.group !== this.gk.group || raw.kind !== this.gk.kind) return GONE;
+    span?.object(raw.name, raw.generation);
     const ref: ObjectRef = { group: raw.group, kind: raw.kind, id };
     const deleting = raw.deletionRequestedAt !== undefined;
     let obj;
@@ -389,9 +449,10 @@ export class Reconciler {
         name: raw.name,
         error,
       });
-      return deleting
-        ? await this.#collect(term, id, undefined)
-        : { info: SETTLED_INFO, gone: false };
+      const quarantined = { ...ran(SETTLED_INFO), report: "failed" as const, error };
+      if (!deleting) return quarantined;
+      const collected = await this.#collect(term, id, undefined);
+      return { ...collected, report: "failed", error };
     }
     const baseline = new StatusBaseline(raw.status, raw.statusVersion);
     const { client, end } = passClient(engine, term, ref, baseline);
@@ -410,9 +471,66 @@ export class Reconciler {
     } finally {
       end();
     }
+    let stalled = false;
     if (info.outcome !== "fail") await this.#conclude(term, ref, load, info);
-    if (deleting) return await this.#collect(term, id, info);
-    return { info, gone: false };
+    else if (info.err instanceof PermanentError) {
+      stalled = await this.#stall(term, ref, load, info.err);
+    } else if (load.stalledGeneration !== undefined) {
+      // Retrying again: a restart's owed pass must find the object.
+      await term.store.objects.setStalledGeneration(ref, undefined).catch((error) => {
+        if (!(error instanceof NotFoundError)) {
+          log.warn("beehive: lifting a stall failed", { kind: kindName(ref), id, error });
+        }
+      });
+    }
+    const outcome = ran(info, false, stalled);
+    if (!deleting) return outcome;
+    const collected = await this.#collect(term, id, info);
+    if (collected.gone) return { ...outcome, gone: true, stalled: false };
+    return stalled ? { ...collected, stalled, report: "stalled", error: info.err } : collected;
+  }
+
+  /**
+   * Records a permanent failure in one transaction: the owed count and the
+   * dependency watermark the pass consumed, the stalled generation, the
+   * `Stalled` condition and the `Warning` event. Resolves to whether it
+   * committed; a pass whose stall did not land takes the retry ladder.
+   */
+  async #stall(
+    term: Term,
+    ref: ObjectRef,
+    load: ReconcileLoad,
+    err: PermanentError,
+  ): Promise<boolean> {
+    const raw = load.object;
+    // Bounded: an error message is not the controller's to size, and the stall must land.
+    const message = err.message.slice(0, MAX_STALL_MESSAGE).toWellFormed();
+    try {
+      await term.store.within(async (tx) => {
+        if (raw.reconcileOwed !== 0) await tx.reconcileOwed.decrement(ref, raw.reconcileOwed);
+        if (load.hasDependencies) await tx.dependencies.watermarkSet(ref.id, load.cursor);
+        await tx.objects.setStalledGeneration(ref, raw.generation);
+        await tx.conditions.set(ref, [{
+          type: STALLED,
+          status: "True",
+          reason: err.reason,
+          message,
+        }]);
+        await tx.events.add(ref, { type: "Warning", reason: err.reason, message });
+      });
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) {
+        this.#engine.log.warn("beehive: recording a stalled object failed; retrying with backoff", {
+          kind: kindName(ref),
+          id: ref.id,
+          error,
+        });
+      }
+      return false;
+    }
+    this.#engine.writes.kindWritten(ref);
+    this.#engine.writes.eventsWritten(ref.id);
+    return true;
   }
 
   /** Owed decrement, then watermark, then the generation handshake: the order is load-bearing. */
@@ -442,6 +560,25 @@ export class Reconciler {
     if (load.hasDependencies) {
       await store.dependencies.watermarkSet(ref.id, load.cursor).catch((e) => warn("watermark", e));
     }
+    if (load.stalledGeneration !== undefined) {
+      await store.objects.setStalledGeneration(ref, undefined).catch((e) => warn("unstall", e));
+    }
+    if (
+      info.outcome === "settled" &&
+      raw.conditions.some((c) => c.type === STALLED && c.status === "True")
+    ) {
+      try {
+        await store.conditions.set(ref, [{
+          type: STALLED,
+          status: "False",
+          reason: "Recovered",
+          message: "A later pass settled",
+        }]);
+        this.#engine.writes.kindWritten(ref);
+      } catch (e) {
+        warn("the Stalled condition", e);
+      }
+    }
     if (
       info.outcome === "settled" &&
       (raw.observedGeneration === undefined || raw.observedGeneration < raw.generation)
@@ -461,10 +598,10 @@ export class Reconciler {
     try {
       const removed = await collect(this.#engine, term.store, id);
       if (removed) return GONE;
-      return { info: info ?? SETTLED_INFO, gone: false };
+      return ran(info ?? SETTLED_INFO);
     } catch (error) {
       if (error instanceof NotFoundError) return GONE;
-      return { info: info?.outcome === "fail" ? info : resultInfo(fail(error))!, gone: false };
+      return ran(info?.outcome === "fail" ? info : resultInfo(fail(error))!);
     }
   }
 }
@@ -479,6 +616,8 @@ function endFeed(it: AsyncIterator<unknown>): void {
 }
 
 const SETTLED_INFO: ResultInfo = { outcome: "settled", requeueAfter: undefined, err: undefined };
+
+const EXCLUDE_STALLED = Object.freeze({ excludeStalled: true });
 
 function describe(value: unknown): string {
   if (value === undefined) return "undefined";

@@ -191,6 +191,20 @@ export interface ReconcileLoad {
   readonly cursor: number;
   /** Whether the object had an outgoing `depends_on` edge at load. */
   readonly hasDependencies: boolean;
+  /**
+   * The generation a permanent failure stalled the object at (see
+   * {@linkcode Objects.setStalledGeneration}); `undefined` when none is recorded.
+   */
+  readonly stalledGeneration: number | undefined;
+}
+
+/** Options of {@linkcode Objects.listIds}. */
+export interface ObjectsListIdsOptions {
+  /**
+   * Leaves out objects stalled at their current generation (their stalled
+   * generation equals their generation). @default {false}
+   */
+  readonly excludeStalled?: boolean;
 }
 
 /** The objects table. */
@@ -250,11 +264,31 @@ export interface Objects {
     page?: ObjectsListPage,
   ): Promise<RawObject[]>;
 
-  /** The ids of every object of kind `gk`, ascending. */
-  listIds(gk: GroupKind): Promise<ObjectId[]>;
+  /**
+   * The ids of every object of kind `gk`, ascending; with `excludeStalled`,
+   * without the objects stalled at their current generation.
+   */
+  listIds(gk: GroupKind, options?: ObjectsListIdsOptions): Promise<ObjectId[]>;
 
-  /** The ids of objects of kind `gk` whose observed generation is behind their generation. */
+  /**
+   * The ids of objects of kind `gk` whose observed generation is behind their
+   * generation, ascending, leaving out objects stalled at their current
+   * generation (a stall is settled business until the spec moves).
+   */
   listUnsettledIds(gk: GroupKind): Promise<ObjectId[]>;
+
+  /**
+   * Records that a permanent failure stalled the object at `generation`, or
+   * clears the record (`undefined`). Bookkeeping like the owed count: bumps no
+   * resource version, touches no `updatedAt` and logs nothing. The record
+   * counts only while it equals the row's generation: a spec change lifts the
+   * stall without a write here. Resolves to whether the stored value changed.
+   * @throws {InvalidObservedGenerationError} `generation` is neither `undefined` nor an integer ≥ 1.
+   * @throws {ObservedGenerationFutureError} `generation` exceeds the row's generation.
+   * @throws {NotFoundError} no such id.
+   * @throws {WrongKindError} the id belongs to another kind.
+   */
+  setStalledGeneration(ref: ObjectRef, generation: number | undefined): Promise<boolean>;
 
   /**
    * Replaces the spec, bumping generation and resource version and appending
@@ -497,8 +531,11 @@ export interface DeletionRequests {
   /** Marks every object owned by `ownerId` that is not already deletion-pending, in one transaction. */
   createFromOwner(ownerId: ObjectId): Promise<DeletionCascadeResult>;
 
-  /** Every deletion-pending object of every kind, ordered by id. */
-  list(): Promise<ObjectRef[]>;
+  /**
+   * Every deletion-pending object of every kind, ordered by id; with
+   * `excludeStalled`, without the objects stalled at their current generation.
+   */
+  list(options?: ObjectsListIdsOptions): Promise<ObjectRef[]>;
 }
 
 /** A position in the stale-dependents scan. The zero position starts at the beginning. */
@@ -791,7 +828,11 @@ export interface ReconcileOwed {
    */
   decrement(ref: ObjectRef, observed: number): Promise<void>;
 
-  /** The ids of objects of kind `gk` with a non-zero owed count. */
+  /**
+   * The ids of objects of kind `gk` with a non-zero owed count, stalled ones
+   * included: a stalled pass consumes the count it loaded, so a count left is
+   * a wake (a new dependency, a dependency's change) that lifts the stall.
+   */
   listIds(gk: GroupKind): Promise<ObjectId[]>;
 
   /** Increments the owed count once per distinct ref; ids that are gone are skipped. */

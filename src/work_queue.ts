@@ -114,6 +114,12 @@ export class WorkQueue {
     this.#publish(id);
   }
 
+  /** Clears `id`'s pending alarm, if any (a stalled object waits for a push). */
+  cancel(id: ObjectId): void {
+    this.#clearAlarm(id);
+    this.#publish(id);
+  }
+
   /** Drops every trace of `id` (it was collected: ids are never reused). */
   forget(id: ObjectId): void {
     this.#clearAlarm(id);

@@ -42,6 +42,8 @@ interface World {
   readonly clock: FakeClock;
   readonly path: string;
   replica(name: string, options?: BeehiveOptions, reconcile?: Reconcile): Promise<Replica>;
+  /** Starts each replica and lets its first acquire attempt run, in order: the first one leads. */
+  startInTurn(...replicas: Replica[]): Promise<void>;
 }
 
 type Reconcile = (
@@ -76,6 +78,12 @@ async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
         });
         replicas.push(r);
         return r;
+      },
+      async startInTurn(...rs) {
+        for (const r of rs) {
+          r.stop = await r.bh.start();
+          await clock.tickAsync(0);
+        }
       },
     });
   } finally {
@@ -148,10 +156,7 @@ test("leaderElection: start resolves at once, one candidate leads and only it re
   await withWorld(async (w) => {
     const a = await w.replica("a");
     const b = await w.replica("b");
-    a.stop = await a.bh.start();
-    await w.clock.tickAsync(0);
-    b.stop = await b.bh.start();
-    await w.clock.tickAsync(0);
+    await w.startInTurn(a, b);
     assert.equal(a.bh.isLeader, true);
     assert.equal(b.bh.isLeader, false);
     const seen = await b.bh.leadership();
@@ -178,13 +183,10 @@ test("leaderElection: stop releases the lease and a standby takes over within on
   await withWorld(async (w) => {
     const a = await w.replica("a");
     const b = await w.replica("b");
-    a.stop = await a.bh.start();
-    await w.clock.tickAsync(0);
-    b.stop = await b.bh.start();
-    await w.clock.tickAsync(0);
+    await w.startInTurn(a, b);
     const stopA = a.stop;
     a.stop = undefined;
-    await stopA();
+    await stopA!();
     assert.equal(a.bh.isLeader, false);
     await w.clock.tickAsync(LEASE.renewInterval);
     assert.equal(b.bh.isLeader, true);
@@ -216,10 +218,7 @@ test("leaderElection: losing the lease aborts the in-flight pass, stops dispatch
       return settled();
     });
     const b = await w.replica("b");
-    a.stop = await a.bh.start();
-    await w.clock.tickAsync(0);
-    b.stop = await b.bh.start();
-    await w.clock.tickAsync(0);
+    await w.startInTurn(a, b);
     await a.bh.client(Thing).create("slow", {});
     await w.clock.tickAsync(10);
     assert.deepEqual(a.passes, ["slow"]);
@@ -251,10 +250,7 @@ test("leaderElection: a deposed candidate campaigns again and leads once the lea
   await withWorld(async (w) => {
     const a = await w.replica("a");
     const b = await w.replica("b");
-    a.stop = await a.bh.start();
-    await w.clock.tickAsync(0);
-    b.stop = await b.bh.start();
-    await w.clock.tickAsync(0);
+    await w.startInTurn(a, b);
     a.faulty.faults.fail("leases.renew");
     a.faulty.faults.fail("leases.acquire");
     await w.clock.tickAsync(LEASE.leaseDuration + LEASE.renewInterval);
@@ -262,7 +258,7 @@ test("leaderElection: a deposed candidate campaigns again and leads once the lea
     a.faulty.faults.clear();
     const stopB = b.stop;
     b.stop = undefined;
-    await stopB();
+    await stopB!();
     await w.clock.tickAsync(LEASE.renewInterval);
     assert.equal(a.bh.isLeader, true);
     assert.equal((await a.bh.leadership()).epoch, 3);

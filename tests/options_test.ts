@@ -12,6 +12,7 @@ import {
 } from "../src/options.ts";
 import { InvalidOptionError } from "../src/errors.ts";
 import type { Migrator } from "../src/migrator.ts";
+import { FakeMeter, FakeTracer } from "./_fake_telemetry.ts";
 
 const BASE: ResolvedControllerOptions = {
   owedPassInterval: 30_000,
@@ -67,6 +68,8 @@ test("resolveBeehiveOptions defaults every option", () => {
     logLevel: "info",
     leaseName: "beehive",
     leaderElection: undefined,
+    meter: undefined,
+    tracer: undefined,
   };
   assert.deepEqual(resolveBeehiveOptions(undefined), expected);
   assert.deepEqual(resolveBeehiveOptions({}), expected);
@@ -83,7 +86,11 @@ test("resolveBeehiveOptions keeps the other retention default when one bound is 
 
 test("resolveBeehiveOptions takes every valid value it is given", () => {
   // A fresh copy each call: what the resolver is given, and what it must give back.
+  const meter = new FakeMeter();
+  const tracer = new FakeTracer();
   const given = () => ({
+    meter,
+    tracer,
     owedPassInterval: 1,
     fullPassInterval: 5_000,
     individualPassInterval: 7_000,

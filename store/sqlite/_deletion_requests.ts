@@ -11,12 +11,14 @@ import type {
   ObjectId,
   ObjectNameRef,
   ObjectRef,
+  ObjectsListIdsOptions,
 } from "../../src/store.ts";
 import type { Db, Row } from "./_core.ts";
 import { decodeRef, unblockedTargets } from "./_edges.ts";
 import {
   assertKind,
   assertVersion,
+  checkExcludeStalled,
   checkGroupKind,
   checkId,
   checkName,
@@ -142,12 +144,17 @@ export class SqliteDeletionRequests implements DeletionRequests {
     });
   }
 
-  list(): Promise<ObjectRef[]> {
-    return this.#s.read((db) =>
-      db.all(
-        `SELECT id, "group", kind FROM objects INDEXED BY idx_objects_deleting
-         WHERE deletion_requested_at IS NOT NULL ORDER BY id`,
-      ).map(decodeRef)
-    );
+  list(options?: ObjectsListIdsOptions): Promise<ObjectRef[]> {
+    return rejectWith(() => {
+      const excludeStalled = checkExcludeStalled(options, "list deletion requests");
+      return this.#s.read((db) =>
+        db.all(
+          `SELECT id, "group", kind FROM objects INDEXED BY idx_objects_deleting
+           WHERE deletion_requested_at IS NOT NULL${
+            excludeStalled ? " AND stalled_generation IS NOT generation" : ""
+          } ORDER BY id`,
+        ).map(decodeRef)
+      );
+    });
   }
 }

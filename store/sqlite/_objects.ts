@@ -18,6 +18,7 @@ import type {
   ObjectRef,
   Objects,
   ObjectsCreateInput,
+  ObjectsListIdsOptions,
   ObjectsListPage,
   ObjectsUpdateSpecInput,
   ObjectsUpdateSpecResult,
@@ -31,6 +32,7 @@ import { kindName } from "../../src/_engine_keys.ts";
 import {
   assertKind,
   assertVersion,
+  checkExcludeStalled,
   checkFinalizers,
   checkGroupKind,
   checkId,
@@ -159,14 +161,20 @@ export class SqliteObjects implements Objects {
         const cursor = this.#s.core.latestVersion(db);
         const row = db.row(
           `SELECT ${OBJECT_COLUMNS}, EXISTS (SELECT 1 FROM edges
-             WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies
+             WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies,
+             stalled_generation
            FROM objects WHERE id = ?`,
           id,
         );
         if (row === undefined) throw objectNotFound(id);
         const object = withConditions(db, [decodeMeta(row)], this.#s.core.epoch)[0];
-        // has_dependencies follows the 17 object columns.
-        return { object, cursor, hasDependencies: row[17] === 1 };
+        // has_dependencies and stalled_generation follow the 17 object columns.
+        return {
+          object,
+          cursor,
+          hasDependencies: row[17] === 1,
+          stalledGeneration: row[18] === null ? undefined : Number(row[18]),
+        };
       });
     });
   }
@@ -229,12 +237,15 @@ export class SqliteObjects implements Objects {
     });
   }
 
-  listIds(gk: GroupKind): Promise<ObjectId[]> {
+  listIds(gk: GroupKind, options?: ObjectsListIdsOptions): Promise<ObjectId[]> {
     return rejectWith(() => {
       checkGroupKind(gk);
+      const excludeStalled = checkExcludeStalled(options, "list ids");
       return this.#s.read((db) =>
         db.all(
-          `SELECT id FROM objects WHERE "group" = ? AND kind = ? ORDER BY id`,
+          `SELECT id FROM objects WHERE "group" = ? AND kind = ?${
+            excludeStalled ? " AND stalled_generation IS NOT generation" : ""
+          } ORDER BY id`,
           gk.group,
           gk.kind,
         )
@@ -251,6 +262,7 @@ export class SqliteObjects implements Objects {
           `SELECT id FROM objects INDEXED BY idx_objects_unsettled
            WHERE "group" = ? AND kind = ?
              AND (observed_generation IS NULL OR observed_generation < generation)
+             AND stalled_generation IS NOT generation
            ORDER BY id`,
           gk.group,
           gk.kind,
@@ -428,6 +440,42 @@ export class SqliteObjects implements Objects {
           ref.id,
         );
         appendWrite(db, rv, ref, "update", now);
+        return true;
+      });
+    });
+  }
+
+  setStalledGeneration(ref: ObjectRef, generation: number | undefined): Promise<boolean> {
+    return rejectWith(() => {
+      checkRef(ref);
+      if (
+        generation !== undefined &&
+        (typeof generation !== "number" || !Number.isSafeInteger(generation) || generation < 1)
+      ) {
+        throw new InvalidObservedGenerationError(
+          `Cannot record stalled generation ${
+            describe(generation)
+          } for object ${ref.id}: a generation is an integer >= 1 or undefined`,
+        );
+      }
+      return this.#s.write(({ db }) => {
+        const row = db.get(
+          `SELECT "group", kind, generation, stalled_generation FROM objects WHERE id = ?`,
+          ref.id,
+        );
+        assertKind(ref, row);
+        if (generation !== undefined && generation > Number(row.generation)) {
+          throw new ObservedGenerationFutureError(
+            `Cannot record stalled generation ${generation} for object ${ref.id}: its generation is ${row.generation}`,
+          );
+        }
+        const stored = row.stalled_generation === null ? undefined : Number(row.stalled_generation);
+        if (stored === generation) return false;
+        db.run(
+          "UPDATE objects SET stalled_generation = ? WHERE id = ?",
+          generation ?? null,
+          ref.id,
+        );
         return true;
       });
     });

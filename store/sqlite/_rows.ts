@@ -405,3 +405,23 @@ export function checkListPage(page: unknown): { after: number; limit: number | u
     limit: o.limit === undefined ? undefined : checkInteger(o.limit, "limit", 1),
   };
 }
+
+/** Checks options carrying `excludeStalled`; resolves it. @throws {TypeError} */
+export function checkExcludeStalled(
+  options: { readonly excludeStalled?: boolean } | undefined,
+  what: string,
+): boolean {
+  if (options === undefined) return false;
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(
+      `Cannot ${what}: current value of options is ${describe(options)}, expected an object`,
+    );
+  }
+  const v = options.excludeStalled;
+  if (v !== undefined && typeof v !== "boolean") {
+    throw new TypeError(
+      `Cannot ${what}: current value of excludeStalled is ${describe(v)}, expected a boolean`,
+    );
+  }
+  return v === true;
+}

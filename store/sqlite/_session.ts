@@ -10,17 +10,10 @@
 import { ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
+import { commitInGroup, rollbackQuietly } from "./_group_commit.ts";
+import { Scope, type WriteScope } from "./_write_scope.ts";
 
-/** What a write unit may use: the writer, one clock reading, and version draws. */
-export interface WriteScope {
-  readonly db: Db;
-  /** `Date.now()` read once for the whole unit. */
-  readonly now: number;
-  /** The next resource version. */
-  draw(): number;
-  /** `n` consecutive resource versions; resolves to the first. */
-  drawMany(n: number): number;
-}
+export type { WriteScope };
 
 /** How a family reaches the database. */
 export interface Session {
@@ -89,33 +82,6 @@ export class Frame {
   }
 }
 
-/** A write scope that remembers the highest version it drew. */
-class Scope implements WriteScope {
-  readonly db: Db;
-  readonly now: number;
-  drawn = 0;
-  readonly #core: Core;
-
-  constructor(core: Core) {
-    this.#core = core;
-    this.db = core.writer;
-    this.now = Date.now();
-  }
-
-  // Arrow properties: families destructure the scope.
-  draw = (): number => {
-    const v = this.#core.takeVersion();
-    if (v > this.drawn) this.drawn = v;
-    return v;
-  };
-
-  drawMany = (n: number): number => {
-    const first = this.#core.takeVersions(n);
-    if (first + n - 1 > this.drawn) this.drawn = first + n - 1;
-    return first;
-  };
-}
-
 /** Runs hooks in order, awaiting each; a failing hook is reported and skipped. */
 export async function runHooks(
   core: Core,
@@ -164,44 +130,14 @@ export class RootSession implements Session {
     }
   }
 
-  async write<T>(fn: (scope: WriteScope) => T): Promise<T> {
-    const core = this.core;
+  /** Queues the unit for the next group commit (see `_group_commit.ts`). */
+  write<T>(fn: (scope: WriteScope) => T): Promise<T> {
     try {
-      core.assertOpen();
+      this.core.assertOpen();
     } catch (error) {
-      throw core.translate(error);
+      return Promise.reject(this.core.translate(error));
     }
-    if (!core.lock.tryAcquire()) await core.lock.acquire();
-    try {
-      core.assertOpen();
-      const db = core.writer;
-      db.exec("BEGIN IMMEDIATE");
-      let result: T;
-      try {
-        core.beginVersions();
-        core.checkFence(this.fence);
-        const scope = new Scope(core);
-        result = fn(scope);
-        core.publish(scope.drawn);
-        db.exec("COMMIT");
-      } catch (error) {
-        rollbackQuietly(core);
-        throw error;
-      }
-      return result;
-    } catch (error) {
-      throw core.translate(error);
-    } finally {
-      core.lock.release();
-    }
-  }
-}
-
-function rollbackQuietly(core: Core): void {
-  try {
-    core.writer.exec("ROLLBACK");
-  } catch {
-    // SQLite already rolled back (e.g. SQLITE_FULL); nothing is left to undo.
+    return commitInGroup(this.core, fn, this.fence);
   }
 }
 
@@ -371,6 +307,7 @@ function markUnwound(frame: Frame): void {
 /**
  * Runs `fn` as an outermost transaction: `BEGIN IMMEDIATE` under the writer
  * lock, commit when it resolves, roll back when it rejects, then the hooks.
+ * When the writer is busy, `fn` joins the next transaction group instead.
  */
 export async function runOutermost<T>(
   core: Core,
@@ -382,7 +319,9 @@ export async function runOutermost<T>(
   } catch (error) {
     throw core.translate(error);
   }
-  if (!core.lock.tryAcquire()) await core.lock.acquire();
+  // Contended: join the next group of transactions sharing one commit.
+  const group = txGroup(core);
+  if (group.waiting || !core.lock.tryAcquire()) return group.join(fn, fence);
   const state = new TxState();
   const frame = new Frame(state, undefined);
   let result: T;
@@ -432,4 +371,150 @@ export async function runOutermost<T>(
   core.lock.release();
   await runHooks(core, state.hooks.map((h) => h.fn));
   return result;
+}
+
+/** The most transactions one group commit takes; the rest form the next group. */
+const MAX_TX_GROUP = 64;
+
+interface TxMember {
+  readonly fn: (session: TxSession) => Promise<unknown>;
+  readonly fence: Fence | undefined;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+type TxOutcome =
+  | { readonly ok: true; readonly value: unknown; readonly state: TxState }
+  | { readonly ok: false; readonly error: unknown };
+
+/**
+ * Outermost transactions that found the writer busy, run one after another
+ * inside one SQLite transaction when it frees, each in its own savepoint: one
+ * that rejects (or whose fence is stale) unwinds alone, and every member
+ * resolves — after its hooks — only once the shared commit is durable. A
+ * failing commit rejects them all. Members never interleave: each `fn` runs
+ * to completion before the next starts, exactly as under the lock.
+ */
+class TxGroup {
+  readonly #core: Core;
+  readonly #pending: TxMember[] = [];
+  #scheduled = false;
+
+  constructor(core: Core) {
+    this.#core = core;
+  }
+
+  /** Whether transactions are queued for a group (a new one must queue behind them). */
+  get waiting(): boolean {
+    return this.#pending.length > 0;
+  }
+
+  join<T>(fn: (session: TxSession) => Promise<T>, fence: Fence | undefined): Promise<T> {
+    const { promise, resolve, reject } = Promise.withResolvers<T>();
+    this.#pending.push({ fn, fence, resolve: resolve as (value: unknown) => void, reject });
+    this.#schedule();
+    return promise;
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    void this.#run();
+  }
+
+  async #run(): Promise<void> {
+    const core = this.#core;
+    await core.lock.acquire();
+    const members = this.#pending.splice(0, MAX_TX_GROUP);
+    this.#scheduled = false;
+    if (this.#pending.length > 0) this.#schedule();
+    const outcomes: TxOutcome[] = [];
+    try {
+      core.assertOpen();
+      core.writer.exec("BEGIN IMMEDIATE");
+    } catch (error) {
+      core.lock.release();
+      const failure = core.translate(error);
+      for (const m of members) m.reject(failure);
+      return;
+    }
+    let drawn = 0;
+    try {
+      core.beginVersions();
+      for (const m of members) {
+        const outcome = await this.#member(m);
+        outcomes.push(outcome);
+        if (outcome.ok && outcome.state.drawn > drawn) drawn = outcome.state.drawn;
+      }
+      core.publish(drawn);
+      core.writer.exec("COMMIT");
+    } catch (error) {
+      // The shared transaction is lost: nothing any member wrote committed.
+      rollbackQuietly(core);
+      core.lock.release();
+      const failure = core.translate(error);
+      members.forEach((m, i) => {
+        const o = outcomes[i];
+        m.reject(o !== undefined && !o.ok ? o.error : failure);
+      });
+      return;
+    }
+    for (const o of outcomes) if (o.ok) o.state.committed = true;
+    core.lock.release();
+    for (let i = 0; i < members.length; i++) {
+      const o = outcomes[i];
+      if (!o.ok) {
+        members[i].reject(o.error);
+        continue;
+      }
+      await runHooks(core, o.state.hooks.map((h) => h.fn));
+      members[i].resolve(o.value);
+    }
+  }
+
+  /** Runs one member in its own savepoint; throws only when the shared transaction broke. */
+  async #member(m: TxMember): Promise<TxOutcome> {
+    const core = this.#core;
+    const state = new TxState();
+    const frame = new Frame(state, undefined);
+    const db = core.writer;
+    db.exec("SAVEPOINT bh_tx_member");
+    const unwind = (error: unknown): TxOutcome => {
+      frame.ended = true;
+      state.done = true;
+      markUnwound(frame);
+      db.exec("ROLLBACK TO bh_tx_member");
+      db.exec("RELEASE bh_tx_member");
+      return { ok: false, error };
+    };
+    try {
+      core.checkFence(m.fence);
+    } catch (error) {
+      return unwind(core.translate(error));
+    }
+    let value: unknown;
+    try {
+      value = await m.fn(new TxSession(core, frame));
+    } catch (error) {
+      // fn's own rejection reaches the caller as it was thrown.
+      return unwind(error);
+    }
+    if (frame.child !== undefined) {
+      return unwind(
+        new ConcurrentNestedTxError("Cannot commit the transaction: a nested frame is still open"),
+      );
+    }
+    frame.ended = true;
+    state.done = true;
+    db.exec("RELEASE bh_tx_member");
+    return { ok: true, value, state };
+  }
+}
+
+const txGroups = new WeakMap<Core, TxGroup>();
+
+function txGroup(core: Core): TxGroup {
+  let group = txGroups.get(core);
+  if (group === undefined) txGroups.set(core, group = new TxGroup(core));
+  return group;
 }

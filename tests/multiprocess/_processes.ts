@@ -14,10 +14,12 @@ export const Job = { group: "test.beehive.dev", kind: "Job" };
 /** What a replica is told to be. */
 export interface ReplicaConfig {
   readonly db: string;
-  readonly role: "writer" | "plain" | "candidate";
+  readonly role: "writer" | "pacer" | "plain" | "candidate" | "crash";
   readonly name: string;
-  /** writer: how many Jobs to create. */
+  /** writer, pacer: how many Jobs to create. */
   readonly count?: number;
+  /** pacer: the gap between two creates, in ms. */
+  readonly paceMs?: number;
   /** writer: how many distinct Jobs to wait to see. */
   readonly expect?: number;
   /** candidate: leader election timings. */
@@ -25,6 +27,14 @@ export interface ReplicaConfig {
   readonly renewInterval?: number;
   /** candidate: how long the `slow` pass waits before its late write. */
   readonly slowMs?: number;
+  /** crash: whether this replica is a leader-election candidate (else a client-only writer). */
+  readonly candidate?: boolean;
+  /** crash: the files it appends its acknowledged creates, watch deliveries and leadership to. */
+  readonly acks?: string;
+  readonly watched?: string;
+  readonly leadership?: string;
+  /** crash: which start of this replica this is (names its creates). */
+  readonly incarnation?: number;
 }
 
 const REPLICA = fileURLToPath(new URL("./_replica.ts", import.meta.url));

@@ -8,6 +8,15 @@
  *   `count` Jobs (saying each `wrote` with its resource version), then keeps
  *   watching until it has seen `expect` distinct Jobs, and says `seen` with
  *   every delivered change's (resourceVersion, id, type) in delivery order.
+ * - `pacer`: says `ready`, and on `write` creates `count` Jobs `paceMs`
+ *   apart, each with `spec.t` = `Date.now()` just before its create (for
+ *   latency measurements).
+ * - `crash`: the multi-process crash campaign's replica. Creates Jobs one
+ *   after another until killed, appending each acknowledged create to
+ *   `acks`; runs a `watchList` resumed from the last position in `watched`,
+ *   appending every delivered change there; as a `candidate`, also runs the
+ *   Job controller under leader election and appends each term it wins to
+ *   `leadership`.
  * - `plain`: starts a Beehive without election (the store lease) and says
  *   `started` with its identity, or `refused` with the error.
  * - `candidate`: starts a Beehive with leader election and a Job controller
@@ -18,6 +27,7 @@
  *
  * @module
  */
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import process from "node:process";
 import { createInterface } from "node:readline";
 import { Beehive, type Logger, settled } from "../../mod.ts";
@@ -89,6 +99,19 @@ if (config.role === "writer") {
   say("seen", { seen });
   await store.close();
   process.exit(0);
+} else if (config.role === "pacer") {
+  const jobs = new Beehive(store).client<{ t: number }>(Job);
+  say("ready");
+  await command("write");
+  for (let i = 0; i < config.count!; i++) {
+    await jobs.create(`${config.name}-${i}`, { t: Date.now() });
+    await new Promise((resolve) => setTimeout(resolve, config.paceMs ?? 0));
+  }
+  say("written");
+  await store.close();
+  process.exit(0);
+} else if (config.role === "crash") {
+  await crashReplica();
 } else if (config.role === "plain") {
   const bh = new Beehive(store, { logger });
   bh.register(Job, () => settled());
@@ -139,4 +162,71 @@ if (config.role === "writer") {
   say("stopped");
   await store.close();
   process.exit(0);
+}
+
+/** The crash campaign's replica: writes until told `quiet`, then only watches (and leads). */
+async function crashReplica(): Promise<void> {
+  const { acks, watched, leadership, incarnation = 0 } = config;
+  const bh = new Beehive(store, {
+    watchFloorInterval: 5_000,
+    ...(config.candidate
+      ? {
+        logger: {
+          ...logger,
+          info(message: string, attributes?: Record<string, unknown>) {
+            if (message === "beehive: leading") {
+              appendFileSync(
+                leadership!,
+                `${
+                  JSON.stringify({ name: config.name, epoch: attributes?.epoch, at: Date.now() })
+                }\n`,
+              );
+            }
+          },
+        },
+        leaderElection: {
+          identity: `${config.name}#${incarnation}`,
+          leaseDuration: config.leaseDuration,
+          renewInterval: config.renewInterval,
+        },
+      }
+      : {}),
+  });
+  if (config.candidate) {
+    bh.register<{ i: number }, { by: string }>(Job, async (_obj, cc) => {
+      await cc.updateStatus({ by: `${config.name}#${incarnation}` });
+      return settled();
+    });
+    await bh.start();
+  }
+  const lines = existsSync(watched!) ? readFileSync(watched!, "utf8").trim().split("\n") : [];
+  const last = lines.filter((l) => l !== "").at(-1);
+  const resumeFrom = last === undefined ? undefined : (JSON.parse(last) as { rv: number }).rv;
+  const jobs = bh.client<{ i: number }>(Job);
+  const watch = await jobs.watchList(resumeFrom === undefined ? {} : { resumeFrom });
+  appendFileSync(
+    watched!,
+    `${
+      JSON.stringify({ start: true, rv: watch.resourceVersion, resumed: resumeFrom !== undefined })
+    }\n`,
+  );
+  void (async () => {
+    for await (const change of watch) {
+      appendFileSync(
+        watched!,
+        `${JSON.stringify({ rv: change.resourceVersion, id: change.id, type: change.type })}\n`,
+      );
+    }
+  })();
+  let quiet = false;
+  void command("quiet").then(() => (quiet = true));
+  say("running");
+  for (let i = 0; !quiet; i++) {
+    const name = `${config.name}-${incarnation}-${i}`;
+    const o = await jobs.create(name, { i });
+    appendFileSync(acks!, `${JSON.stringify({ id: o.id, name, rv: o.resourceVersion })}\n`);
+    // A store call that finds the lock free settles in microtasks: yield to timers and I/O.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  say("quiet");
 }

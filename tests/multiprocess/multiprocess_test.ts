@@ -182,11 +182,12 @@ test("multiprocess: leader paused with SIGSTOP mid-pass past its lease — the s
   await withDir(async (db) => {
     await initialize(db);
     await withReplicas(async (spawnReplica) => {
-      const a = spawnReplica({ db, role: "candidate", name: "a", ...LEASE, slowMs: 500 });
+      const a = spawnReplica({ db, role: "candidate", name: "a", ...LEASE, slowMs: 4_000 });
       await a.waitForEvent("leading");
       const b = spawnReplica({ db, role: "candidate", name: "b", ...LEASE });
       await b.waitForEvent("candidate");
       await createJobs(db, ["slow"]);
+      // The pass waits 4 s before its write: SIGSTOP lands well inside that, however slow this machine.
       await a.waitForEvent("mid-pass");
       a.signal("SIGSTOP");
       const led = await b.waitForEvent("leading", 10_000);

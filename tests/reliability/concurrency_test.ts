@@ -363,6 +363,8 @@ function controller(
         const wanted = target !== undefined && target.deletionRequestedAt === undefined
           ? target.id
           : undefined;
+        // A Db on its way out may come back under the same name: nothing would wake us then.
+        if (target?.deletionRequestedAt !== undefined) again = true;
         for (const d of await cc.listDependencies()) {
           await yieldTurns(2);
           if (d.id !== wanted) await cc.deleteDependency(d.id);
@@ -386,7 +388,7 @@ function controller(
           message: `gen ${obj.generation}`,
         });
       }
-      // A Db named but not there yet: look again later (nothing else would wake us).
+      // A Db named but not there (or going): look again later (nothing else would wake us).
       return again ? settled().requeueAfter(2_000) : settled();
     } finally {
       running.delete(obj.id);

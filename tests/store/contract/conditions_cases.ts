@@ -4,7 +4,6 @@
  * @module
  */
 import assert from "node:assert/strict";
-import FakeTimers from "@sinonjs/fake-timers";
 import {
   DuplicateConditionTypeError,
   InvalidConditionError,
@@ -12,17 +11,7 @@ import {
   WrongKindError,
 } from "../../../src/errors.ts";
 import type { ConditionInput, ObjectRef, RawCondition, Store } from "../../../src/store.ts";
-import { type ContractCase, Gadget, logCount, make, ref, Widget } from "./harness.ts";
-
-/** Runs `fn` with `Date` faked from the real current instant; always restores it. */
-async function withFakeDate(fn: (clock: { tick(ms: number): void }) => Promise<void>) {
-  const clock = FakeTimers.install({ toFake: ["Date"], now: Date.now() });
-  try {
-    await fn(clock);
-  } finally {
-    clock.uninstall();
-  }
-}
+import { type ContractCase, Gadget, logCount, make, ref, Widget, withFakeDate } from "./harness.ts";
 
 /** `id`'s condition of type `type`, read through `get`. */
 async function cond(store: Store, id: number, type: string): Promise<RawCondition | undefined> {

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import FakeTimers from "@sinonjs/fake-timers";
 import type { GroupKind, ObjectRef, Store } from "../../../src/store.ts";
 
 /** Opens stores for one case and closes whatever the case left open. */
@@ -101,4 +102,16 @@ export async function make(
 /** Counts write-log entries of `gk`. */
 export async function logCount(store: Store, gk: GroupKind): Promise<number> {
   return (await store.objectWrites.listSince(gk, { after: 0, limit: 1_000_000 })).writes.length;
+}
+
+/** Runs `fn` with `Date` faked from the real current instant; always restores it. */
+export async function withFakeDate(
+  fn: (clock: { tick(ms: number): void }) => Promise<void>,
+): Promise<void> {
+  const clock = FakeTimers.install({ toFake: ["Date"], now: Date.now() });
+  try {
+    await fn(clock);
+  } finally {
+    clock.uninstall();
+  }
 }

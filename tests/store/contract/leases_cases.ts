@@ -5,20 +5,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import FakeTimers from "@sinonjs/fake-timers";
 import { FencedError, StoreInUseError } from "../../../src/errors.ts";
 import type { Store } from "../../../src/store.ts";
-import { type ContractCase, type Harness, make, ref, Widget } from "./harness.ts";
-
-/** Runs `fn` with `Date` faked from the real current instant; always restores it. */
-async function withFakeDate(fn: (clock: { tick(ms: number): void }) => Promise<void>) {
-  const clock = FakeTimers.install({ toFake: ["Date"], now: Date.now() });
-  try {
-    await fn(clock);
-  } finally {
-    clock.uninstall();
-  }
-}
+import { type ContractCase, type Harness, make, ref, Widget, withFakeDate } from "./harness.ts";
 
 /** Two handles on one store, as two processes would hold it. */
 async function twoHandles(h: Harness): Promise<[Store, Store, string]> {

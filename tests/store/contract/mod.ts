@@ -18,6 +18,7 @@ import { reconcileOwedCases } from "./reconcile_owed_cases.ts";
 import { sqliteAdapterCases } from "./sqlite_adapter_cases.ts";
 import { leasesCases } from "./leases_cases.ts";
 import { kubernetesCases } from "./kubernetes_cases.ts";
+import { stalledCases } from "./stalled_cases.ts";
 
 /** Every case, grouped by family name. */
 export const contractSuites: Record<string, ContractCase[]> = {
@@ -34,5 +35,6 @@ export const contractSuites: Record<string, ContractCase[]> = {
   reconcile_owed: reconcileOwedCases,
   leases: leasesCases,
   kubernetes: kubernetesCases,
+  stalled: stalledCases,
   sqlite_adapter: sqliteAdapterCases,
 };

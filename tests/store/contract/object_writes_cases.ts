@@ -4,20 +4,18 @@
  * @module
  */
 import assert from "node:assert/strict";
-import FakeTimers from "@sinonjs/fake-timers";
 import { InvalidOptionError } from "../../../src/errors.ts";
 import type { ObjectWritesSweepOptions, Store } from "../../../src/store.ts";
-import { type ContractCase, Core, Gadget, logCount, make, ref, Widget } from "./harness.ts";
-
-/** Runs `fn` with `Date` faked from the real current instant; always restores it. */
-async function withFakeDate(fn: (clock: { tick(ms: number): void }) => Promise<void>) {
-  const clock = FakeTimers.install({ toFake: ["Date"], now: Date.now() });
-  try {
-    await fn(clock);
-  } finally {
-    clock.uninstall();
-  }
-}
+import {
+  type ContractCase,
+  Core,
+  Gadget,
+  logCount,
+  make,
+  ref,
+  Widget,
+  withFakeDate,
+} from "./harness.ts";
 
 /** Kind `gk`'s whole log: [op, id, resourceVersion] per entry. */
 async function entries(store: Store, gk = Widget) {

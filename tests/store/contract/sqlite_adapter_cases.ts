@@ -18,6 +18,7 @@ import {
   StoreError,
 } from "../../../src/errors.ts";
 import { openSqliteStore } from "../../_sqlite_driver.ts";
+import { migrations } from "../../../store/sqlite/_schema.ts";
 import { type ContractCase, make, Widget } from "./harness.ts";
 
 function pragma(path: string, name: string): unknown {
@@ -61,7 +62,7 @@ export const sqliteAdapterCases: ContractCase[] = [
         ) {
           assert.ok(tables.includes(t), `missing table ${t}`);
         }
-        assert.equal(db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()!.v, 3);
+        assert.equal(db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()!.v, 4);
       } finally {
         db.close();
       }
@@ -139,6 +140,35 @@ export const sqliteAdapterCases: ContractCase[] = [
       db.exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)");
       db.close();
       await assert.rejects(openSqliteStore(path), SchemaVersionDowngradeError);
+    },
+  },
+  {
+    name:
+      "a database at schema version 3 migrates to 4: its rows are not stalled and stay listed as unsettled",
+    async fn(h) {
+      const path = h.tempPath("v3.db");
+      const db = new DatabaseSync(path);
+      db.exec("PRAGMA journal_mode = WAL");
+      db.exec(`CREATE TABLE schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
+      for (const m of migrations.filter((m) => m.version <= 3)) {
+        db.exec(m.sql);
+        db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)")
+          .run(m.version, m.name);
+      }
+      db.prepare(
+        `INSERT INTO objects ("group", kind, name, spec, resource_version, created_at, updated_at)
+         VALUES (?, ?, 'old', '{}', 1, 0, 0)`,
+      ).run(Widget.group, Widget.kind);
+      db.exec("UPDATE resource_version_seq SET value = 1");
+      db.close();
+      const s = await h.openPath(path);
+      const [id] = await s.objects.listIds(Widget);
+      assert.equal((await s.objects.getForReconcile(id)).stalledGeneration, undefined);
+      assert.deepEqual(await s.objects.listUnsettledIds(Widget), [id]);
+      assert.deepEqual(await s.objects.listIds(Widget, { excludeStalled: true }), [id]);
+      await s.objects.setStalledGeneration({ ...Widget, id }, 1);
+      assert.deepEqual(await s.objects.listUnsettledIds(Widget), []);
     },
   },
   {

@@ -27,6 +27,111 @@ function gate(): { wait: Promise<void>; open: () => void } {
 
 export const transactionsCases: ContractCase[] = [
   {
+    name:
+      "concurrent transactions: one that rejects unwinds alone, the others commit, hooks run in call order",
+    async fn(h) {
+      const s = await h.open();
+      const hooks: string[] = [];
+      const boom = new Error("boom");
+      const run = (name: string, fail = false) =>
+        s.within(async (tx) => {
+          await tx.objects.create(Widget, { name, spec: "{}" });
+          await tx.within(async (inner) => {
+            await inner.objects.create(Widget, { name: `${name}-inner`, spec: "{}" });
+          });
+          tx.afterCommit(() => void hooks.push(name));
+          if (fail) throw boom;
+          return name;
+        });
+      const results = await Promise.allSettled([run("a"), run("b", true), run("c"), run("d")]);
+      assert.deepEqual(results.map((r) => r.status), [
+        "fulfilled",
+        "rejected",
+        "fulfilled",
+        "fulfilled",
+      ]);
+      assert.equal((results[1] as PromiseRejectedResult).reason, boom, "fn's own rejection");
+      assert.deepEqual(hooks, ["a", "c", "d"]);
+      assert.deepEqual((await names(s)).sort(), [
+        "a",
+        "a-inner",
+        "c",
+        "c-inner",
+        "d",
+        "d-inner",
+      ]);
+    },
+  },
+  {
+    name:
+      "concurrent transactions: each resolves after its commit, and its handle is stale afterwards",
+    async fn(h) {
+      const s = await h.open();
+      const handles: Store[] = [];
+      await Promise.all(["a", "b", "c"].map((name) =>
+        s.within(async (tx) => {
+          handles.push(tx);
+          await tx.objects.create(Widget, { name, spec: "{}" });
+        })
+      ));
+      for (const tx of handles) {
+        await assert.rejects(tx.objects.create(Widget, { name: "late", spec: "{}" }), StaleTxError);
+      }
+      assert.deepEqual((await names(s)).sort(), ["a", "b", "c"]);
+    },
+  },
+  {
+    name:
+      "concurrent single-call writes each commit or fail alone: a refused one takes nothing of the others",
+    async fn(h) {
+      const s = await h.open();
+      await make(s, Widget, "taken");
+      const names = ["a", "b", "taken", "c", "d"];
+      const results = await Promise.allSettled(
+        names.map((name) => s.objects.create(Widget, { name, spec: "{}" })),
+      );
+      assert.deepEqual(results.map((r) => r.status), [
+        "fulfilled",
+        "fulfilled",
+        "rejected",
+        "fulfilled",
+        "fulfilled",
+      ]);
+      assert.ok((results[2] as PromiseRejectedResult).reason instanceof NameTakenError);
+      assert.deepEqual((await s.objects.list(Widget)).map((o) => o.name).sort(), [
+        "a",
+        "b",
+        "c",
+        "d",
+        "taken",
+      ]);
+      // Each landed write has its own version, in call order, and its own log entry.
+      const rvs = results.filter((r) => r.status === "fulfilled").map((r) =>
+        (r as PromiseFulfilledResult<{ resourceVersion: number }>).value.resourceVersion
+      );
+      for (let i = 1; i < rvs.length; i++) assert.ok(rvs[i] > rvs[i - 1]);
+      assert.equal(await logCount(s, Widget), 5);
+    },
+  },
+  {
+    name: "concurrent writes through a fenced handle and the root: the stale fence fails alone",
+    async fn(h) {
+      const s = await h.open();
+      const first = await s.leases.acquire({ name: "l", holder: "a", duration: 1 });
+      const stale = s.fenced({ lease: "l", epoch: first.lease.epoch });
+      await s.leases.release({ name: "l", holder: "a", epoch: first.lease.epoch });
+      await s.leases.acquire({ name: "l", holder: "b", duration: 60_000 });
+      const results = await Promise.allSettled([
+        s.objects.create(Widget, { name: "root", spec: "{}" }),
+        stale.objects.create(Widget, { name: "stale", spec: "{}" }),
+        s.objects.create(Widget, { name: "root-2", spec: "{}" }),
+      ]);
+      assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
+      assert.equal((results[1] as PromiseRejectedResult).reason.name, "FencedError");
+      assert.deepEqual((await names(s)).sort(), ["root", "root-2"]);
+    },
+  },
+  {
     name: "within commits every write when fn resolves",
     async fn(h) {
       const s = await h.open();

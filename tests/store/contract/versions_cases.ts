@@ -4,9 +4,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import FakeTimers from "@sinonjs/fake-timers";
 import type { Store } from "../../../src/store.ts";
-import { type ContractCase, Gadget, make, ref, Widget } from "./harness.ts";
+import { type ContractCase, Gadget, make, ref, Widget, withFakeDate } from "./harness.ts";
 
 /** Every write-log entry's resource version, ascending by the log's order. */
 async function logVersions(store: Store): Promise<number[]> {
@@ -22,16 +21,6 @@ function assertIncreasing(values: readonly number[]): void {
       values[i] > values[i - 1],
       `expected strictly increasing versions, got ${values[i - 1]} then ${values[i]} at ${i}`,
     );
-  }
-}
-
-/** Runs `fn` with `Date` faked from the real current instant; always restores it. */
-async function withFakeDate(fn: (clock: { tick(ms: number): void }) => Promise<void>) {
-  const clock = FakeTimers.install({ toFake: ["Date"], now: Date.now() });
-  try {
-    await fn(clock);
-  } finally {
-    clock.uninstall();
   }
 }
 

@@ -1,0 +1,150 @@
+/**
+ * Group commit in the SQLite store: single-call writes waiting at the same
+ * moment share one `COMMIT`, each in its own savepoint; a lone write still
+ * commits by itself; writes queued behind an open transaction join one group
+ * when it ends. Counted on the driver, under Deno and Node 22.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { NameTakenError } from "../../src/errors.ts";
+import type { Connection, Driver } from "../../store/sqlite/_driver.ts";
+import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
+import { SqliteStore } from "../../store/sqlite/sqlite_store.ts";
+import { test } from "../_test.ts";
+import { installFakeTime } from "../_fake_time.ts";
+
+const Widget = { group: "test.beehive.dev", kind: "Widget" };
+
+/** A driver that counts the COMMITs its connections run. */
+function counting(): { driver: Driver; commits: () => number } {
+  let commits = 0;
+  const driver: Driver = {
+    open(path: string): Connection {
+      const conn = nodeSqliteDriver.open(path);
+      return {
+        exec(sql) {
+          if (/^\s*COMMIT\b/i.test(sql)) commits++;
+          conn.exec(sql);
+        },
+        prepare: (sql) => conn.prepare(sql),
+        close: () => conn.close(),
+      };
+    },
+    describeFailure: (e) => nodeSqliteDriver.describeFailure(e),
+  };
+  return { driver, commits: () => commits };
+}
+
+async function withStore(
+  fn: (store: SqliteStore, commits: () => number) => Promise<void>,
+): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "beehive-group-"));
+  const { driver, commits } = counting();
+  const store = SqliteStore.open(join(dir, "db.sqlite"), {}, driver);
+  try {
+    await fn(store, commits);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("SQLite group commit: 32 concurrent creates share one commit and each gets its own version", async () => {
+  await withStore(async (store, commits) => {
+    const before = commits();
+    const made = await Promise.all(
+      Array.from(
+        { length: 32 },
+        (_, i) => store.objects.create(Widget, { name: `w${i}`, spec: "{}" }),
+      ),
+    );
+    assert.equal(commits() - before, 1);
+    const rvs = made.map((o) => o.resourceVersion);
+    assert.deepEqual(rvs, [...rvs].sort((a, b) => a - b));
+    assert.equal(new Set(rvs).size, 32);
+    assert.equal(await store.getLatestResourceVersion(), rvs[31]);
+  });
+});
+
+test("SQLite group commit: a refused member rolls back alone and the group still commits once", async () => {
+  await withStore(async (store, commits) => {
+    await store.objects.create(Widget, { name: "taken", spec: "{}" });
+    const before = commits();
+    const results = await Promise.allSettled(
+      ["a", "taken", "b"].map((name) => store.objects.create(Widget, { name, spec: "{}" })),
+    );
+    assert.equal(commits() - before, 1);
+    assert.ok((results[1] as PromiseRejectedResult).reason instanceof NameTakenError);
+    assert.deepEqual((await store.objects.list(Widget)).map((o) => o.name).sort(), [
+      "a",
+      "b",
+      "taken",
+    ]);
+  });
+});
+
+test("SQLite group commit: a lone write commits by itself, and sequential writes commit one by one", async () => {
+  await withStore(async (store, commits) => {
+    const before = commits();
+    for (let i = 0; i < 3; i++) await store.objects.create(Widget, { name: `s${i}`, spec: "{}" });
+    assert.equal(commits() - before, 3);
+  });
+});
+
+test("SQLite group commit: writes queued behind an open transaction join one group when it ends", async () => {
+  await withStore(async (store, commits) => {
+    const { promise: release, resolve } = Promise.withResolvers<void>();
+    const tx = store.within(async (t) => {
+      await t.objects.create(Widget, { name: "in-tx", spec: "{}" });
+      await release;
+    });
+    const queued = Array.from(
+      { length: 5 },
+      (_, i) => store.objects.create(Widget, { name: `q${i}`, spec: "{}" }),
+    );
+    // Let the queued writes reach the writer lock, which the transaction holds.
+    await new Promise((r) => setTimeout(r, 0));
+    const before = commits();
+    resolve();
+    await tx;
+    await Promise.all(queued);
+    assert.equal(commits() - before, 2, "the transaction's commit, then one for the group");
+  });
+});
+
+test("SQLite group commit: works under fake timers (no timer in the commit path)", async () => {
+  const clock = installFakeTime();
+  try {
+    await withStore(async (store, commits) => {
+      const before = commits();
+      await Promise.all([
+        store.objects.create(Widget, { name: "x", spec: "{}" }),
+        store.objects.create(Widget, { name: "y", spec: "{}" }),
+      ]);
+      assert.equal(commits() - before, 1);
+    });
+  } finally {
+    clock.uninstall();
+  }
+});
+
+test("SQLite group commit: concurrent transactions behind a busy writer share one commit", async () => {
+  await withStore(async (store, commits) => {
+    const before = commits();
+    const made = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        store.within(async (tx) => {
+          const o = await tx.objects.create(Widget, { name: `t${i}`, spec: "{}" });
+          await tx.conditions.set({ ...Widget, id: o.id }, [{ type: "Ready", status: "True" }]);
+          return o.id;
+        })),
+    );
+    // The first found the writer free and committed alone; the nine that queued shared one.
+    assert.equal(commits() - before, 2);
+    assert.equal(new Set(made).size, 10);
+  });
+});
