@@ -14,6 +14,62 @@ import type { Migrator } from "./migrator.ts";
  * @throws {TypeError}
  */
 export function encodeJson(value: unknown, what: string): string {
+  let plain = false;
+  try {
+    plain = isPlainAndFinite(value, 0);
+  } catch {
+    // A throwing getter: the exact path below reports it as stringify would.
+  }
+  if (plain) return encodePlain(value, what);
+  return encodeExact(value, what);
+}
+
+/** The deepest plain structure the fast check walks; deeper (or cyclic) takes the exact path. */
+const PLAIN_DEPTH = 256;
+
+/**
+ * Whether `value` is plain JSON data (primitives, arrays, objects of the
+ * Object or null prototype without `toJSON`) holding no non-finite number:
+ * then plain `JSON.stringify` is exact, and about 7x cheaper than a replacer.
+ */
+function isPlainAndFinite(value: unknown, depth: number): boolean {
+  if (typeof value === "number") return Number.isFinite(value);
+  if (typeof value !== "object" || value === null) return true;
+  if (depth > PLAIN_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (!isPlainAndFinite(value[i], depth + 1)) return false;
+    }
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  const o = value as Record<string, unknown>;
+  if ("toJSON" in o) return false;
+  for (const k in o) {
+    if (!isPlainAndFinite(o[k], depth + 1)) return false;
+  }
+  return true;
+}
+
+function encodePlain(value: unknown, what: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (cause) {
+    throw new TypeError(
+      `Cannot encode ${what} as JSON: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
+  }
+  if (text === undefined) {
+    throw new TypeError(`Cannot encode ${what} as JSON: current value is ${typeof value}`);
+  }
+  return text;
+}
+
+/** Encodes through a replacer that tracks each container's path and refuses non-finite numbers. */
+function encodeExact(value: unknown, what: string): string {
   // Each container's path, so the replacer can name where a bad number sits.
   const paths = new Map<object, string>();
   function replacer(this: unknown, key: string, v: unknown): unknown {

@@ -5,6 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { settled } from "../mod.ts";
 import type { GroupKind } from "../mod.ts";
 import { encodeJson } from "../src/codec.ts";
@@ -62,4 +63,62 @@ test("Client writes refuse a non-finite number before writing anything", async (
     assert.equal(await store.getLatestResourceVersion(), latest);
     assert.deepEqual((await things.get(a.id)).spec, { replicas: 1 });
   });
+});
+
+test("encodeJson agrees with JSON.stringify wherever no non-finite number is reachable", () => {
+  class Box {
+    readonly n: number;
+    constructor(n: number) {
+      this.n = n;
+    }
+  }
+  const deep = (levels: number, leaf: unknown) => {
+    let v: unknown = leaf;
+    for (let i = 0; i < levels; i++) v = [v];
+    return v;
+  };
+  const values: unknown[] = [
+    new Box(1),
+    new Map([[1, 2]]),
+    Object.assign(Object.create(null), { a: 1 }),
+    { d: new Date(0), nested: { toJSON: () => [1, 2] } },
+    [undefined, () => 1, Symbol("s")],
+    deep(300, 1),
+    {
+      get g() {
+        return 5;
+      },
+    },
+  ];
+  for (const v of values) assert.equal(encodeJson(v, "spec"), JSON.stringify(v));
+  fc.assert(
+    fc.property(fc.jsonValue(), (v) => assert.equal(encodeJson(v, "spec"), JSON.stringify(v))),
+    { seed: 20_261_201, numRuns: 500 },
+  );
+});
+
+test("encodeJson finds a non-finite number on the plain and the exact paths alike", () => {
+  const deep = (levels: number, leaf: unknown) => {
+    let v: unknown = leaf;
+    for (let i = 0; i < levels; i++) v = { a: v };
+    return v;
+  };
+  assert.throws(() => encodeJson(deep(10, NaN), "spec"), /spec(\.a){10} /);
+  assert.throws(() => encodeJson(deep(300, NaN), "spec"), /spec(\.a){300} /);
+  class Box {
+    readonly n: number;
+    constructor(n: number) {
+      this.n = n;
+    }
+  }
+  assert.throws(() => encodeJson({ box: new Box(Infinity) }, "spec"), /spec\.box\.n /);
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  assert.throws(() => encodeJson(cyclic, "spec"), TypeError);
+  const throwing = {
+    get x(): number {
+      throw new RangeError("getter refuses");
+    },
+  };
+  assert.throws(() => encodeJson(throwing, "spec"), TypeError);
 });
