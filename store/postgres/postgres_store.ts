@@ -308,7 +308,13 @@ export class PostgresStore implements Store {
       options: `-c search_path=${schema}`,
       application_name: "beehive",
     };
-    const pool = new pg.Pool({ ...connection, types: pgTypes, max: options.max ?? 10 });
+    // Idle connections stay open until close: no idle timer, and no reconnect per burst.
+    const pool = new pg.Pool({
+      ...connection,
+      types: pgTypes,
+      max: options.max ?? 10,
+      idleTimeoutMillis: 0,
+    });
     pool.on(
       "error",
       (error) => options.logger?.error("beehive store: an idle connection failed", { error }),
