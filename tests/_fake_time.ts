@@ -49,9 +49,10 @@ function waitForStore(clock: FakeClock): FakeClock {
     const target = clock.now + Number(ms);
     await quiesce(tickAsync);
     for (;;) {
-      const timers = Object.values(
-        (clock as unknown as { timers?: Record<string, { callAt: number }> }).timers ?? {},
-      );
+      const timers = [
+        ...((clock as unknown as { timers?: Map<number, { callAt: number }> }).timers?.values() ??
+          []),
+      ];
       const next = Math.min(...timers.map((t) => t.callAt));
       if (!Number.isFinite(next) || next > target) break;
       await tickAsync(Math.max(0, next - clock.now));

@@ -41,9 +41,12 @@ export function openSqliteStore(
 ): Promise<SqliteStore> {
   if (testStore === "postgres") {
     const schema = path === ":memory:" ? {} : { schema: schemaForPath(path) };
+    const logger = options.logger === undefined ? {} : { logger: options.logger };
     // The engine suites use only the Store port: a PostgresStore stands in for the SQLite one.
     // Calls are counted, so fake-time steps wait for their network round trips.
-    return openPostgresStore(schema).then(track) as unknown as Promise<SqliteStore>;
+    return openPostgresStore({ ...schema, ...logger }).then(track) as unknown as Promise<
+      SqliteStore
+    >;
   }
   return openOnDriver(path, testDriver === "node" ? options : { driver: testDriver, ...options });
 }

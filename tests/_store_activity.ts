@@ -79,14 +79,15 @@ export function track<S extends Store>(store: S): S {
     get(target, prop) {
       if (typeof prop === "string" && FAMILIES.has(prop)) {
         let f = families.get(prop);
-        if (f === undefined) families.set(prop, f = wrapObject(Reflect.get(target, prop) as object));
+        if (f === undefined) {
+          families.set(prop, f = wrapObject(Reflect.get(target, prop) as object));
+        }
         return f;
       }
       const value = Reflect.get(target, prop, target);
       if (typeof value !== "function") return value;
       if (prop === "within") {
-        return (fn: (tx: Store) => Promise<unknown>) =>
-          count(target.within((tx) => fn(track(tx))));
+        return (fn: (tx: Store) => Promise<unknown>) => count(target.within((tx) => fn(track(tx))));
       }
       if (prop === "fenced") return (fence: never) => track(target.fenced(fence));
       return (...args: unknown[]) => count(value.apply(target, args));
