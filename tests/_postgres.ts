@@ -50,3 +50,20 @@ export function schemaForPath(path: string): string {
 export function openPostgresStore(options: PostgresStoreOptions = {}): Promise<PostgresStore> {
   return open(postgresUrl(), { schema: freshSchema(), ...options });
 }
+
+/** Restarts the local cluster serving the test database (`pg_ctlcluster`, as root or its owner). */
+export async function restartServer(): Promise<void> {
+  const { execFile } = await import("node:child_process");
+  const run = (cmd: string, args: string[]) =>
+    new Promise<string>((resolve, reject) =>
+      execFile(cmd, args, (error, stdout, stderr) => {
+        if (error) reject(new Error(`${cmd} ${args.join(" ")} failed: ${stderr || error.message}`));
+        else resolve(stdout);
+      })
+    );
+  const port = new URL(postgresUrl()).port || "5432";
+  const line = (await run("pg_lsclusters", ["--no-header"])).split("\n")
+    .map((l) => l.trim().split(/\s+/)).find((f) => f[2] === port);
+  if (line === undefined) throw new Error(`no local PostgreSQL cluster listens on port ${port}`);
+  await run("pg_ctlcluster", [line[0], line[1], "restart", "-m", "fast"]);
+}
