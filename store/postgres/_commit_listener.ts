@@ -1,0 +1,126 @@
+/**
+ * Cross-replica commit wakes: from open to close, one dedicated connection
+ * runs `LISTEN` on the store's channel (so a listener subscribed after open
+ * hears every later commit, with no set-up race). Every write transaction sends a
+ * `NOTIFY` carrying its store open's origin, delivered at commit; this open's
+ * own commits are ignored. Idle, it costs no write and no query. A lost
+ * connection is re-established with backoff, and listeners are called once it
+ * is back (notifications sent meanwhile were missed).
+ *
+ * @module
+ */
+import pg from "pg";
+import type { Core } from "./_core.ts";
+import { pgTypes } from "./_core.ts";
+
+/** The longest wait between reconnect attempts, in ms. */
+const MAX_BACKOFF = 2000;
+
+export class CommitListener {
+  readonly #core: Core;
+  readonly #listeners = new Set<() => void>();
+  #client: pg.Client | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #clearTimer: typeof clearTimeout = clearTimeout;
+  #backoff = 50;
+  #closed = false;
+  /** Connections being ended: close awaits them. */
+  readonly #ending = new Set<Promise<void>>();
+
+  constructor(core: Core) {
+    this.#core = core;
+  }
+
+  /** Calls `listener` after each commit another store open makes. */
+  subscribe(listener: () => void): () => void {
+    if (typeof listener !== "function" || this.#closed) return () => {};
+    const entry = () => listener();
+    this.#listeners.add(entry);
+    return () => {
+      this.#listeners.delete(entry);
+    };
+  }
+
+  /** Connects and listens; resolves once `LISTEN` is in effect. */
+  start(): Promise<void> {
+    return this.#connect(false);
+  }
+
+  #connect(reconnect: boolean): Promise<void> {
+    const client = new pg.Client({ ...this.#core.connection, types: pgTypes });
+    this.#client = client;
+    const lost = (error?: unknown) => {
+      if (this.#client !== client) return;
+      this.#client = undefined;
+      this.#end(client);
+      if (error !== undefined) {
+        this.#core.report("beehive store: the commit listener lost its connection", error);
+      }
+      this.#retry();
+    };
+    client.on("error", lost);
+    client.on("end", () => lost());
+    client.on("notification", (msg) => {
+      if (msg.payload === String(this.#core.epoch)) return;
+      this.#fire();
+    });
+    return client.connect()
+      .then(() => client.query(`LISTEN "${this.#core.channel}"`))
+      .then(() => {
+        if (this.#client !== client) return;
+        this.#backoff = 50;
+        if (reconnect) this.#fire();
+      }, (error) => {
+        if (!reconnect) {
+          this.#client = undefined;
+          this.#end(client);
+          throw error;
+        }
+        lost(error);
+      });
+  }
+
+  #retry(): void {
+    if (this.#closed || this.#timer !== undefined) return;
+    // Cleared with the matching function: fake timers may be installed or removed meanwhile.
+    this.#clearTimer = globalThis.clearTimeout;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.#closed) return;
+      void this.#connect(true);
+    }, this.#backoff);
+    this.#backoff = Math.min(this.#backoff * 2, MAX_BACKOFF);
+  }
+
+  #fire(): void {
+    for (const fn of [...this.#listeners]) {
+      try {
+        fn();
+      } catch (error) {
+        this.#core.report("beehive store: a commit listener threw", error);
+      }
+    }
+  }
+
+  #end(client: pg.Client): void {
+    const done = client.end().catch(() => {}).then(() => {
+      this.#ending.delete(done);
+    });
+    this.#ending.add(done);
+  }
+
+  #stop(): void {
+    if (this.#timer !== undefined) this.#clearTimer(this.#timer);
+    this.#timer = undefined;
+    const client = this.#client;
+    this.#client = undefined;
+    if (client !== undefined) this.#end(client);
+  }
+
+  /** Stops listening and closes the connection. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#stop();
+    await Promise.all([...this.#ending]);
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The conditions family.
+ *
+ * @module
+ */
+import type { ConditionInput, Conditions, ObjectRef } from "../../src/store.ts";
+import { normalizeConditions } from "../sqlite/_conditions.ts";
+import { assertKind, checkRef, describe, rejectWith } from "./_rows.ts";
+import type { Session } from "./_session.ts";
+import { bumpObject } from "./_write_log.ts";
+
+const UPSERT_SQL = `INSERT INTO conditions
+  (object_id, type, status, reason, message, liveness, open_epoch, transitioned_at, updated_at)
+  SELECT ?, t.type, t.status, t.reason, t.message, t.liveness, ?, ?, ?
+  FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::smallint[])
+    AS t (type, status, reason, message, liveness)
+  ON CONFLICT (object_id, type) DO UPDATE SET
+    status = excluded.status, reason = excluded.reason, message = excluded.message,
+    liveness = excluded.liveness, open_epoch = excluded.open_epoch,
+    transitioned_at = CASE WHEN conditions.status = excluded.status
+      THEN conditions.transitioned_at ELSE excluded.transitioned_at END,
+    updated_at = excluded.updated_at`;
+
+const KIND_SQL = `SELECT "group", kind FROM objects WHERE id = ?`;
+
+export class PostgresConditions implements Conditions {
+  readonly #s: Session;
+
+  constructor(session: Session) {
+    this.#s = session;
+  }
+
+  set(ref: ObjectRef, conditions: readonly ConditionInput[]): Promise<void> {
+    return rejectWith(() => {
+      checkRef(ref);
+      const batch = normalizeConditions(conditions);
+      if (batch.length === 0) {
+        // Nothing to write, but the scope is still checked (and a closed store refuses).
+        return this.#s.read(async (db) => {
+          assertKind(ref, await db.get(KIND_SQL, ref.id));
+        });
+      }
+      const epoch = this.#s.core.epoch;
+      return this.#s.write(async ({ db, now, draw }) => {
+        assertKind(ref, await db.get(KIND_SQL, ref.id));
+        const stored = new Map(
+          (await db.all(
+            `SELECT type, status, reason, message, liveness, open_epoch FROM conditions
+             WHERE object_id = ? AND type = ANY(?::text[])`,
+            ref.id,
+            batch.map((c) => c.type),
+          )).map((row) => [row.type as string, row]),
+        );
+        const changed = batch.filter((c) => {
+          const s = stored.get(c.type);
+          // A liveness row from an earlier open is never a match: re-confirming must rewrite it.
+          return s === undefined || (s.liveness === 1 && Number(s.open_epoch) < epoch) ||
+            s.status !== c.status || s.reason !== c.reason || s.message !== c.message ||
+            s.liveness !== c.liveness;
+        });
+        if (changed.length === 0) return;
+        await db.run(
+          UPSERT_SQL,
+          ref.id,
+          epoch,
+          now,
+          now,
+          changed.map((c) => c.type),
+          changed.map((c) => c.status),
+          changed.map((c) => c.reason),
+          changed.map((c) => c.message),
+          changed.map((c) => c.liveness),
+        );
+        await bumpObject(db, ref, draw(), now);
+      });
+    });
+  }
+
+  delete(ref: ObjectRef, type: string): Promise<void> {
+    return rejectWith(() => {
+      checkRef(ref);
+      if (typeof type !== "string") {
+        throw new TypeError(
+          `Cannot delete condition: current value is ${describe(type)}, expected a string`,
+        );
+      }
+      return this.#s.write(async ({ db, now, draw }) => {
+        assertKind(ref, await db.get(KIND_SQL, ref.id));
+        const removed = await db.run(
+          "DELETE FROM conditions WHERE object_id = ? AND type = ?",
+          ref.id,
+          type,
+        );
+        if (removed > 0) await bumpObject(db, ref, draw(), now);
+      });
+    });
+  }
+}

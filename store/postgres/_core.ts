@@ -1,0 +1,326 @@
+/**
+ * The shared state of one open PostgreSQL store: the connection pool, the
+ * schema, the open's origin, statement naming, the resource-version counter,
+ * the fence check, and error translation.
+ *
+ * @module
+ */
+import pg from "pg";
+import { BeehiveError, FencedError, StoreClosedError, StoreError } from "../../src/errors.ts";
+import type { Logger } from "../../src/logger.ts";
+import type { Fence } from "../../src/store.ts";
+
+/** A value a statement binds. */
+export type PgValue = number | string | boolean | null | readonly (number | string)[];
+
+/** A row as an array, in column order. */
+export type PgRowArray = unknown[];
+
+/** A row keyed by column name. */
+export type PgRow = Record<string, unknown>;
+
+/** The part of a `pg` client the adapter uses. */
+export type PgClient = pg.PoolClient;
+
+/** Renders `?` placeholders as `$1..$n`, skipping quoted text and identifiers. */
+export function numberPlaceholders(sql: string): string {
+  let out = "";
+  let n = 0;
+  let quote: string | undefined;
+  for (const ch of sql) {
+    if (quote !== undefined) {
+      if (ch === quote) quote = undefined;
+      out += ch;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+      out += ch;
+    } else if (ch === "?") {
+      out += `$${++n}`;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+/** Statement names by SQL text: each text is parsed once per connection. */
+const statements = new Map<string, { name: string; text: string }>();
+
+function statement(sql: string): { name: string; text: string } {
+  let s = statements.get(sql);
+  if (s === undefined) {
+    s = { name: `bh_${statements.size + 1}`, text: numberPlaceholders(sql) };
+    statements.set(sql, s);
+  }
+  return s;
+}
+
+/** One connection, as a family sees it: every call is one round trip. */
+export class Db {
+  readonly #client: PgClient;
+  /** The store open this connection's writes carry into the write log. */
+  readonly origin: number;
+
+  constructor(client: PgClient, origin: number) {
+    this.#client = client;
+    this.origin = origin;
+  }
+
+  /** Every row of `sql`, as arrays in column order. */
+  async rows(sql: string, ...params: PgValue[]): Promise<PgRowArray[]> {
+    const s = statement(sql);
+    const r = await this.#client.query({
+      name: s.name,
+      text: s.text,
+      values: params as unknown[],
+      rowMode: "array",
+    });
+    return r.rows as PgRowArray[];
+  }
+
+  /** The first row of `sql` as an array in column order, or `undefined`. */
+  async row(sql: string, ...params: PgValue[]): Promise<PgRowArray | undefined> {
+    return (await this.rows(sql, ...params))[0];
+  }
+
+  /** Every row of `sql`, keyed by column name. */
+  async all(sql: string, ...params: PgValue[]): Promise<PgRow[]> {
+    const s = statement(sql);
+    const r = await this.#client.query({ name: s.name, text: s.text, values: params as unknown[] });
+    return r.rows as PgRow[];
+  }
+
+  /** The first row of `sql`, or `undefined`. */
+  async get(sql: string, ...params: PgValue[]): Promise<PgRow | undefined> {
+    return (await this.all(sql, ...params))[0];
+  }
+
+  /** Runs `sql` and reports how many rows it changed. */
+  async run(sql: string, ...params: PgValue[]): Promise<number> {
+    const s = statement(sql);
+    const r = await this.#client.query({ name: s.name, text: s.text, values: params as unknown[] });
+    return r.rowCount ?? 0;
+  }
+
+  /** Runs statements that bind nothing (a simple query: several may share one round trip). */
+  async exec(sql: string): Promise<unknown> {
+    return await this.#client.query(sql);
+  }
+}
+
+/** A FIFO async mutex. */
+export class AsyncLock {
+  #held = false;
+  readonly #waiters: (() => void)[] = [];
+
+  /** Resolves once the caller holds the lock. */
+  acquire(): Promise<void> {
+    if (!this.#held) {
+      this.#held = true;
+      return Promise.resolve();
+    }
+    const { promise, resolve } = Promise.withResolvers<void>();
+    this.#waiters.push(resolve);
+    return promise;
+  }
+
+  /** Hands the lock to the next waiter, or frees it. */
+  release(): void {
+    const next = this.#waiters.shift();
+    if (next === undefined) this.#held = false;
+    else next();
+  }
+}
+
+/** int8 (bigint) columns read as numbers: every stored integer is a safe integer. */
+const INT8_OID = 20;
+export const pgTypes = {
+  getTypeParser(oid: number, format?: "text" | "binary") {
+    if (oid === INT8_OID && format !== "binary") return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as "text");
+  },
+};
+
+/** SQLSTATE codes the adapter branches on. */
+const UNIQUE_VIOLATION = "23505";
+const FOREIGN_KEY_VIOLATION = "23503";
+
+function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Everything one open store shares between its handles. */
+export class Core {
+  readonly pool: pg.Pool;
+  /** The schema the store's tables live in. */
+  readonly schema: string;
+  /** This open's number (`store_epoch`), for the liveness downgrade and `origin`. */
+  readonly epoch: number;
+  /** The NOTIFY channel commits are announced on. */
+  readonly channel: string;
+  readonly logger: Logger | undefined;
+  /** Connection settings for dedicated (non-pooled) connections. */
+  readonly connection: pg.ClientConfig;
+  #closing = false;
+  #closed = false;
+  #inFlight = 0;
+  #idle: PromiseWithResolvers<void> | undefined;
+
+  constructor(
+    pool: pg.Pool,
+    connection: pg.ClientConfig,
+    schema: string,
+    epoch: number,
+    logger: Logger | undefined,
+  ) {
+    this.pool = pool;
+    this.connection = connection;
+    this.schema = schema;
+    this.epoch = epoch;
+    this.channel = channelName(schema);
+    this.logger = logger;
+  }
+
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  /** Refuses new work; work already running may finish. */
+  markClosing(): void {
+    this.#closing = true;
+  }
+
+  /** Rejects new work once close was called. */
+  assertOpen(): void {
+    if (this.#closing) throw new StoreClosedError("Cannot use the store: it is closed");
+  }
+
+  /** Rejects work once the pool is gone. */
+  assertConnected(): void {
+    if (this.#closed) throw new StoreClosedError("Cannot use the store: it is closed");
+  }
+
+  /** Counts a unit of work that close must wait for. */
+  enter(): void {
+    this.#inFlight++;
+  }
+
+  /** Ends a unit of work counted by {@linkcode Core.enter}. */
+  leave(): void {
+    if (--this.#inFlight === 0) this.#idle?.resolve();
+  }
+
+  /** Resolves once no counted work runs. */
+  drained(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve();
+    this.#idle ??= Promise.withResolvers<void>();
+    return this.#idle.promise;
+  }
+
+  /** Marks the pool gone. */
+  markClosed(): void {
+    this.#closed = true;
+  }
+
+  /** Checks out a pooled connection. */
+  async connect(): Promise<PgClient> {
+    try {
+      return await this.pool.connect();
+    } catch (error) {
+      throw this.translate(error);
+    }
+  }
+
+  /**
+   * Opens a write transaction on `client`: takes the counter row's lock, so
+   * write transactions serialize and versions drawn under it follow commit
+   * order; then checks the fence inside the same transaction. Resolves to the
+   * committed counter.
+   */
+  async begin(db: Db, fence: Fence | undefined): Promise<number> {
+    const results = await db.exec(
+      "BEGIN; SELECT value FROM resource_version_seq WHERE id = 1 FOR UPDATE",
+    ) as pg.QueryResult[];
+    const committed = Number(results[1].rows[0].value);
+    if (fence !== undefined) await this.checkFence(db, fence);
+    return committed;
+  }
+
+  /** Publishes the highest draw, announces the commit, and commits, in one round trip. */
+  async commit(db: Db, drawn: number): Promise<void> {
+    const publish = drawn > 0
+      ? `UPDATE resource_version_seq SET value = ${drawn} WHERE id = 1; `
+      : "";
+    await db.exec(`${publish}SELECT pg_notify('${this.channel}', '${this.epoch}'); COMMIT`);
+  }
+
+  /**
+   * Refuses a write transaction from a term that is over: run inside it, after
+   * the counter lock, so no successor can take the lease before the commit.
+   * @throws {FencedError}
+   */
+  async checkFence(db: Db, fence: Fence): Promise<void> {
+    const row = await db.get("SELECT epoch, holder FROM leases WHERE name = ?", fence.lease);
+    const epoch = row === undefined ? 0 : Number(row.epoch);
+    if (epoch > fence.epoch) {
+      throw new FencedError(
+        `Cannot write: lease "${fence.lease}" is at epoch ${epoch} (held by ${
+          row!.holder === null ? "nobody" : JSON.stringify(row!.holder)
+        }), and this write carries epoch ${fence.epoch} from a term that is over`,
+      );
+    }
+  }
+
+  /** The highest committed resource version. */
+  async latestVersion(db: Db): Promise<number> {
+    return Number((await db.get("SELECT value FROM resource_version_seq WHERE id = 1"))!.value);
+  }
+
+  /** Reports a failure with no caller to reject. */
+  report(message: string, error: unknown): void {
+    this.logger?.error(message, { error });
+  }
+
+  /** Translates anything the client threw into a {@linkcode BeehiveError}. */
+  translate(error: unknown): BeehiveError {
+    if (error instanceof BeehiveError) return error;
+    if (this.#closed || this.#closing) {
+      return new StoreClosedError("Cannot use the store: it is closed", { cause: error });
+    }
+    const state = sqlState(error);
+    return new StoreError(
+      `PostgreSQL store failure${state === undefined ? "" : ` (${state})`}: ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
+
+  /** Whether a client error is a unique violation. */
+  isUniqueViolation(error: unknown): boolean {
+    return sqlState(error) === UNIQUE_VIOLATION;
+  }
+
+  /** Whether a client error is a foreign-key violation. */
+  isForeignKeyViolation(error: unknown): boolean {
+    return sqlState(error) === FOREIGN_KEY_VIOLATION;
+  }
+}
+
+/** The NOTIFY channel of a schema (an identifier; schema names are checked at open). */
+export function channelName(schema: string): string {
+  return `beehive_commits_${schema}`.slice(0, 63);
+}
+
+/** A 32-bit FNV-1a hash, as a signed int4 (an advisory-lock key). */
+export function lockKey(text: string): number {
+  let h = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(text)) {
+    h ^= byte;
+    h = Math.imul(h, 0x01000193);
+  }
+  return h | 0;
+}

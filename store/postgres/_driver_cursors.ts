@@ -1,0 +1,59 @@
+/**
+ * The driver-cursor family: persisted scan positions.
+ *
+ * @module
+ */
+import type { DriverCursors } from "../../src/store.ts";
+import { describe, isStorableText, rejectWith } from "./_rows.ts";
+import type { Session } from "./_session.ts";
+
+function checkCursorName(name: unknown): asserts name is string {
+  if (typeof name !== "string" || name === "" || !isStorableText(name)) {
+    throw new TypeError(
+      `Cannot use driver cursor name: current value is ${
+        describe(name)
+      }, expected a non-empty, well-formed string`,
+    );
+  }
+}
+
+export class PostgresDriverCursors implements DriverCursors {
+  readonly #s: Session;
+
+  constructor(session: Session) {
+    this.#s = session;
+  }
+
+  get(name: string): Promise<number | undefined> {
+    return rejectWith(() => {
+      checkCursorName(name);
+      return this.#s.read(async (db) => {
+        const row = await db.get("SELECT cursor FROM driver_cursors WHERE name = ?", name);
+        return row === undefined ? undefined : Number(row.cursor);
+      });
+    });
+  }
+
+  set(name: string, cursor: number): Promise<void> {
+    return rejectWith(() => {
+      checkCursorName(name);
+      if (typeof cursor !== "number" || !Number.isSafeInteger(cursor) || cursor < 0) {
+        throw new TypeError(
+          `Cannot set driver cursor "${name}": current value is ${
+            describe(cursor)
+          }, expected an integer >= 0`,
+        );
+      }
+      return this.#s.write(async ({ db, now }) => {
+        await db.run(
+          `INSERT INTO driver_cursors (name, cursor, updated_at) VALUES (?, ?, ?)
+           ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at
+           WHERE excluded.cursor > driver_cursors.cursor`,
+          name,
+          cursor,
+          now,
+        );
+      });
+    });
+  }
+}

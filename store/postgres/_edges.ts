@@ -1,0 +1,237 @@
+/**
+ * The edges family.
+ *
+ * @module
+ */
+import type {
+  EdgeKey,
+  Edges,
+  EdgesAddResult,
+  EdgesDeleteResult,
+  IncomingEdgeQuery,
+  ObjectId,
+  ObjectRef,
+  Relation,
+} from "../../src/store.ts";
+import { checkRelation } from "../sqlite/_edges.ts";
+import type { Db, PgRow } from "./_core.ts";
+import { checkId, checkIds, describe, objectNotFound, rejectWith } from "./_rows.ts";
+import type { Session } from "./_session.ts";
+
+function checkEdge(edge: unknown): asserts edge is EdgeKey {
+  const e = edge as EdgeKey;
+  if (typeof e !== "object" || e === null) {
+    throw new TypeError(
+      `Cannot use edge: current value is ${describe(edge)}, expected { fromId, toId, relation }`,
+    );
+  }
+  checkId(e.fromId, "fromId");
+  checkId(e.toId, "toId");
+  checkRelation(e.relation);
+}
+
+/** Decodes `id, group, kind` columns. */
+export function decodeRef(row: PgRow): ObjectRef {
+  return { id: Number(row.id), group: row.group as string, kind: row.kind as string };
+}
+
+/** The deletion-pending `depends_on` targets of `fromIds`, excluding self-edges. */
+export async function unblockedTargets(
+  db: Db,
+  fromIds: readonly ObjectId[],
+): Promise<ObjectRef[]> {
+  if (fromIds.length === 0) return [];
+  return (await db.all(
+    `SELECT DISTINCT t.id AS id, t."group" AS "group", t.kind AS kind
+     FROM edges e JOIN objects t ON t.id = e.to_id
+     WHERE e.from_id = ANY(?::bigint[]) AND e.relation = 'depends_on'
+       AND e.to_id <> e.from_id AND t.deletion_requested_at IS NOT NULL
+     ORDER BY t.id`,
+    fromIds,
+  )).map(decodeRef);
+}
+
+export class PostgresEdges implements Edges {
+  readonly #s: Session;
+
+  constructor(session: Session) {
+    this.#s = session;
+  }
+
+  add(edge: EdgeKey): Promise<EdgesAddResult> {
+    return rejectWith(() => {
+      checkEdge(edge);
+      const { fromId, toId, relation } = edge;
+      return this.#s.write(async ({ db }) => {
+        const rows = await db.all(
+          `SELECT id, "group", kind, deletion_requested_at FROM objects WHERE id = ANY(?::bigint[])`,
+          [fromId, toId],
+        );
+        if (!rows.some((r) => Number(r.id) === fromId)) throw objectNotFound(fromId);
+        const to = rows.find((r) => Number(r.id) === toId);
+        if (to === undefined) throw objectNotFound(toId);
+        let stamped = false;
+        if (relation === "depends_on" && fromId !== toId) {
+          // The stamp and the watermark reset happen only for a new edge, before
+          // the insert: a stamp must never be separable from its edge.
+          stamped = await db.run(
+            `UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id = ? AND NOT EXISTS (
+               SELECT 1 FROM edges WHERE from_id = ? AND to_id = ? AND relation = 'depends_on')`,
+            fromId,
+            fromId,
+            toId,
+          ) > 0;
+          if (stamped) {
+            await db.run("DELETE FROM dependency_watermarks WHERE object_id = ?", fromId);
+          }
+        }
+        await db.run(
+          `INSERT INTO edges (from_id, to_id, relation) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+          fromId,
+          toId,
+          relation,
+        );
+        return {
+          to: { group: to.group as string, kind: to.kind as string },
+          toDeleting: to.deletion_requested_at !== null,
+          reconcileOwedStamped: stamped,
+        };
+      });
+    });
+  }
+
+  delete(edge: EdgeKey): Promise<EdgesDeleteResult> {
+    return rejectWith(() => {
+      checkEdge(edge);
+      const { fromId, toId, relation } = edge;
+      return this.#s.write(async ({ db }): Promise<EdgesDeleteResult> => {
+        const removed = await db.run(
+          "DELETE FROM edges WHERE from_id = ? AND to_id = ? AND relation = ?",
+          fromId,
+          toId,
+          relation,
+        );
+        if (removed === 0 || relation !== "depends_on") return { to: undefined, unblocked: false };
+        const row = await db.get(
+          `SELECT t."group" AS "group", t.kind AS kind,
+             t.deletion_requested_at IS NOT NULL AS to_pending,
+             (SELECT deletion_requested_at IS NOT NULL FROM objects WHERE id = ?) AS from_pending
+           FROM objects t WHERE t.id = ?`,
+          fromId,
+          toId,
+        );
+        if (row === undefined || row.to_pending !== true || row.from_pending !== false) {
+          return { to: undefined, unblocked: false };
+        }
+        return { to: { group: row.group as string, kind: row.kind as string }, unblocked: true };
+      });
+    });
+  }
+
+  deleteFinalizingDependsOn(toId: ObjectId): Promise<void> {
+    return rejectWith(() => {
+      checkId(toId, "toId");
+      return this.#s.write(async ({ db }) => {
+        await db.run(
+          `DELETE FROM edges WHERE to_id = ? AND relation = 'depends_on' AND EXISTS (
+             SELECT 1 FROM objects o WHERE o.id = edges.from_id AND o.deletion_requested_at IS NOT NULL)`,
+          toId,
+        );
+      });
+    });
+  }
+
+  hasIncoming(id: ObjectId): Promise<boolean> {
+    return rejectWith(() => {
+      checkId(id);
+      return this.#s.read(async (db) =>
+        (await db.get(
+          `SELECT EXISTS (SELECT 1 FROM edges e WHERE e.to_id = ? AND (e.relation = 'owned_by'
+             OR NOT EXISTS (SELECT 1 FROM objects o
+               WHERE o.id = e.from_id AND o.deletion_requested_at IS NOT NULL))) AS v`,
+          id,
+        ))!.v === true
+      );
+    });
+  }
+
+  listIncoming(query: IncomingEdgeQuery): Promise<ObjectRef[]> {
+    return rejectWith(() => {
+      checkId(query?.toId, "toId");
+      checkRelation(query.relation);
+      return this.#s.read(async (db) =>
+        (await db.all(
+          `SELECT e.from_id AS id, o."group" AS "group", o.kind AS kind
+           FROM edges e JOIN objects o ON o.id = e.from_id
+           WHERE e.to_id = ? AND e.relation = ? ORDER BY e.from_id`,
+          query.toId,
+          query.relation,
+        )).map(decodeRef)
+      );
+    });
+  }
+
+  listOutgoing(fromId: ObjectId, relation: Relation): Promise<ObjectRef[]> {
+    return rejectWith(() => {
+      checkId(fromId, "fromId");
+      checkRelation(relation);
+      return this.#s.read(async (db) =>
+        (await db.all(
+          `SELECT e.to_id AS id, o."group" AS "group", o.kind AS kind
+           FROM edges e JOIN objects o ON o.id = e.to_id
+           WHERE e.from_id = ? AND e.relation = ? ORDER BY e.to_id`,
+          fromId,
+          relation,
+        )).map(decodeRef)
+      );
+    });
+  }
+
+  groupIncomingByIds(
+    toIds: readonly ObjectId[],
+    relation: Relation,
+  ): Promise<Map<ObjectId, ObjectRef[]>> {
+    return rejectWith(() => {
+      checkIds(toIds, "toIds");
+      checkRelation(relation);
+      return this.#s.read((db) => group(db, toIds, relation, "to_id", "from_id"));
+    });
+  }
+
+  groupOutgoingByIds(
+    fromIds: readonly ObjectId[],
+    relation: Relation,
+  ): Promise<Map<ObjectId, ObjectRef[]>> {
+    return rejectWith(() => {
+      checkIds(fromIds, "fromIds");
+      checkRelation(relation);
+      return this.#s.read((db) => group(db, fromIds, relation, "from_id", "to_id"));
+    });
+  }
+}
+
+async function group(
+  db: Db,
+  ids: readonly ObjectId[],
+  relation: Relation,
+  key: "to_id" | "from_id",
+  other: "to_id" | "from_id",
+): Promise<Map<ObjectId, ObjectRef[]>> {
+  const out = new Map<ObjectId, ObjectRef[]>();
+  if (ids.length === 0) return out;
+  const rows = await db.all(
+    `SELECT e.${key} AS route, e.${other} AS id, o."group" AS "group", o.kind AS kind
+     FROM edges e JOIN objects o ON o.id = e.${other}
+     WHERE e.${key} = ANY(?::bigint[]) AND e.relation = ?
+     ORDER BY e.${key}, e.${other}`,
+    [...new Set(ids)],
+    relation,
+  );
+  for (const row of rows) {
+    const route = Number(row.route);
+    let list = out.get(route);
+    if (list === undefined) out.set(route, list = []);
+    list.push(decodeRef(row));
+  }
+  return out;
+}

@@ -1,0 +1,552 @@
+/**
+ * The PostgreSQL store: {@linkcode openPostgresStore} and {@linkcode PostgresStore}.
+ *
+ * @module
+ */
+import pg from "pg";
+import {
+  BeehiveError,
+  InvalidOptionError,
+  SchemaVersionDowngradeError,
+  StoreError,
+} from "../../src/errors.ts";
+import type { Logger } from "../../src/logger.ts";
+import type {
+  Conditions,
+  DeletionRequests,
+  Dependencies,
+  DriverCursors,
+  Edges,
+  Events,
+  Fence,
+  Leases,
+  Objects,
+  ObjectWrites,
+  ReconcileOwed,
+  Store,
+} from "../../src/store.ts";
+import { CommitListener } from "./_commit_listener.ts";
+import { PostgresConditions } from "./_conditions.ts";
+import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
+import { PostgresDeletionRequests } from "./_deletion_requests.ts";
+import { PostgresDependencies } from "./_dependencies.ts";
+import { PostgresDriverCursors } from "./_driver_cursors.ts";
+import { PostgresEdges } from "./_edges.ts";
+import { PostgresEvents } from "./_events.ts";
+import { HeldLocks, PostgresLeases } from "./_leases.ts";
+import { PostgresObjectWrites } from "./_object_writes.ts";
+import { PostgresObjects } from "./_objects.ts";
+import { PostgresReconcileOwed } from "./_reconcile_owed.ts";
+import { describe, rejectWith } from "./_rows.ts";
+import { migrations } from "./_schema.ts";
+import {
+  brokenClients,
+  releaseClient,
+  RootSession,
+  runHooks,
+  runOutermost,
+  type Session,
+  type TxSession,
+} from "./_session.ts";
+
+/** How a {@linkcode PostgresStore} is opened. */
+export interface PostgresStoreOptions {
+  /**
+   * The schema holding the store's tables (created on first open): many
+   * stores share one database under different schemas, and every process
+   * opening the same database and schema shares one store. Lower-case
+   * letters, digits and `_`, starting with a letter or `_`, at most 40 long.
+   * @default {"beehive"}
+   */
+  schema?: string;
+  /**
+   * The most pooled connections this open uses (each write transaction holds
+   * one to its end). Held leases and the commit listener each use one more,
+   * outside the pool.
+   * @default {10}
+   */
+  max?: number;
+  /**
+   * Where failures with no caller to reject (a throwing afterCommit hook, a
+   * lost listener connection) are reported; `console` qualifies.
+   * @default {undefined} (silent)
+   */
+  logger?: Logger;
+}
+
+const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,39}$/;
+
+/** Each open store's commit listener and held locks, shared by all its handles. */
+const listeners = new WeakMap<Core, CommitListener>();
+const heldLocks = new WeakMap<Core, HeldLocks>();
+
+/** Families bound to one session; shared by the root handle and transaction handles. */
+class Families {
+  readonly #session: Session;
+  #objects?: Objects;
+  #conditions?: Conditions;
+  #edges?: Edges;
+  #deletionRequests?: DeletionRequests;
+  #dependencies?: Dependencies;
+  #driverCursors?: DriverCursors;
+  #events?: Events;
+  #objectWrites?: ObjectWrites;
+  #reconcileOwed?: ReconcileOwed;
+  #leases?: Leases;
+
+  constructor(session: Session) {
+    this.#session = session;
+  }
+
+  get objects(): Objects {
+    return this.#objects ??= new PostgresObjects(this.#session);
+  }
+  get conditions(): Conditions {
+    return this.#conditions ??= new PostgresConditions(this.#session);
+  }
+  get edges(): Edges {
+    return this.#edges ??= new PostgresEdges(this.#session);
+  }
+  get deletionRequests(): DeletionRequests {
+    return this.#deletionRequests ??= new PostgresDeletionRequests(this.#session);
+  }
+  get dependencies(): Dependencies {
+    return this.#dependencies ??= new PostgresDependencies(this.#session);
+  }
+  get driverCursors(): DriverCursors {
+    return this.#driverCursors ??= new PostgresDriverCursors(this.#session);
+  }
+  get events(): Events {
+    return this.#events ??= new PostgresEvents(this.#session);
+  }
+  get objectWrites(): ObjectWrites {
+    return this.#objectWrites ??= new PostgresObjectWrites(this.#session);
+  }
+  get reconcileOwed(): ReconcileOwed {
+    return this.#reconcileOwed ??= new PostgresReconcileOwed(this.#session);
+  }
+  get leases(): Leases {
+    return this.#leases ??= new PostgresLeases(
+      this.#session,
+      heldLocks.get(this.#session.core)!,
+    );
+  }
+}
+
+/** Tables whose rows churn: the write log, events and conditions. */
+const CHURN_TABLES = ["object_writes", "events", "conditions", "objects", "edges"];
+/** A table is vacuumed when this many of its rows are dead, and at least 1 in 8. */
+const DEAD_FLOOR = 1000;
+const PAGE = 8192;
+
+/**
+ * PostgreSQL's space reclaim: autovacuum recycles dead rows; this vacuums the
+ * churning tables whose dead rows pass the floor now, returning trailing free
+ * pages to the OS. Resolves to the pages the files shrank by (not bounded by
+ * `maxPages`: VACUUM cannot stop part-way; at most one table runs per call).
+ */
+function reclaim(session: Session, maxPages: number): Promise<number> {
+  return rejectWith(async () => {
+    if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
+      throw new TypeError(
+        `Cannot reclaim space: maxPages is ${describe(maxPages)}, expected an integer`,
+      );
+    }
+    if (maxPages <= 0) return 0;
+    const core = session.core;
+    const due = await session.read(async (db) =>
+      await db.get(
+        `SELECT relname AS name, pg_relation_size(relid) AS size FROM pg_stat_user_tables
+         WHERE schemaname = ? AND relname = ANY(?::text[])
+           AND n_dead_tup > ? AND n_dead_tup * 8 > n_live_tup
+         ORDER BY n_dead_tup DESC LIMIT 1`,
+        core.schema,
+        CHURN_TABLES,
+        DEAD_FLOOR,
+      )
+    );
+    if (due === undefined) return 0;
+    return session.read(async (db) => {
+      // VACUUM runs outside a transaction: a root read's connection is in autocommit.
+      await db.exec(`VACUUM "${core.schema}"."${due.name as string}"`);
+      const after = await db.get(
+        "SELECT pg_relation_size(?::regclass) AS size",
+        `"${core.schema}"."${due.name as string}"`,
+      );
+      return Math.max(0, Math.floor((Number(due.size) - Number(after!.size)) / PAGE));
+    });
+  });
+}
+
+/** A transaction handle: a `Store` whose calls join one transaction frame. */
+class PostgresTx extends Families implements Store {
+  readonly identity: string;
+  readonly origin: number;
+  readonly #session: TxSession;
+
+  constructor(identity: string, session: TxSession) {
+    super(session);
+    this.identity = identity;
+    this.origin = session.core.epoch;
+    this.#session = session;
+  }
+
+  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    if (typeof fn !== "function") {
+      return Promise.reject(
+        new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`),
+      );
+    }
+    return this.#session.nested((s) => fn(new PostgresTx(this.identity, s)));
+  }
+
+  afterCommit(fn: () => void | Promise<void>): void {
+    if (typeof fn !== "function") {
+      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
+    }
+    this.#session.afterCommit(fn);
+  }
+
+  getLatestResourceVersion(): Promise<number> {
+    return this.#session.read((db) => this.#session.core.latestVersion(db));
+  }
+
+  reclaimSpace(maxPages: number): Promise<number> {
+    return rejectWith(() => {
+      if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
+        throw new TypeError(
+          `Cannot reclaim space: maxPages is ${describe(maxPages)}, expected an integer`,
+        );
+      }
+      // VACUUM cannot run inside a transaction; the check still refuses a stale handle.
+      return this.#session.read(() => Promise.resolve(0));
+    });
+  }
+
+  /** The outermost transaction's fence applies: a transaction is checked once, when it begins. */
+  fenced(_fence: Fence): Store {
+    return this;
+  }
+
+  watchCommits(listener: () => void): () => void {
+    return listeners.get(this.#session.core)!.subscribe(listener);
+  }
+
+  close(): Promise<void> {
+    return Promise.reject(
+      new BeehiveError("Cannot close the store through a transaction handle; close the root store"),
+    );
+  }
+}
+
+/**
+ * A {@linkcode Store} over one schema of a PostgreSQL database, through a
+ * pool of connections. Write transactions serialize on one counter row, so
+ * resource versions follow commit order across every connection and replica;
+ * reads run beside them and see only committed state.
+ */
+export class PostgresStore implements Store {
+  /** `postgres://host:port/database?schema=name`: every open of one schema reports one identity. */
+  readonly identity: string;
+  /** This open of the store (its `store_epoch`); the write log records it per write. */
+  readonly origin: number;
+  /** The objects table. */
+  readonly objects: Objects;
+  /** The conditions table. */
+  readonly conditions: Conditions;
+  /** The edge table. */
+  readonly edges: Edges;
+  /** The deletion-request lifecycle. */
+  readonly deletionRequests: DeletionRequests;
+  /** The dependency watermarks. */
+  readonly dependencies: Dependencies;
+  /** Driver scan positions. */
+  readonly driverCursors: DriverCursors;
+  /** The event log. */
+  readonly events: Events;
+  /** The object write log. */
+  readonly objectWrites: ObjectWrites;
+  /** The owed counts. */
+  readonly reconcileOwed: ReconcileOwed;
+  /** Named leases with fencing epochs. */
+  readonly leases: Leases;
+  readonly #core: Core;
+  readonly #session: RootSession;
+  /** The handle `openPostgresStore` returned, which owns the pool; undefined on that one. */
+  readonly #root: PostgresStore | undefined;
+  #closed: Promise<void> | undefined;
+
+  /** Use {@linkcode openPostgresStore}. */
+  private constructor(identity: string, core: Core, fence?: Fence, root?: PostgresStore) {
+    if (!listeners.has(core)) listeners.set(core, new CommitListener(core));
+    if (!heldLocks.has(core)) heldLocks.set(core, new HeldLocks(core));
+    const session = new RootSession(core, fence);
+    const families = new Families(session);
+    this.identity = identity;
+    this.origin = core.epoch;
+    this.objects = families.objects;
+    this.conditions = families.conditions;
+    this.edges = families.edges;
+    this.deletionRequests = families.deletionRequests;
+    this.dependencies = families.dependencies;
+    this.driverCursors = families.driverCursors;
+    this.events = families.events;
+    this.objectWrites = families.objectWrites;
+    this.reconcileOwed = families.reconcileOwed;
+    this.leases = families.leases;
+    this.#core = core;
+    this.#session = session;
+    this.#root = root;
+  }
+
+  /** @internal Opens a store; use {@linkcode openPostgresStore}. */
+  static async open(url: string, options: PostgresStoreOptions): Promise<PostgresStore> {
+    const schema = options.schema ?? "beehive";
+    const identity = identityOf(url, schema);
+    const connection: pg.ClientConfig = {
+      connectionString: url,
+      options: `-c search_path=${schema}`,
+      application_name: "beehive",
+    };
+    // Idle connections stay open until close: no idle timer, and no reconnect per burst.
+    const pool = new pg.Pool({
+      ...connection,
+      types: pgTypes,
+      max: options.max ?? 10,
+      idleTimeoutMillis: 0,
+    });
+    pool.on(
+      "error",
+      (error) => options.logger?.error("beehive store: an idle connection failed", { error }),
+    );
+    pool.on("connect", (client) => {
+      // A connection lost while checked out is marked, and destroyed on release.
+      client.on("error", () => brokenClients.add(client));
+    });
+    let client: PgClient | undefined;
+    try {
+      client = await pool.connect();
+      const epoch = await migrate(new Db(client, 0), schema);
+      releaseClient(client);
+      client = undefined;
+      const core = new Core(pool, connection, schema, epoch, options.logger);
+      const listener = new CommitListener(core);
+      listeners.set(core, listener);
+      await listener.start();
+      return new PostgresStore(identity, core);
+    } catch (error) {
+      if (client !== undefined) releaseClient(client, true);
+      await pool.end().catch(() => {});
+      if (error instanceof BeehiveError) throw error;
+      throw new StoreError(
+        `Cannot open PostgreSQL store ${identity}: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+        { cause: error },
+      );
+    }
+  }
+
+  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    if (typeof fn !== "function") {
+      return Promise.reject(
+        new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`),
+      );
+    }
+    return runOutermost(
+      this.#core,
+      (s) => fn(new PostgresTx(this.identity, s)),
+      this.#session.fence,
+    );
+  }
+
+  afterCommit(fn: () => void | Promise<void>): void {
+    if (typeof fn !== "function") {
+      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
+    }
+    void runHooks(this.#core, [fn]);
+  }
+
+  getLatestResourceVersion(): Promise<number> {
+    return this.#session.read((db) => this.#core.latestVersion(db));
+  }
+
+  /**
+   * Vacuums the churning table with the most dead rows, when its dead rows
+   * pass a floor (autovacuum does the rest); resolves to the pages its file
+   * shrank by. An idle call is one read.
+   */
+  reclaimSpace(maxPages: number): Promise<number> {
+    return reclaim(this.#session, maxPages);
+  }
+
+  /**
+   * A handle on this store whose every write transaction first checks, inside
+   * it, that lease `fence.lease` is not past `fence.epoch`; a write from a term
+   * that is over rejects with `FencedError` and commits nothing.
+   */
+  fenced(fence: Fence): Store {
+    if (
+      typeof fence !== "object" || fence === null || typeof fence.lease !== "string" ||
+      fence.lease === "" || !Number.isSafeInteger(fence.epoch) || fence.epoch < 0
+    ) {
+      throw new TypeError(
+        `Cannot fence the store: fence is ${
+          describe(fence)
+        }, expected { lease: string, epoch: integer >= 0 }`,
+      );
+    }
+    return new PostgresStore(this.identity, this.#core, { ...fence }, this.#root ?? this);
+  }
+
+  /**
+   * Calls `listener` soon after another open of this store (in any process)
+   * commits: a `LISTEN` connection hears the `NOTIFY` each write transaction
+   * sends at commit. Listening writes nothing.
+   */
+  watchCommits(listener: () => void): () => void {
+    return listeners.get(this.#core)!.subscribe(listener);
+  }
+
+  /** Closes the store once the transactions in flight end. Idempotent. */
+  close(): Promise<void> {
+    if (this.#root !== undefined) return this.#root.close();
+    return this.#closed ??= this.#close();
+  }
+
+  async #close(): Promise<void> {
+    const core = this.#core;
+    core.markClosing();
+    await listeners.get(core)?.close();
+    await core.drained();
+    await heldLocks.get(core)?.close();
+    core.markClosed();
+    await core.pool.end().catch(() => {});
+  }
+
+  /** Closes the store. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+function identityOf(url: string, schema: string): string {
+  try {
+    const u = new URL(url);
+    const database = decodeURIComponent(u.pathname.replace(/^\//, ""));
+    return `postgres://${u.hostname}:${
+      u.port === "" ? "5432" : u.port
+    }/${database}?schema=${schema}`;
+  } catch {
+    // Not a URL (e.g. a socket directory): named without credentials it may carry.
+    return `postgres:${url.replace(/:[^@/]*@/, "@")}?schema=${schema}`;
+  }
+}
+
+/** Creates the schema and brings it forward; resolves to this open's epoch. */
+async function migrate(db: Db, schema: string): Promise<number> {
+  await db.exec("BEGIN");
+  try {
+    // Concurrent opens migrate one at a time (CREATE SCHEMA IF NOT EXISTS alone races).
+    await db.run(
+      "SELECT pg_advisory_xact_lock(?::int, ?::int)",
+      lockKey("beehive:migrate"),
+      lockKey(schema),
+    );
+    await db.exec(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await db.exec(`CREATE TABLE IF NOT EXISTS "${schema}".schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
+    const current = Number(
+      (await db.get(`SELECT COALESCE(MAX(version), 0) AS v FROM "${schema}".schema_migrations`))!.v,
+    );
+    const latest = migrations[migrations.length - 1].version;
+    if (current > latest) {
+      throw new SchemaVersionDowngradeError(
+        `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
+      );
+    }
+    for (const m of migrations) {
+      if (m.version <= current) continue;
+      await db.exec(`SET LOCAL search_path TO "${schema}"; ${m.sql}`);
+      await db.run(
+        `INSERT INTO "${schema}".schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+        m.version,
+        m.name,
+        Date.now(),
+      );
+    }
+    const epoch = Number(
+      (await db.get(
+        `UPDATE "${schema}".store_epoch SET value = value + 1 WHERE id = 1 RETURNING value`,
+      ))!.value,
+    );
+    await db.exec("COMMIT");
+    return epoch;
+  } catch (error) {
+    await db.exec("ROLLBACK").catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * Opens (creating and migrating if needed) the beehive store in schema
+ * `options.schema` of the PostgreSQL database at `url` (a `postgres://`
+ * connection string), through the `pg` client. Every process that opens the
+ * same database and schema shares one store: resource versions follow commit
+ * order across all of them, commits wake every replica's watches
+ * (`LISTEN/NOTIFY`), and leases and fencing hold across them.
+ *
+ * @example Open, write, read, close
+ * ```ts ignore
+ * import { openPostgresStore } from "@beehive/beehive/postgres";
+ *
+ * const store = await openPostgresStore("postgres://beehive@localhost/app");
+ * const kind = { group: "example.com", kind: "Greeting" };
+ * const created = await store.objects.create(kind, { name: "hello", spec: '{"to":"world"}' });
+ * const read = await store.objects.getByName({ ...kind, name: "hello" });
+ * console.assert(read.id === created.id);
+ * await store.close();
+ * ```
+ *
+ * @throws {TypeError} `url` is not a non-empty string.
+ * @throws {InvalidOptionError} `schema` or `max` is out of range.
+ * @throws {SchemaVersionDowngradeError} the schema was written by a newer build.
+ * @throws {StoreError} the server cannot be reached, refuses the login, or the schema cannot be migrated.
+ */
+export function openPostgresStore(
+  url: string,
+  options: PostgresStoreOptions = {},
+): Promise<PostgresStore> {
+  try {
+    if (typeof url !== "string" || url === "") {
+      throw new TypeError(
+        `Cannot open PostgreSQL store: url is ${
+          describe(url)
+        }, expected a postgres:// connection string`,
+      );
+    }
+    if (typeof options !== "object" || options === null) {
+      throw new InvalidOptionError(
+        `Cannot open PostgreSQL store: options are ${describe(options)}`,
+      );
+    }
+    const { schema, max } = options;
+    if (schema !== undefined && (typeof schema !== "string" || !SCHEMA_PATTERN.test(schema))) {
+      throw new InvalidOptionError(
+        `Cannot open PostgreSQL store with schema: current value is ${
+          describe(schema)
+        }, expected lower-case letters, digits and _ (starting with a letter or _), at most 40 long`,
+      );
+    }
+    if (max !== undefined && (typeof max !== "number" || !Number.isSafeInteger(max) || max < 2)) {
+      throw new InvalidOptionError(
+        `Cannot open PostgreSQL store with max: current value is ${
+          describe(max)
+        }, expected an integer >= 2 (a transaction holds one connection while reads use another)`,
+      );
+    }
+    return PostgresStore.open(url, options);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}

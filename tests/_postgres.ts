@@ -1,0 +1,69 @@
+/**
+ * The PostgreSQL server the tests run against: `BEEHIVE_TEST_POSTGRES_URL`
+ * names a throwaway database (`scripts/postgres up` creates one, and
+ * `scripts/test` exports it). Unset, every PostgreSQL test fails with a
+ * message saying so: a suite that cannot reach its server never passes by
+ * skipping.
+ *
+ * @module
+ */
+import process from "node:process";
+import {
+  openPostgresStore as open,
+  type PostgresStore,
+  type PostgresStoreOptions,
+} from "../store/postgres/mod.ts";
+
+export type { PostgresStore, PostgresStoreOptions };
+
+/** The test database's url. @throws {Error} it is not set. */
+export function postgresUrl(): string {
+  const url = process.env.BEEHIVE_TEST_POSTGRES_URL;
+  if (url === undefined || url === "") {
+    throw new Error(
+      "BEEHIVE_TEST_POSTGRES_URL is not set: run the PostgreSQL tests through scripts/test, " +
+        "or export the url `bash scripts/postgres up` prints",
+    );
+  }
+  return url;
+}
+
+let counter = 0;
+
+/** A schema name no other test (or process) uses. */
+export function freshSchema(): string {
+  const random = crypto.randomUUID().replaceAll("-", "").slice(0, 12);
+  return `t_${random}_${++counter}`;
+}
+
+/** The schema standing for a SQLite file path in restart cases: one path, one schema. */
+export function schemaForPath(path: string): string {
+  let h = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(path)) {
+    h ^= byte;
+    h = Math.imul(h, 0x01000193);
+  }
+  return `p_${(h >>> 0).toString(16)}_${path.length}`;
+}
+
+/** Opens a store on the test database, in a fresh schema unless `options.schema` names one. */
+export function openPostgresStore(options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+  return open(postgresUrl(), { schema: freshSchema(), ...options });
+}
+
+/** Restarts the local cluster serving the test database (`pg_ctlcluster`, as root or its owner). */
+export async function restartServer(): Promise<void> {
+  const { execFile } = await import("node:child_process");
+  const run = (cmd: string, args: string[]) =>
+    new Promise<string>((resolve, reject) =>
+      execFile(cmd, args, (error, stdout, stderr) => {
+        if (error) reject(new Error(`${cmd} ${args.join(" ")} failed: ${stderr || error.message}`));
+        else resolve(stdout);
+      })
+    );
+  const port = new URL(postgresUrl()).port || "5432";
+  const line = (await run("pg_lsclusters", ["--no-header"])).split("\n")
+    .map((l) => l.trim().split(/\s+/)).find((f) => f[2] === port);
+  if (line === undefined) throw new Error(`no local PostgreSQL cluster listens on port ${port}`);
+  await run("pg_ctlcluster", [line[0], line[1], "restart", "-m", "fast"]);
+}
