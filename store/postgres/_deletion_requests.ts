@@ -7,17 +7,22 @@ import type {
   DeletionCascadeResult,
   DeletionRequestResult,
   DeletionRequests,
+  DeletionRequestsCreateOptions,
   ObjectId,
   ObjectNameRef,
   ObjectRef,
+  ObjectsListIdsOptions,
 } from "../../src/store.ts";
 import type { Db, PgRow } from "./_core.ts";
 import { decodeRef, unblockedTargets } from "./_edges.ts";
 import {
   assertKind,
+  assertVersion,
+  checkExcludeStalled,
   checkGroupKind,
   checkId,
   checkName,
+  checkPrecondition,
   checkRef,
   nameNotFound,
   rejectWith,
@@ -65,15 +70,23 @@ export class PostgresDeletionRequests implements DeletionRequests {
     this.#s = session;
   }
 
-  create(ref: ObjectRef): Promise<DeletionRequestResult> {
+  create(
+    ref: ObjectRef,
+    options?: DeletionRequestsCreateOptions,
+  ): Promise<DeletionRequestResult> {
     return rejectWith(async () => {
       checkRef(ref);
+      if (options !== undefined && (typeof options !== "object" || options === null)) {
+        throw new TypeError("Cannot request deletion: options must be an object");
+      }
+      const expected = checkPrecondition(options?.resourceVersion);
       const probe = async (db: Db) => {
         const row = await db.get(
-          `SELECT "group", kind, deletion_requested_at FROM objects WHERE id = ?`,
+          `SELECT "group", kind, deletion_requested_at, resource_version FROM objects WHERE id = ?`,
           ref.id,
         );
         assertKind(ref, row);
+        assertVersion(ref.id, Number(row.resource_version), expected);
         return row.deletion_requested_at !== null;
       };
       // The idempotent answer needs no write transaction.
@@ -139,12 +152,17 @@ export class PostgresDeletionRequests implements DeletionRequests {
     });
   }
 
-  list(): Promise<ObjectRef[]> {
-    return this.#s.read(async (db) =>
-      (await db.all(
-        `SELECT id, "group", kind FROM objects
-         WHERE deletion_requested_at IS NOT NULL ORDER BY id`,
-      )).map(decodeRef)
-    );
+  list(options?: ObjectsListIdsOptions): Promise<ObjectRef[]> {
+    return rejectWith(() => {
+      const excludeStalled = checkExcludeStalled(options, "list deletion requests");
+      return this.#s.read(async (db) =>
+        (await db.all(
+          `SELECT id, "group", kind FROM objects
+           WHERE deletion_requested_at IS NOT NULL${
+            excludeStalled ? " AND stalled_generation IS DISTINCT FROM generation" : ""
+          } ORDER BY id`,
+        )).map(decodeRef)
+      );
+    });
   }
 }

@@ -17,6 +17,8 @@ import type {
   ObjectRef,
   Objects,
   ObjectsCreateInput,
+  ObjectsListIdsOptions,
+  ObjectsListPage,
   ObjectsUpdateSpecInput,
   ObjectsUpdateSpecResult,
   ObjectsUpdateStatusInput,
@@ -31,12 +33,16 @@ import { checkRelation } from "../sqlite/_edges.ts";
 import type { Db, PgRow } from "./_core.ts";
 import {
   assertKind,
+  assertVersion,
+  checkExcludeStalled,
   checkFinalizers,
   checkGroupKind,
   checkId,
   checkIds,
   checkJsonText,
+  checkListPage,
   checkName,
+  checkPrecondition,
   checkRef,
   checkSchemaVersion,
   decodeFinalizers,
@@ -145,24 +151,42 @@ export class PostgresObjects implements Objects {
         const cursor = await this.#s.core.latestVersion(db);
         const row = await db.row(
           `SELECT ${OBJECT_COLUMNS}, EXISTS (SELECT 1 FROM edges
-             WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies
+             WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies,
+             stalled_generation
            FROM objects WHERE id = ?`,
           id,
         );
         if (row === undefined) throw objectNotFound(id);
         const object = (await withConditions(db, [decodeMeta(row)], this.#s.core.epoch))[0];
-        // has_dependencies follows the 17 object columns.
-        return { object, cursor, hasDependencies: row[17] === true };
+        // has_dependencies and stalled_generation follow the 17 object columns.
+        return {
+          object,
+          cursor,
+          hasDependencies: row[17] === true,
+          stalledGeneration: row[18] === null ? undefined : Number(row[18]),
+        };
       });
     });
   }
 
-  list(gk: GroupKind): Promise<RawObject[]> {
+  list(gk: GroupKind, page?: ObjectsListPage): Promise<RawObject[]> {
     return rejectWith(() => {
       checkGroupKind(gk);
+      const p = checkListPage(page);
       return this.#s.read(async (db) => {
-        const metas = (await db.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
-        return withConditionsOfKind(db, metas, gk, this.#s.core.epoch);
+        if (p.after === 0 && p.limit === undefined) {
+          const metas = (await db.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
+          return withConditionsOfKind(db, metas, gk, this.#s.core.epoch);
+        }
+        const metas = (await db.rows(
+          `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND id > ?
+           ORDER BY id LIMIT ?`,
+          gk.group,
+          gk.kind,
+          p.after,
+          p.limit ?? null,
+        )).map(decodeMeta);
+        return withConditions(db, metas, this.#s.core.epoch);
       });
     });
   }
@@ -175,33 +199,43 @@ export class PostgresObjects implements Objects {
     });
   }
 
-  listByIncomingEdge(gk: GroupKind, edge: IncomingEdgeQuery): Promise<RawObject[]> {
+  listByIncomingEdge(
+    gk: GroupKind,
+    edge: IncomingEdgeQuery,
+    page?: ObjectsListPage,
+  ): Promise<RawObject[]> {
     return rejectWith(() => {
       checkGroupKind(gk);
       checkId(edge?.toId, "toId");
       checkRelation(edge.relation);
+      const p = checkListPage(page);
       return this.#s.read(async (db) => {
         const metas = (await db.rows(
           `SELECT ${OBJECT_COLUMNS} FROM objects
            WHERE id IN (SELECT from_id FROM edges WHERE to_id = ? AND relation = ?)
-             AND "group" = ? AND kind = ?
-           ORDER BY id`,
+             AND "group" = ? AND kind = ? AND id > ?
+           ORDER BY id LIMIT ?`,
           edge.toId,
           edge.relation,
           gk.group,
           gk.kind,
+          p.after,
+          p.limit ?? null,
         )).map(decodeMeta);
         return withConditions(db, metas, this.#s.core.epoch);
       });
     });
   }
 
-  listIds(gk: GroupKind): Promise<ObjectId[]> {
+  listIds(gk: GroupKind, options?: ObjectsListIdsOptions): Promise<ObjectId[]> {
     return rejectWith(() => {
       checkGroupKind(gk);
+      const excludeStalled = checkExcludeStalled(options, "list ids");
       return this.#s.read(async (db) =>
         (await db.rows(
-          `SELECT id FROM objects WHERE "group" = ? AND kind = ? ORDER BY id`,
+          `SELECT id FROM objects WHERE "group" = ? AND kind = ?${
+            excludeStalled ? " AND stalled_generation IS DISTINCT FROM generation" : ""
+          } ORDER BY id`,
           gk.group,
           gk.kind,
         )).map((r) => Number(r[0]))
@@ -216,6 +250,7 @@ export class PostgresObjects implements Objects {
         (await db.rows(
           `SELECT id FROM objects WHERE "group" = ? AND kind = ?
              AND (observed_generation IS NULL OR observed_generation < generation)
+             AND stalled_generation IS DISTINCT FROM generation
            ORDER BY id`,
           gk.group,
           gk.kind,
@@ -229,13 +264,15 @@ export class PostgresObjects implements Objects {
       checkRef(ref);
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
+      const expected = checkPrecondition(input.resourceVersion);
       return this.#s.write(async (scope) => {
         const row = await scope.db.row(
           `SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`,
           ref.id,
         );
         assertKind(ref, row && { group: row[1], kind: row[2] });
-        return this.#updateSpec(scope.db, scope, decodeMeta(row!), input.spec, version);
+        const meta = decodeMeta(row!);
+        return this.#updateSpec(scope.db, scope, meta, input.spec, version, expected);
       });
     });
   }
@@ -248,9 +285,10 @@ export class PostgresObjects implements Objects {
       checkNameRef(ref);
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
+      const expected = checkPrecondition(input.resourceVersion);
       return this.#s.write(async (scope) => {
         const meta = await readMetaByName(scope.db, ref);
-        return this.#updateSpec(scope.db, scope, meta, input.spec, version);
+        return this.#updateSpec(scope.db, scope, meta, input.spec, version, expected);
       });
     });
   }
@@ -261,8 +299,10 @@ export class PostgresObjects implements Objects {
     stored: RawObjectMeta,
     spec: string,
     incoming: number,
+    expected: number | undefined,
   ): Promise<ObjectsUpdateSpecResult> {
-    // Refused before the version stamp and the byte compare: the order is contractual.
+    // The order is contractual: precondition, deletion mark, version stamp, byte compare.
+    assertVersion(stored.id, stored.resourceVersion, expected);
     if (stored.deletionRequestedAt !== undefined) {
       throw new DeletionPendingError(
         `Cannot update the spec of ${
@@ -322,6 +362,76 @@ export class PostgresObjects implements Objects {
           ref.id,
         );
         await appendWrite(db, rv, ref, "update", now);
+        return true;
+      });
+    });
+  }
+
+  addFinalizer(ref: ObjectRef, finalizer: string): Promise<boolean> {
+    return rejectWith(() => {
+      checkRef(ref);
+      const [checked] = checkFinalizers([finalizer]);
+      return this.#s.write(async ({ db, now, draw }) => {
+        const row = await db.get(
+          `SELECT "group", kind, name, finalizers, deletion_requested_at FROM objects
+           WHERE id = ? FOR UPDATE`,
+          ref.id,
+        );
+        assertKind(ref, row);
+        if (row.deletion_requested_at !== null) {
+          throw new DeletionPendingError(
+            `Cannot add finalizer ${JSON.stringify(checked)} to ${
+              kindName(ref)
+            } "${row.name}" (id ${ref.id}): its deletion is pending`,
+          );
+        }
+        const finalizers = decodeFinalizers(row.finalizers as string, ref.id);
+        if (finalizers.includes(checked)) return false;
+        const rv = draw();
+        await db.run(
+          "UPDATE objects SET finalizers = ?, resource_version = ?, updated_at = ? WHERE id = ?",
+          JSON.stringify([...finalizers, checked]),
+          rv,
+          now,
+          ref.id,
+        );
+        await appendWrite(db, rv, ref, "update", now);
+        return true;
+      });
+    });
+  }
+
+  setStalledGeneration(ref: ObjectRef, generation: number | undefined): Promise<boolean> {
+    return rejectWith(() => {
+      checkRef(ref);
+      if (
+        generation !== undefined &&
+        (typeof generation !== "number" || !Number.isSafeInteger(generation) || generation < 1)
+      ) {
+        throw new InvalidObservedGenerationError(
+          `Cannot record stalled generation ${
+            describe(generation)
+          } for object ${ref.id}: a generation is an integer >= 1 or undefined`,
+        );
+      }
+      return this.#s.write(async ({ db }) => {
+        const row = await db.get(
+          `SELECT "group", kind, generation, stalled_generation FROM objects WHERE id = ?`,
+          ref.id,
+        );
+        assertKind(ref, row);
+        if (generation !== undefined && generation > Number(row.generation)) {
+          throw new ObservedGenerationFutureError(
+            `Cannot record stalled generation ${generation} for object ${ref.id}: its generation is ${row.generation}`,
+          );
+        }
+        const stored = row.stalled_generation === null ? undefined : Number(row.stalled_generation);
+        if (stored === generation) return false;
+        await db.run(
+          "UPDATE objects SET stalled_generation = ? WHERE id = ?",
+          generation ?? null,
+          ref.id,
+        );
         return true;
       });
     });

@@ -23,13 +23,17 @@ import {
 import type { Db, PgRow, PgRowArray } from "./_core.ts";
 
 export {
+  assertVersion,
+  checkExcludeStalled,
   checkFinalizers,
   checkGroupKind,
   checkId,
   checkIds,
   checkJsonText,
+  checkListPage,
   checkName,
   checkPage,
+  checkPrecondition,
   checkRef,
   checkRetention,
   checkSchemaVersion,

@@ -155,9 +155,22 @@ CREATE TABLE leases (
 
 const origin = `ALTER TABLE object_writes ADD COLUMN origin BIGINT NOT NULL DEFAULT 0;`;
 
+// The generation a permanent failure stalled an object at; the owed pass's
+// unsettled listing leaves out rows stalled at their current generation.
+const stalled = `
+ALTER TABLE objects ADD COLUMN stalled_generation BIGINT;
+DROP INDEX idx_objects_unsettled;
+CREATE INDEX idx_objects_unsettled ON objects ("group", kind, id)
+  WHERE (observed_generation IS NULL OR observed_generation < generation)
+    AND stalled_generation IS DISTINCT FROM generation;
+CREATE INDEX idx_objects_stalled ON objects ("group", kind, id)
+  WHERE stalled_generation IS NOT NULL;
+`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
   { version: 2, name: "leases", sql: leases },
   { version: 3, name: "write origin", sql: origin },
+  { version: 4, name: "stalled generation", sql: stalled },
 ];

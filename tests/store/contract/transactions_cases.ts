@@ -105,11 +105,11 @@ export const transactionsCases: ContractCase[] = [
         "d",
         "taken",
       ]);
-      // Each landed write has its own version, in call order, and its own log entry.
+      // Each landed write has its own version and its own log entry (concurrent calls have no order).
       const rvs = results.filter((r) => r.status === "fulfilled").map((r) =>
         (r as PromiseFulfilledResult<{ resourceVersion: number }>).value.resourceVersion
       );
-      for (let i = 1; i < rvs.length; i++) assert.ok(rvs[i] > rvs[i - 1]);
+      assert.equal(new Set(rvs).size, 4);
       assert.equal(await logCount(s, Widget), 5);
     },
   },
