@@ -3,7 +3,8 @@
  * in flight fail with `StoreError` and commit nothing half-way, no write that
  * was acknowledged is lost, and the engine converges once the server is back.
  * Real time (the outage is the server's); restarts the local cluster, so it
- * runs in the Deno PostgreSQL suite only, by name (its name keeps it out of test discovery).
+ * is run by hand (its name keeps it out of test discovery):
+ *   BEEHIVE_TEST_POSTGRES_URL=... deno test -A tests/postgres_server_restart_case.ts
  *
  * @module
  */
