@@ -262,7 +262,19 @@ console.log("| ---: | ---: | ---: | ---: | ---: | ---: |");
 const nodeDriver = drivers[0];
 for (const n of SIZES) {
   const f = floor(n, nodeDriver);
-  for (const [callers, concurrency] of [[1, 1], [32, 8], [100, 8]]) {
+  // Each caller count at concurrency 1, at the default (4) and at 8.
+  for (
+    const [callers, concurrency] of [
+      [1, 1],
+      [1, 4],
+      [32, 1],
+      [32, 4],
+      [32, 8],
+      [100, 1],
+      [100, 4],
+      [100, 8],
+    ]
+  ) {
     const e = await engine(n, nodeDriver, false, { callers, concurrency });
     console.log(
       `| ${n} | ${callers} | ${concurrency} | ${e.toFixed(0)} | ${f.toFixed(0)} | ${

@@ -157,8 +157,17 @@ export class Engine {
     this.registration(ref)?.reconciler.queue.requeueNow(ref.id);
   }
 
-  /** A wake that respects backoff and the floor. */
+  /**
+   * A wake that respects backoff, and the floor once the object's push budget
+   * is spent: a quiet object runs at once, a push loop is paced by the floor.
+   */
   pushThrottled(ref: ObjectRef): void {
+    if (this.state !== "running" || this.term === undefined) return;
+    this.registration(ref)?.reconciler.queue.push(ref.id);
+  }
+
+  /** A periodic sweep's wake: a backstop, not news, so backoff and the floor hold it. */
+  sweepWake(ref: ObjectRef): void {
     if (this.state !== "running" || this.term === undefined) return;
     this.registration(ref)?.reconciler.queue.add(ref.id);
   }

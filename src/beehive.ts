@@ -532,7 +532,7 @@ export class Beehive {
       for (const ref of await store.deletionRequests.list({ excludeStalled: true })) {
         if (stopped.aborted) return;
         if (engine.registration(ref) !== undefined) {
-          engine.pushThrottled(ref);
+          engine.sweepWake(ref);
           continue;
         }
         try {

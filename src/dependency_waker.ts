@@ -17,7 +17,7 @@ export const WAKER_CURSOR = "dependency_waker";
 const PAGE = 256;
 const PAGES_PER_PASS = 4;
 /** The minimum gap between two scans: a burst of commits costs one scan. */
-const SCAN_FLOOR = 100;
+const SCAN_FLOOR = 10;
 /** The minimum gap between two cursor writes. */
 const PERSIST_FLOOR = 1_000;
 const RETRY_BASE = 100;

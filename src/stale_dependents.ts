@@ -47,7 +47,7 @@ export class StaleDependents {
         if (page.dependents.length > 0) {
           // Stamp first: a crash then costs a spare pass, never a lost one.
           await term.store.reconcileOwed.stamp(page.dependents);
-          for (const ref of page.dependents) engine.pushThrottled(ref);
+          for (const ref of page.dependents) engine.sweepWake(ref);
         }
         after = page.position;
         if (page.dependents.length < PAGE) break;

@@ -1,7 +1,7 @@
 /**
  * The per-kind work queue: set semantics, one pass per object at a time, a
- * per-object re-enqueue floor, and per-object alarms (retry backoff, requeue
- * delays, the floor, startup admission), with a schedule gauge.
+ * per-object re-enqueue floor with a push budget, and per-object alarms (retry
+ * backoff, requeue delays, the floor, startup admission), with a schedule gauge.
  *
  * @module
  */
@@ -29,9 +29,25 @@ const MAX_TIMER = 2_147_483_647;
 export const REQUEUE_FLOOR = 1_000;
 
 /**
+ * The per-object push budget: how many passes in a burst a push may start
+ * inside the floor window. Every dispatch spends a token and the budget
+ * refills by one per floor interval, so a quiet object runs at once on new
+ * information, while a push loop (two objects waking each other) runs this
+ * many passes and then one per floor interval, as the floor alone would.
+ */
+export const PUSH_BURST = 5;
+
+/** An object's last dispatch, and the push tokens it left. */
+interface Dispatch {
+  readonly at: number;
+  readonly tokens: number;
+}
+
+/**
  * A work queue. Throttled adds (`add`) are absorbed by a pending backoff or
- * floor alarm and held by the floor; immediate adds (`requeueNow`, alarms
- * firing) bypass both. An id is queued at most once and handed to one worker
+ * floor alarm and held by the floor; pushes (`push`) are throttled adds that
+ * may spend the object's push budget to pass the floor; immediate adds
+ * (`requeueNow`, alarms firing) bypass both. An id is queued at most once and handed to one worker
  * at a time; an add while it is being processed marks it dirty, and `done`
  * queues it again.
  */
@@ -42,8 +58,11 @@ export class WorkQueue {
   /** Ids added while processing, with the instant they became due. */
   readonly #dirty = new Map<ObjectId, number>();
   readonly #alarms = new Map<ObjectId, Alarm>();
-  /** Dispatch instants inside the floor window, oldest first (lazy eviction). */
-  readonly #dispatched = new Map<ObjectId, number>();
+  /**
+   * Each recent dispatch, oldest first, with the push budget left after it:
+   * the floor window and the budget both start at a dispatch (lazy eviction).
+   */
+  readonly #recent = new Map<ObjectId, Dispatch>();
   readonly #waiters: ((id: ObjectId | undefined) => void)[] = [];
   readonly #watchers = new Map<ObjectId, Set<(s: Schedule) => void>>();
   readonly #published = new Map<ObjectId, number | undefined>();
@@ -63,6 +82,26 @@ export class WorkQueue {
   add(id: ObjectId): void {
     this.#add(id, true);
     this.#publish(id);
+  }
+
+  /**
+   * A push of new information (a dependency changed): a throttled add, except
+   * that a wake the floor would hold runs at once while the object's push
+   * budget has a token left. A pending backoff still absorbs it.
+   */
+  push(id: ObjectId): void {
+    if (this.#stopped || this.#queued.has(id)) return;
+    const pending = this.#alarms.get(id);
+    if (pending?.kind !== "backoff") {
+      const held = pending?.kind === "floor" || this.#heldUntil(id) !== undefined;
+      if (held && this.#tokens(id, Date.now()) >= 1) {
+        if (pending?.kind === "floor") this.#clearAlarm(id);
+        this.#add(id, false);
+        this.#publish(id);
+        return;
+      }
+    }
+    this.add(id);
   }
 
   /** An immediate add: clears any pending alarm and bypasses the floor. */
@@ -125,7 +164,7 @@ export class WorkQueue {
     this.#clearAlarm(id);
     this.#queued.delete(id);
     this.#dirty.delete(id);
-    this.#dispatched.delete(id);
+    this.#recent.delete(id);
     this.#processing.delete(id);
     this.#publish(id);
   }
@@ -223,27 +262,36 @@ export class WorkQueue {
     return id;
   }
 
-  /** Records a dispatch in the floor window, evicting expired entries. */
+  /**
+   * Records a dispatch: it starts the floor window and spends a token of the
+   * push budget (never below zero). Entries whose budget has refilled are
+   * evicted first: an absent entry is a full budget and no floor.
+   */
   #admit(id: ObjectId): void {
     if (this.#floor <= 0) return;
     const now = Date.now();
-    for (const [old, at] of this.#dispatched) {
-      if (at + this.#floor > now) break;
-      this.#dispatched.delete(old);
+    const refill = PUSH_BURST * this.#floor;
+    for (const [old, d] of this.#recent) {
+      if (d.at + refill > now) break;
+      this.#recent.delete(old);
     }
-    this.#dispatched.delete(id);
-    this.#dispatched.set(id, now);
+    const tokens = this.#tokens(id, now);
+    this.#recent.delete(id);
+    this.#recent.set(id, { at: now, tokens: Math.max(0, tokens - 1) });
+  }
+
+  /** The push budget `id` has now: a token per floor interval since its last dispatch. */
+  #tokens(id: ObjectId, now: number): number {
+    const d = this.#recent.get(id);
+    if (d === undefined) return PUSH_BURST;
+    return Math.min(PUSH_BURST, d.tokens + (now - d.at) / this.#floor);
   }
 
   #heldUntil(id: ObjectId): number | undefined {
-    const at = this.#dispatched.get(id);
-    if (at === undefined) return undefined;
-    const until = at + this.#floor;
-    if (until <= Date.now()) {
-      this.#dispatched.delete(id);
-      return undefined;
-    }
-    return until;
+    const d = this.#recent.get(id);
+    if (d === undefined) return undefined;
+    const until = d.at + this.#floor;
+    return until <= Date.now() ? undefined : until;
   }
 
   #setAlarm(id: ObjectId, kind: AlarmKind, fireAt: number): void {

@@ -1,13 +1,14 @@
 /**
  * Unit tests for the per-kind work queue: dedupe, FIFO, one worker per id,
- * the re-enqueue floor, alarm arbitration, forget, the schedule gauge and stop.
+ * the re-enqueue floor and the push budget, alarm arbitration, forget, the
+ * schedule gauge and stop.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { test } from "./_test.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";
-import { type AlarmKind, type Schedule, WorkQueue } from "../src/work_queue.ts";
+import { type AlarmKind, PUSH_BURST, type Schedule, WorkQueue } from "../src/work_queue.ts";
 
 /** Runs `fn` under fake time, then stops the queues it made and uninstalls the clock. */
 async function withQueue(
@@ -321,6 +322,128 @@ test("WorkQueue add is absorbed by a pending backoff alarm", async () => {
     clock.tick(1);
     await flush();
     assert.deepEqual(got, { done: true, value: 1 });
+  });
+});
+
+// --- the push budget --------------------------------------------------------
+
+test("WorkQueue push runs an id the floor holds at once while its budget lasts", async () => {
+  await withQueue(async ({ clock, t0, make }) => {
+    const q = make();
+    q.add(1);
+    await runOnce(q, 1);
+    clock.tick(5);
+    q.push(1);
+    assert.equal(due(q, 1), t0 + 5, "queued now, not at the floor");
+    assert.equal(clock.countTimers(), 0);
+    assert.equal(await q.get(), 1);
+  });
+});
+
+test("WorkQueue push is held by the floor once the budget is spent", async () => {
+  await withQueue(async ({ clock, make }) => {
+    const q = make();
+    q.add(1);
+    await runOnce(q, 1);
+    // Every dispatch spends a token: the first one and PUSH_BURST − 1 pushes.
+    for (let i = 1; i < PUSH_BURST; i++) {
+      q.push(1);
+      await runOnce(q, 1);
+    }
+    const last = Date.now();
+    q.push(1);
+    assert.equal(due(q, 1), last + 1_000, "held by the floor");
+    assert.equal(clock.countTimers(), 1);
+  });
+});
+
+test("WorkQueue push budget refills one token per floor interval", async () => {
+  await withQueue(async ({ clock, make }) => {
+    const q = make();
+    q.add(1);
+    await runOnce(q, 1);
+    for (let i = 1; i < PUSH_BURST; i++) {
+      q.push(1);
+      await runOnce(q, 1);
+    }
+    clock.tick(1_999); // one whole token back, not two
+    q.push(1);
+    await runOnce(q, 1);
+    q.push(1);
+    assert.equal(due(q, 1), Date.now() + 1_000, "the refilled token is spent");
+  });
+});
+
+test("WorkQueue push paces a loop at the floor after its burst", async () => {
+  await withQueue(async ({ clock, t0, make }) => {
+    const q = make();
+    const at: number[] = [];
+    q.push(1);
+    // Every pass pushes its own id again, as two objects waking each other would.
+    for (let i = 0; i < PUSH_BURST + 4; i++) {
+      const got = track(q.get());
+      await flush();
+      while (!got.done) {
+        clock.tick(1);
+        await flush();
+      }
+      at.push(Date.now() - t0);
+      q.push(1);
+      q.done(1);
+    }
+    assert.deepEqual(at.slice(0, PUSH_BURST), Array(PUSH_BURST).fill(0), "the burst runs at once");
+    for (let i = PUSH_BURST; i < at.length; i++) assert.equal(at[i] - at[i - 1], 1_000, `${at}`);
+  });
+});
+
+test("WorkQueue push replaces a pending floor alarm with a dispatch", async () => {
+  await withQueue(async ({ clock, t0, make }) => {
+    const q = make();
+    q.add(1);
+    await runOnce(q, 1);
+    q.add(1); // requeueAfter(0): a floor alarm
+    assert.equal(due(q, 1), t0 + 1_000);
+    q.push(1);
+    assert.equal(due(q, 1), t0);
+    assert.equal(clock.countTimers(), 0);
+  });
+});
+
+test("WorkQueue push is absorbed by a pending backoff", async () => {
+  await withQueue(async ({ clock, t0, make }) => {
+    const q = make();
+    q.add(1);
+    await runOnce(q, 1);
+    q.addAfter(1, 4_000, "backoff");
+    q.push(1);
+    assert.equal(due(q, 1), t0 + 4_000);
+    assert.equal(clock.countTimers(), 1);
+  });
+});
+
+test("WorkQueue push of a running id runs it again when its pass ends", async () => {
+  await withQueue(async ({ make }) => {
+    const q = make();
+    q.add(1);
+    assert.equal(await q.get(), 1);
+    q.push(1);
+    q.done(1);
+    assert.equal(await q.get(), 1);
+  });
+});
+
+test("WorkQueue forget drops the push budget", async () => {
+  await withQueue(async ({ make }) => {
+    const q = make();
+    q.add(1);
+    await runOnce(q, 1);
+    for (let i = 1; i < PUSH_BURST; i++) {
+      q.push(1);
+      await runOnce(q, 1);
+    }
+    q.forget(1);
+    q.push(1);
+    assert.equal(due(q, 1), Date.now(), "a forgotten id starts with a full budget");
   });
 });
 

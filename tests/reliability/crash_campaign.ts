@@ -588,6 +588,13 @@ async function checkResume(
 
 /** Why the graph has not converged yet, or `undefined`. */
 async function lagging(store: Store, rows: Map<number, RawObject>): Promise<string | undefined> {
+  // Judged from `rows` first: the listing below is a later read, so a deletion collected
+  // between the two would look done while `rows` still holds the object.
+  for (const row of rows.values()) {
+    if (row.deletionRequestedAt !== undefined) {
+      return `${row.kind} ${row.id}'s deletion is uncollected`;
+    }
+  }
   const pending = await store.deletionRequests.list();
   if (pending.length > 0) {
     return `${pending.length} deletions uncollected (${pending[0].kind} ${pending[0].id} first)`;

@@ -811,9 +811,14 @@ async function dependencyPair(h: Harness, raw: Store): Promise<Pair> {
   ids.target = (await h.bh.client(Other).create("t", { v: 1 })).id;
   ids.dependent = (await h.create("d")).id;
   await h.bh.adminClient(Thing).addDependency(ids.dependent, ids.target);
-  // Let the edge's pass, the waker's scan and its cursor write all finish.
+  // Let the edge's pass, the waker's scan and its cursor write all finish. The scan may
+  // find the target's create with the edge already there: its wake runs at once (the
+  // push budget passes the floor), a second pass against the same target version.
   await h.tick(5_000);
-  assert.equal(seen.length, 1);
+  assert.ok(seen.length >= 1 && seen.length <= 2, `${seen.length} setup passes`);
+  assert.ok(seen.every((v) => v === seen[0]), "every setup pass saw the target as created");
+  // The cases count passes from here: keep the baseline at one.
+  seen.splice(0, seen.length - 1);
   return {
     target: await raw.objects.get(ids.target),
     dependent: await raw.objects.get(ids.dependent),
