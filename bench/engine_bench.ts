@@ -125,6 +125,34 @@ async function engine(
   }
 }
 
+/** Objects/s when each pass awaits `ioMs` of I/O (a timer standing in for a call out) first. */
+async function ioBound(n: number, concurrency: number, ioMs: number): Promise<number> {
+  const { path, done } = tempFile();
+  const store = await openSqliteStore(path);
+  try {
+    const bh = new Beehive(store, { concurrency });
+    let passes = 0;
+    const all = Promise.withResolvers<void>();
+    bh.register(Kind, async () => {
+      await new Promise((resolve) => setTimeout(resolve, ioMs));
+      if (++passes === n) all.resolve();
+      return settled();
+    });
+    const stop = await bh.start();
+    const client = bh.client(Kind);
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: 32 }, async (_, c) => {
+      for (let i = c; i < n; i += 32) await client.create(`item-${i}`, SPEC);
+    }));
+    await all.promise;
+    await stop();
+    return n / ((performance.now() - t0) / 1000);
+  } finally {
+    await store.close();
+    done();
+  }
+}
+
 /** Fills a store with n settled objects, in batches. */
 async function fillSettled(store: Store, n: number): Promise<void> {
   for (let i = 0; i < n; i += 1000) {
@@ -282,6 +310,17 @@ for (const n of SIZES) {
       }% |`,
     );
   }
+}
+console.log("");
+const IO_OBJECTS = QUICK ? 200 : 1_000;
+console.log(
+  `A pass that awaits 2 ms of I/O first, ${IO_OBJECTS} objects from 32 callers (the default concurrency is 4):`,
+);
+console.log("");
+console.log("| concurrency | obj/s |");
+console.log("| ---: | ---: |");
+for (const concurrency of [1, 2, 4, 8, 16]) {
+  console.log(`| ${concurrency} | ${(await ioBound(IO_OBJECTS, concurrency, 2)).toFixed(0)} |`);
 }
 console.log("");
 console.log(`idle Beehive holding ${IDLE_OBJECTS} settled objects, one simulated minute:`);

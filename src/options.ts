@@ -61,7 +61,7 @@ export interface ControllerOptions {
   startupFullPass?: boolean;
   /** The cap of the retry ladder (1 s doubling). Must be > 0. @default {30_000} */
   maxRetryInterval?: number;
-  /** Passes of one kind that may run at once (never two for one object). An integer ≥ 1. @default {1} */
+  /** Passes of one kind that may run at once (never two for one object). An integer ≥ 1. @default {4} */
   concurrency?: number;
 }
 
@@ -188,7 +188,7 @@ export const DEFAULTS: ResolvedBeehiveOptions = {
   individualPassInterval: 0,
   startupFullPass: false,
   maxRetryInterval: 30_000,
-  concurrency: 1,
+  concurrency: 4,
   staleDependentsInterval: 60_000,
   watchFloorInterval: 30_000,
   gcInterval: 30_000,

@@ -310,12 +310,14 @@ export class Reconciler implements KindLoop {
     if (this.#engine.term === undefined) return;
     const store = this.#engine.store;
     const log = this.#engine.log;
+    // One requeue per object however many addresses of the batch named it.
+    const found = new Set<ObjectId>();
     if (ids.length > 0) {
       try {
-        const found = await store.objects.listByIds(this.gk, ids);
-        const hit = new Set(found.map((o) => o.id));
+        const rows = await store.objects.listByIds(this.gk, ids);
+        const hit = new Set(rows.map((o) => o.id));
         for (const id of ids) {
-          if (hit.has(id)) this.queue.requeueNow(id);
+          if (hit.has(id)) found.add(id);
           else this.#ignored(id);
         }
       } catch (error) {
@@ -324,13 +326,13 @@ export class Reconciler implements KindLoop {
     }
     for (const name of names) {
       try {
-        const meta = await store.objects.getMetaByName({ ...this.gk, name });
-        this.queue.requeueNow(meta.id);
+        found.add((await store.objects.getMetaByName({ ...this.gk, name })).id);
       } catch (error) {
         if (error instanceof NotFoundError) this.#ignored(name);
         else log.warn("beehive: trigger lookup failed", { kind: kindName(this.gk), error });
       }
     }
+    for (const id of found) this.queue.requeueNow(id);
   }
 
   async #work(): Promise<void> {

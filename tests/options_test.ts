@@ -57,7 +57,7 @@ test("resolveBeehiveOptions defaults every option", () => {
     individualPassInterval: 0,
     startupFullPass: false,
     maxRetryInterval: 30_000,
-    concurrency: 1,
+    concurrency: 4,
     staleDependentsInterval: 60_000,
     watchFloorInterval: 30_000,
     gcInterval: 30_000,

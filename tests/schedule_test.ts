@@ -85,7 +85,8 @@ test("Schedule getSchedule reports the floor holding a wake until the object may
 });
 
 test("Schedule getSchedule reports due now while the object is queued", async () => {
-  await withHarness({}, async (h) => {
+  // One worker, so a pass held open keeps the next object queued.
+  await withHarness({ beehive: { concurrency: 1 } }, async (h) => {
     await h.start();
     const a = await h.create("a");
     const b = await h.create("b");
