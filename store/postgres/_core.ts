@@ -124,6 +124,13 @@ export class AsyncLock {
     return promise;
   }
 
+  /** Takes the lock if it is free; false when it is held. */
+  tryAcquire(): boolean {
+    if (this.#held) return false;
+    this.#held = true;
+    return true;
+  }
+
   /** Hands the lock to the next waiter, or frees it. */
   release(): void {
     const next = this.#waiters.shift();
@@ -163,6 +170,12 @@ export class Core {
   readonly epoch: number;
   /** The NOTIFY channel commits are announced on. */
   readonly channel: string;
+  /**
+   * One write transaction of this open at a time: the counter row serializes
+   * every writer anyway (versions are commit-ordered), so waiting here instead
+   * loses nothing, and lets writes that wait together share a commit.
+   */
+  readonly writeLock = new AsyncLock();
   readonly logger: Logger | undefined;
   /** Connection settings for dedicated (non-pooled) connections. */
   readonly connection: pg.ClientConfig;

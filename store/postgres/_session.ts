@@ -10,17 +10,11 @@
 import { ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
 import type { Fence } from "../../src/store.ts";
 import { AsyncLock, type Core, Db, type PgClient } from "./_core.ts";
+import { isServerError, MemberSavepoint, releaseClient, rollbackQuietly } from "./_connections.ts";
+import { commitInGroup } from "./_group_commit.ts";
+import { Draws, Scope, type WriteScope } from "./_write_scope.ts";
 
-/** What a write unit may use: its connection, one clock reading, and version draws. */
-export interface WriteScope {
-  readonly db: Db;
-  /** `Date.now()` read once for the whole unit. */
-  readonly now: number;
-  /** The next resource version. */
-  draw(): number;
-  /** `n` consecutive resource versions; returns the first. */
-  drawMany(n: number): number;
-}
+export type { WriteScope } from "./_write_scope.ts";
 
 /** How a family reaches the database. */
 export interface Session {
@@ -33,28 +27,10 @@ export interface Session {
   write<T>(fn: (scope: WriteScope) => Promise<T>): Promise<T>;
 }
 
-/** Connections that reported an error: released to be destroyed, never reused. */
-export const brokenClients = new WeakSet<PgClient>();
-
-/** Returns `client` to the pool, destroying it when it failed. */
-export function releaseClient(client: PgClient, failed = false): void {
-  client.release(failed || brokenClients.has(client) ? true : undefined);
-}
-
 /** A registered afterCommit hook and the frame that owns it. */
 interface Hook {
   readonly frame: Frame;
   readonly fn: () => void | Promise<void>;
-}
-
-/** Version draws above the committed counter, within one write transaction. */
-class Draws {
-  next: number;
-  drawn = 0;
-
-  constructor(committed: number) {
-    this.next = committed + 1;
-  }
 }
 
 /** One outermost transaction's shared state. */
@@ -68,9 +44,9 @@ export class TxState {
   committed = false;
   #savepoints = 0;
 
-  constructor(db: Db, committed: number) {
+  constructor(db: Db, draws: Draws) {
     this.db = db;
-    this.draws = new Draws(committed);
+    this.draws = draws;
   }
 
   nextSavepoint(): string {
@@ -123,33 +99,6 @@ export class Frame {
   }
 }
 
-/** A write scope drawing from one transaction's counter. */
-class Scope implements WriteScope {
-  readonly db: Db;
-  readonly now: number;
-  readonly #draws: Draws;
-
-  constructor(db: Db, draws: Draws) {
-    this.db = db;
-    this.#draws = draws;
-    this.now = Date.now();
-  }
-
-  // Arrow properties: families destructure the scope.
-  draw = (): number => {
-    const v = this.#draws.next++;
-    this.#draws.drawn = v;
-    return v;
-  };
-
-  drawMany = (n: number): number => {
-    const first = this.#draws.next;
-    this.#draws.next += n;
-    this.#draws.drawn = first + n - 1;
-    return first;
-  };
-}
-
 /** Runs hooks in order, awaiting each; a failing hook is reported and skipped. */
 export async function runHooks(
   core: Core,
@@ -161,16 +110,6 @@ export async function runHooks(
     } catch (error) {
       core.report("beehive store: an afterCommit hook failed", error);
     }
-  }
-}
-
-async function rollbackQuietly(db: Db): Promise<boolean> {
-  try {
-    await db.exec("ROLLBACK");
-    return true;
-  } catch {
-    // The connection is gone: the server rolled the transaction back with it.
-    return false;
   }
 }
 
@@ -240,6 +179,7 @@ export class RootSession implements Session {
     }
   }
 
+  /** Queues the unit for the next group commit (see `_group_commit.ts`). */
   async write<T>(fn: (scope: WriteScope) => Promise<T>): Promise<T> {
     const core = this.core;
     try {
@@ -249,32 +189,11 @@ export class RootSession implements Session {
     }
     core.enter();
     try {
-      const client = await core.connect();
-      const db = new Db(client, core.epoch);
-      let failed = false;
-      try {
-        const draws = new Draws(await core.begin(db, this.fence));
-        const result = await fn(new Scope(db, draws));
-        await core.commit(db, draws.drawn);
-        return result;
-      } catch (error) {
-        failed = !await rollbackQuietly(db);
-        throw error;
-      } finally {
-        releaseClient(client, failed);
-      }
-    } catch (error) {
-      throw core.translate(error);
+      return await commitInGroup(core, fn, this.fence);
     } finally {
       core.leave();
     }
   }
-}
-
-/** Whether `error` came from the server about one statement (the connection is still good). */
-function isServerError(error: unknown): boolean {
-  return typeof (error as { code?: unknown } | null)?.code === "string" &&
-    (error as { severity?: unknown }).severity !== undefined;
 }
 
 /** The session of one transaction frame's handle. */
@@ -315,15 +234,14 @@ export class TxSession implements Session {
         const db = state.db;
         // A fixed name is safe: units hold the connection, so they never interleave.
         await db.exec("SAVEPOINT bh_unit");
-        const mark = { next: state.draws.next, drawn: state.draws.drawn };
+        const mark = state.draws.mark();
         try {
           const result = await fn(new Scope(db, state.draws));
           await db.exec("RELEASE bh_unit");
           return result;
         } catch (error) {
           // Versions drawn by a unit that unwound are returned: none was seen outside.
-          state.draws.next = mark.next;
-          state.draws.drawn = mark.drawn;
+          state.draws.restore(mark);
           await db.exec("ROLLBACK TO bh_unit; RELEASE bh_unit");
           throw error;
         }
@@ -451,9 +369,10 @@ function markUnwound(frame: Frame): void {
 }
 
 /**
- * Runs `fn` as an outermost transaction on one pooled connection: the counter
- * lock and the fence first, commit when it resolves, roll back when it
- * rejects, then the hooks.
+ * Runs `fn` as an outermost transaction on one pooled connection, holding the
+ * store's write lock: the counter lock and the fence first, commit when it
+ * resolves, roll back when it rejects, then the hooks. When the writer is
+ * busy, `fn` joins the next transaction group instead.
  */
 export async function runOutermost<T>(
   core: Core,
@@ -466,27 +385,40 @@ export async function runOutermost<T>(
     throw core.translate(error);
   }
   core.enter();
+  // Contended: join the next group of transactions sharing one commit.
+  const group = txGroup(core);
+  if (group.waiting || !core.writeLock.tryAcquire()) {
+    try {
+      return await group.join(fn, fence);
+    } finally {
+      core.leave();
+    }
+  }
+  const unlock = () => {
+    core.writeLock.release();
+    core.leave();
+  };
   let client: PgClient;
   let state: TxState;
   try {
     client = await core.connect();
   } catch (error) {
-    core.leave();
+    unlock();
     throw error;
   }
   const db = new Db(client, core.epoch);
   try {
     core.assertOpen();
-    state = new TxState(db, await core.begin(db, fence));
+    state = new TxState(db, new Draws(await core.begin(db, fence)));
   } catch (error) {
     releaseClient(client, !await rollbackQuietly(db));
-    core.leave();
+    unlock();
     throw core.translate(error);
   }
   const frame = new Frame(state, undefined);
   const finish = (failed: boolean) => {
     releaseClient(client, failed);
-    core.leave();
+    unlock();
   };
   const abort = async () => {
     frame.ended = true;
@@ -520,4 +452,165 @@ export async function runOutermost<T>(
   finish(false);
   await runHooks(core, state.hooks.map((h) => h.fn));
   return result;
+}
+
+/** The most transactions one group commit takes; the rest form the next group. */
+const MAX_TX_GROUP = 64;
+
+interface TxMember {
+  readonly fn: (session: TxSession) => Promise<unknown>;
+  readonly fence: Fence | undefined;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+type TxOutcome =
+  | { readonly ok: true; readonly value: unknown; readonly state: TxState }
+  | { readonly ok: false; readonly error: unknown };
+
+/**
+ * Outermost transactions that found the writer busy, run one after another
+ * inside one PostgreSQL transaction when it frees, each in its own savepoint
+ * and drawing versions from the shared counter: one that rejects (or whose
+ * fence is stale) unwinds alone, its draws returned, and every member
+ * resolves — after its hooks — only once the shared commit is acknowledged.
+ * A failing commit or a lost connection rejects them all. Members never
+ * interleave: each `fn` runs to completion before the next starts, exactly as
+ * under the lock.
+ */
+class TxGroup {
+  readonly #core: Core;
+  readonly #pending: TxMember[] = [];
+  #scheduled = false;
+
+  constructor(core: Core) {
+    this.#core = core;
+  }
+
+  /** Whether transactions are queued for a group (a new one must queue behind them). */
+  get waiting(): boolean {
+    return this.#pending.length > 0;
+  }
+
+  join<T>(fn: (session: TxSession) => Promise<T>, fence: Fence | undefined): Promise<T> {
+    const { promise, resolve, reject } = Promise.withResolvers<T>();
+    this.#pending.push({ fn, fence, resolve: resolve as (value: unknown) => void, reject });
+    this.#schedule();
+    return promise;
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    void this.#run();
+  }
+
+  async #run(): Promise<void> {
+    const core = this.#core;
+    await core.writeLock.acquire();
+    const members = this.#pending.splice(0, MAX_TX_GROUP);
+    this.#scheduled = false;
+    if (this.#pending.length > 0) this.#schedule();
+    let client: PgClient;
+    let draws: Draws;
+    try {
+      client = await core.connect();
+    } catch (error) {
+      core.writeLock.release();
+      const failure = core.translate(error);
+      for (const m of members) m.reject(failure);
+      return;
+    }
+    const db = new Db(client, core.epoch);
+    try {
+      draws = new Draws(await core.begin(db, undefined));
+    } catch (error) {
+      releaseClient(client, !await rollbackQuietly(db));
+      core.writeLock.release();
+      const failure = core.translate(error);
+      for (const m of members) m.reject(failure);
+      return;
+    }
+    const outcomes: TxOutcome[] = [];
+    try {
+      const savepoint = new MemberSavepoint(db, "bh_tx_member");
+      for (const m of members) outcomes.push(await this.#member(savepoint, db, draws, m));
+      await core.commit(db, draws.drawn);
+    } catch (error) {
+      // The shared transaction is lost: nothing any member wrote committed.
+      releaseClient(client, !await rollbackQuietly(db));
+      core.writeLock.release();
+      const failure = core.translate(error);
+      members.forEach((m, i) => {
+        const o = outcomes[i];
+        m.reject(o !== undefined && !o.ok ? o.error : failure);
+      });
+      return;
+    }
+    for (const o of outcomes) if (o.ok) o.state.committed = true;
+    releaseClient(client);
+    core.writeLock.release();
+    for (let i = 0; i < members.length; i++) {
+      const o = outcomes[i];
+      if (!o.ok) {
+        members[i].reject(o.error);
+        continue;
+      }
+      await runHooks(core, o.state.hooks.map((h) => h.fn));
+      members[i].resolve(o.value);
+    }
+  }
+
+  /** Runs one member in its own savepoint; throws only when the shared transaction broke. */
+  async #member(
+    savepoint: MemberSavepoint,
+    db: Db,
+    draws: Draws,
+    m: TxMember,
+  ): Promise<TxOutcome> {
+    const core = this.#core;
+    const state = new TxState(db, draws);
+    const frame = new Frame(state, undefined);
+    await savepoint.open();
+    const mark = draws.mark();
+    const unwind = async (error: unknown): Promise<TxOutcome> => {
+      frame.ended = true;
+      state.done = true;
+      markUnwound(frame);
+      draws.restore(mark);
+      // A unit still running holds the connection: the rollback waits for it.
+      await state.exclusive(() => savepoint.rollback());
+      return { ok: false, error };
+    };
+    try {
+      if (m.fence !== undefined) await core.checkFence(db, m.fence);
+    } catch (error) {
+      return await unwind(core.translate(error));
+    }
+    let value: unknown;
+    try {
+      value = await m.fn(new TxSession(core, frame));
+    } catch (error) {
+      // fn's own rejection reaches the caller as it was thrown.
+      return await unwind(error);
+    }
+    if (frame.child !== undefined) {
+      return await unwind(
+        new ConcurrentNestedTxError("Cannot commit the transaction: a nested frame is still open"),
+      );
+    }
+    frame.ended = true;
+    state.done = true;
+    // Units it left running finish before the next member starts.
+    await state.exclusive(() => Promise.resolve());
+    return { ok: true, value, state };
+  }
+}
+
+const txGroups = new WeakMap<Core, TxGroup>();
+
+function txGroup(core: Core): TxGroup {
+  let group = txGroups.get(core);
+  if (group === undefined) txGroups.set(core, group = new TxGroup(core));
+  return group;
 }

@@ -39,15 +39,8 @@ import { PostgresObjects } from "./_objects.ts";
 import { PostgresReconcileOwed } from "./_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
 import { migrations } from "./_schema.ts";
-import {
-  brokenClients,
-  releaseClient,
-  RootSession,
-  runHooks,
-  runOutermost,
-  type Session,
-  type TxSession,
-} from "./_session.ts";
+import { brokenClients, releaseClient } from "./_connections.ts";
+import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
 
 /** How a {@linkcode PostgresStore} is opened. */
 export interface PostgresStoreOptions {

@@ -1,0 +1,66 @@
+/**
+ * What a write unit may use: its connection, one clock reading, and version
+ * draws above the committed counter of the transaction it runs in.
+ *
+ * @module
+ */
+import type { Db } from "./_core.ts";
+
+/** What a write unit may use: its connection, one clock reading, and version draws. */
+export interface WriteScope {
+  readonly db: Db;
+  /** `Date.now()` read once for the whole unit. */
+  readonly now: number;
+  /** The next resource version. */
+  draw(): number;
+  /** `n` consecutive resource versions; returns the first. */
+  drawMany(n: number): number;
+}
+
+/** Version draws above the committed counter, within one write transaction. */
+export class Draws {
+  next: number;
+  drawn = 0;
+
+  constructor(committed: number) {
+    this.next = committed + 1;
+  }
+
+  /** Where the draws stand, to return a unit's draws if it unwinds. */
+  mark(): { readonly next: number; readonly drawn: number } {
+    return { next: this.next, drawn: this.drawn };
+  }
+
+  /** Returns the draws made since `mark`: none of them was seen outside. */
+  restore(mark: { readonly next: number; readonly drawn: number }): void {
+    this.next = mark.next;
+    this.drawn = mark.drawn;
+  }
+}
+
+/** A write scope drawing from one transaction's counter. */
+export class Scope implements WriteScope {
+  readonly db: Db;
+  readonly now: number;
+  readonly #draws: Draws;
+
+  constructor(db: Db, draws: Draws) {
+    this.db = db;
+    this.#draws = draws;
+    this.now = Date.now();
+  }
+
+  // Arrow properties: families destructure the scope.
+  draw = (): number => {
+    const v = this.#draws.next++;
+    this.#draws.drawn = v;
+    return v;
+  };
+
+  drawMany = (n: number): number => {
+    const first = this.#draws.next;
+    this.#draws.next += n;
+    this.#draws.drawn = first + n - 1;
+    return first;
+  };
+}
