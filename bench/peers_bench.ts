@@ -17,7 +17,7 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { cpus } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 
 const ARGS = Deno.args;
@@ -109,7 +109,9 @@ console.log(
 console.log(
   `${version(DENO, ["--version"])}; Node ${
     version(NODE, ["--version"])
-  }; ${UNITS} units a case, ${ROUNDS} round(s), a fresh process a case`,
+  }; ${UNITS} units a case, ${ROUNDS} round(s), a fresh process a case; load average ${
+    loadavg().map((x) => x.toFixed(1)).join(", ")
+  }`,
 );
 
 const rates = new Map<string, number[]>();
@@ -147,6 +149,7 @@ for (let round = 0; round < ROUNDS; round++) {
   console.log(`(round ${round + 1} of ${ROUNDS} done)`);
 }
 for (const note of notes.values()) console.log(`(${note})`);
+console.log(`(load average at the end: ${loadavg().map((x) => x.toFixed(1)).join(", ")})`);
 console.log("");
 
 const fmt = (x: number) => Math.round(x).toLocaleString("en-US");
