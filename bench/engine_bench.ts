@@ -19,70 +19,27 @@
  *
  * @module
  */
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
-import { join } from "node:path";
+import { statSync } from "node:fs";
+import { cpus } from "node:os";
 import process from "node:process";
 import { DatabaseSync } from "node:sqlite";
 import FakeTimers from "@sinonjs/fake-timers";
 import { Beehive, settled } from "../mod.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
-import { migrations } from "../store/sqlite/_schema.ts";
 import type { Store } from "../src/store.ts";
 import { type BenchDriver, benchDrivers, sqliteVersion } from "./_drivers.ts";
+import { floor as rawFloor, FLOOR_KIND, FLOOR_SPEC, tempFile } from "./_floor.ts";
 
 const QUICK = process.argv.includes("--quick");
 const SIZES = QUICK ? [1_000] : [1_000, 10_000];
 const IDLE_OBJECTS = QUICK ? 1_000 : 10_000;
 const HEAP_OBJECTS = QUICK ? 5_000 : 100_000;
 const TARGET = 0.4;
-const Kind = { group: "bench.beehive.dev", kind: "Item" };
-const SPEC = { image: "example.com/app:1.0", replicas: 3 };
+const Kind = FLOOR_KIND;
+const SPEC = FLOOR_SPEC;
 
-function tempFile(): { path: string; done: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), "beehive-bench-"));
-  return { path: join(dir, "bench.db"), done: () => rmSync(dir, { recursive: true, force: true }) };
-}
-
-/** The floor: per object, one create commit and one settle commit, each with its log append. */
-function floor(n: number, driver: BenchDriver): number {
-  const { path, done } = tempFile();
-  const db = driver.raw.open(path);
-  try {
-    db.exec(`PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL;
-      PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;`);
-    for (const m of migrations) db.exec(m.sql);
-    const insert = db.prepare(`INSERT INTO objects ("group", kind, name, spec, resource_version,
-      created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`);
-    const log = db.prepare(`INSERT INTO object_writes (resource_version, object_id, "group", kind,
-      op, written_at) VALUES (?, ?, ?, ?, ?, ?)`);
-    const settle = db.prepare(`UPDATE objects SET observed_generation = 1, observed_at = ?,
-      resource_version = ? WHERE id = ?`);
-    const spec = JSON.stringify(SPEC);
-    let rv = 0;
-    const t0 = performance.now();
-    const ids: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const now = Date.now();
-      db.exec("BEGIN IMMEDIATE");
-      const id = Number(insert.get(Kind.group, Kind.kind, `item-${i}`, spec, ++rv, now, now)!.id);
-      log.run(rv, id, Kind.group, Kind.kind, 1, now);
-      db.exec("COMMIT");
-      ids.push(id);
-    }
-    for (const id of ids) {
-      const now = Date.now();
-      db.exec("BEGIN IMMEDIATE");
-      settle.run(now, ++rv, id);
-      log.run(rv, id, Kind.group, Kind.kind, 2, now);
-      db.exec("COMMIT");
-    }
-    return n / ((performance.now() - t0) / 1000);
-  } finally {
-    db.close();
-    done();
-  }
-}
+/** The floor on a bench driver: one create commit and one settle commit per object. */
+const floor = (n: number, driver: BenchDriver): number => rawFloor(n, driver.raw);
 
 /**
  * Creates n objects through a Client and waits until a no-op controller

@@ -1,0 +1,165 @@
+/**
+ * The figures behind "Where beehive's time goes" in docs/performance.md: for
+ * the peers workload, beehive's transaction statements per unit and the time
+ * spent in each, and the WAL pages each system appends per unit.
+ *
+ * Run: `deno run -A bench/peers/explain.ts` (beehive only), or with Node for
+ * plainjob's WAL pages too:
+ * `node --disable-warning=ExperimentalWarning bench/peers/explain.ts`
+ * (`--callers=32 --workers=8` for the concurrent case). For the CPU profile,
+ * `node --cpu-prof bench/peers/case.ts --system=beehive --units=10000`.
+ *
+ * @module
+ */
+import { statSync } from "node:fs";
+import { createRequire } from "node:module";
+import process from "node:process";
+import { Beehive, settled } from "../../mod.ts";
+import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
+import { FLOOR_KIND as Kind, FLOOR_SPEC as SPEC, tempFile } from "../_floor.ts";
+
+const arg = (name: string, fallback: number): number =>
+  Number(
+    process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(
+      name.length + 3,
+    ) ?? fallback,
+  );
+const CALLERS = arg("callers", 1);
+const WORKERS = arg("workers", 1);
+const UNITS = 2_000;
+/** Few enough units that no checkpoint resets the WAL in between. */
+const WAL_UNITS = 40;
+
+/** Counts and times every `exec` (transaction control) on connections opened from now on. */
+function tapExec(): Map<string, { calls: number; ms: number }> {
+  const seen = new Map<string, { calls: number; ms: number }>();
+  const open = nodeSqliteDriver.open.bind(nodeSqliteDriver);
+  (nodeSqliteDriver as { open: typeof open }).open = (path) => {
+    const conn = open(path);
+    const exec = conn.exec.bind(conn);
+    (conn as { exec: typeof exec }).exec = (sql) => {
+      const key = sql.trim().split(/\s+/).slice(0, 2).join(" ");
+      const entry = seen.get(key) ?? { calls: 0, ms: 0 };
+      seen.set(key, entry);
+      const t = performance.now();
+      try {
+        return exec(sql);
+      } finally {
+        entry.calls++;
+        entry.ms += performance.now() - t;
+      }
+    };
+    return conn;
+  };
+  return seen;
+}
+
+/** Runs the peers workload on beehive; resolves to ms elapsed and the WAL pages appended. */
+async function beehive(
+  n: number,
+  onStarted = () => {},
+): Promise<{ ms: number; pages: number }> {
+  const { path, done } = tempFile();
+  const store = await openSqliteStore(path, { driver: "node" });
+  try {
+    const bh = new Beehive(store, { concurrency: WORKERS });
+    let processed = 0;
+    const all = Promise.withResolvers<void>();
+    bh.register(Kind, {
+      async reconcile(_obj, cc) {
+        await cc.updateStatus({ done: true });
+        if (++processed === n) all.resolve();
+        return settled();
+      },
+    });
+    const stop = await bh.start();
+    onStarted();
+    const pages0 = walPages(path);
+    const client = bh.client(Kind);
+    const t0 = performance.now();
+    let next = 0;
+    await Promise.all(Array.from({ length: CALLERS }, async () => {
+      while (next < n) await client.create(`item-${next++}`, SPEC);
+    }));
+    await all.promise;
+    await stop();
+    return { ms: performance.now() - t0, pages: walPages(path) - pages0 };
+  } finally {
+    await store.close();
+    done();
+  }
+}
+
+function walPages(path: string): number {
+  try {
+    return statSync(`${path}-wal`).size / (4096 + 24);
+  } catch {
+    return 0;
+  }
+}
+
+/** plainjob's WAL pages per unit for the same workload (Node only). */
+async function plainjobPages(n: number): Promise<number> {
+  const require = createRequire(import.meta.url);
+  const Database = require("better-sqlite3");
+  const { defineQueue, defineWorker } = require("plainjobs");
+  const silent = { error() {}, warn() {}, info() {}, debug() {} };
+  const { path, done } = tempFile();
+  const db = new Database(path);
+  const queue = defineQueue({ connection: db, logger: silent });
+  try {
+    db.exec(
+      "CREATE TABLE results (job_id INTEGER PRIMARY KEY, result TEXT NOT NULL)",
+    );
+    const insert = db.prepare(
+      "INSERT INTO results (job_id, result) VALUES (?, ?)",
+    );
+    let processed = 0;
+    const all = Promise.withResolvers<void>();
+    const worker = defineWorker("unit", (job: { id: number }) => {
+      insert.run(job.id, '{"done":true}');
+    }, {
+      queue,
+      logger: silent,
+      pollIntervall: 1,
+      onCompleted: () => {
+        if (++processed === n) all.resolve();
+      },
+    });
+    const pages0 = walPages(path);
+    const running = worker.start();
+    for (let i = 0; i < n; i++) queue.add("unit", SPEC);
+    await all.promise;
+    await worker.stop();
+    await running;
+    return (walPages(path) - pages0) / n;
+  } finally {
+    queue.close();
+    done();
+  }
+}
+
+const runtime = "Deno" in globalThis ? "Deno" : "Node";
+const seen = tapExec();
+const { ms } = await beehive(UNITS, () => seen.clear());
+console.log(
+  `beehive on ${runtime}, ${CALLERS} caller(s), concurrency ${WORKERS}: ` +
+    `${(ms * 1000 / UNITS).toFixed(0)} µs a unit; transaction statements per unit:`,
+);
+for (const [key, { calls, ms: spent }] of seen) {
+  console.log(
+    `- ${key}: ${(calls / UNITS).toFixed(2)} a unit, ${
+      (spent * 1000 / UNITS).toFixed(1)
+    } µs a unit`,
+  );
+}
+const { pages } = await beehive(WAL_UNITS);
+console.log(
+  `WAL pages appended per unit: beehive ${(pages / WAL_UNITS).toFixed(1)}`,
+);
+if (runtime === "Node") {
+  console.log(
+    `WAL pages appended per unit: plainjob ${(await plainjobPages(WAL_UNITS)).toFixed(1)}`,
+  );
+}
