@@ -437,9 +437,16 @@ function migrate(db: Db): void {
   }
   for (const m of migrations) {
     if (m.version <= current) continue;
+    // The pragma is a no-op inside a transaction; dropping a parent table with it on would cascade.
+    if (m.foreignKeysOff) db.exec("PRAGMA foreign_keys = OFF");
     db.exec("BEGIN IMMEDIATE");
     try {
       db.exec(m.sql);
+      if (m.foreignKeysOff && db.get("PRAGMA foreign_key_check") !== undefined) {
+        throw new StoreError(
+          `Cannot apply schema migration ${m.version} (${m.name}): a foreign key check failed`,
+        );
+      }
       db.run(
         "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
         m.version,
@@ -450,6 +457,8 @@ function migrate(db: Db): void {
     } catch (error) {
       db.exec("ROLLBACK");
       throw error;
+    } finally {
+      if (m.foreignKeysOff) db.exec("PRAGMA foreign_keys = ON");
     }
   }
 }
