@@ -27,7 +27,7 @@ import { DatabaseSync } from "node:sqlite";
 import FakeTimers from "@sinonjs/fake-timers";
 import { Beehive, settled } from "../mod.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
-import { migrations } from "../store/sqlite/_schema.ts";
+import { migrations, PAGE_SIZE } from "../store/sqlite/_schema.ts";
 import type { Store } from "../src/store.ts";
 import { type BenchDriver, benchDrivers, sqliteVersion } from "./_drivers.ts";
 
@@ -49,8 +49,10 @@ function floor(n: number, driver: BenchDriver): number {
   const { path, done } = tempFile();
   const db = driver.raw.open(path);
   try {
-    db.exec(`PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL;
-      PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;`);
+    db.exec(
+      `PRAGMA page_size = ${PAGE_SIZE}; PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL;
+      PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;`,
+    );
     for (const m of migrations) db.exec(m.sql);
     const insert = db.prepare(`INSERT INTO objects ("group", kind, name, spec, resource_version,
       created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`);

@@ -217,11 +217,9 @@ export class SqliteObjects implements Objects {
           const metas = db.rows(OBJECTS_OF_KIND, gk.group, gk.kind).map(decodeMeta);
           return withConditionsOfKind(db, metas, gk, this.#s.core.epoch);
         }
-        // The page's ids come from the (group, kind, name) index alone; only their rows are read.
         const metas = db.rows(
-          `SELECT ${OBJECT_COLUMNS} FROM objects WHERE id IN (
-             SELECT id FROM objects WHERE "group" = ? AND kind = ? AND id > ? ORDER BY id LIMIT ?)
-           ORDER BY id`,
+          `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND id > ?
+           ORDER BY id LIMIT ?`,
           gk.group,
           gk.kind,
           p.after,

@@ -8,6 +8,13 @@
  * @module
  */
 
+/**
+ * The page size a new database is created with (see docs/performance.md for the
+ * measurement). SQLite fixes it with the first table, and a WAL database cannot
+ * change it, so it is set before anything else; an existing file keeps its own.
+ */
+export const PAGE_SIZE = 4096;
+
 /** One migration: applied in its own transaction with its bookkeeping row. */
 export interface Migration {
   readonly version: number;
@@ -175,10 +182,9 @@ CREATE INDEX idx_objects_stalled ON objects ("group", kind)
 // counters in the resource-version row, which every create already writes, so
 // objects and events drop AUTOINCREMENT (and its sqlite_sequence write) and are
 // rebuilt; the counters start above every id ever handed out, deleted or not.
-// Dropped with them: idx_objects_kind (the UNIQUE (group, kind, name) index
-// serves a kind's rows), idx_objects_rv (the stale-dependents scan reads the
-// write log) and idx_object_writes_age (the age sweep cuts a prefix of the log
-// in version order). The migrator runs this with foreign keys off and checks them
+// Dropped with them: idx_objects_rv (the stale-dependents scan reads the write
+// log) and idx_object_writes_age (the age sweep cuts a prefix of the log in
+// version order). The migrator runs this with foreign keys off and checks them
 // before it commits.
 const lean = `
 ALTER TABLE resource_version_seq ADD COLUMN last_object_id INTEGER NOT NULL DEFAULT 0;
@@ -211,7 +217,6 @@ CREATE TABLE objects_v5 (
   created_at            INTEGER NOT NULL,
   updated_at            INTEGER NOT NULL,
   stalled_generation    INTEGER,
-  -- (group, kind, name) with the implicit rowid suffix also lists a kind.
   UNIQUE ("group", kind, name)
 ) STRICT;
 INSERT INTO objects_v5 SELECT id, "group", kind, name, spec, status, spec_version,
@@ -220,6 +225,8 @@ INSERT INTO objects_v5 SELECT id, "group", kind, name, spec, status, spec_versio
   FROM objects;
 DROP TABLE objects;
 ALTER TABLE objects_v5 RENAME TO objects;
+-- (group, kind) with the implicit rowid suffix lists a kind in id order.
+CREATE INDEX idx_objects_kind ON objects ("group", kind);
 -- Covering for the GC listing: keep the columns aligned with that query.
 CREATE INDEX idx_objects_deleting ON objects (id, "group", kind)
   WHERE deletion_requested_at IS NOT NULL;

@@ -43,7 +43,7 @@ import { SqliteObjectWrites } from "./_object_writes.ts";
 import { SqliteObjects } from "./_objects.ts";
 import { SqliteReconcileOwed } from "./_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
-import { migrations } from "./_schema.ts";
+import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
 
 /** How a {@linkcode SqliteStore} is opened. */
@@ -311,7 +311,8 @@ export class SqliteStore implements Store {
       writer = new Db(driver.open(file));
       const busy = options.busyTimeout ?? 5000;
       writer.exec(`PRAGMA busy_timeout = ${busy}`);
-      // auto_vacuum only takes effect before the first table is created.
+      // page_size and auto_vacuum only take effect before the first table is created.
+      writer.exec(`PRAGMA page_size = ${PAGE_SIZE}`);
       writer.exec("PRAGMA auto_vacuum = INCREMENTAL");
       writer.exec("PRAGMA journal_mode = WAL");
       writer.exec(`PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
