@@ -317,6 +317,24 @@ export const sqliteAdapterCases: ContractCase[] = [
     },
   },
   {
+    name: "two opens of one file taking turns never hand out the same id, even a deleted maximum",
+    async fn(h) {
+      const path = h.tempPath("two-opens.db");
+      const a = await h.openPath(path);
+      const b = await h.openPath(path);
+      const ids: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        ids.push((await make(a, Widget, `a${i}`)).id);
+        const top = await make(b, Widget, `b${i}`);
+        ids.push(top.id);
+        // Each open's next create sees the other's commits, deletes included.
+        await b.objects.delete(top.id);
+      }
+      assert.deepEqual([...ids].sort((x, y) => x - y), ids, "ids rise in commit order");
+      assert.equal(new Set(ids).size, ids.length);
+    },
+  },
+  {
     name: "an age sweep without a written_at index removes exactly the log's old prefix",
     async fn(h) {
       const s = await h.open();
