@@ -7,7 +7,7 @@
  * Method: `PRAGMA wal_checkpoint(TRUNCATE)` from a second connection empties
  * the WAL; a batch of single-object commits follows (small enough that no
  * automatic checkpoint runs); `PRAGMA wal_checkpoint(PASSIVE)` then reports
- * the frames in the log. Run: `deno run -A bench/wal_frames_bench.ts`.
+ * the frames in the log. Run: `deno task bench:wal`.
  * Figures go in docs/performance.md.
  *
  * @module
