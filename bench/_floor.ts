@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { migrations } from "../store/sqlite/_schema.ts";
+import { migrations, PAGE_SIZE } from "../store/sqlite/_schema.ts";
 import type { Driver } from "../store/sqlite/_driver.ts";
 
 /** The kind every floor row is written under. */
@@ -28,8 +28,8 @@ export function floor(n: number, driver: Driver): number {
   const { path, done } = tempFile();
   const db = driver.open(path);
   try {
-    db.exec(`PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL;
-      PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;`);
+    db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA auto_vacuum = INCREMENTAL;
+      PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;`);
     for (const m of migrations) db.exec(m.sql);
     const insert = db.prepare(`INSERT INTO objects ("group", kind, name, spec, resource_version,
       created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`);

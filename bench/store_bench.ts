@@ -17,7 +17,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Connection, Driver, Statement } from "../store/sqlite/_driver.ts";
 import { OBJECT_COLUMNS } from "../store/sqlite/_rows.ts";
-import { migrations } from "../store/sqlite/_schema.ts";
+import { migrations, PAGE_SIZE } from "../store/sqlite/_schema.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
 import type { GroupKind, ObjectRef, Store } from "../src/store.ts";
 import { type BenchDriver, benchDrivers, sqliteVersion } from "./_drivers.ts";
@@ -70,6 +70,7 @@ const CONDITION_COLUMNS =
 function openFloor(driver: Driver, path: string): Connection {
   const db = driver.open(path);
   db.exec("PRAGMA busy_timeout = 5000");
+  db.exec(`PRAGMA page_size = ${PAGE_SIZE}`);
   db.exec("PRAGMA auto_vacuum = INCREMENTAL");
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");

@@ -167,10 +167,17 @@ CREATE INDEX idx_objects_stalled ON objects ("group", kind, id)
   WHERE stalled_generation IS NOT NULL;
 `;
 
+// Migration 5 is the SQLite store's lean write path, which has nothing to do here
+// (docs/adr/2026-12-01-lean-write-path.md): ids are IDENTITY columns, whose
+// sequence never hands an id out twice, and the indexes SQLite dropped stay,
+// because this store's queries still read them. A no-op keeps the numbering.
+const lean = `SELECT 1;`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
   { version: 2, name: "leases", sql: leases },
   { version: 3, name: "write origin", sql: origin },
   { version: 4, name: "stalled generation", sql: stalled },
+  { version: 5, name: "lean write path (no-op here)", sql: lean },
 ];

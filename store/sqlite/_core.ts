@@ -135,7 +135,16 @@ export class WriterLock {
 }
 
 const COUNTER_SQL = "SELECT value FROM resource_version_seq WHERE id = 1";
-const PUBLISH_SQL = "UPDATE resource_version_seq SET value = ? WHERE id = 1";
+// MAX with the table's highest id: a row another writer inserted past the counter is never reused.
+const COUNTERS_SQL = `SELECT value,
+    MAX(last_object_id, COALESCE((SELECT MAX(id) FROM objects), 0)) AS object_id,
+    MAX(last_event_id, COALESCE((SELECT MAX(id) FROM events), 0)) AS event_id
+  FROM resource_version_seq WHERE id = 1`;
+const PUBLISH_SQL =
+  "UPDATE resource_version_seq SET value = ?, last_object_id = ?, last_event_id = ? WHERE id = 1";
+
+/** The tables whose ids come from a counter in the resource-version row. */
+export type IdTable = "objects" | "events";
 
 /** Everything one open store shares between its root handle and its transactions. */
 export class Core {
@@ -150,6 +159,8 @@ export class Core {
   readonly locks: LockFiles;
   /** The next version this connection will hand out. */
   #next = 1;
+  /** The next id per table; ids, like versions, are handed out above every committed one. */
+  readonly #nextId: Record<IdTable, number> = { objects: 1, events: 1 };
   /** The writer's `PRAGMA data_version` when `#next` was last known good. */
   #seen: number | undefined;
   /** The writer's `PRAGMA data_version` at the last commit probe. */
@@ -213,9 +224,30 @@ export class Core {
   beginVersions(): void {
     const seen = Number(this.writer.get("PRAGMA data_version")!.data_version);
     if (seen === this.#seen) return;
-    const committed = Number(this.writer.get(COUNTER_SQL)!.value);
+    const row = this.writer.get(COUNTERS_SQL)!;
+    const committed = Number(row.value);
     if (committed + 1 > this.#next) this.#next = committed + 1;
+    const ids = this.#nextId;
+    if (Number(row.object_id) + 1 > ids.objects) ids.objects = Number(row.object_id) + 1;
+    if (Number(row.event_id) + 1 > ids.events) ids.events = Number(row.event_id) + 1;
     this.#seen = seen;
+  }
+
+  /**
+   * Inserts a row under the next id of `table`, inside a write transaction:
+   * `insert` runs with the id, which is taken only if `insert` returns. Ids
+   * are never reused, even after the highest row is deleted.
+   */
+  insertWithId(table: IdTable, insert: (id: number) => void): number {
+    const id = this.#nextId[table];
+    insert(id);
+    this.#nextId[table] = id + 1;
+    return id;
+  }
+
+  /** The version `takeVersion` returns next, without taking it. */
+  peekVersion(): number {
+    return this.#next;
   }
 
   /** The next resource version, inside a write transaction. */
@@ -230,9 +262,15 @@ export class Core {
     return first;
   }
 
-  /** Records a transaction's highest draw in the counter, just before its commit. */
+  /**
+   * Records a transaction's highest draw in the counter row, with the id
+   * counters, just before its commit. A transaction that drew no version
+   * inserted no row.
+   */
   publish(drawn: number): void {
-    if (drawn > 0) this.writer.run(PUBLISH_SQL, drawn);
+    if (drawn > 0) {
+      this.writer.run(PUBLISH_SQL, drawn, this.#nextId.objects - 1, this.#nextId.events - 1);
+    }
   }
 
   /** The highest committed resource version, read on `db` (the reader, or the writer in a transaction). */

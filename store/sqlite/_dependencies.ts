@@ -15,19 +15,43 @@ import { decodeRef } from "./_edges.ts";
 import { checkGroupKind, checkId, describe, rejectWith } from "./_rows.ts";
 import type { Session } from "./_session.ts";
 
-const STALE_SQL = `SELECT t.resource_version AS tv, t.id AS tid, d.id AS id, d."group" AS "group",
-    d.kind AS kind
-  FROM objects t INDEXED BY idx_objects_rv
-  JOIN edges e ON e.to_id = t.id AND e.relation = 'depends_on'
+// Every write is in the log above its highest horizon, and a row's version is its
+// latest write's: the targets moved in a window are the log's entries in it that
+// are still their object's current version. Cost tracks the window's writes
+// (CROSS JOIN pins the log as the driving table).
+const STALE_FROM_LOG_SQL = `SELECT l.resource_version AS tv, l.object_id AS tid, d.id AS id,
+    d."group" AS "group", d.kind AS kind
+  FROM object_writes l
+  CROSS JOIN objects t ON t.id = l.object_id AND t.resource_version = l.resource_version
+  CROSS JOIN edges e ON e.to_id = l.object_id AND e.relation = 'depends_on'
+  CROSS JOIN objects d ON d.id = e.from_id
+  LEFT JOIN dependency_watermarks w ON w.object_id = d.id
+  WHERE l.resource_version >= ? AND l.resource_version <= ?
+    AND (l.resource_version, l.object_id, d.id) > (?, ?, ?)
+    AND d.id <> l.object_id
+    AND (d."group", d.kind) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))
+    AND (w.reconciled_against IS NULL OR w.reconciled_against < l.resource_version)
+  ORDER BY l.resource_version, d.id
+  LIMIT ?`;
+
+// At or below the horizon the log may have lost a target's latest write: the
+// depends_on edges lead to every target. Cost tracks the dependency graph.
+const STALE_FROM_EDGES_SQL = `SELECT t.resource_version AS tv, t.id AS tid, d.id AS id,
+    d."group" AS "group", d.kind AS kind
+  FROM edges e
+  JOIN objects t ON t.id = e.to_id
   JOIN objects d ON d.id = e.from_id
   LEFT JOIN dependency_watermarks w ON w.object_id = d.id
-  WHERE t.resource_version >= ? AND t.resource_version <= ?
+  WHERE e.relation = 'depends_on'
+    AND t.resource_version >= ? AND t.resource_version <= ?
     AND (t.resource_version, t.id, d.id) > (?, ?, ?)
     AND d.id <> t.id
     AND (d."group", d.kind) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))
     AND (w.reconciled_against IS NULL OR w.reconciled_against < t.resource_version)
   ORDER BY t.resource_version, t.id, d.id
   LIMIT ?`;
+
+const HORIZON_SQL = "SELECT MAX(trimmed_through) AS h FROM object_writes_horizon";
 
 function checkCount(value: unknown, what: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
@@ -84,17 +108,30 @@ export class SqliteDependencies implements Dependencies {
         return Promise.resolve({ dependents: [], position: after });
       }
       const kindList = JSON.stringify(kinds.map((k) => [k.group, k.kind]));
-      return this.#s.read((db) => {
-        const rows = db.all(
-          STALE_SQL,
-          after.targetVersion,
-          through,
-          after.targetVersion,
-          after.targetId,
-          after.dependentId,
-          kindList,
-          limit,
-        );
+      // The horizon and the scans see one snapshot, or a sweep between them could hide a target.
+      return this.#s.readSnapshot((db) => {
+        const h = db.get(HORIZON_SQL)?.h;
+        const horizon = h === null || h === undefined ? 0 : Number(h);
+        const scan = (sql: string, low: number, high: number, n: number) =>
+          db.all(
+            sql,
+            low,
+            high,
+            after.targetVersion,
+            after.targetId,
+            after.dependentId,
+            kindList,
+            n,
+          );
+        const low = after.targetVersion;
+        const rows = low <= horizon
+          ? scan(STALE_FROM_EDGES_SQL, low, Math.min(through, horizon), limit)
+          : [];
+        if (rows.length < limit && through > horizon) {
+          rows.push(
+            ...scan(STALE_FROM_LOG_SQL, Math.max(low, horizon + 1), through, limit - rows.length),
+          );
+        }
         if (rows.length === 0) return { dependents: [], position: after };
         const last = rows[rows.length - 1];
         return {

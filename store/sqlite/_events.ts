@@ -48,8 +48,8 @@ const ADD_PROBE_SQL = `SELECT o."group" AS "group", o.kind AS kind,
 const EXTEND_SQL = `UPDATE events SET count = count + 1, last_at = ?, message = ?, detail = ?,
   resource_version = ? WHERE id = ?`;
 
-const INSERT_SQL = `INSERT INTO events (object_id, category, type, reason, message, detail, count,
-  first_at, last_at, resource_version) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`;
+const INSERT_SQL = `INSERT INTO events (id, object_id, category, type, reason, message, detail,
+  count, first_at, last_at, resource_version) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`;
 
 /** Timelines trimmed by the cap per sweep when the caller leaves it to the store. */
 export const EVENT_CAP_BUDGET = 256;
@@ -194,25 +194,27 @@ export class SqliteEvents implements Events {
         );
       }
       const detail = input.detail ?? null;
-      return this.#s.write(({ db, now, draw }) => {
+      return this.#s.write(({ db, now, draw, insertWithId }) => {
         const latest = db.get(ADD_PROBE_SQL, category, ref.id);
         assertKind(ref, latest);
         const rv = draw();
         if (latest.run_id !== null && latest.type === input.type && latest.reason === reason) {
           db.run(EXTEND_SQL, now, message, detail, rv, latest.run_id);
         } else {
-          db.run(
-            INSERT_SQL,
-            ref.id,
-            category,
-            input.type,
-            reason,
-            message,
-            detail,
-            now,
-            now,
-            rv,
-          );
+          insertWithId("events", (id) =>
+            db.run(
+              INSERT_SQL,
+              id,
+              ref.id,
+              category,
+              input.type,
+              reason,
+              message,
+              detail,
+              now,
+              now,
+              rv,
+            ));
         }
       });
     });

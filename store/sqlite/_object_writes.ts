@@ -76,6 +76,31 @@ function raiseHorizon(db: Db, group: string, kind: string, through: number): voi
   );
 }
 
+const OLDEST_SQL = "SELECT written_at FROM object_writes ORDER BY resource_version LIMIT 1";
+// Walks the log in version order from its oldest entry, so it reads only what the sweep removes.
+const AGE_CUT_SQL = `SELECT resource_version FROM object_writes WHERE written_at >= ?
+  ORDER BY resource_version LIMIT 1`;
+const NEWEST_SQL = "SELECT MAX(resource_version) AS rv FROM object_writes";
+
+/** Whether the log's oldest entry was written before `cutoff`. */
+function oldestBefore(db: Db, cutoff: number): boolean {
+  const oldest = db.get(OLDEST_SQL);
+  return oldest !== undefined && Number(oldest.written_at) < cutoff;
+}
+
+/**
+ * The highest version of the log's prefix written before `cutoff`, or 0. The
+ * log is in version (commit) order and `written_at` grows with it, so the
+ * entries older than the cutoff are a prefix; should the clock step back, an
+ * entry stays until every entry before it ages out, never going early.
+ */
+function agedThrough(db: Db, cutoff: number): number {
+  if (!oldestBefore(db, cutoff)) return 0;
+  const young = db.get(AGE_CUT_SQL, cutoff);
+  if (young !== undefined) return Number(young.resource_version) - 1;
+  return Number(db.get(NEWEST_SQL)!.rv);
+}
+
 export class SqliteObjectWrites implements ObjectWrites {
   readonly #s: Session;
 
@@ -236,9 +261,7 @@ export class SqliteObjectWrites implements ObjectWrites {
   async #sweep(perKind: number, maxAge: number): Promise<number> {
     // An idle sweep is a read: the write transaction opens only when something is due.
     const due = await this.#s.read((db) =>
-      (maxAge > 0 &&
-        db.get("SELECT 1 FROM object_writes WHERE written_at < ? LIMIT 1", Date.now() - maxAge) !==
-          undefined) ||
+      (maxAge > 0 && oldestBefore(db, Date.now() - maxAge)) ||
       (perKind > 0 &&
         db.get(
             `SELECT 1 FROM object_writes GROUP BY "group", kind HAVING COUNT(*) > ? LIMIT 1`,
@@ -249,9 +272,11 @@ export class SqliteObjectWrites implements ObjectWrites {
     return this.#s.write(({ db, now }) => {
       let deleted = 0;
       if (maxAge > 0) {
-        const removed = db.all(
-          `DELETE FROM object_writes WHERE written_at < ? RETURNING "group", kind, resource_version`,
-          now - maxAge,
+        const through = agedThrough(db, now - maxAge);
+        const removed = through === 0 ? [] : db.all(
+          `DELETE FROM object_writes WHERE resource_version <= ?
+           RETURNING "group", kind, resource_version`,
+          through,
         );
         const highest = new Map<string, [string, string, number]>();
         for (const r of removed) {

@@ -27,7 +27,7 @@ import type {
   RawObjectMeta,
   ReconcileLoad,
 } from "../../src/store.ts";
-import { type Db, nameTaken, type Row } from "./_core.ts";
+import { type Db, nameTaken } from "./_core.ts";
 import { kindName } from "../../src/_engine_keys.ts";
 import {
   assertKind,
@@ -73,6 +73,12 @@ export function stampVersion(stored: number, incoming: number, what: string, id:
   return incoming;
 }
 
+// Lands only on a row of the ref's kind, at or past the generation, not yet observed at it.
+const SETTLE_SQL =
+  `UPDATE objects SET observed_generation = ?, observed_at = ?, resource_version = ?
+  WHERE id = ? AND "group" = ? AND kind = ? AND generation >= ?
+    AND (observed_generation IS NULL OR observed_generation < ?)`;
+
 export class SqliteObjects implements Objects {
   readonly #s: Session;
 
@@ -86,35 +92,58 @@ export class SqliteObjects implements Objects {
       checkName(input?.name);
       checkJsonText(input.spec, "spec");
       const specVersion = checkSchemaVersion(input.specVersion, "specVersion");
-      const finalizers = JSON.stringify(checkFinalizers(input.finalizers));
+      const finalizerList = checkFinalizers(input.finalizers);
+      const finalizers = JSON.stringify(finalizerList);
       const { group, kind } = gk;
-      return this.#s.write(({ db, now, draw }) => {
+      return this.#s.write(({ db, now, draw, insertWithId }) => {
         const rv = draw();
-        let row: Row;
+        let id: ObjectId;
         try {
-          row = db.get(
-            `INSERT INTO objects ("group", kind, name, spec, spec_version, resource_version,
-               finalizers, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${OBJECT_COLUMNS}`,
-            group,
-            kind,
-            input.name,
-            input.spec,
-            specVersion,
-            rv,
-            finalizers,
-            now,
-            now,
-          )!;
+          id = insertWithId("objects", (id) =>
+            db.run(
+              `INSERT INTO objects (id, "group", kind, name, spec, spec_version, resource_version,
+                 finalizers, created_at, updated_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+              id,
+              group,
+              kind,
+              input.name,
+              input.spec,
+              specVersion,
+              rv,
+              finalizers,
+              now,
+              now,
+            ));
         } catch (error) {
           if (this.#s.core.isUniqueViolation(error)) {
             throw nameTaken(group, kind, input.name, error);
           }
           throw error;
         }
-        const meta = decodeMeta(row);
-        appendWrite(db, rv, meta, "create", now);
-        return { ...meta, conditions: [] };
+        // The row is what was just inserted, with the columns' defaults.
+        const object: RawObject = {
+          id,
+          group,
+          kind,
+          name: input.name,
+          spec: input.spec,
+          status: undefined,
+          specVersion,
+          statusVersion: 0,
+          generation: 1,
+          observedGeneration: undefined,
+          observedAt: undefined,
+          resourceVersion: rv,
+          deletionRequestedAt: undefined,
+          reconcileOwed: 0,
+          finalizers: finalizerList,
+          createdAt: new Date(now),
+          updatedAt: new Date(now),
+          conditions: [],
+        };
+        appendWrite(db, rv, object, "create", now);
+        return object;
       });
     });
   }
@@ -220,16 +249,16 @@ export class SqliteObjects implements Objects {
       checkRelation(edge.relation);
       const p = checkListPage(page);
       return this.#s.read((db) => {
+        // Driven by the edges into toId, already in from_id order: cost tracks those edges.
         const metas = db.rows(
-          `SELECT ${OBJECT_COLUMNS} FROM objects
-           WHERE id IN (SELECT from_id FROM edges WHERE to_id = ? AND relation = ?)
-             AND "group" = ? AND kind = ? AND id > ?
-           ORDER BY id LIMIT ?`,
+          `SELECT ${OBJECT_COLUMNS} FROM edges CROSS JOIN objects ON id = from_id
+           WHERE to_id = ? AND relation = ? AND from_id > ? AND "group" = ? AND kind = ?
+           ORDER BY from_id LIMIT ?`,
           edge.toId,
           edge.relation,
+          p.after,
           gk.group,
           gk.kind,
-          p.after,
           p.limit ?? -1,
         ).map(decodeMeta);
         return withConditions(db, metas, this.#s.core.epoch);
@@ -328,19 +357,28 @@ export class SqliteObjects implements Objects {
       };
     }
     const rv = scope.draw();
-    const row = db.get(
-      `UPDATE objects SET spec = ?, spec_version = ?, generation = generation + 1,
-         resource_version = ?, updated_at = ?
-       WHERE id = ? RETURNING ${OBJECT_COLUMNS}`,
+    db.run(
+      `UPDATE objects SET spec = ?, spec_version = ?, generation = ?, resource_version = ?,
+         updated_at = ?
+       WHERE id = ?`,
       spec,
       version,
+      stored.generation + 1,
       rv,
       scope.now,
       stored.id,
-    )!;
+    );
     appendWrite(db, rv, stored, "update", scope.now);
-    const meta = decodeMeta(row);
-    return { object: { ...meta, conditions: readConditions(db, meta.id, epoch) }, changed: true };
+    const object: RawObject = {
+      ...stored,
+      spec,
+      specVersion: version,
+      generation: stored.generation + 1,
+      resourceVersion: rv,
+      updatedAt: new Date(scope.now),
+      conditions: readConditions(db, stored.id, epoch),
+    };
+    return { object, changed: true };
   }
 
   updateStatus(ref: ObjectRef, input: ObjectsUpdateStatusInput): Promise<boolean> {
@@ -383,31 +421,34 @@ export class SqliteObjects implements Objects {
           } for object ${ref.id}: a generation is an integer >= 1`,
         );
       }
-      return this.#s.write(({ db, now, draw }) => {
-        const row = db.get(
-          `SELECT "group", kind, generation, observed_generation FROM objects WHERE id = ?`,
-          ref.id,
+      return this.#s.write(({ db, now, drawIf }) => {
+        // One statement when it lands; the gate read below only explains a write that did not.
+        const rv = drawIf((rv) =>
+          db.run(
+            SETTLE_SQL,
+            generation,
+            now,
+            rv,
+            ref.id,
+            ref.group,
+            ref.kind,
+            generation,
+            generation,
+          ) ===
+            1
         );
+        if (rv !== undefined) {
+          appendWrite(db, rv, ref, "update", now);
+          return true;
+        }
+        const row = db.get(`SELECT "group", kind, generation FROM objects WHERE id = ?`, ref.id);
         assertKind(ref, row);
         if (generation > Number(row.generation)) {
           throw new ObservedGenerationFutureError(
             `Cannot record observed generation ${generation} for object ${ref.id}: its generation is ${row.generation}`,
           );
         }
-        if (row.observed_generation !== null && Number(row.observed_generation) >= generation) {
-          return false;
-        }
-        const rv = draw();
-        db.run(
-          `UPDATE objects SET observed_generation = ?, observed_at = ?, resource_version = ?
-           WHERE id = ?`,
-          generation,
-          now,
-          rv,
-          ref.id,
-        );
-        appendWrite(db, rv, ref, "update", now);
-        return true;
+        return false;
       });
     });
   }

@@ -8,11 +8,20 @@
  * @module
  */
 
+/**
+ * The page size a new database is created with (see docs/performance.md for the
+ * measurement). SQLite fixes it with the first table, and a WAL database cannot
+ * change it, so it is set before anything else; an existing file keeps its own.
+ */
+export const PAGE_SIZE = 4096;
+
 /** One migration: applied in its own transaction with its bookkeeping row. */
 export interface Migration {
   readonly version: number;
   readonly name: string;
   readonly sql: string;
+  /** Rebuilds tables: runs with foreign keys off, checked before the commit. */
+  readonly foreignKeysOff?: boolean;
 }
 
 const init = `
@@ -169,10 +178,95 @@ CREATE INDEX idx_objects_stalled ON objects ("group", kind)
   WHERE stalled_generation IS NOT NULL;
 `;
 
+// A leaner write path (docs/adr/2026-12-01-lean-write-path.md). Ids come from
+// counters in the resource-version row, which every create already writes, so
+// objects and events drop AUTOINCREMENT (and its sqlite_sequence write) and are
+// rebuilt; the counters start above every id ever handed out, deleted or not.
+// Dropped with them: idx_objects_rv (the stale-dependents scan reads the write
+// log) and idx_object_writes_age (the age sweep cuts a prefix of the log in
+// version order). The migrator runs this with foreign keys off and checks them
+// before it commits.
+const lean = `
+ALTER TABLE resource_version_seq ADD COLUMN last_object_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE resource_version_seq ADD COLUMN last_event_id INTEGER NOT NULL DEFAULT 0;
+UPDATE resource_version_seq SET
+  last_object_id = MAX(
+    COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'objects'), 0),
+    COALESCE((SELECT MAX(id) FROM objects), 0)),
+  last_event_id = MAX(
+    COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),
+    COALESCE((SELECT MAX(id) FROM events), 0))
+WHERE id = 1;
+
+CREATE TABLE objects_v5 (
+  id                    INTEGER PRIMARY KEY,
+  "group"               TEXT    NOT NULL,
+  kind                  TEXT    NOT NULL,
+  name                  TEXT    NOT NULL CHECK (name <> ''),
+  spec                  TEXT    NOT NULL,
+  status                TEXT,
+  spec_version          INTEGER NOT NULL DEFAULT 0,
+  status_version        INTEGER NOT NULL DEFAULT 0,
+  generation            INTEGER NOT NULL DEFAULT 1,
+  observed_generation   INTEGER,
+  observed_at           INTEGER,
+  resource_version      INTEGER NOT NULL,
+  deletion_requested_at INTEGER,
+  finalizers            TEXT    NOT NULL DEFAULT '[]',
+  reconcile_owed        INTEGER NOT NULL DEFAULT 0,
+  created_at            INTEGER NOT NULL,
+  updated_at            INTEGER NOT NULL,
+  stalled_generation    INTEGER,
+  UNIQUE ("group", kind, name)
+) STRICT;
+INSERT INTO objects_v5 SELECT id, "group", kind, name, spec, status, spec_version,
+  status_version, generation, observed_generation, observed_at, resource_version,
+  deletion_requested_at, finalizers, reconcile_owed, created_at, updated_at, stalled_generation
+  FROM objects;
+DROP TABLE objects;
+ALTER TABLE objects_v5 RENAME TO objects;
+-- (group, kind) with the implicit rowid suffix lists a kind in id order.
+CREATE INDEX idx_objects_kind ON objects ("group", kind);
+-- Covering for the GC listing: keep the columns aligned with that query.
+CREATE INDEX idx_objects_deleting ON objects (id, "group", kind)
+  WHERE deletion_requested_at IS NOT NULL;
+CREATE INDEX idx_objects_unsettled ON objects ("group", kind)
+  WHERE (observed_generation IS NULL OR observed_generation < generation)
+    AND stalled_generation IS NOT generation;
+CREATE INDEX idx_objects_owed ON objects ("group", kind) WHERE reconcile_owed <> 0;
+CREATE INDEX idx_objects_stalled ON objects ("group", kind)
+  WHERE stalled_generation IS NOT NULL;
+
+CREATE TABLE events_v5 (
+  id               INTEGER PRIMARY KEY,
+  object_id        INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  category         TEXT    NOT NULL DEFAULT '',
+  type             TEXT    NOT NULL CHECK (type IN ('Normal', 'Warning')),
+  reason           TEXT    NOT NULL CHECK (reason <> ''),
+  message          TEXT    NOT NULL DEFAULT '',
+  detail           TEXT,
+  count            INTEGER NOT NULL DEFAULT 1,
+  first_at         INTEGER NOT NULL,
+  last_at          INTEGER NOT NULL,
+  resource_version INTEGER NOT NULL
+) STRICT;
+INSERT INTO events_v5 SELECT id, object_id, category, type, reason, message, detail, count,
+  first_at, last_at, resource_version FROM events;
+DROP TABLE events;
+ALTER TABLE events_v5 RENAME TO events;
+CREATE INDEX idx_events_object_cat ON events (object_id, category, last_at DESC, id DESC);
+CREATE INDEX idx_events_latest ON events (object_id, category, id DESC);
+CREATE INDEX idx_events_object_rv ON events (object_id, resource_version);
+
+DELETE FROM sqlite_sequence WHERE name IN ('objects', 'events');
+DROP INDEX idx_object_writes_age;
+`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
   { version: 2, name: "leases", sql: leases },
   { version: 3, name: "write origin", sql: origin },
   { version: 4, name: "stalled generation", sql: stalled },
+  { version: 5, name: "lean write path", sql: lean, foreignKeysOff: true },
 ];

@@ -1,12 +1,12 @@
 /**
  * The scope a synchronous write unit runs in: the writer connection, one
- * clock reading, and resource-version draws.
+ * clock reading, resource-version draws and row ids.
  *
  * @module
  */
-import type { Core, Db } from "./_core.ts";
+import type { Core, Db, IdTable } from "./_core.ts";
 
-/** What a write unit may use: the writer, one clock reading, and version draws. */
+/** What a write unit may use: the writer, one clock reading, version draws and row ids. */
 export interface WriteScope {
   readonly db: Db;
   /** `Date.now()` read once for the whole unit. */
@@ -15,6 +15,10 @@ export interface WriteScope {
   draw(): number;
   /** `n` consecutive resource versions; resolves to the first. */
   drawMany(n: number): number;
+  /** Runs `write` with the next version, drawn only if `write` returns true; returns it or `undefined`. */
+  drawIf(write: (rv: number) => boolean): number | undefined;
+  /** Runs `insert` with the next id of `table`, taken only if `insert` returns; returns the id. */
+  insertWithId(table: IdTable, insert: (id: number) => void): number;
 }
 
 /** A write scope that remembers the highest version it drew. */
@@ -42,4 +46,12 @@ export class Scope implements WriteScope {
     if (first + n - 1 > this.drawn) this.drawn = first + n - 1;
     return first;
   };
+
+  drawIf = (write: (rv: number) => boolean): number | undefined => {
+    if (!write(this.#core.peekVersion())) return undefined;
+    return this.draw();
+  };
+
+  insertWithId = (table: IdTable, insert: (id: number) => void): number =>
+    this.#core.insertWithId(table, insert);
 }

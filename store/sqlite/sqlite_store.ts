@@ -43,7 +43,7 @@ import { SqliteObjectWrites } from "./_object_writes.ts";
 import { SqliteObjects } from "./_objects.ts";
 import { SqliteReconcileOwed } from "./_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
-import { migrations } from "./_schema.ts";
+import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
 
 /** How a {@linkcode SqliteStore} is opened. */
@@ -311,7 +311,8 @@ export class SqliteStore implements Store {
       writer = new Db(driver.open(file));
       const busy = options.busyTimeout ?? 5000;
       writer.exec(`PRAGMA busy_timeout = ${busy}`);
-      // auto_vacuum only takes effect before the first table is created.
+      // page_size and auto_vacuum only take effect before the first table is created.
+      writer.exec(`PRAGMA page_size = ${PAGE_SIZE}`);
       writer.exec("PRAGMA auto_vacuum = INCREMENTAL");
       writer.exec("PRAGMA journal_mode = WAL");
       writer.exec(`PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
@@ -437,9 +438,16 @@ function migrate(db: Db): void {
   }
   for (const m of migrations) {
     if (m.version <= current) continue;
+    // The pragma is a no-op inside a transaction; dropping a parent table with it on would cascade.
+    if (m.foreignKeysOff) db.exec("PRAGMA foreign_keys = OFF");
     db.exec("BEGIN IMMEDIATE");
     try {
       db.exec(m.sql);
+      if (m.foreignKeysOff && db.get("PRAGMA foreign_key_check") !== undefined) {
+        throw new StoreError(
+          `Cannot apply schema migration ${m.version} (${m.name}): a foreign key check failed`,
+        );
+      }
       db.run(
         "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
         m.version,
@@ -450,6 +458,8 @@ function migrate(db: Db): void {
     } catch (error) {
       db.exec("ROLLBACK");
       throw error;
+    } finally {
+      if (m.foreignKeysOff) db.exec("PRAGMA foreign_keys = ON");
     }
   }
 }

@@ -37,6 +37,37 @@ async function rvOf(s: Store, r: ObjectRef): Promise<number> {
 
 export const dependenciesCases: ContractCase[] = [
   {
+    name: "listStaleSince finds a target whose latest write the log no longer holds",
+    async fn(h) {
+      const s = await h.open();
+      const old = await make(s, Gadget, "old");
+      const d1 = await make(s, Widget, "d1");
+      await dependsOn(s, d1, old);
+      const fresh = await make(s, Gadget, "fresh");
+      const d2 = await make(s, Widget, "d2");
+      await dependsOn(s, d2, fresh);
+      // Keep one Gadget entry: old's only write leaves the log, below the kind's horizon.
+      await s.objectWrites.sweep({ perKind: 1, maxAge: 0 });
+      const log = await s.objectWrites.listSince(Gadget, { after: 0, limit: 10 });
+      assert.deepEqual(log.writes.map((w) => w.id), [fresh.id]);
+      assert.ok(log.trimmedThrough >= (await rvOf(s, old)));
+      assert.deepEqual(await staleIds(s), [d1.id, d2.id]);
+      // One row a page crosses from below the horizon to above it, in order, once each.
+      const through = await s.getLatestResourceVersion();
+      const seen: number[] = [];
+      let after = START;
+      for (;;) {
+        const p = await s.dependencies.listStaleSince([Widget], { after, through, limit: 1 });
+        if (p.dependents.length === 0) break;
+        seen.push(...p.dependents.map((d) => d.id));
+        after = p.position;
+      }
+      assert.deepEqual(seen, [d1.id, d2.id]);
+      await s.dependencies.watermarkSet(d1.id, through);
+      assert.deepEqual(await staleIds(s), [d2.id]);
+    },
+  },
+  {
     name: "listStaleSince finds dependents whose target moved past their watermark",
     async fn(h) {
       const s = await h.open();

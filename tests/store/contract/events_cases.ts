@@ -47,6 +47,24 @@ async function horizon(s: Store, id: number, category?: string): Promise<number>
 
 export const eventsCases: ContractCase[] = [
   {
+    name: "event ids are never reused, even after the newest run is deleted with its object",
+    async fn(h) {
+      const path = h.tempPath("event-ids.db");
+      const first = await h.openPath(path);
+      const a = await make(first, Widget, "a");
+      const b = await make(first, Widget, "b");
+      await note(first, a, "First");
+      await note(first, b, "Newest");
+      const newest = await run(first, b.id, "Newest");
+      await first.objects.delete(b.id);
+      await first.close();
+      const s = await h.openPath(path);
+      await note(s, a, "Later");
+      const later = await run(s, a.id, "Later");
+      assert.ok(later.id > newest.id, `event id ${later.id} reused at or below ${newest.id}`);
+    },
+  },
+  {
     name: "the first add starts a run: count 1, firstAt equals lastAt, an id and a version",
     async fn(h) {
       const s = await h.open();

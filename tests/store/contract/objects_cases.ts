@@ -20,6 +20,49 @@ import { type ContractCase, Gadget, logCount, make, ref, Widget } from "./harnes
 
 export const objectsCases: ContractCase[] = [
   {
+    name: "create never reuses an id, even after the highest one is deleted, across a reopen",
+    async fn(h) {
+      const path = h.tempPath("ids.db");
+      const first = await h.openPath(path);
+      const a = await make(first, Widget, "a");
+      const b = await make(first, Widget, "b");
+      await first.objects.delete(b.id);
+      const c = await make(first, Gadget, "c");
+      assert.ok(c.id > b.id, `id ${c.id} reused at or below the deleted ${b.id}`);
+      await first.objects.delete(c.id);
+      await first.close();
+      const s = await h.openPath(path);
+      const d = await make(s, Widget, "d");
+      assert.ok(d.id > c.id, `id ${d.id} reused at or below the deleted ${c.id}`);
+      // A name freed by a delete takes a new id too.
+      const b2 = await make(s, Widget, "b");
+      assert.ok(b2.id > d.id);
+      assert.deepEqual((await s.objects.list(Widget)).map((o) => o.id), [a.id, d.id, b2.id]);
+    },
+  },
+  {
+    name: "create and a changed updateSpec return exactly the row a get reads back",
+    async fn(h) {
+      const s = await h.open();
+      const o = await s.objects.create(Widget, {
+        name: "a",
+        spec: '{"x":1}',
+        specVersion: 3,
+        finalizers: ["f/one", "f/one", "f/two"],
+      });
+      assert.deepEqual(o, await s.objects.get(o.id));
+      await s.conditions.set(ref(Widget, o.id), [{ type: "Ready", status: "True" }]);
+      const updated = await s.objects.updateSpec(ref(Widget, o.id), { spec: '{"x":2}' });
+      assert.equal(updated.changed, true);
+      assert.deepEqual(updated.object, await s.objects.get(o.id));
+      assert.equal(updated.object.generation, 2);
+      await assert.rejects(make(s, Widget, "a"), NameTakenError);
+      const b = await s.objects.create(Widget, { name: "b", spec: "{}" });
+      assert.ok(b.id > o.id);
+      assert.deepEqual(b, await s.objects.get(b.id));
+    },
+  },
+  {
     name: "create assigns an id, generation 1, no status, and persists finalizers",
     async fn(h) {
       const s = await h.open();

@@ -19,7 +19,7 @@ import {
 } from "../../../src/errors.ts";
 import { openSqliteStore } from "../../_sqlite_driver.ts";
 import { migrations } from "../../../store/sqlite/_schema.ts";
-import { type ContractCase, make, Widget } from "./harness.ts";
+import { type ContractCase, Gadget, make, Widget, withFakeDate } from "./harness.ts";
 
 function pragma(path: string, name: string): unknown {
   const db = new DatabaseSync(path);
@@ -62,7 +62,10 @@ export const sqliteAdapterCases: ContractCase[] = [
         ) {
           assert.ok(tables.includes(t), `missing table ${t}`);
         }
-        assert.equal(db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()!.v, 4);
+        assert.equal(
+          db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get()!.v,
+          migrations[migrations.length - 1].version,
+        );
       } finally {
         db.close();
       }
@@ -169,6 +172,186 @@ export const sqliteAdapterCases: ContractCase[] = [
       assert.deepEqual(await s.objects.listIds(Widget, { excludeStalled: true }), [id]);
       await s.objects.setStalledGeneration({ ...Widget, id }, 1);
       assert.deepEqual(await s.objects.listUnsettledIds(Widget), []);
+    },
+  },
+  {
+    name:
+      "a database at schema version 4 migrates to 5 keeping every row, its foreign keys, and ids above every old one, deleted or not",
+    async fn(h) {
+      const path = h.tempPath("v4.db");
+      const db = new DatabaseSync(path);
+      db.exec("PRAGMA journal_mode = WAL");
+      db.exec("PRAGMA foreign_keys = ON");
+      db.exec(`CREATE TABLE schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
+      for (const m of migrations.filter((m) => m.version <= 4)) {
+        db.exec(m.sql);
+        db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)")
+          .run(m.version, m.name);
+      }
+      const object = db.prepare(
+        `INSERT INTO objects ("group", kind, name, spec, status, resource_version, finalizers,
+           stalled_generation, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 10, 20) RETURNING id`,
+      );
+      const put = (name: string, rv: number, stalled: number | null = null) =>
+        Number(
+          object.get(
+            Widget.group,
+            Widget.kind,
+            name,
+            `{"n":"${name}"}`,
+            '{"ok":1}',
+            rv,
+            "[]",
+            stalled,
+          )!
+            .id,
+        );
+      const owner = put("owner", 1);
+      const child = put("child", 2, 1);
+      const doomed = put("doomed", 3);
+      db.exec(`INSERT INTO conditions (object_id, type, status, open_epoch, transitioned_at,
+          updated_at) VALUES (${child}, 'Ready', 'True', 1, 5, 5);
+        INSERT INTO edges (from_id, to_id, relation) VALUES
+          (${child}, ${owner}, 'owned_by'), (${child}, ${owner}, 'depends_on');
+        INSERT INTO dependency_watermarks (object_id, reconciled_against, reconciled_at)
+          VALUES (${child}, 1, 5);
+        INSERT INTO events (object_id, type, reason, first_at, last_at, resource_version)
+          VALUES (${child}, 'Normal', 'Kept', 5, 5, 4), (${doomed}, 'Normal', 'Gone', 6, 6, 5);
+        INSERT INTO object_writes (resource_version, object_id, "group", kind, op, written_at)
+          VALUES (1, ${owner}, '${Widget.group}', '${Widget.kind}', 1, 10);
+        UPDATE resource_version_seq SET value = 5;`);
+      const eventMax = Number(db.prepare("SELECT MAX(id) AS m FROM events").get()!.m);
+      // The highest object and event ids go: only sqlite_sequence still remembers them.
+      db.prepare("DELETE FROM objects WHERE id = ?").run(doomed);
+      db.close();
+
+      const s = await h.openPath(path);
+      const rows = await s.objects.list(Widget);
+      assert.deepEqual(rows.map((o) => [o.id, o.name, o.spec, o.status, o.resourceVersion]), [
+        [owner, "owner", '{"n":"owner"}', '{"ok":1}', 1],
+        [child, "child", '{"n":"child"}', '{"ok":1}', 2],
+      ]);
+      assert.equal((await s.objects.getForReconcile(child)).stalledGeneration, 1);
+      assert.deepEqual((await s.objects.get(child)).conditions.map((c) => c.type), ["Ready"]);
+      for (const relation of ["owned_by", "depends_on"] as const) {
+        const from = await s.objects.listByIncomingEdge(Widget, { toId: owner, relation });
+        assert.deepEqual(from.map((o) => o.id), [child]);
+      }
+      assert.deepEqual((await s.events.list(child)).map((e) => e.reason), ["Kept"]);
+      assert.deepEqual(
+        (await s.objectWrites.listSince(Widget, { after: 0, limit: 9 })).writes
+          .map((w) => w.id),
+        [owner],
+      );
+      assert.equal(await s.getLatestResourceVersion(), 5);
+      const next = await make(s, Widget, "next");
+      assert.ok(next.id > doomed, `id ${next.id} reused at or below the deleted ${doomed}`);
+      await s.events.add(next, { type: "Normal", reason: "New" });
+      const [added] = await s.events.list(next.id);
+      assert.ok(added.id > eventMax, `event id ${added.id} reused at or below ${eventMax}`);
+      // ON DELETE RESTRICT still guards the owner; CASCADE still takes the child's rows.
+      await assert.rejects(s.objects.delete(owner), StoreError);
+      await s.objects.delete(child);
+      await s.objects.delete(owner);
+      await s.close();
+      const check = new DatabaseSync(path);
+      try {
+        for (const table of ["conditions", "edges", "dependency_watermarks", "events"]) {
+          const n = check.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE object_id IN (?, ?)`
+            .replace("object_id", table === "edges" ? "from_id" : "object_id")).get(child, owner)!
+            .n;
+          assert.equal(n, 0, `${table} kept rows of deleted objects`);
+        }
+        assert.deepEqual(check.prepare("PRAGMA foreign_key_check").all(), []);
+        assert.equal(check.prepare("PRAGMA integrity_check").get()!.integrity_check, "ok");
+        assert.deepEqual(
+          check.prepare("SELECT name FROM sqlite_sequence WHERE name IN ('objects', 'events')")
+            .all(),
+          [],
+        );
+      } finally {
+        check.close();
+      }
+    },
+  },
+  {
+    name:
+      "schema 5 has no version or write-age index and no AUTOINCREMENT, and lists a kind in id order from its kind index",
+    async fn(h) {
+      const path = h.tempPath("lean.db");
+      const s = await h.openPath(path);
+      const ids = [];
+      for (const name of ["c", "a", "b"]) ids.push((await make(s, Widget, name)).id);
+      await make(s, Gadget, "other");
+      assert.deepEqual((await s.objects.list(Widget)).map((o) => o.id), ids);
+      assert.deepEqual(
+        (await s.objects.list(Widget, { after: ids[0], limit: 1 })).map((o) => o.id),
+        [
+          ids[1],
+        ],
+      );
+      assert.deepEqual(await s.objects.listIds(Widget), ids);
+      const db = new DatabaseSync(path);
+      try {
+        const indexes = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index'").all()
+          .map((r) => r.name);
+        for (const gone of ["idx_objects_rv", "idx_object_writes_age"]) {
+          assert.ok(!indexes.includes(gone), `${gone} is still there`);
+        }
+        const plan = (sql: string) =>
+          db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => String(r.detail)).join("; ");
+        // A page of a kind reads the page, not the kind: no sort over the kind's rows.
+        assert.doesNotMatch(
+          plan(`SELECT * FROM objects WHERE "group" = 'g' AND kind = 'k' AND id > 0
+            ORDER BY id LIMIT 10`),
+          /TEMP B-TREE/,
+        );
+        const sql = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table'").all()
+          .map((r) => String(r.sql)).join("\n");
+        assert.doesNotMatch(sql, /AUTOINCREMENT/);
+      } finally {
+        db.close();
+      }
+    },
+  },
+  {
+    name: "two opens of one file taking turns never hand out the same id, even a deleted maximum",
+    async fn(h) {
+      const path = h.tempPath("two-opens.db");
+      const a = await h.openPath(path);
+      const b = await h.openPath(path);
+      const ids: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        ids.push((await make(a, Widget, `a${i}`)).id);
+        const top = await make(b, Widget, `b${i}`);
+        ids.push(top.id);
+        // Each open's next create sees the other's commits, deletes included.
+        await b.objects.delete(top.id);
+      }
+      assert.deepEqual([...ids].sort((x, y) => x - y), ids, "ids rise in commit order");
+      assert.equal(new Set(ids).size, ids.length);
+    },
+  },
+  {
+    name: "an age sweep without a written_at index removes exactly the log's old prefix",
+    async fn(h) {
+      const s = await h.open();
+      await withFakeDate(async (clock) => {
+        const a = await make(s, Widget, "a");
+        for (let i = 0; i < 300; i++) {
+          await s.objects.updateStatus(a, { status: `{"i":${i}}` });
+        }
+        clock.tick(2 * 60_000);
+        await s.objects.updateStatus(a, { status: '{"i":"fresh"}' });
+        const young = await s.getLatestResourceVersion();
+        assert.equal(await s.objectWrites.sweep({ perKind: 0, maxAge: 60_000 }), 301);
+        const left = await s.objectWrites.listSince(Widget, { after: 0, limit: 10 });
+        assert.deepEqual(left.writes.map((w) => w.resourceVersion), [young]);
+        assert.equal(left.trimmedThrough, young - 1);
+        assert.equal(await s.objectWrites.sweep({ perKind: 0, maxAge: 60_000 }), 0);
+      });
     },
   },
   {
