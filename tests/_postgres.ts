@@ -46,9 +46,21 @@ export function schemaForPath(path: string): string {
   return `p_${(h >>> 0).toString(16)}_${path.length}`;
 }
 
+/**
+ * How long a test connection may idle inside a transaction: short, so a
+ * replica paused mid-transaction (the SIGSTOP cases) frees the counter row
+ * well inside the tests' failover bounds, long enough for any test's own
+ * transactions on a loaded machine.
+ */
+export const TEST_IDLE_IN_TRANSACTION_TIMEOUT = 2_000;
+
 /** Opens a store on the test database, in a fresh schema unless `options.schema` names one. */
 export function openPostgresStore(options: PostgresStoreOptions = {}): Promise<PostgresStore> {
-  return open(postgresUrl(), { schema: freshSchema(), ...options });
+  return open(postgresUrl(), {
+    schema: freshSchema(),
+    idleInTransactionTimeout: TEST_IDLE_IN_TRANSACTION_TIMEOUT,
+    ...options,
+  });
 }
 
 /** Restarts the local cluster serving the test database (`pg_ctlcluster`, as root or its owner). */

@@ -60,6 +60,17 @@ export interface PostgresStoreOptions {
    */
   max?: number;
   /**
+   * How long, in ms, a connection of this open may sit inside a transaction
+   * between statements before the server ends its session
+   * (`idle_in_transaction_session_timeout`). A process paused mid-transaction
+   * (SIGSTOP, a frozen VM) holds the counter row every writer locks; this is
+   * what frees it, so another replica can take over and write. Keep it at or
+   * below the leader election's `leaseDuration`, and above the longest await
+   * inside a `store.within` body. 0 leaves the server's own setting.
+   * @default {10_000}
+   */
+  idleInTransactionTimeout?: number;
+  /**
    * Where failures with no caller to reject (a throwing afterCommit hook, a
    * lost listener connection) are reported; `console` qualifies.
    * @default {undefined} (silent)
@@ -68,6 +79,15 @@ export interface PostgresStoreOptions {
 }
 
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,39}$/;
+
+/** The default `idleInTransactionTimeout`, in ms. */
+const IDLE_IN_TRANSACTION_TIMEOUT = 10_000;
+
+/** The startup option that ends a session idle inside a transaction, if any. */
+function idleSetting(ms: number | undefined): string {
+  const value = ms ?? IDLE_IN_TRANSACTION_TIMEOUT;
+  return value === 0 ? "" : ` -c idle_in_transaction_session_timeout=${value}`;
+}
 
 /** Each open store's commit listener and held locks, shared by all its handles. */
 const listeners = new WeakMap<Core, CommitListener>();
@@ -298,7 +318,7 @@ export class PostgresStore implements Store {
     const identity = identityOf(url, schema);
     const connection: pg.ClientConfig = {
       connectionString: url,
-      options: `-c search_path=${schema}`,
+      options: `-c search_path=${schema}${idleSetting(options.idleInTransactionTimeout)}`,
       application_name: "beehive",
     };
     // Idle connections stay open until close: no idle timer, and no reconnect per burst.
@@ -502,7 +522,7 @@ async function migrate(db: Db, schema: string): Promise<number> {
  * ```
  *
  * @throws {TypeError} `url` is not a non-empty string.
- * @throws {InvalidOptionError} `schema` or `max` is out of range.
+ * @throws {InvalidOptionError} `schema`, `max` or `idleInTransactionTimeout` is out of range.
  * @throws {SchemaVersionDowngradeError} the schema was written by a newer build.
  * @throws {StoreError} the server cannot be reached, refuses the login, or the schema cannot be migrated.
  */
@@ -529,6 +549,16 @@ export function openPostgresStore(
         `Cannot open PostgreSQL store with schema: current value is ${
           describe(schema)
         }, expected lower-case letters, digits and _ (starting with a letter or _), at most 40 long`,
+      );
+    }
+    const idle = options.idleInTransactionTimeout;
+    if (
+      idle !== undefined && (typeof idle !== "number" || !Number.isSafeInteger(idle) || idle < 0)
+    ) {
+      throw new InvalidOptionError(
+        `Cannot open PostgreSQL store with idleInTransactionTimeout: current value is ${
+          describe(idle)
+        }, expected an integer number of ms >= 0 (0 = the server's setting)`,
       );
     }
     if (max !== undefined && (typeof max !== "number" || !Number.isSafeInteger(max) || max < 2)) {

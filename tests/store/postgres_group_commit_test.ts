@@ -1,5 +1,6 @@
 /**
- * Group commit in the PostgreSQL store: single-call writes waiting together
+ * Group commit in the PostgreSQL store, and what frees the writer when a
+ * process pauses mid-transaction. Single-call writes waiting together
  * share one transaction and one commit (counted on the client), each member
  * in its own savepoint; a refused or fenced member rolls back
  * alone; a lone write and sequential writes commit by themselves. Needs the
@@ -9,10 +10,10 @@
  */
 import assert from "node:assert/strict";
 import pg from "pg";
-import { FencedError, NameTakenError } from "../../src/errors.ts";
+import { FencedError, InvalidOptionError, NameTakenError, StoreError } from "../../src/errors.ts";
 import type { Store } from "../../src/store.ts";
 import { test } from "../_test.ts";
-import { openPostgresStore } from "../_postgres.ts";
+import { freshSchema, openPostgresStore } from "../_postgres.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
 
@@ -219,4 +220,43 @@ test("PostgreSQL group commit: a grouped transaction whose term is over is refus
     assert.equal(ran, false);
     assert.deepEqual((await store.objects.list(Widget)).map((o) => o.name), ["fine"]);
   });
+});
+
+test("PostgreSQL store: a transaction left idle past idleInTransactionTimeout is ended by the server, and other opens write meanwhile", async () => {
+  const schema = freshSchema();
+  const paused = await openPostgresStore({ schema, idleInTransactionTimeout: 300 });
+  const other = await openPostgresStore({ schema });
+  try {
+    const inside = Promise.withResolvers<void>();
+    const resume = Promise.withResolvers<void>();
+    // A process paused mid-transaction: it holds the counter row every writer locks.
+    const stuck = paused.within(async (tx) => {
+      await tx.objects.create(Widget, { name: "paused", spec: "{}" });
+      inside.resolve();
+      await resume.promise;
+      await tx.objects.create(Widget, { name: "after", spec: "{}" });
+    });
+    const outcome = stuck.then(() => "committed", (error) => error);
+    await inside.promise;
+    // Waits on the row lock until the server ends the idle session.
+    await other.objects.create(Widget, { name: "elsewhere", spec: "{}" });
+    resume.resolve();
+    const error = await outcome;
+    assert.ok(error instanceof StoreError, `the paused transaction rejects: ${error}`);
+    assert.deepEqual((await other.objects.list(Widget)).map((o) => o.name), ["elsewhere"]);
+    // The open that lost its session writes again on a fresh connection.
+    await paused.objects.create(Widget, { name: "again", spec: "{}" });
+  } finally {
+    await other.close();
+    await paused.close();
+  }
+});
+
+test("PostgreSQL store: idleInTransactionTimeout must be a whole number of ms >= 0", async () => {
+  for (const bad of [-1, 1.5, "10", Number.NaN]) {
+    await assert.rejects(
+      openPostgresStore({ idleInTransactionTimeout: bad as number }),
+      InvalidOptionError,
+    );
+  }
 });
