@@ -152,6 +152,8 @@ export abstract class Feed<T> {
   #chain: Promise<unknown> = Promise.resolve();
   /** `next()` calls not yet settled. */
   #inflight = 0;
+  /** The answer to a `next()` parked on an idle feed. */
+  #parked: ((result: IteratorResult<T> | Promise<IteratorResult<T>>) => void) | undefined;
   readonly #cleanups: (() => void)[] = [];
   readonly #sleepers = new Set<() => void>();
 
@@ -234,9 +236,36 @@ export abstract class Feed<T> {
     this.onEnd(() => signal.removeEventListener("abort", abort));
   }
 
+  /**
+   * Whether nothing is left to produce and producing needs no await: a
+   * `next()` then parks, and the next {@linkcode Feed.notify} calls
+   * {@linkcode Feed.produce} and answers it at once.
+   */
+  protected idle(): boolean {
+    return false;
+  }
+
+  /** Produces into the buffer what needs no await (for a feed that can be idle). */
+  protected produce(): void {}
+
   /** Wakes a waiting consumer (and any backoff sleep). */
   notify(): void {
     this.#signalled = true;
+    const parked = this.#parked;
+    if (parked !== undefined) {
+      this.#parked = undefined;
+      if (!this.#ended && this.#terminal === undefined) this.produce();
+      if (this.#ready() && !this.#ended) {
+        this.#inflight--;
+        parked(this.#take());
+        return;
+      }
+      const result = this.#next();
+      const settled = () => this.#inflight--;
+      result.then(settled, settled);
+      parked(result);
+      return;
+    }
     const wake = this.#wake;
     this.#wake = undefined;
     wake?.();
@@ -284,9 +313,16 @@ export abstract class Feed<T> {
 
   /** The next item; serialized, so a second caller waits its turn. */
   next(): Promise<IteratorResult<T>> {
-    // The common case, an item ready and no call in flight, costs one promise.
-    if (this.#inflight === 0 && this.#ready() && !this.#ended) {
-      return Promise.resolve(this.#take());
+    if (this.#inflight === 0 && !this.#ended) {
+      // The common case, an item ready and no call in flight, costs one promise.
+      if (this.#ready()) return Promise.resolve(this.#take());
+      if (this.#terminal === undefined && this.idle()) {
+        this.#inflight++;
+        const { promise, resolve } = Promise.withResolvers<IteratorResult<T>>();
+        this.#parked = resolve;
+        this.#chain = promise.catch(() => undefined);
+        return promise;
+      }
     }
     this.#inflight++;
     const result = this.#chain.then(() => this.#next()).finally(() => this.#inflight--);
@@ -580,6 +616,11 @@ export class Tailer {
     if (--this.leases <= 0) this.#stop();
   }
 
+  /** A stream will hand out the last drain's shared changes: the next drain waits for it. */
+  owe(feed: ObjectFeed): void {
+    this.#owing.add(feed);
+  }
+
   /** A stream has taken everything it was handed: the next drain need not wait for it. */
   taken(feed: ObjectFeed): void {
     if (!this.#owing.delete(feed) || this.#owing.size > 0) return;
@@ -714,7 +755,7 @@ export class Tailer {
     const kind = kindName(this.gk);
     const batch = new Published(changes, (c) => decodeChange(c, codec, undefined, warn, kind));
     this.#owing.clear();
-    for (const feed of this.#subs) if (feed.publish(batch)) this.#owing.add(feed);
+    for (const feed of this.#subs) feed.publish(batch);
     this.#cursor = cursor;
     return more;
   }
@@ -851,14 +892,14 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
   }
 
   /**
-   * Takes a drain's changes. Returns `true` when the stream will hand out
-   * the shared array itself (the tailer then waits for it to be taken).
+   * Takes a drain's changes. A stream that will hand out the shared array
+   * itself tells the tailer, which waits for it to be taken.
    */
-  publish(batch: Published): boolean {
-    if (this.ended) return false;
+  publish(batch: Published): void {
+    if (this.ended) return;
     if (this.#load.length > 0) {
       this.#publishRaw(batch.raw);
-      return false;
+      return;
     }
     let changes: readonly ObjectChange<unknown, unknown>[];
     try {
@@ -866,7 +907,7 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
     } catch (error) {
       // A codec failing other than with DecodeError: the stream cannot go on truthfully.
       this.fail(asError(error));
-      return false;
+      return;
     }
     const scope = this.#scope;
     if (scope.id === undefined && scope.owner === undefined) {
@@ -875,11 +916,12 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
       if (caughtUp) {
         let from = 0;
         while (from < changes.length && changes[from].resourceVersion <= this.floor) from++;
-        if (from === changes.length) return false;
+        if (from === changes.length) return;
         this.#shared = changes;
         this.#sharedFrom = from;
+        this.#tailer?.owe(this);
         this.notify();
-        return true;
+        return;
       }
       const shared = this.#shared;
       if (shared !== undefined) {
@@ -889,7 +931,7 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
       }
       for (const c of changes) this.#hold(c);
       if (changes.length > 0) this.notify();
-      return false;
+      return;
     }
     let added = false;
     for (let i = 0; i < changes.length; i++) {
@@ -907,7 +949,7 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
       added = true;
     }
     if (added) this.notify();
-    return false;
+    return;
   }
 
   /** Folds a decoded change into the held ones: latest per object, a create stays `Added`. */
@@ -948,6 +990,26 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
     );
   }
 
+  protected override idle(): boolean {
+    return this.#load.length === 0 && this.#replay === undefined && this.#shared === undefined &&
+      this.#held.size === 0;
+  }
+
+  /** Hands out the shared changes as they are, or the held ones sorted. */
+  protected override produce(): void {
+    if (this.#replay !== undefined) return;
+    if (this.#shared !== undefined) {
+      this.adopt(this.#shared, this.#sharedFrom);
+      this.#shared = undefined;
+      return;
+    }
+    if (this.#held.size === 0) return;
+    const held = [...this.#held.values()].filter((c) => c.resourceVersion > this.floor);
+    this.#held.clear();
+    held.sort((a, b) => a.resourceVersion - b.resourceVersion);
+    this.push(held);
+  }
+
   protected override taken(): void {
     this.#tailer?.taken(this);
   }
@@ -962,16 +1024,8 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
       await this.#replayStep(this.#replay);
       return true;
     }
-    if (this.#shared !== undefined) {
-      this.adopt(this.#shared, this.#sharedFrom);
-      this.#shared = undefined;
-      return true;
-    }
-    if (this.#held.size > 0) {
-      const held = [...this.#held.values()].filter((c) => c.resourceVersion > this.floor);
-      this.#held.clear();
-      held.sort((a, b) => a.resourceVersion - b.resourceVersion);
-      this.push(held);
+    if (this.#shared !== undefined || this.#held.size > 0) {
+      this.produce();
       return true;
     }
     if (this.#pending.size === 0) return false;
