@@ -465,6 +465,13 @@ test("watchList drains a burst larger than one page", async () => {
   });
 });
 
+/** Asserts `value` and every object it holds are frozen. */
+function assertDeeplyFrozen(value: unknown, path = "value"): void {
+  if (typeof value !== "object" || value === null) return;
+  assert.ok(Object.isFrozen(value), `${path} is not frozen`);
+  for (const [key, v] of Object.entries(value)) assertDeeplyFrozen(v, `${path}.${key}`);
+}
+
 test("watchList hands out deeply frozen objects, one instance shared by the streams", async () => {
   await withHive(async ({ things }) => {
     await things.create("a", { n: 1 });
@@ -477,6 +484,9 @@ test("watchList hands out deeply frozen objects, one instance shared by the stre
     assert.equal(c1.id, b.id);
     assert.equal(c1.object, c2.object);
     assert.ok(Object.isFrozen(c1.object) && Object.isFrozen(c1.object!.spec));
+    assertDeeplyFrozen(c1);
+    assertDeeplyFrozen(w1.objects[0]);
+    assert.equal(c1, c2, "the change itself is shared");
     assert.throws(() => {
       (c1.object!.spec as { n: number }).n = 3;
     }, TypeError);
