@@ -68,10 +68,13 @@ export const TAIL_PAGE = 512;
 export const TAIL_PAGES_PER_DRAIN = 4;
 /**
  * The least time between two tailer drain starts while commits keep coming,
- * in ms: a quiet kind is read at once, and every commit inside the gap after
- * a drain start is read by the one drain at its end.
+ * in ms, for a kind with one stream: a quiet kind is read at once, and every
+ * commit inside the gap after a drain start is read by the one drain at its
+ * end. See {@linkcode drainGap}.
  */
-export const WATCH_DRAIN_GAP = 2;
+export const WATCH_DRAIN_GAP = 1;
+/** What each further stream of the kind adds to the drain gap, in ms. */
+export const WATCH_GAP_PER_STREAM = 0.04;
 /**
  * The longest a drain waits, in ms from the last drain start, for the streams
  * handed the last drain's changes to take them: a consumer that keeps up
@@ -79,6 +82,18 @@ export const WATCH_DRAIN_GAP = 2;
  * then collapses what follows in its own held map.
  */
 export const WATCH_TAKE_WAIT = 100;
+/**
+ * The least time between two drain starts of a kind with `streams` open
+ * streams, in ms: each drain wakes every stream, so the gap grows with
+ * them (about 5 ms at 100 streams), up to {@linkcode WATCH_TAKE_WAIT}.
+ */
+export function drainGap(streams: number): number {
+  return Math.min(
+    WATCH_TAKE_WAIT,
+    WATCH_DRAIN_GAP + WATCH_GAP_PER_STREAM * Math.max(0, streams - 1),
+  );
+}
+
 /** The first rung of the watch retry ladder, in ms. */
 export const WATCH_RETRY_MIN = 100;
 /** The top of the watch retry ladder, in ms. */
@@ -639,7 +654,7 @@ export class Tailer {
   /**
    * A commit (or the floor) says the log may have moved. A quiet kind is
    * read at once. While commits keep coming, the next drain starts at the
-   * first wake that finds {@linkcode WATCH_DRAIN_GAP} passed since the last
+   * first wake that finds the {@linkcode drainGap} passed since the last
    * start and the last drain's changes taken by every stream it was handed
    * to (waiting for that at most {@linkcode WATCH_TAKE_WAIT}); every commit
    * meanwhile is read by that one drain.
@@ -655,7 +670,7 @@ export class Tailer {
     // While backing off a wake carries nothing new; honouring it would void the backoff.
     if (this.#retry > 0) return;
     const now = Date.now();
-    let wait = this.#lastStart + WATCH_DRAIN_GAP - now;
+    let wait = this.#lastStart + drainGap(this.#subs.size) - now;
     if (this.#owing.size > 0) wait = Math.max(wait, this.#lastStart + WATCH_TAKE_WAIT - now);
     if (wait <= 0) {
       void this.#run();

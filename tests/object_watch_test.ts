@@ -30,7 +30,7 @@ import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { Other, recordingLogger, tempDir, Thing, withHarness } from "./_beehive_harness.ts";
 import { settle, type WatchHive, withWatchHive } from "./_watch_harness.ts";
-import { WATCH_DRAIN_GAP, WATCH_TAKE_WAIT } from "../src/object_watch.ts";
+import { drainGap, WATCH_DRAIN_GAP, WATCH_TAKE_WAIT } from "../src/object_watch.ts";
 import { test } from "./_test.ts";
 
 interface Spec {
@@ -367,6 +367,14 @@ test("watchList under a busy writer delivers each commit within the drain gap, w
   });
 });
 
+test("drainGap grows with the kind's streams from WATCH_DRAIN_GAP, up to WATCH_TAKE_WAIT", () => {
+  assert.equal(drainGap(0), WATCH_DRAIN_GAP);
+  assert.equal(drainGap(1), WATCH_DRAIN_GAP);
+  assert.ok(drainGap(2) > drainGap(1));
+  assert.ok(Math.abs(drainGap(101) - 5) < 1e-9, "5 ms at 101 streams");
+  assert.equal(drainGap(100_000), WATCH_TAKE_WAIT);
+});
+
 test("watchList: a stalled consumer holds the drains back at most WATCH_TAKE_WAIT, then the others go on at the drain gap", async () => {
   await withHive(async ({ things, inst, clock }) => {
     const x = await things.create("x", { n: 0 });
@@ -387,10 +395,11 @@ test("watchList: a stalled consumer holds the drains back at most WATCH_TAKE_WAI
     assert.ok(clock.now - started <= WATCH_TAKE_WAIT);
     // Now behind, the stalled stream collapses what follows and no longer holds the tailer back.
     const at = clock.now;
-    await clock.tickAsync(WATCH_DRAIN_GAP);
     await things.update(x.id, { n: 3 });
-    assert.deepEqual(brief(await next(liveIt)), ["Modified", x.id, { n: 3 }]);
-    assert.ok(clock.now - at <= 2 * WATCH_DRAIN_GAP, `delivered after ${clock.now - at} ms`);
+    const third = inFlight(liveIt);
+    await settle(clock);
+    assert.deepEqual(brief(await tickUntil(clock, third)), ["Modified", x.id, { n: 3 }]);
+    assert.ok(clock.now - at <= Math.ceil(drainGap(2)), `delivered after ${clock.now - at} ms`);
     const stalledIt = iter(stalled);
     assert.deepEqual(brief(await next(stalledIt)), ["Modified", x.id, { n: 3 }]);
     stalled.close();
