@@ -157,8 +157,11 @@ export abstract class Feed<T> {
   #buffer: readonly T[] = [];
   /** The next item to hand out of `#buffer`. */
   #head = 0;
-  /** Whether `#buffer` is an adopted array other feeds share: copied before a push. */
-  #borrowed = false;
+  /**
+   * Set while `#buffer` is an adopted array other feeds share (copied before
+   * a push): the settled `next()` answers for its items, shared the same way.
+   */
+  #answers: (Promise<IteratorResult<T>> | undefined)[] | undefined;
   #terminal: Error | undefined;
   #ended = false;
   #wake: (() => void) | undefined;
@@ -192,10 +195,10 @@ export abstract class Feed<T> {
   /** Appends items for the consumer. */
   protected push(items: readonly T[]): void {
     if (items.length === 0) return;
-    const own = this.#borrowed ? this.#buffer.slice(this.#head) : this.#buffer as T[];
-    if (this.#borrowed) {
+    const own = this.#answers !== undefined ? this.#buffer.slice(this.#head) : this.#buffer as T[];
+    if (this.#answers !== undefined) {
       this.#head = 0;
-      this.#borrowed = false;
+      this.#answers = undefined;
     }
     for (const item of items) own.push(item);
     this.#buffer = own;
@@ -203,14 +206,20 @@ export abstract class Feed<T> {
 
   /**
    * Hands out `items` from index `from` on, without copying them: the feed
-   * never writes to an adopted array, so many feeds may share one. Only
-   * while nothing is ready.
+   * never writes to an adopted array, so many feeds may share one, and the
+   * settled answer to a `next()` for `items[i]`, made by the first feed to
+   * hand it out, is kept in `answers[i]` for the others. Only while nothing
+   * is ready.
    */
-  protected adopt(items: readonly T[], from: number): void {
+  protected adopt(
+    items: readonly T[],
+    from: number,
+    answers: (Promise<IteratorResult<T>> | undefined)[],
+  ): void {
     if (from >= items.length) return;
     this.#buffer = items;
     this.#head = from;
-    this.#borrowed = true;
+    this.#answers = answers;
   }
 
   /** Whether items are ready for the consumer. */
@@ -227,13 +236,25 @@ export abstract class Feed<T> {
 
   #take(): IteratorResult<T> {
     const value = this.#buffer[this.#head++];
-    if (this.#head === this.#buffer.length) {
-      this.#buffer = [];
-      this.#head = 0;
-      this.#borrowed = false;
-      this.taken();
-    }
+    if (this.#head === this.#buffer.length) this.#emptied();
     return { done: false, value };
+  }
+
+  /** The shared settled answer for the next item of an adopted buffer. */
+  #takeShared(answers: (Promise<IteratorResult<T>> | undefined)[]): Promise<IteratorResult<T>> {
+    const i = this.#head++;
+    const answer = answers[i] ??= Promise.resolve(
+      Object.freeze({ done: false, value: this.#buffer[i] }),
+    );
+    if (this.#head === this.#buffer.length) this.#emptied();
+    return answer;
+  }
+
+  #emptied(): void {
+    this.#buffer = [];
+    this.#head = 0;
+    this.#answers = undefined;
+    this.taken();
   }
 
   /** Runs `fn` once when the stream ends. */
@@ -299,7 +320,7 @@ export abstract class Feed<T> {
   close(): void {
     this.#buffer = [];
     this.#head = 0;
-    this.#borrowed = false;
+    this.#answers = undefined;
     this.#end();
   }
 
@@ -330,7 +351,10 @@ export abstract class Feed<T> {
   next(): Promise<IteratorResult<T>> {
     if (this.#inflight === 0 && !this.#ended) {
       // The common case, an item ready and no call in flight, costs one promise.
-      if (this.#ready()) return Promise.resolve(this.#take());
+      if (this.#ready()) {
+        const answers = this.#answers;
+        return answers === undefined ? Promise.resolve(this.#take()) : this.#takeShared(answers);
+      }
       if (this.#terminal === undefined && this.idle()) {
         this.#inflight++;
         const { promise, resolve } = Promise.withResolvers<IteratorResult<T>>();
@@ -517,6 +541,8 @@ export class Published {
   readonly #decode: (c: RawChange) => ObjectChange<unknown, unknown> | undefined;
   #changes: ObjectChange<unknown, unknown>[] | undefined;
   readonly #owners: (ObjectId | null | undefined)[] = [];
+  /** The settled `next()` answers for `changes`, made by the first stream to hand each out. */
+  readonly answers: (Promise<IteratorResult<ObjectChange<unknown, unknown>>> | undefined)[] = [];
 
   constructor(
     raw: readonly RawChange[],
@@ -860,7 +886,7 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
    * The last drain's shared changes from `#sharedFrom` on, not pulled yet: a
    * stream that loads nothing and had nothing else waiting takes them as they are.
    */
-  #shared: readonly ObjectChange<unknown, unknown>[] | undefined;
+  #shared: Published | undefined;
   #sharedFrom = 0;
   /** Decoded changes not yet handed out, latest per object: the streams that load none. */
   readonly #held = new Map<ObjectId, ObjectChange<unknown, unknown>>();
@@ -932,7 +958,7 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
         let from = 0;
         while (from < changes.length && changes[from].resourceVersion <= this.floor) from++;
         if (from === changes.length) return;
-        this.#shared = changes;
+        this.#shared = batch;
         this.#sharedFrom = from;
         this.#tailer?.owe(this);
         this.notify();
@@ -942,7 +968,8 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
       if (shared !== undefined) {
         // Not pulled before the next drain: it collapses with what follows.
         this.#shared = undefined;
-        for (let i = this.#sharedFrom; i < shared.length; i++) this.#hold(shared[i]);
+        const held = shared.changes;
+        for (let i = this.#sharedFrom; i < held.length; i++) this.#hold(held[i]);
       }
       for (const c of changes) this.#hold(c);
       if (changes.length > 0) this.notify();
@@ -1014,7 +1041,7 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
   protected override produce(): void {
     if (this.#replay !== undefined) return;
     if (this.#shared !== undefined) {
-      this.adopt(this.#shared, this.#sharedFrom);
+      this.adopt(this.#shared.changes, this.#sharedFrom, this.#shared.answers);
       this.#shared = undefined;
       return;
     }
