@@ -68,31 +68,23 @@ export const TAIL_PAGE = 512;
 export const TAIL_PAGES_PER_DRAIN = 4;
 /**
  * The least time between two tailer drain starts while commits keep coming,
- * in ms, for a kind with one stream: a quiet kind is read at once, and every
- * commit inside the gap after a drain start is read by the one drain at its
- * end. See {@linkcode drainGap}.
+ * in ms: a quiet kind is read at once, and every commit inside the gap after
+ * a drain start is read by the one drain at its end.
  */
 export const WATCH_DRAIN_GAP = 1;
-/** What each further stream of the kind adds to the drain gap, in ms. */
-export const WATCH_GAP_PER_STREAM = 0.04;
+/**
+ * The share of the thread a busy kind's drains may take: the gap between
+ * drain starts is at least a drain's own cost (its store calls and its
+ * fan-out to the streams, a running mean) divided by this.
+ */
+export const WATCH_DRAIN_SHARE = 0.1;
 /**
  * The longest a drain waits, in ms from the last drain start, for the streams
- * handed the last drain's changes to take them: a consumer that keeps up
- * paces the tailer, one that stalls holds it back at most this long, and
- * then collapses what follows in its own held map.
+ * handed the last drain's changes to take them, and the longest gap: a
+ * consumer that keeps up paces the tailer, one that stalls holds it back at
+ * most this long, and then collapses what follows in its own held map.
  */
 export const WATCH_TAKE_WAIT = 100;
-/**
- * The least time between two drain starts of a kind with `streams` open
- * streams, in ms: each drain wakes every stream, so the gap grows with
- * them (about 5 ms at 100 streams), up to {@linkcode WATCH_TAKE_WAIT}.
- */
-export function drainGap(streams: number): number {
-  return Math.min(
-    WATCH_TAKE_WAIT,
-    WATCH_DRAIN_GAP + WATCH_GAP_PER_STREAM * Math.max(0, streams - 1),
-  );
-}
 
 /** The first rung of the watch retry ladder, in ms. */
 export const WATCH_RETRY_MIN = 100;
@@ -600,6 +592,12 @@ export class Tailer {
   #running = false;
   /** A wake not yet covered by a drain start. */
   #dirty = false;
+  /** Whether the next drain reads the kind's position first: set by a wake no commit of ours explains. */
+  #probe = false;
+  /** The thread time a drain's own work takes, in ms: a running mean. */
+  #cost = 0;
+  /** The thread time the running drain has taken so far, in ms. */
+  #spent = 0;
   /** When the last drain started (`Date.now()`), for the pacing. */
   #lastStart = Number.NEGATIVE_INFINITY;
   /** When the armed timer fires, if one is armed. */
@@ -613,7 +611,7 @@ export class Tailer {
     this.#unregister = unregister;
     this.#failures = new FailureLog(engine, "a watch read", { kind: kindName(gk) });
     // Subscribe before reading the starting cursor: a commit in between is not lost.
-    this.#offKind = engine.writes.onKind(gk, () => this.wake());
+    this.#offKind = engine.writes.onKind(gk, (local) => this.wake(!local));
     this.#offClose = engine.writes.onClose(() =>
       this.#fail(new StoppedError(`The watch on ${kindName(gk)} ended: the Beehive stopped`))
     );
@@ -680,15 +678,34 @@ export class Tailer {
   /**
    * A commit (or the floor) says the log may have moved. A quiet kind is
    * read at once. While commits keep coming, the next drain starts at the
-   * first wake that finds the {@linkcode drainGap} passed since the last
-   * start and the last drain's changes taken by every stream it was handed
-   * to (waiting for that at most {@linkcode WATCH_TAKE_WAIT}); every commit
-   * meanwhile is read by that one drain.
+   * first wake that finds the gap passed since the last start (at least
+   * {@linkcode WATCH_DRAIN_GAP}, more as drains cost more: see
+   * {@linkcode WATCH_DRAIN_SHARE}) and the last drain's changes taken by
+   * every stream it was handed to (waiting for that at most
+   * {@linkcode WATCH_TAKE_WAIT}); every commit meanwhile is read by that one
+   * drain. `probe`: the wake is not our own commit of the kind, so the drain
+   * reads the position before the log.
    */
-  wake(): void {
+  wake(probe = true): void {
     if (this.#stopped) return;
     this.#dirty = true;
+    if (probe) this.#probe = true;
     this.#schedule();
+  }
+
+  /** The least time between two drain starts now, in ms. */
+  #gap(): number {
+    return Math.min(WATCH_TAKE_WAIT, Math.max(WATCH_DRAIN_GAP, this.#cost / WATCH_DRAIN_SHARE));
+  }
+
+  /** Calls `fn`, counting the thread time it takes (its synchronous part) as the drain's. */
+  #timed<T>(fn: () => T): T {
+    const started = Date.now();
+    try {
+      return fn();
+    } finally {
+      this.#spent += Date.now() - started;
+    }
   }
 
   #schedule(): void {
@@ -696,7 +713,7 @@ export class Tailer {
     // While backing off a wake carries nothing new; honouring it would void the backoff.
     if (this.#retry > 0) return;
     const now = Date.now();
-    let wait = this.#lastStart + drainGap(this.#subs.size) - now;
+    let wait = this.#lastStart + this.#gap() - now;
     if (this.#owing.size > 0) wait = Math.max(wait, this.#lastStart + WATCH_TAKE_WAIT - now);
     if (wait <= 0) {
       void this.#run();
@@ -725,18 +742,23 @@ export class Tailer {
   async #run(): Promise<void> {
     this.#running = true;
     this.#dirty = false;
+    const probe = this.#probe;
+    this.#probe = false;
+    this.#spent = 0;
     this.#lastStart = Date.now();
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#dueAt = undefined;
     let more = false;
     try {
-      more = await this.#drain();
+      more = await this.#drain(probe);
+      this.#cost += (this.#spent - this.#cost) / 4;
       this.#retry = 0;
       this.#failures.succeeded();
     } catch (error) {
       this.#running = false;
       if (this.#stopped) return;
+      this.#probe = true;
       if (isTerminal(error)) {
         this.#fail(asError(error));
         return;
@@ -758,15 +780,20 @@ export class Tailer {
    * Reads up to the page budget above the cursor, collapses it to one change
    * per object and publishes that; resolves whether more remains.
    */
-  async #drain(): Promise<boolean> {
+  async #drain(probe: boolean): Promise<boolean> {
     const store = this.#engine.store;
-    const at = await store.objectWrites.maxVersion(this.gk);
-    if (this.#stopped || at <= this.#cursor) return false;
+    if (probe) {
+      const at = await this.#timed(() => store.objectWrites.maxVersion(this.gk));
+      if (this.#stopped || at <= this.#cursor) return false;
+    }
     const writes: ObjectWrite[] = [];
     let cursor = this.#cursor;
     let more = true;
     for (let pages = 0; pages < TAIL_PAGES_PER_DRAIN; pages++) {
-      const page = await store.objectWrites.listSince(this.gk, { after: cursor, limit: TAIL_PAGE });
+      const after = cursor;
+      const page = await this.#timed(() =>
+        store.objectWrites.listSince(this.gk, { after, limit: TAIL_PAGE })
+      );
       if (this.#stopped) return false;
       if (cursor < page.trimmedThrough) {
         throw new WatchTooOldError(
@@ -783,12 +810,14 @@ export class Tailer {
       }
     }
     if (writes.length === 0) return false;
-    const changes = await collectChanges(
-      store,
-      this.gk,
-      writes,
-      { owners: this.ownerScoped },
-      (message, attrs) => this.#engine.log.warn(message, attrs),
+    const changes = await this.#timed(() =>
+      collectChanges(
+        store,
+        this.gk,
+        writes,
+        { owners: this.ownerScoped },
+        (message, attrs) => this.#engine.log.warn(message, attrs),
+      )
     );
     if (this.#stopped) return false;
     const codec = this.#engine.codec(this.gk);
@@ -796,7 +825,9 @@ export class Tailer {
     const kind = kindName(this.gk);
     const batch = new Published(changes, (c) => decodeChange(c, codec, undefined, warn, kind));
     this.#owing.clear();
-    for (const feed of this.#subs) feed.publish(batch);
+    this.#timed(() => {
+      for (const feed of this.#subs) feed.publish(batch);
+    });
     this.#cursor = cursor;
     return more;
   }

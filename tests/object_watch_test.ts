@@ -30,7 +30,7 @@ import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { Other, recordingLogger, tempDir, Thing, withHarness } from "./_beehive_harness.ts";
 import { settle, type WatchHive, withWatchHive } from "./_watch_harness.ts";
-import { drainGap, WATCH_DRAIN_GAP, WATCH_TAKE_WAIT } from "../src/object_watch.ts";
+import { WATCH_DRAIN_GAP, WATCH_DRAIN_SHARE, WATCH_TAKE_WAIT } from "../src/object_watch.ts";
 import { test } from "./_test.ts";
 
 interface Spec {
@@ -367,12 +367,49 @@ test("watchList under a busy writer delivers each commit within the drain gap, w
   });
 });
 
-test("drainGap grows with the kind's streams from WATCH_DRAIN_GAP, up to WATCH_TAKE_WAIT", () => {
-  assert.equal(drainGap(0), WATCH_DRAIN_GAP);
-  assert.equal(drainGap(1), WATCH_DRAIN_GAP);
-  assert.ok(drainGap(2) > drainGap(1));
-  assert.ok(Math.abs(drainGap(101) - 5) < 1e-9, "5 ms at 101 streams");
-  assert.equal(drainGap(100_000), WATCH_TAKE_WAIT);
+test("watchList: drains that take more of the thread come further apart under a busy writer", async () => {
+  await withHive(async ({ store, things, inst, clock }) => {
+    const x = await things.create("x", { n: 0 });
+    const w = await things.watchList();
+    const consumer = (async () => {
+      for await (const _ of w) { /* keeps up */ }
+    })();
+    let n = 0;
+    const write = async (ms: number) => {
+      const end = clock.now + ms;
+      while (clock.now < end) {
+        await things.update(x.id, { n: ++n });
+        await clock.tickAsync(1);
+      }
+    };
+    inst.reset();
+    await write(100);
+    const cheap = inst.count("objectWrites.listSince");
+    // From now on each log read takes 5 ms of the thread.
+    const log = store.objectWrites;
+    const listSince = log.listSince;
+    log.listSince = (gk, options) => {
+      clock.tick(5);
+      return listSince.call(log, gk, options);
+    };
+    try {
+      await write(200); // the running mean of a drain's cost settles
+      inst.reset();
+      await write(200);
+    } finally {
+      log.listSince = listSince;
+    }
+    const costly = inst.count("objectWrites.listSince");
+    assert.ok(cheap >= 40, `${cheap} drains in 100 ms of cheap reads`);
+    assert.ok(costly >= 2, `${costly} costly drains in 200 ms: the kind is still read`);
+    // A 5 ms drain leaves at least 5 / WATCH_DRAIN_SHARE ms, less the mean's lag, to the rest.
+    assert.ok(
+      costly <= Math.ceil(200 / (5 / WATCH_DRAIN_SHARE)) + 2,
+      `${costly} costly drains in 200 ms`,
+    );
+    w.close();
+    await consumer;
+  });
 });
 
 test("watchList: a stalled consumer holds the drains back at most WATCH_TAKE_WAIT, then the others go on at the drain gap", async () => {
@@ -399,7 +436,7 @@ test("watchList: a stalled consumer holds the drains back at most WATCH_TAKE_WAI
     const third = inFlight(liveIt);
     await settle(clock);
     assert.deepEqual(brief(await tickUntil(clock, third)), ["Modified", x.id, { n: 3 }]);
-    assert.ok(clock.now - at <= Math.ceil(drainGap(2)), `delivered after ${clock.now - at} ms`);
+    assert.ok(clock.now - at <= WATCH_DRAIN_GAP, `delivered after ${clock.now - at} ms`);
     const stalledIt = iter(stalled);
     assert.deepEqual(brief(await next(stalledIt)), ["Modified", x.id, { n: 3 }]);
     stalled.close();
