@@ -752,7 +752,8 @@ export class Tailer {
     let more = false;
     try {
       more = await this.#drain(probe);
-      this.#cost += (this.#spent - this.#cost) / 4;
+      // Capped: a drain the OS preempted mid-call reads long, and one such must not set the pace.
+      this.#cost += (Math.min(this.#spent, 4 * this.#cost + 1) - this.#cost) / 4;
       this.#retry = 0;
       this.#failures.succeeded();
     } catch (error) {
