@@ -71,20 +71,23 @@ export const TAIL_PAGES_PER_DRAIN = 4;
  * in ms: a quiet kind is read at once, and every commit inside the gap after
  * a drain start is read by the one drain at its end.
  */
-export const WATCH_DRAIN_GAP = 1;
+export const WATCH_DRAIN_GAP = 4;
 /**
  * The share of the thread a busy kind's drains may take: the gap between
  * drain starts is at least a drain's own cost (its store calls and its
- * fan-out to the streams, a running mean) divided by this.
+ * fan-out to the streams, a running mean) divided by this, up to
+ * {@linkcode WATCH_DRAIN_GAP_MAX}.
  */
 export const WATCH_DRAIN_SHARE = 0.1;
+/** The longest the drain gap grows to as drains cost more, in ms. */
+export const WATCH_DRAIN_GAP_MAX = 100;
 /**
  * The longest a drain waits, in ms from the last drain start, for the streams
- * handed the last drain's changes to take them, and the longest gap: a
- * consumer that keeps up paces the tailer, one that stalls holds it back at
- * most this long, and then collapses what follows in its own held map.
+ * handed the last drain's changes to take them: consumers that keep up pace
+ * the tailer, and one that does not holds it back at most this long, then
+ * collapses what follows in its own held map until it catches up.
  */
-export const WATCH_TAKE_WAIT = 100;
+export const WATCH_TAKE_WAIT = 20;
 
 /** The first rung of the watch retry ladder, in ms. */
 export const WATCH_RETRY_MIN = 100;
@@ -695,7 +698,7 @@ export class Tailer {
 
   /** The least time between two drain starts now, in ms. */
   #gap(): number {
-    return Math.min(WATCH_TAKE_WAIT, Math.max(WATCH_DRAIN_GAP, this.#cost / WATCH_DRAIN_SHARE));
+    return Math.min(WATCH_DRAIN_GAP_MAX, Math.max(WATCH_DRAIN_GAP, this.#cost / WATCH_DRAIN_SHARE));
   }
 
   /** Calls `fn`, counting the thread time it takes (its synchronous part) as the drain's. */
