@@ -1,8 +1,10 @@
 /**
  * Object watches: `watch`, `watchList` and `watchOwnedObjects`. One shared
- * tailer per watched kind reads the kind's write log above its cursor and
- * fans the changes out; each stream keeps its own pending map, so a slow
- * consumer stalls only itself and loses nothing.
+ * tailer per watched kind reads the kind's write log above its cursor,
+ * decodes each change once and fans the changes out; a stream that keeps up
+ * hands out the shared changes as they are, one that is behind collapses
+ * them in its own held map, so a slow consumer stalls only itself and loses
+ * nothing.
  *
  * Also home of the single-consumer stream machinery the event watch shares.
  *
@@ -25,7 +27,10 @@ import type { GroupKind, ObjectId, ObjectWrite, RawObject, Store, WriteOp } from
 /** What a change reports: `"Deleted"` means collected, not requested. */
 export type ChangeType = "Added" | "Modified" | "Deleted";
 
-/** One change delivered by an object watch. */
+/**
+ * One change delivered by an object watch. Frozen, like its `object`: every
+ * stream of the kind may be handed the same change.
+ */
 export interface ObjectChange<Spec, Status> {
   /**
    * `"Added"` for an object not known to be in your view (it may repeat for
