@@ -600,8 +600,6 @@ export class Tailer {
   #running = false;
   /** A wake not yet covered by a drain start. */
   #dirty = false;
-  /** Whether the next drain reads the kind's position first: set by a wake no commit of ours explains. */
-  #probe = false;
   /** The thread time a drain's own work takes, in ms: a running mean. */
   #cost = 0;
   /** The thread time the running drain has taken so far, in ms. */
@@ -619,7 +617,7 @@ export class Tailer {
     this.#unregister = unregister;
     this.#failures = new FailureLog(engine, "a watch read", { kind: kindName(gk) });
     // Subscribe before reading the starting cursor: a commit in between is not lost.
-    this.#offKind = engine.writes.onKind(gk, (local) => this.wake(!local));
+    this.#offKind = engine.writes.onKind(gk, () => this.wake());
     this.#offClose = engine.writes.onClose(() =>
       this.#fail(new StoppedError(`The watch on ${kindName(gk)} ended: the Beehive stopped`))
     );
@@ -691,13 +689,11 @@ export class Tailer {
    * {@linkcode WATCH_DRAIN_SHARE}) and the last drain's changes taken by
    * every stream it was handed to (waiting for that at most
    * {@linkcode WATCH_TAKE_WAIT}); every commit meanwhile is read by that one
-   * drain. `probe`: the wake is not our own commit of the kind, so the drain
-   * reads the position before the log.
+   * drain.
    */
-  wake(probe = true): void {
+  wake(): void {
     if (this.#stopped) return;
     this.#dirty = true;
-    if (probe) this.#probe = true;
     this.#schedule();
   }
 
@@ -750,8 +746,6 @@ export class Tailer {
   async #run(): Promise<void> {
     this.#running = true;
     this.#dirty = false;
-    const probe = this.#probe;
-    this.#probe = false;
     this.#spent = 0;
     this.#lastStart = Date.now();
     clearTimeout(this.#timer);
@@ -759,7 +753,7 @@ export class Tailer {
     this.#dueAt = undefined;
     let more = false;
     try {
-      more = await this.#drain(probe);
+      more = await this.#drain();
       // Capped: a drain the OS preempted mid-call reads long, and one such must not set the pace.
       this.#cost += (Math.min(this.#spent, 4 * this.#cost + 1) - this.#cost) / 4;
       this.#retry = 0;
@@ -767,7 +761,6 @@ export class Tailer {
     } catch (error) {
       this.#running = false;
       if (this.#stopped) return;
-      this.#probe = true;
       if (isTerminal(error)) {
         this.#fail(asError(error));
         return;
@@ -789,12 +782,10 @@ export class Tailer {
    * Reads up to the page budget above the cursor, collapses it to one change
    * per object and publishes that; resolves whether more remains.
    */
-  async #drain(probe: boolean): Promise<boolean> {
+  async #drain(): Promise<boolean> {
     const store = this.#engine.store;
-    if (probe) {
-      const at = await this.#timed(() => store.objectWrites.maxVersion(this.gk));
-      if (this.#stopped || at <= this.#cursor) return false;
-    }
+    const at = await this.#timed(() => store.objectWrites.maxVersion(this.gk));
+    if (this.#stopped || at <= this.#cursor) return false;
     const writes: ObjectWrite[] = [];
     let cursor = this.#cursor;
     let more = true;

@@ -10,8 +10,7 @@
 import { kindKey } from "./_engine_keys.ts";
 import type { GroupKind, ObjectId } from "./store.ts";
 
-/** Told whether the commit was this process's own (`true`) or another's (`false`). */
-type Listener = (local: boolean) => void;
+type Listener = () => void;
 
 function add<K>(map: Map<K, Set<Listener>>, key: K, fn: Listener): () => void {
   let set = map.get(key);
@@ -23,9 +22,9 @@ function add<K>(map: Map<K, Set<Listener>>, key: K, fn: Listener): () => void {
   };
 }
 
-function fire(set: Set<Listener> | undefined, local: boolean): void {
+function fire(set: Set<Listener> | undefined): void {
   if (set === undefined) return;
-  for (const fn of [...set]) fn(local);
+  for (const fn of [...set]) fn();
 }
 
 /** Subscribes to other processes' commits; returns the unsubscribe. */
@@ -36,7 +35,7 @@ export class WriteSignals {
   readonly #kinds = new Map<string, Set<Listener>>();
   readonly #anyKind = new Set<Listener>();
   readonly #events = new Map<ObjectId, Set<Listener>>();
-  readonly #closed = new Set<() => void>();
+  readonly #closed = new Set<Listener>();
   readonly #external: ExternalCommits | undefined;
   #listening = 0;
   #unsubscribe: (() => void) | undefined;
@@ -64,22 +63,19 @@ export class WriteSignals {
 
   /** Another process committed something: every listener reads to learn what. */
   #externalCommit(): void {
-    for (const set of [...this.#kinds.values()]) fire(set, false);
-    fire(this.#anyKind, false);
-    for (const set of [...this.#events.values()]) fire(set, false);
+    for (const set of [...this.#kinds.values()]) fire(set);
+    fire(this.#anyKind);
+    for (const set of [...this.#events.values()]) fire(set);
   }
 
-  /**
-   * Calls `fn(true)` after each commit of this process that logged a write of
-   * kind `gk`, and `fn(false)` after another process's commit.
-   */
+  /** Calls `fn` after each commit that logged a write of kind `gk`. */
   onKind(gk: GroupKind, fn: Listener): () => void {
     return this.#counted(add(this.#kinds, kindKey(gk), fn));
   }
 
   /** Calls `fn` after each commit that logged a write of any kind. */
   onAnyKind(fn: Listener): () => void {
-    const entry: Listener = (local) => fn(local);
+    const entry = () => fn();
     this.#anyKind.add(entry);
     return this.#counted(() => this.#anyKind.delete(entry));
   }
@@ -90,20 +86,20 @@ export class WriteSignals {
   }
 
   /** Calls `fn` once when the Beehive stops. */
-  onClose(fn: () => void): () => void {
+  onClose(fn: Listener): () => void {
     this.#closed.add(fn);
     return () => this.#closed.delete(fn);
   }
 
   /** A commit logged a write of kind `gk`. */
   kindWritten(gk: GroupKind): void {
-    fire(this.#kinds.get(kindKey(gk)), true);
-    fire(this.#anyKind, true);
+    fire(this.#kinds.get(kindKey(gk)));
+    fire(this.#anyKind);
   }
 
   /** A commit added to `id`'s event log. */
   eventsWritten(id: ObjectId): void {
-    fire(this.#events.get(id), true);
+    fire(this.#events.get(id));
   }
 
   /** The Beehive stopped: tell every close listener once. */
