@@ -1,15 +1,17 @@
 /**
  * Object watches: `watch`, `watchList` and `watchOwnedObjects`. One shared
- * tailer per watched kind reads the kind's write log above its cursor and
- * fans the changes out; each stream keeps its own pending map, so a slow
- * consumer stalls only itself and loses nothing.
+ * tailer per watched kind reads the kind's write log above its cursor,
+ * decodes each change once and fans the changes out; a stream that keeps up
+ * hands out the shared changes as they are, one that is behind collapses
+ * them in its own held map, so a slow consumer stalls only itself and loses
+ * nothing.
  *
  * Also home of the single-consumer stream machinery the event watch shares.
  *
  * @module
  */
 import { WatchStream } from "./watch_stream.ts";
-import { DecodeError } from "./codec.ts";
+import { DecodeError, type KindCodec } from "./codec.ts";
 import { type Engine, kindKey, kindName } from "./_engine.ts";
 import {
   BeehiveError,
@@ -25,7 +27,10 @@ import type { GroupKind, ObjectId, ObjectWrite, RawObject, Store, WriteOp } from
 /** What a change reports: `"Deleted"` means collected, not requested. */
 export type ChangeType = "Added" | "Modified" | "Deleted";
 
-/** One change delivered by an object watch. */
+/**
+ * One change delivered by an object watch. Frozen, like its `object`: every
+ * stream of the kind may be handed the same change.
+ */
 export interface ObjectChange<Spec, Status> {
   /**
    * `"Added"` for an object not known to be in your view (it may repeat for
@@ -67,12 +72,28 @@ export const TAIL_PAGE = 512;
 /** Pages one tailer drain reads before yielding. */
 export const TAIL_PAGES_PER_DRAIN = 4;
 /**
- * The least time between two tailer drain starts, in ms: the first wake after
- * a quiet spell drains at once, and every commit inside the window after it is
- * read by one drain at the window's end, so a busy writer costs its watchers
- * one log read per window rather than one per commit.
+ * The least time between two tailer drain starts while commits keep coming,
+ * in ms: a quiet kind is read at once, and every commit inside the gap after
+ * a drain start is read by the one drain at its end.
  */
-export const WATCH_SCAN_GATE = 100;
+export const WATCH_DRAIN_GAP = 4;
+/**
+ * The share of the thread a busy kind's drains may take: the gap between
+ * drain starts is at least a drain's own cost (its store calls and its
+ * fan-out to the streams, a running mean) divided by this, up to
+ * {@linkcode WATCH_DRAIN_GAP_MAX}.
+ */
+export const WATCH_DRAIN_SHARE = 0.1;
+/** The longest the drain gap grows to as drains cost more, in ms. */
+export const WATCH_DRAIN_GAP_MAX = 100;
+/**
+ * The longest a drain waits, in ms from the last drain start, for the streams
+ * handed the last drain's changes to take them: consumers that keep up pace
+ * the tailer, and one that does not holds it back at most this long, then
+ * collapses what follows in its own held map until it catches up.
+ */
+export const WATCH_TAKE_WAIT = 20;
+
 /** The first rung of the watch retry ladder, in ms. */
 export const WATCH_RETRY_MIN = 100;
 /** The top of the watch retry ladder, in ms. */
@@ -133,9 +154,14 @@ export class FailureLog {
 export abstract class Feed<T> {
   /** The terminal error, once the stream knows it will end with one. */
   error: Error | undefined;
-  #buffer: T[] = [];
+  #buffer: readonly T[] = [];
   /** The next item to hand out of `#buffer`. */
   #head = 0;
+  /**
+   * Set while `#buffer` is an adopted array other feeds share (copied before
+   * a push): the settled `next()` answers for its items, shared the same way.
+   */
+  #answers: (Promise<IteratorResult<T>> | undefined)[] | undefined;
   #terminal: Error | undefined;
   #ended = false;
   #wake: (() => void) | undefined;
@@ -144,6 +170,8 @@ export abstract class Feed<T> {
   #chain: Promise<unknown> = Promise.resolve();
   /** `next()` calls not yet settled. */
   #inflight = 0;
+  /** The answer to a `next()` parked on an idle feed. */
+  #parked: ((result: IteratorResult<T> | Promise<IteratorResult<T>>) => void) | undefined;
   readonly #cleanups: (() => void)[] = [];
   readonly #sleepers = new Set<() => void>();
 
@@ -166,8 +194,41 @@ export abstract class Feed<T> {
 
   /** Appends items for the consumer. */
   protected push(items: readonly T[]): void {
-    for (const item of items) this.#buffer.push(item);
+    if (items.length === 0) return;
+    const own = this.#answers !== undefined ? this.#buffer.slice(this.#head) : this.#buffer as T[];
+    if (this.#answers !== undefined) {
+      this.#head = 0;
+      this.#answers = undefined;
+    }
+    for (const item of items) own.push(item);
+    this.#buffer = own;
   }
+
+  /**
+   * Hands out `items` from index `from` on, without copying them: the feed
+   * never writes to an adopted array, so many feeds may share one, and the
+   * settled answer to a `next()` for `items[i]`, made by the first feed to
+   * hand it out, is kept in `answers[i]` for the others. Only while nothing
+   * is ready.
+   */
+  protected adopt(
+    items: readonly T[],
+    from: number,
+    answers: (Promise<IteratorResult<T>> | undefined)[],
+  ): void {
+    if (from >= items.length) return;
+    this.#buffer = items;
+    this.#head = from;
+    this.#answers = answers;
+  }
+
+  /** Whether items are ready for the consumer. */
+  protected get buffered(): boolean {
+    return this.#ready();
+  }
+
+  /** Called when the consumer has taken the last ready item. */
+  protected taken(): void {}
 
   #ready(): boolean {
     return this.#head < this.#buffer.length;
@@ -175,11 +236,25 @@ export abstract class Feed<T> {
 
   #take(): IteratorResult<T> {
     const value = this.#buffer[this.#head++];
-    if (this.#head === this.#buffer.length) {
-      this.#buffer = [];
-      this.#head = 0;
-    }
+    if (this.#head === this.#buffer.length) this.#emptied();
     return { done: false, value };
+  }
+
+  /** The shared settled answer for the next item of an adopted buffer. */
+  #takeShared(answers: (Promise<IteratorResult<T>> | undefined)[]): Promise<IteratorResult<T>> {
+    const i = this.#head++;
+    const answer = answers[i] ??= Promise.resolve(
+      Object.freeze({ done: false, value: this.#buffer[i] }),
+    );
+    if (this.#head === this.#buffer.length) this.#emptied();
+    return answer;
+  }
+
+  #emptied(): void {
+    this.#buffer = [];
+    this.#head = 0;
+    this.#answers = undefined;
+    this.taken();
   }
 
   /** Runs `fn` once when the stream ends. */
@@ -197,9 +272,36 @@ export abstract class Feed<T> {
     this.onEnd(() => signal.removeEventListener("abort", abort));
   }
 
+  /**
+   * Whether nothing is left to produce and producing needs no await: a
+   * `next()` then parks, and the next {@linkcode Feed.notify} calls
+   * {@linkcode Feed.produce} and answers it at once.
+   */
+  protected idle(): boolean {
+    return false;
+  }
+
+  /** Produces into the buffer what needs no await (for a feed that can be idle). */
+  protected produce(): void {}
+
   /** Wakes a waiting consumer (and any backoff sleep). */
   notify(): void {
     this.#signalled = true;
+    const parked = this.#parked;
+    if (parked !== undefined) {
+      this.#parked = undefined;
+      if (!this.#ended && this.#terminal === undefined) this.produce();
+      if (this.#ready() && !this.#ended) {
+        this.#inflight--;
+        parked(this.#take());
+        return;
+      }
+      const result = this.#next();
+      const settled = () => this.#inflight--;
+      result.then(settled, settled);
+      parked(result);
+      return;
+    }
     const wake = this.#wake;
     this.#wake = undefined;
     wake?.();
@@ -218,6 +320,7 @@ export abstract class Feed<T> {
   close(): void {
     this.#buffer = [];
     this.#head = 0;
+    this.#answers = undefined;
     this.#end();
   }
 
@@ -246,9 +349,19 @@ export abstract class Feed<T> {
 
   /** The next item; serialized, so a second caller waits its turn. */
   next(): Promise<IteratorResult<T>> {
-    // The common case, an item ready and no call in flight, costs one promise.
-    if (this.#inflight === 0 && this.#ready() && !this.#ended) {
-      return Promise.resolve(this.#take());
+    if (this.#inflight === 0 && !this.#ended) {
+      // The common case, an item ready and no call in flight, costs one promise.
+      if (this.#ready()) {
+        const answers = this.#answers;
+        return answers === undefined ? Promise.resolve(this.#take()) : this.#takeShared(answers);
+      }
+      if (this.#terminal === undefined && this.idle()) {
+        this.#inflight++;
+        const { promise, resolve } = Promise.withResolvers<IteratorResult<T>>();
+        this.#parked = resolve;
+        this.#chain = promise.catch(() => undefined);
+        return promise;
+      }
     }
     this.#inflight++;
     const result = this.#chain.then(() => this.#next()).finally(() => this.#inflight--);
@@ -417,6 +530,52 @@ export async function acquireTailer(engine: Engine, gk: GroupKind): Promise<Tail
   return tailer;
 }
 
+/**
+ * One drain's changes as every stream of the kind shares them: the raw
+ * changes for the streams that load relations, and one decode of each
+ * (deeply frozen, the change object too) for the streams that load none.
+ */
+export class Published {
+  /** Ascending by position. */
+  readonly raw: readonly RawChange[];
+  readonly #decode: (c: RawChange) => ObjectChange<unknown, unknown> | undefined;
+  #changes: ObjectChange<unknown, unknown>[] | undefined;
+  readonly #owners: (ObjectId | null | undefined)[] = [];
+  /** The settled `next()` answers for `changes`, made by the first stream to hand each out. */
+  readonly answers: (Promise<IteratorResult<ObjectChange<unknown, unknown>>> | undefined)[] = [];
+
+  constructor(
+    raw: readonly RawChange[],
+    decode: (c: RawChange) => ObjectChange<unknown, unknown> | undefined,
+  ) {
+    this.raw = raw;
+    this.#decode = decode;
+  }
+
+  /**
+   * The decoded changes, ascending by position, decoded on first use; a
+   * change that does not decode is left out unless it reports a removal.
+   */
+  get changes(): readonly ObjectChange<unknown, unknown>[] {
+    if (this.#changes === undefined) {
+      const out: ObjectChange<unknown, unknown>[] = [];
+      for (const c of this.raw) {
+        const change = this.#decode(c);
+        if (change === undefined) continue;
+        out.push(change);
+        this.#owners.push(c.owner);
+      }
+      this.#changes = out;
+    }
+    return this.#changes;
+  }
+
+  /** The owner of `changes[i]`: `null` for none, `undefined` when not resolved. */
+  ownerAt(i: number): ObjectId | null | undefined {
+    return this.#owners[i];
+  }
+}
+
 /** One kind's write-log reader, shared by every watch on the kind. */
 export class Tailer {
   readonly gk: GroupKind;
@@ -427,6 +586,8 @@ export class Tailer {
   failed = false;
   readonly #engine: Engine;
   readonly #subs = new Set<ObjectFeed>();
+  /** The streams handed the last drain's changes that have not taken them all yet. */
+  readonly #owing = new Set<ObjectFeed>();
   readonly #unregister: () => void;
   readonly #offKind: () => void;
   readonly #offClose: () => void;
@@ -437,8 +598,13 @@ export class Tailer {
   #started = false;
   #stopped = false;
   #running = false;
-  #again = false;
-  /** When the last drain started (`Date.now()`), for the gate. */
+  /** A wake not yet covered by a drain start. */
+  #dirty = false;
+  /** The thread time a drain's own work takes, in ms: a running mean. */
+  #cost = 0;
+  /** The thread time the running drain has taken so far, in ms. */
+  #spent = 0;
+  /** When the last drain started (`Date.now()`), for the pacing. */
   #lastStart = Number.NEGATIVE_INFINITY;
   /** When the armed timer fires, if one is armed. */
   #dueAt: number | undefined;
@@ -460,7 +626,7 @@ export class Tailer {
         if (this.#stopped) return;
         this.#cursor = at;
         this.#started = true;
-        if (this.#again) this.wake();
+        if (this.#dirty) this.#schedule();
         else this.#arm(engine.options.watchFloorInterval);
       },
       (error) => {
@@ -486,12 +652,25 @@ export class Tailer {
 
   /** Drops a stream and its lease. */
   remove(feed: ObjectFeed): void {
+    this.taken(feed);
     if (this.#subs.delete(feed)) this.release();
   }
 
   /** Drops one lease; the last one stops the tailer. */
   release(): void {
     if (--this.leases <= 0) this.#stop();
+  }
+
+  /** A stream will hand out the last drain's shared changes: the next drain waits for it. */
+  owe(feed: ObjectFeed): void {
+    this.#owing.add(feed);
+  }
+
+  /** A stream has taken everything it was handed: the next drain need not wait for it. */
+  taken(feed: ObjectFeed): void {
+    if (!this.#owing.delete(feed) || this.#owing.size > 0) return;
+    // After the consumer's turn, not inside its next().
+    queueMicrotask(() => this.#schedule());
   }
 
   /** Warns once per (change, message) across every subscriber. */
@@ -503,20 +682,43 @@ export class Tailer {
   }
 
   /**
-   * A commit (or the floor) says the log may have moved. The first wake after
-   * a quiet spell drains at once; one inside the gate window after a drain
-   * start is covered by a single drain at the window's end.
+   * A commit (or the floor) says the log may have moved. A quiet kind is
+   * read at once. While commits keep coming, the next drain starts at the
+   * first wake that finds the gap passed since the last start (at least
+   * {@linkcode WATCH_DRAIN_GAP}, more as drains cost more: see
+   * {@linkcode WATCH_DRAIN_SHARE}) and the last drain's changes taken by
+   * every stream it was handed to (waiting for that at most
+   * {@linkcode WATCH_TAKE_WAIT}); every commit meanwhile is read by that one
+   * drain.
    */
   wake(): void {
     if (this.#stopped) return;
-    if (!this.#started || this.#running) {
-      this.#again = true;
-      return;
+    this.#dirty = true;
+    this.#schedule();
+  }
+
+  /** The least time between two drain starts now, in ms. */
+  #gap(): number {
+    return Math.min(WATCH_DRAIN_GAP_MAX, Math.max(WATCH_DRAIN_GAP, this.#cost / WATCH_DRAIN_SHARE));
+  }
+
+  /** Calls `fn`, counting the thread time it takes (its synchronous part) as the drain's. */
+  #timed<T>(fn: () => T): T {
+    const started = Date.now();
+    try {
+      return fn();
+    } finally {
+      this.#spent += Date.now() - started;
     }
+  }
+
+  #schedule(): void {
+    if (this.#stopped || !this.#started || this.#running || !this.#dirty) return;
     // While backing off a wake carries nothing new; honouring it would void the backoff.
     if (this.#retry > 0) return;
     const now = Date.now();
-    const wait = this.#lastStart + WATCH_SCAN_GATE - now;
+    let wait = this.#lastStart + this.#gap() - now;
+    if (this.#owing.size > 0) wait = Math.max(wait, this.#lastStart + WATCH_TAKE_WAIT - now);
     if (wait <= 0) {
       void this.#run();
       return;
@@ -543,7 +745,8 @@ export class Tailer {
 
   async #run(): Promise<void> {
     this.#running = true;
-    this.#again = false;
+    this.#dirty = false;
+    this.#spent = 0;
     this.#lastStart = Date.now();
     clearTimeout(this.#timer);
     this.#timer = undefined;
@@ -551,6 +754,8 @@ export class Tailer {
     let more = false;
     try {
       more = await this.#drain();
+      // Capped: a drain the OS preempted mid-call reads long, and one such must not set the pace.
+      this.#cost += (Math.min(this.#spent, 4 * this.#cost + 1) - this.#cost) / 4;
       this.#retry = 0;
       this.#failures.succeeded();
     } catch (error) {
@@ -567,14 +772,10 @@ export class Tailer {
     }
     this.#running = false;
     if (this.#stopped) return;
-    if (more) {
-      // A backlog beyond the page budget continues once other work has had a turn.
-      this.#arm(0);
-    } else if (this.#again) {
-      this.wake();
-    } else {
-      this.#arm(this.#engine.options.watchFloorInterval);
-    }
+    // A backlog beyond the page budget continues like a commit would: paced.
+    if (more) this.#dirty = true;
+    if (this.#dirty) this.#schedule();
+    else this.#arm(this.#engine.options.watchFloorInterval);
   }
 
   /**
@@ -583,13 +784,16 @@ export class Tailer {
    */
   async #drain(): Promise<boolean> {
     const store = this.#engine.store;
-    const at = await store.objectWrites.maxVersion(this.gk);
+    const at = await this.#timed(() => store.objectWrites.maxVersion(this.gk));
     if (this.#stopped || at <= this.#cursor) return false;
     const writes: ObjectWrite[] = [];
     let cursor = this.#cursor;
     let more = true;
     for (let pages = 0; pages < TAIL_PAGES_PER_DRAIN; pages++) {
-      const page = await store.objectWrites.listSince(this.gk, { after: cursor, limit: TAIL_PAGE });
+      const after = cursor;
+      const page = await this.#timed(() =>
+        store.objectWrites.listSince(this.gk, { after, limit: TAIL_PAGE })
+      );
       if (this.#stopped) return false;
       if (cursor < page.trimmedThrough) {
         throw new WatchTooOldError(
@@ -606,15 +810,24 @@ export class Tailer {
       }
     }
     if (writes.length === 0) return false;
-    const changes = await collectChanges(
-      store,
-      this.gk,
-      writes,
-      { owners: this.ownerScoped },
-      (message, attrs) => this.#engine.log.warn(message, attrs),
+    const changes = await this.#timed(() =>
+      collectChanges(
+        store,
+        this.gk,
+        writes,
+        { owners: this.ownerScoped },
+        (message, attrs) => this.#engine.log.warn(message, attrs),
+      )
     );
     if (this.#stopped) return false;
-    for (const feed of this.#subs) feed.publish(changes);
+    const codec = this.#engine.codec(this.gk);
+    const warn = this.warnOnce.bind(this);
+    const kind = kindName(this.gk);
+    const batch = new Published(changes, (c) => decodeChange(c, codec, undefined, warn, kind));
+    this.#owing.clear();
+    this.#timed(() => {
+      for (const feed of this.#subs) feed.publish(batch);
+    });
     this.#cursor = cursor;
     return more;
   }
@@ -634,12 +847,43 @@ export class Tailer {
     if (this.#stopped) return;
     this.#stopped = true;
     this.failed = true;
+    this.#owing.clear();
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#offKind();
     this.#offClose();
     this.#unregister();
   }
+}
+
+/**
+ * Decodes one change, deeply frozen with its object; `undefined` for a
+ * change that does not decode (logged once per change), unless it reports
+ * a removal, which arrives with no object.
+ * @throws what the codec throws other than `DecodeError`.
+ */
+function decodeChange(
+  c: RawChange,
+  codec: KindCodec,
+  rel: Relations | undefined,
+  warnOnce: (key: string, message: string, attrs: Record<string, unknown>) => void,
+  kind: string,
+): ObjectChange<unknown, unknown> | undefined {
+  let object: BeehiveObject<unknown, unknown> | undefined;
+  try {
+    object = freezeObject(decodeObject(c.row, codec, rel));
+  } catch (error) {
+    if (!(error instanceof DecodeError)) throw error;
+    warnOnce(`decode:${c.rv}`, "beehive: a watched object does not decode", {
+      kind,
+      id: c.id,
+      resourceVersion: c.rv,
+      error,
+    });
+    // A removal is reported whatever its image holds; nothing later names the id.
+    if (c.op !== "delete") return undefined;
+  }
+  return Object.freeze({ type: changeType(c.op), id: c.id, resourceVersion: c.rv, object });
 }
 
 // ---------------------------------------------------------------------------
@@ -653,7 +897,13 @@ export interface FeedScope {
   readonly owner?: ObjectId;
 }
 
-/** One object watch: its pending map, its replay, and its deliveries. */
+/**
+ * One object watch: what it has not handed out yet, its replay, and its
+ * deliveries. A stream that loads no relations and keeps up hands out each
+ * drain's shared changes as they are, when its consumer pulls; one still
+ * busy with earlier changes folds the new ones into its held map, latest
+ * per object, and sorts that when its consumer pulls.
+ */
 export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
   /** Deliveries at or below this position are dropped (the snapshot or resume position). */
   floor = 0;
@@ -661,9 +911,20 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
   readonly #gk: GroupKind;
   readonly #scope: FeedScope;
   readonly #load: readonly LoadKey[];
+  /** Raw changes not yet decoded, latest per object: the streams that load relations. */
   readonly #pending = new Map<ObjectId, RawChange>();
+  /**
+   * The last drain's shared changes from `#sharedFrom` on, not pulled yet: a
+   * stream that loads nothing and had nothing else waiting takes them as they are.
+   */
+  #shared: Published | undefined;
+  #sharedFrom = 0;
+  /** Decoded changes not yet handed out, latest per object: the streams that load none. */
+  readonly #held = new Map<ObjectId, ObjectChange<unknown, unknown>>();
   readonly #failures: FailureLog;
   #tailer: Tailer | undefined;
+  /** Set once the floor is known: until then everything published is held. */
+  #open = false;
   /** The replay cursor of a resume; `undefined` once live. */
   #replay: number | undefined;
   #replayFirst = true;
@@ -684,30 +945,106 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
     tailer.add(this);
     this.onEnd(() => {
       this.#pending.clear();
+      this.#held.clear();
+      this.#shared = undefined;
       tailer.remove(this);
     });
   }
 
-  /** Starts with a replay of the log above `from` instead of a snapshot. */
-  resume(from: number): void {
-    this.floor = from;
-    this.#replay = from;
+  /** Goes live above `floor` (the snapshot's position). */
+  open(floor: number): void {
+    this.floor = floor;
+    this.#open = true;
   }
 
-  /** Takes a published page of changes into the pending map. */
-  publish(changes: readonly RawChange[]): void {
+  /** Starts with a replay of the log above `from` instead of a snapshot. */
+  resume(from: number): void {
+    this.#replay = from;
+    this.open(from);
+  }
+
+  /**
+   * Takes a drain's changes. A stream that will hand out the shared array
+   * itself tells the tailer, which waits for it to be taken.
+   */
+  publish(batch: Published): void {
     if (this.ended) return;
+    if (this.#load.length > 0) {
+      this.#publishRaw(batch.raw);
+      return;
+    }
+    let changes: readonly ObjectChange<unknown, unknown>[];
+    try {
+      changes = batch.changes;
+    } catch (error) {
+      // A codec failing other than with DecodeError: the stream cannot go on truthfully.
+      this.fail(asError(error));
+      return;
+    }
+    const scope = this.#scope;
+    if (scope.id === undefined && scope.owner === undefined) {
+      const caughtUp = this.#open && this.#replay === undefined && this.#shared === undefined &&
+        this.#held.size === 0 && !this.buffered;
+      if (caughtUp) {
+        let from = 0;
+        while (from < changes.length && changes[from].resourceVersion <= this.floor) from++;
+        if (from === changes.length) return;
+        this.#shared = batch;
+        this.#sharedFrom = from;
+        this.#tailer?.owe(this);
+        this.notify();
+        return;
+      }
+      const shared = this.#shared;
+      if (shared !== undefined) {
+        // Not pulled before the next drain: it collapses with what follows.
+        this.#shared = undefined;
+        const held = shared.changes;
+        for (let i = this.#sharedFrom; i < held.length; i++) this.#hold(held[i]);
+      }
+      for (const c of changes) this.#hold(c);
+      if (changes.length > 0) this.notify();
+      return;
+    }
+    let added = false;
+    for (let i = 0; i < changes.length; i++) {
+      const c = changes[i];
+      if (scope.id !== undefined && c.id !== scope.id) continue;
+      if (scope.owner !== undefined) {
+        const owner = batch.ownerAt(i);
+        if (owner === undefined) {
+          this.#warnOwnerless(c.id, c.resourceVersion);
+          continue;
+        }
+        if (owner !== scope.owner) continue;
+      }
+      this.#hold(c);
+      added = true;
+    }
+    if (added) this.notify();
+    return;
+  }
+
+  /** Folds a decoded change into the held ones: latest per object, a create stays `Added`. */
+  #hold(c: ObjectChange<unknown, unknown>): void {
+    const held = this.#held.get(c.id);
+    if (held === undefined) {
+      this.#held.set(c.id, c);
+      return;
+    }
+    if (c.resourceVersion <= held.resourceVersion) return;
+    const added = held.type === "Added" && c.type === "Modified";
+    this.#held.set(c.id, added ? Object.freeze({ ...c, type: "Added" }) : c);
+  }
+
+  #publishRaw(changes: readonly RawChange[]): void {
     const scope = this.#scope;
     let added = false;
     for (const c of changes) {
       if (scope.id !== undefined && c.id !== scope.id) continue;
       if (scope.owner !== undefined) {
         if (c.owner === undefined) {
-          this.#tailer?.warnOnce(
-            `owner:${c.rv}`,
-            "beehive: a change reached an owner-scoped watch without its owner; skipping it",
-            { kind: kindName(this.#gk), id: c.id, resourceVersion: c.rv },
-          );
+          this.#warnOwnerless(c.id, c.rv);
           continue;
         }
         if (c.owner !== scope.owner) continue;
@@ -718,6 +1055,38 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
     if (added) this.notify();
   }
 
+  #warnOwnerless(id: ObjectId, rv: number): void {
+    this.#tailer?.warnOnce(
+      `owner:${rv}`,
+      "beehive: a change reached an owner-scoped watch without its owner; skipping it",
+      { kind: kindName(this.#gk), id, resourceVersion: rv },
+    );
+  }
+
+  protected override idle(): boolean {
+    return this.#load.length === 0 && this.#replay === undefined && this.#shared === undefined &&
+      this.#held.size === 0;
+  }
+
+  /** Hands out the shared changes as they are, or the held ones sorted. */
+  protected override produce(): void {
+    if (this.#replay !== undefined) return;
+    if (this.#shared !== undefined) {
+      this.adopt(this.#shared.changes, this.#sharedFrom, this.#shared.answers);
+      this.#shared = undefined;
+      return;
+    }
+    if (this.#held.size === 0) return;
+    const held = [...this.#held.values()].filter((c) => c.resourceVersion > this.floor);
+    this.#held.clear();
+    held.sort((a, b) => a.resourceVersion - b.resourceVersion);
+    this.push(held);
+  }
+
+  protected override taken(): void {
+    this.#tailer?.taken(this);
+  }
+
   override fail(error: Error): void {
     this.#replay = undefined;
     super.fail(error);
@@ -726,6 +1095,10 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
   protected override async fill(): Promise<boolean> {
     if (this.#replay !== undefined && this.terminal === undefined) {
       await this.#replayStep(this.#replay);
+      return true;
+    }
+    if (this.#shared !== undefined || this.#held.size > 0) {
+      this.produce();
       return true;
     }
     if (this.#pending.size === 0) return false;
@@ -820,6 +1193,11 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
       }
     }
     const codec = this.#engine.codec(this.#gk);
+    const warn = (key: string, message: string, attrs: Record<string, unknown>) =>
+      this.#tailer === undefined
+        ? this.#engine.log.warn(message, attrs)
+        : this.#tailer.warnOnce(key, message, attrs);
+    const kind = kindName(this.#gk);
     const out: ObjectChange<unknown, unknown>[] = [];
     for (const c of batch) {
       let rel = rels?.get(c.id);
@@ -827,44 +1205,38 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
         // The owned_by edge cascaded away with the row; the image remembers it.
         rel = { ...rel, owner: c.row.owner ?? null };
       }
-      let object: BeehiveObject<unknown, unknown> | undefined;
-      try {
-        if (rel === undefined) {
-          // No relations: every such stream gets the one (frozen) decode of this row.
-          object = shared.get(c.row);
-          if (object === undefined) {
-            object = deepFreeze(decodeObject(c.row, codec));
-            shared.set(c.row, object);
-          }
-        } else {
-          object = deepFreeze(decodeObject(c.row, codec, rel));
-        }
-      } catch (error) {
-        if (!(error instanceof DecodeError)) throw error;
-        this.#tailer?.warnOnce(
-          `decode:${c.rv}`,
-          "beehive: a watched object does not decode",
-          { kind: kindName(this.#gk), id: c.id, resourceVersion: c.rv, error },
-        );
-        // A removal is reported whatever its image holds; nothing later names the id.
-        if (c.op !== "delete") continue;
-      }
-      out.push({ type: changeType(c.op), id: c.id, resourceVersion: c.rv, object });
+      const change = decodeChange(c, codec, rel, warn, kind);
+      if (change !== undefined) out.push(change);
     }
     return out;
   }
 }
 
-/** Decoded rows shared by the streams that load no relations, keyed by the raw row. */
-const shared = new WeakMap<RawObject, BeehiveObject<unknown, unknown>>();
-
-/** Freezes a decoded object and everything it holds. */
+/** Freezes a value and everything it holds. */
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
   }
   return value;
+}
+
+/**
+ * Freezes a decoded object and everything it holds: the same as
+ * `deepFreeze`, walking only the fields that can hold objects (a third of
+ * its cost, paid once per change per drain).
+ */
+function freezeObject<Spec, Status>(o: BeehiveObject<Spec, Status>): BeehiveObject<Spec, Status> {
+  deepFreeze(o.spec);
+  deepFreeze(o.status);
+  Object.freeze(o.finalizers);
+  for (const c of o.conditions) deepFreeze(c);
+  Object.freeze(o.conditions);
+  Object.freeze(o.createdAt);
+  Object.freeze(o.updatedAt);
+  if (o.observedAt !== undefined) Object.freeze(o.observedAt);
+  if (o.deletionRequestedAt !== undefined) Object.freeze(o.deletionRequestedAt);
+  return Object.freeze(o);
 }
 
 // ---------------------------------------------------------------------------
@@ -957,8 +1329,8 @@ export async function openObjectWatch(o: OpenWatch): Promise<{
       return { feed, objects: [], resourceVersion: o.resumeFrom };
     }
     const snap = await o.snapshot();
-    const objects = (await o.decode(snap.items)).map(deepFreeze);
-    feed.floor = snap.resourceVersion;
+    const objects = (await o.decode(snap.items)).map(freezeObject);
+    feed.open(snap.resourceVersion);
     finish(o, feed);
     return { feed, objects, resourceVersion: snap.resourceVersion };
   } catch (error) {

@@ -30,7 +30,7 @@ import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { Other, recordingLogger, tempDir, Thing, withHarness } from "./_beehive_harness.ts";
 import { settle, type WatchHive, withWatchHive } from "./_watch_harness.ts";
-import { WATCH_SCAN_GATE } from "../src/object_watch.ts";
+import { WATCH_DRAIN_GAP, WATCH_DRAIN_SHARE, WATCH_TAKE_WAIT } from "../src/object_watch.ts";
 import { test } from "./_test.ts";
 
 interface Spec {
@@ -92,7 +92,7 @@ function iter(stream: AsyncIterable<Change>): It {
 
 /**
  * The next change, which must come: advances fake time in 10 ms steps (up to
- * a second) so a drain held by the tailer's gate runs.
+ * a second) so a drain held by the tailer's pacing runs.
  */
 async function next(it: It): Promise<Change> {
   const p = it.next();
@@ -120,10 +120,27 @@ async function assertQuiet(
   let done = false;
   p.then(() => (done = true), () => (done = true));
   await settle(clock);
-  // Past two gate windows: a drain the gate held would have run.
-  await clock.tickAsync(2 * WATCH_SCAN_GATE);
+  // Past two of the longest waits: a drain the pacing held would have run.
+  await clock.tickAsync(2 * WATCH_TAKE_WAIT);
   assert.equal(done, false, "expected no delivery");
   return { next: p };
+}
+
+/** A `next()` in flight, whose result the test polls while it moves fake time. */
+function inFlight(it: It): { readonly result: IteratorResult<Change> | undefined } {
+  const state: { result: IteratorResult<Change> | undefined } = { result: undefined };
+  it.next().then((r) => (state.result = r));
+  return state;
+}
+
+/** Moves fake time 1 ms at a time until `call` settles; resolves to the change it brought. */
+async function tickUntil(
+  clock: FakeClock,
+  call: { readonly result: IteratorResult<Change> | undefined },
+): Promise<Change> {
+  for (let i = 0; i < 1_000 && call.result === undefined; i++) await clock.tickAsync(1);
+  assert.ok(call.result !== undefined && call.result.done !== true, "expected a change");
+  return call.result.value;
 }
 
 function brief(c: Change): [string, number, unknown] {
@@ -218,7 +235,7 @@ test("watchList collapses several writes to one object into one change carrying 
     const it = iter(w);
     let last;
     for (let n = 1; n <= 5; n++) last = await things.update(x.id, { n });
-    await clock.tickAsync(WATCH_SCAN_GATE); // past the gate: every write is read
+    await clock.tickAsync(WATCH_TAKE_WAIT); // past the longest wait: every write is read
     const c = await next(it);
     assert.deepEqual(brief(c), ["Modified", x.id, { n: 5 }]);
     assert.equal(c.resourceVersion, last!.resourceVersion);
@@ -234,7 +251,7 @@ test("watchList reports a create then an update before delivery as Added with th
     const it = iter(w);
     const x = await things.create("x", { n: 1 });
     await things.update(x.id, { n: 2 });
-    await clock.tickAsync(WATCH_SCAN_GATE); // past the gate: every write is read
+    await clock.tickAsync(WATCH_TAKE_WAIT); // past the longest wait: every write is read
     assert.deepEqual(brief(await next(it)), ["Added", x.id, { n: 2 }]);
     w.close();
   });
@@ -247,11 +264,11 @@ test("watchList delivers ascending by resourceVersion when an object is rewritte
     const w = await things.watchList();
     const it = iter(w);
     await things.update(a.id, { n: 1 }); // a is touched first …
-    await clock.tickAsync(WATCH_SCAN_GATE); // past the gate: every write is read
+    await clock.tickAsync(WATCH_TAKE_WAIT); // past the longest wait: every write is read
     await things.update(b.id, { n: 1 });
-    await clock.tickAsync(WATCH_SCAN_GATE); // past the gate: every write is read
+    await clock.tickAsync(WATCH_TAKE_WAIT); // past the longest wait: every write is read
     await things.update(a.id, { n: 2 }); // … and rewritten last
-    await clock.tickAsync(WATCH_SCAN_GATE); // past the gate: every write is read
+    await clock.tickAsync(WATCH_TAKE_WAIT); // past the longest wait: every write is read
     const got = [await next(it), await next(it)];
     assert.deepEqual(got.map(brief), [["Modified", b.id, { n: 1 }], ["Modified", a.id, { n: 2 }]]);
     assert.ok(got[0].resourceVersion < got[1].resourceVersion);
@@ -310,7 +327,7 @@ test("watchList on a never-started Beehive is woken by commits, not by the floor
   });
 });
 
-test("watchList reads the first commit after a quiet spell at once, and a burst inside the gate in one drain", async () => {
+test("watchList reads the first commit after a quiet spell at once, and a burst inside the drain gap in one drain", async () => {
   await withHive(async ({ things, inst, clock }) => {
     const w = await things.watchList();
     const it = iter(w);
@@ -321,11 +338,142 @@ test("watchList reads the first commit after a quiet spell at once, and a burst 
     assert.equal(inst.count("objectWrites.listSince"), 1);
     for (let n = 1; n <= 5; n++) await things.update(x.id, { n });
     await settle(clock);
-    assert.equal(inst.count("objectWrites.listSince"), 1, "held by the gate");
-    await clock.tickAsync(WATCH_SCAN_GATE);
+    assert.equal(inst.count("objectWrites.listSince"), 1, "held by the drain gap");
+    await clock.tickAsync(WATCH_DRAIN_GAP);
     assert.equal(inst.count("objectWrites.listSince"), 2, "one drain for the whole burst");
     assert.deepEqual(brief(await next(it)), ["Modified", x.id, { n: 5 }]);
     w.close();
+  });
+});
+
+test("watchList under a busy writer delivers each commit within the drain gap, with no 100 ms wait", async () => {
+  await withHive(async ({ things, clock }) => {
+    const x = await things.create("x", { n: 0 });
+    const w = await things.watchList();
+    const it = iter(w);
+    for (let n = 1; n <= 20; n++) {
+      const started = clock.now;
+      await things.update(x.id, { n });
+      // The consumer keeps up; the commit is read by the first drain the gap allows.
+      const call = inFlight(it);
+      await settle(clock);
+      assert.deepEqual(brief(await tickUntil(clock, call)), ["Modified", x.id, { n }]);
+      assert.ok(
+        clock.now - started <= WATCH_DRAIN_GAP,
+        `delivered after ${clock.now - started} ms`,
+      );
+    }
+    w.close();
+  });
+});
+
+test("watchList: drains that take more of the thread come further apart under a busy writer", async () => {
+  await withHive(async ({ store, things, inst, clock }) => {
+    const x = await things.create("x", { n: 0 });
+    const w = await things.watchList();
+    const consumer = (async () => {
+      for await (const _ of w) { /* keeps up */ }
+    })();
+    let n = 0;
+    const write = async (ms: number) => {
+      const end = clock.now + ms;
+      while (clock.now < end) {
+        await things.update(x.id, { n: ++n });
+        await clock.tickAsync(1);
+      }
+    };
+    inst.reset();
+    await write(100);
+    const cheap = inst.count("objectWrites.listSince");
+    // From now on each log read takes 5 ms of the thread.
+    const log = store.objectWrites;
+    const listSince = log.listSince;
+    log.listSince = (gk, options) => {
+      clock.tick(5);
+      return listSince.call(log, gk, options);
+    };
+    try {
+      await write(200); // the running mean of a drain's cost settles
+      inst.reset();
+      await write(200);
+    } finally {
+      log.listSince = listSince;
+    }
+    const costly = inst.count("objectWrites.listSince");
+    assert.ok(cheap >= 100 / WATCH_DRAIN_GAP / 2, `${cheap} drains in 100 ms of cheap reads`);
+    assert.ok(costly >= 2, `${costly} costly drains in 200 ms: the kind is still read`);
+    // A 5 ms drain leaves at least 5 / WATCH_DRAIN_SHARE ms, less the mean's lag, to the rest.
+    assert.ok(
+      costly <= Math.ceil(200 / (5 / WATCH_DRAIN_SHARE)) + 2,
+      `${costly} costly drains in 200 ms`,
+    );
+    w.close();
+    await consumer;
+  });
+});
+
+test("watchList: a stalled consumer holds the drains back at most WATCH_TAKE_WAIT, then the others go on at the drain gap", async () => {
+  await withHive(async ({ things, inst, clock }) => {
+    const x = await things.create("x", { n: 0 });
+    const stalled = await things.watchList();
+    const live = await things.watchList();
+    const liveIt = iter(live);
+    await things.update(x.id, { n: 1 });
+    assert.deepEqual(brief(await next(liveIt)), ["Modified", x.id, { n: 1 }]);
+    // The stalled stream has not taken the drain it was handed: the next one waits for it.
+    inst.reset();
+    const started = clock.now;
+    await things.update(x.id, { n: 2 });
+    const call = inFlight(liveIt);
+    await settle(clock);
+    await clock.tickAsync(WATCH_TAKE_WAIT / 2);
+    assert.equal(call.result, undefined, "held for the stalled stream");
+    assert.deepEqual(brief(await tickUntil(clock, call)), ["Modified", x.id, { n: 2 }]);
+    assert.ok(clock.now - started <= WATCH_TAKE_WAIT);
+    // Now behind, the stalled stream collapses what follows and no longer holds the tailer back.
+    const at = clock.now;
+    await things.update(x.id, { n: 3 });
+    const third = inFlight(liveIt);
+    await settle(clock);
+    assert.deepEqual(brief(await tickUntil(clock, third)), ["Modified", x.id, { n: 3 }]);
+    assert.ok(clock.now - at <= WATCH_DRAIN_GAP, `delivered after ${clock.now - at} ms`);
+    const stalledIt = iter(stalled);
+    assert.deepEqual(brief(await next(stalledIt)), ["Modified", x.id, { n: 3 }]);
+    stalled.close();
+    live.close();
+  });
+});
+
+test("watchList: a consumer busy with earlier changes sees the latest state of each object, collapsed, in version order", async () => {
+  await withHive(async ({ things, clock }) => {
+    const xs = [];
+    for (let i = 0; i < 3; i++) xs.push(await things.create(`x${i}`, { n: 0 }));
+    const w = await things.watchList();
+    const it = iter(w);
+    await things.update(xs[0].id, { n: 1 });
+    await things.update(xs[1].id, { n: 1 });
+    await clock.tickAsync(WATCH_TAKE_WAIT);
+    // It takes one of the two changes it pulled, and stays busy while more commits land.
+    assert.deepEqual(brief(await next(it)), ["Modified", xs[0].id, { n: 1 }]);
+    for (let n = 2; n <= 4; n++) {
+      for (const x of xs) {
+        await things.update(x.id, { n });
+        await clock.tickAsync(WATCH_TAKE_WAIT);
+      }
+    }
+    const got = [await next(it), await next(it), await next(it), await next(it)];
+    assert.deepEqual(got.map(brief), [
+      ["Modified", xs[1].id, { n: 1 }], // the rest of what it was already handed
+      ["Modified", xs[0].id, { n: 4 }],
+      ["Modified", xs[1].id, { n: 4 }],
+      ["Modified", xs[2].id, { n: 4 }],
+    ]);
+    for (let i = 1; i < got.length; i++) {
+      assert.ok(got[i - 1].resourceVersion < got[i].resourceVersion);
+    }
+    const quiet = await assertQuiet(clock, it);
+    w.close();
+    await quiet.next;
   });
 });
 
@@ -363,6 +511,13 @@ test("watchList drains a burst larger than one page", async () => {
   });
 });
 
+/** Asserts `value` and every object it holds are frozen. */
+function assertDeeplyFrozen(value: unknown, path = "value"): void {
+  if (typeof value !== "object" || value === null) return;
+  assert.ok(Object.isFrozen(value), `${path} is not frozen`);
+  for (const [key, v] of Object.entries(value)) assertDeeplyFrozen(v, `${path}.${key}`);
+}
+
 test("watchList hands out deeply frozen objects, one instance shared by the streams", async () => {
   await withHive(async ({ things }) => {
     await things.create("a", { n: 1 });
@@ -375,6 +530,9 @@ test("watchList hands out deeply frozen objects, one instance shared by the stre
     assert.equal(c1.id, b.id);
     assert.equal(c1.object, c2.object);
     assert.ok(Object.isFrozen(c1.object) && Object.isFrozen(c1.object!.spec));
+    assertDeeplyFrozen(c1);
+    assertDeeplyFrozen(w1.objects[0]);
+    assert.equal(c1, c2, "the change itself is shared");
     assert.throws(() => {
       (c1.object!.spec as { n: number }).n = 3;
     }, TypeError);
