@@ -685,12 +685,14 @@ test("watchList [Symbol.asyncDispose] closes the stream", async () => {
 });
 
 test("watchList ends with StoppedError when the Beehive stops", async () => {
-  await withHive(async ({ things, start }) => {
+  await withHive(async ({ things, start, clock }) => {
     const stop = await start();
     const list = await things.watchList();
     const one = await things.watch(1);
     const x = await things.create("x", { n: 1 });
     const it = iter(list);
+    // The tailers read the create (on a networked store, a round trip after its commit).
+    await settle(clock);
     await stop();
     // What was already read is delivered, then the stream ends.
     assert.equal((await next(it)).id, x.id);
