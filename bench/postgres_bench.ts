@@ -4,10 +4,16 @@
  * pass that settles it) vs the minimum statements for the same two writes
  * (insert the row and its log entry; record the observed generation and its
  * log entry; two transactions per object), with 1 and 32 concurrent callers;
- * and the cross-replica wake latency (a commit in one open to `watchCommits`
- * in another). Needs `BEEHIVE_TEST_POSTGRES_URL` (`bash scripts/postgres up`).
+ * the cross-replica wake latency (a commit in one open to `watchCommits` in
+ * another); with real replica processes (`tests/multiprocess/_replica.ts` on
+ * PostgreSQL), the cross-process watch latency (a paced writer process's
+ * create to a `watchList` delivery here) and the failover time (SIGKILL of the
+ * leader replica to the standby's first reconcile of a write made just after
+ * the kill). Needs `BEEHIVE_TEST_POSTGRES_URL` (`bash scripts/postgres up`).
  *
  *   BEEHIVE_TEST_POSTGRES_URL=... deno run -A bench/postgres_bench.ts
+ *
+ * `BENCH_ONLY=replicas` runs only the replica-process measurements.
  *
  * @module
  */
@@ -15,6 +21,8 @@ import process from "node:process";
 import pg from "pg";
 import { Beehive, settled } from "../mod.ts";
 import { openPostgresStore } from "../store/postgres/mod.ts";
+import { schemaForPath } from "../tests/_postgres.ts";
+import { Job, Replica } from "../tests/multiprocess/_processes.ts";
 
 const url = process.env.BEEHIVE_TEST_POSTGRES_URL;
 if (!url) throw new Error("BEEHIVE_TEST_POSTGRES_URL is not set");
@@ -123,9 +131,85 @@ async function wakeLatency(samples: number): Promise<number[]> {
   return out.sort((x, y) => x - y);
 }
 
+/** A shared "file" for replica processes: on PostgreSQL (tests/_sqlite_driver.ts) a schema. */
+function replicaDb(): string {
+  return `/postgres-bench/${crypto.randomUUID()}`;
+}
+
+function openReplicaStore(db: string) {
+  return openPostgresStore(url!, { schema: schemaForPath(db) });
+}
+
+const WRITES = Number(process.env.BENCH_WRITES ?? 500);
+const FAILOVERS = Number(process.env.BENCH_FAILOVERS ?? 5);
+const LEASE = { leaseDuration: 3_000, renewInterval: 1_000 };
+
+async function watchLatency(): Promise<number[]> {
+  const db = replicaDb();
+  const store = await openReplicaStore(db);
+  const writer = new Replica({ db, role: "pacer", name: "pacer", count: WRITES, paceMs: 10 });
+  try {
+    const jobs = new Beehive(store).client<{ t: number }>(Job);
+    const watch = await jobs.watchList();
+    await writer.waitForEvent("ready");
+    writer.send("write");
+    const latencies: number[] = [];
+    for await (const change of watch) {
+      if (change.object !== undefined) latencies.push(Date.now() - change.object.spec.t);
+      if (latencies.length >= WRITES) break;
+    }
+    return latencies.sort((a, b) => a - b);
+  } finally {
+    await writer.close();
+    await store.close();
+  }
+}
+
+/** SIGKILL of the leader → the standby leads, and → it reconciles a Job created right after. */
+async function failover(): Promise<{ leading: number[]; reconciled: number[] }> {
+  const leading: number[] = [];
+  const reconciled: number[] = [];
+  for (let i = 0; i < FAILOVERS; i++) {
+    const db = replicaDb();
+    const store = await openReplicaStore(db);
+    const a = new Replica({ db, role: "candidate", name: "a", ...LEASE });
+    let b: Replica | undefined;
+    try {
+      await a.waitForEvent("leading");
+      b = new Replica({ db, role: "candidate", name: "b", ...LEASE });
+      await b.waitForEvent("candidate");
+      const jobs = new Beehive(store).client(Job);
+      await jobs.create("before", {});
+      await a.waitForEvent("reconciled");
+      // A random phase against the renewal cadence, as a real failure has.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * LEASE.renewInterval));
+      const t0 = Date.now();
+      a.signal("SIGKILL");
+      await jobs.create("after-kill", {});
+      const led = await b.waitForEvent("leading", 30_000);
+      const done = await b.waitFor(
+        (e) => e.ev === "reconciled" && e.object === "after-kill",
+        30_000,
+      );
+      leading.push(led.at - t0);
+      reconciled.push(done.at - t0);
+    } finally {
+      await a.close();
+      await b?.close();
+      await store.close();
+    }
+  }
+  return { leading: leading.sort((x, y) => x - y), reconciled: reconciled.sort((x, y) => x - y) };
+}
+
 const pct = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 
-for (const c of [1, 32]) {
+// The replica processes open their stores through tests/_sqlite_driver.ts: on this database.
+process.env.BEEHIVE_TEST_STORE = "postgres";
+process.env.BEEHIVE_TEST_POSTGRES_URL = url;
+const only = process.env.BENCH_ONLY;
+
+for (const c of only === "replicas" ? [] : [1, 32]) {
   const f = await floor(c);
   const e = await engine(c);
   console.log(
@@ -134,10 +218,27 @@ for (const c of [1, 32]) {
       `(${(f / N).toFixed(3)} ms each), ratio ${(e / f).toFixed(2)}×`,
   );
 }
-const lat = await wakeLatency(300);
+const lat = only === "replicas" ? [] : await wakeLatency(300);
+if (lat.length > 0) {
+  console.log(
+    `cross-replica wake (commit in one open → watchCommits in another, commit included): ` +
+      `p50 ${pct(lat, 0.5).toFixed(2)} ms, p99 ${pct(lat, 0.99).toFixed(2)} ms, max ${
+        lat[lat.length - 1].toFixed(2)
+      } ms`,
+  );
+}
+const wl = await watchLatency();
 console.log(
-  `cross-replica wake (commit in one open → watchCommits in another, commit included): ` +
-    `p50 ${pct(lat, 0.5).toFixed(2)} ms, p99 ${pct(lat, 0.99).toFixed(2)} ms, max ${
-      lat[lat.length - 1].toFixed(2)
+  `cross-process change → watch delivery (a writer process, ${WRITES} creates paced 10 ms apart): ` +
+    `p50 ${pct(wl, 0.5)} ms, p99 ${pct(wl, 0.99)} ms, max ${wl[wl.length - 1]} ms`,
+);
+const fo = await failover();
+console.log(
+  `failover after SIGKILL of the leader, leaseDuration ${LEASE.leaseDuration} ms, renewInterval ` +
+    `${LEASE.renewInterval} ms, ${FAILOVERS} runs: standby leads min ${fo.leading[0]} / median ${
+      pct(fo.leading, 0.5)
+    } / max ${fo.leading[fo.leading.length - 1]} ms; first reconcile (of a write made just after ` +
+    `the kill) min ${fo.reconciled[0]} / median ${pct(fo.reconciled, 0.5)} / max ${
+      fo.reconciled[fo.reconciled.length - 1]
     } ms`,
 );

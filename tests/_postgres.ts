@@ -63,7 +63,11 @@ export function openPostgresStore(options: PostgresStoreOptions = {}): Promise<P
   });
 }
 
-/** Restarts the local cluster serving the test database (`pg_ctlcluster`, as root or its owner). */
+/**
+ * Restarts the local cluster serving the test database (`pg_ctlcluster`, as root or its owner).
+ * Only a cluster of the test run's own (`beehive_restart_*`, `scripts/postgres cluster-up`):
+ * the shared cluster other suites and processes use is never restarted.
+ */
 export async function restartServer(): Promise<void> {
   const { execFile } = await import("node:child_process");
   const run = (cmd: string, args: string[]) =>
@@ -77,5 +81,11 @@ export async function restartServer(): Promise<void> {
   const line = (await run("pg_lsclusters", ["--no-header"])).split("\n")
     .map((l) => l.trim().split(/\s+/)).find((f) => f[2] === port);
   if (line === undefined) throw new Error(`no local PostgreSQL cluster listens on port ${port}`);
+  if (!line[1].startsWith("beehive_restart_")) {
+    throw new Error(
+      `refusing to restart the cluster ${line[0]}/${line[1]}: only a throwaway beehive_restart_* ` +
+        "cluster (bash scripts/postgres cluster-up) is restarted by a test",
+    );
+  }
   await run("pg_ctlcluster", [line[0], line[1], "restart", "-m", "fast"]);
 }

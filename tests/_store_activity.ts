@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Store } from "../src/store.ts";
+import type { HeldLease, Store } from "../src/store.ts";
 
 let pending = 0;
 let waiters: (() => void)[] = [];
@@ -49,11 +49,20 @@ function count<T>(value: T): T {
   return value;
 }
 
+/** A held lease whose `release()` is counted too (stop awaits it: a round trip on a server). */
+function countedHold(held: HeldLease): HeldLease {
+  return { lease: held.lease, release: () => count(held.release()) };
+}
+
 function wrapObject<T extends object>(target: T): T {
   return new Proxy(target, {
     get(t, prop) {
       const value = Reflect.get(t, prop, t);
       if (typeof value !== "function") return value;
+      if (prop === "hold") {
+        return (...args: unknown[]) =>
+          count((value.apply(t, args) as Promise<HeldLease>).then(countedHold));
+      }
       return (...args: unknown[]) => count(value.apply(t, args));
     },
   });

@@ -8,6 +8,7 @@ type Fn = () => void | Promise<void>;
 
 interface DenoTest {
   test(name: string, fn: Fn): void;
+  test(options: { name: string; ignore: boolean; fn: Fn }): void;
 }
 
 const deno = (globalThis as { Deno?: DenoTest }).Deno;
@@ -17,4 +18,14 @@ const nodeTest = deno === undefined ? (await import("node:test")).test : undefin
 export function test(name: string, fn: Fn): void {
   if (deno !== undefined) deno.test(name, fn);
   else void nodeTest!(name, fn);
+}
+
+/**
+ * Registers a case that does not apply in this run, shown as ignored (Deno) or skipped (Node)
+ * with `reason` in its name: never a silent skip.
+ */
+export function notApplicable(name: string, reason: string): void {
+  const label = `${name} (not applicable: ${reason})`;
+  if (deno !== undefined) deno.test({ name: label, ignore: true, fn: () => {} });
+  else void nodeTest!(label, { skip: reason }, () => {});
 }

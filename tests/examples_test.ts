@@ -1,20 +1,28 @@
 /**
  * Runs every example as its own process on the runtime running the tests, and
- * checks it printed what a person needs to see that it worked.
+ * checks it printed what a person needs to see that it worked. The SQLite
+ * examples run in the SQLite suites; `replicas`, which needs a PostgreSQL
+ * server, runs in the PostgreSQL rerun (`BEEHIVE_TEST_STORE=postgres`,
+ * `scripts/test`), on the test database, and only there.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import process from "node:process";
-import { test } from "./_test.ts";
+import { freshSchema, postgresUrl } from "./_postgres.ts";
+import { testStore } from "./_sqlite_driver.ts";
+import { test as anyTest } from "./_test.ts";
 
 const isDeno = "Deno" in globalThis;
+
+/** The SQLite examples' cases: registered in the SQLite suites (the PostgreSQL rerun has its own). */
+const test: typeof anyTest = testStore === "sqlite" ? anyTest : () => {};
 
 function run(example: string, env: Record<string, string> = {}): Promise<string> {
   const file = `examples/${example}/main.ts`;
   const args = isDeno
-    ? ["run", "--allow-read", "--allow-write", "--allow-env", "--allow-net", file]
+    ? ["run", "--allow-read", "--allow-write", "--allow-env", "--allow-net", "--allow-run", file]
     : ["--disable-warning=ExperimentalWarning", file];
   const options = { timeout: 60_000, env: { ...process.env, ...env } };
   return new Promise((resolve, reject) => {
@@ -101,3 +109,29 @@ test("example console serves the console beside a controller and shows it conver
   assert.match(out, /kinds page lists Deployment: true/);
   assert.match(out, /web Ready: True/);
 });
+
+if (testStore === "postgres") {
+  anyTest(
+    "example replicas: three processes on one database converge, and a standby takes over from the leader",
+    async () => {
+      const out = await run("replicas", {
+        BEEHIVE_POSTGRES_URL: postgresUrl(),
+        BEEHIVE_POSTGRES_SCHEMA: freshSchema(),
+      });
+      for (const n of [1, 2, 3]) {
+        assert.match(
+          out,
+          new RegExp(`^replica-${n}: converged: 9 orders, accepted by replica-\\d$`, "m"),
+        );
+      }
+      const leader = /all 3 replicas converged; (replica-\d) reconciled every order/.exec(out)?.[1];
+      assert.ok(leader !== undefined, out);
+      const took = /(replica-\d) stopped; (replica-\d) took over: 10 orders/.exec(out);
+      assert.ok(took !== null, out);
+      assert.equal(took[1], leader);
+      assert.notEqual(took[2], leader);
+      assert.match(out, new RegExp(`^${took[2]}: accepted \\S+-extra `, "m"));
+      assert.match(out, /^replicas ok$/m);
+    },
+  );
+}

@@ -2,9 +2,13 @@
  * The PostgreSQL store across a server restart while the engine runs: writes
  * in flight fail with `StoreError` and commit nothing half-way, no write that
  * was acknowledged is lost, and the engine converges once the server is back.
- * Real time (the outage is the server's); restarts the local cluster, so it
- * is run by hand (its name keeps it out of test discovery):
- *   BEEHIVE_TEST_POSTGRES_URL=... deno test -A tests/postgres_server_restart_case.ts
+ * Real time (the outage is the server's). It restarts the cluster it runs
+ * on, so it runs against a throwaway cluster of its own, never the shared one
+ * (its name keeps it out of test discovery; `scripts/test` runs it on Deno and
+ * Node against `bash scripts/postgres cluster-up` and drops the cluster after):
+ *   url=$(bash scripts/postgres cluster-up $$)
+ *   BEEHIVE_TEST_POSTGRES_URL=$url deno test -A tests/postgres_server_restart_case.ts
+ *   bash scripts/postgres cluster-down "$url"
  *
  * @module
  */

@@ -96,6 +96,15 @@ function checkType(type: unknown, what: string): asserts type is RawEvent["type"
   }
 }
 
+/**
+ * A category as a query parameter. Text no write can store (a NUL, a lone surrogate) names no
+ * run: it goes as NULL, which equals nothing, instead of failing to encode (or, for a lone
+ * surrogate, encoding as U+FFFD and matching a category it is not).
+ */
+function categoryParam(category: string): string | null {
+  return isStorableText(category) ? category : null;
+}
+
 /** Validates a query and renders its SQL and parameters. */
 function renderList(id: ObjectId, query: EventQuery | undefined): [string, PgValue[]] {
   const q = query ?? {};
@@ -106,7 +115,7 @@ function renderList(id: ObjectId, query: EventQuery | undefined): [string, PgVal
       throw new TypeError(`Cannot list events: category is ${describe(q.category)}`);
     }
     where.push("category = ?");
-    params.push(q.category);
+    params.push(categoryParam(q.category));
   }
   if (q.type !== undefined) {
     checkType(q.type, "list events");
@@ -235,7 +244,7 @@ export class PostgresEvents implements Events {
           `SELECT ${EVENT_COLUMNS} FROM events
            WHERE object_id = ? AND category = ? ORDER BY id DESC LIMIT 1`,
           id,
-          category,
+          categoryParam(category),
         );
         return row === undefined ? undefined : decodeEvent(row);
       });
@@ -274,7 +283,7 @@ export class PostgresEvents implements Events {
           : await db.get(
             "SELECT trimmed_through AS t FROM events_horizon WHERE object_id = ? AND category = ?",
             id,
-            category,
+            categoryParam(category),
           );
         const trimmedThrough = h?.t === null || h === undefined ? 0 : Number(h.t);
         // The log cascades with its object: an empty page there means "gone", not "quiet".

@@ -1821,6 +1821,7 @@ function clientSteps(): Record<"creates" | "deletes" | "others", fc.Arbitrary<St
       async (m, r) => {
         const e = expectCreate(m, owner, "getOrCreate", ownerName, {}, undefined);
         let ownerId: number | undefined;
+        const before = await r.h.store.getLatestResourceVersion();
         await call(m, r, `${owner}.getOrCreate`, {
           ...e,
           ok: async (v: { object: AnyObject }) => {
@@ -1829,6 +1830,9 @@ function clientSteps(): Record<"creates" | "deletes" | "others", fc.Arbitrary<St
           },
         }, () => c(r, owner).getOrCreate(ownerName, {}));
         if (ownerId === undefined) return;
+        // A new owner's first pass runs now; its writes must not land inside the child's call,
+        // whose refusal is checked to move no version (on a networked store they would).
+        if (await r.h.store.getLatestResourceVersion() !== before) await settle(m, r);
         const opts = { owner: ownerId };
         await call(
           m,
