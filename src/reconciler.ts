@@ -335,22 +335,41 @@ export class Reconciler implements KindLoop {
     for (const id of found) this.queue.requeueNow(id);
   }
 
+  /**
+   * One worker: it takes the next object once its pass's reconcile has
+   * returned, while that pass concludes (the settle handshake, a collection)
+   * in the background, so the next pass's writes can share the conclusion's
+   * commit. A worker has at most one pass concluding besides the one it runs.
+   */
   async #work(): Promise<void> {
+    let concluding: Promise<void> | undefined;
     for (;;) {
       const id = await this.queue.get();
-      if (id === undefined) return;
+      if (id === undefined) break;
+      const { promise: reconciled, resolve } = Promise.withResolvers<void>();
+      const finished = this.#dispatch(id, resolve);
+      await reconciled;
+      if (concluding !== undefined) await concluding;
+      concluding = finished;
+    }
+    if (concluding !== undefined) await concluding;
+  }
+
+  /** Runs one pass over `id` and schedules what follows; calls `reconciled` once its reconcile returned. */
+  async #dispatch(id: ObjectId, reconciled: () => void): Promise<void> {
+    try {
       const started = Date.now();
       const t = this.#telemetry;
       let outcome: PassOutcome;
       if (t === undefined) {
         // No telemetry: no closure, no span, no extra frame.
         try {
-          outcome = await this.#pass(id, undefined);
+          outcome = await this.#pass(id, undefined, reconciled);
         } catch (error) {
           outcome = ran(resultInfo(fail(error))!);
         }
       } else {
-        outcome = await t.pass(id, (span) => this.#safePass(id, span));
+        outcome = await t.pass(id, (span) => this.#safePass(id, span, reconciled));
       }
       this.#engine.log.debug("beehive: pass finished", {
         driver: "reconcile",
@@ -362,18 +381,24 @@ export class Reconciler implements KindLoop {
       if (outcome.gone) {
         this.queue.forget(id);
         this.#backoff.delete(id);
-        continue;
+        return;
       }
       this.queue.done(id);
       if (outcome.stalled) this.#park(id, outcome.info);
       else this.#scheduleNext(id, outcome.info);
+    } finally {
+      reconciled();
     }
   }
 
   /** A pass that never rejects: an unexpected throw is a failed pass. */
-  async #safePass(id: ObjectId, span: PassSpan | undefined): Promise<PassOutcome> {
+  async #safePass(
+    id: ObjectId,
+    span: PassSpan | undefined,
+    reconciled: () => void,
+  ): Promise<PassOutcome> {
     try {
-      return await this.#pass(id, span);
+      return await this.#pass(id, span, reconciled);
     } catch (error) {
       return ran(resultInfo(fail(error))!);
     }
@@ -422,8 +447,12 @@ export class Reconciler implements KindLoop {
     }
   }
 
-  /** One pass over `id`. */
-  async #pass(id: ObjectId, span: PassSpan | undefined): Promise<PassOutcome> {
+  /** One pass over `id`; calls `reconciled` once the controller's reconcile returned. */
+  async #pass(
+    id: ObjectId,
+    span: PassSpan | undefined,
+    reconciled: () => void,
+  ): Promise<PassOutcome> {
     const engine = this.#engine;
     const store = engine.store;
     const term = this.#term!;
@@ -473,6 +502,7 @@ export class Reconciler implements KindLoop {
     } finally {
       end();
     }
+    reconciled();
     let stalled = false;
     if (info.outcome !== "fail") await this.#conclude(term, ref, load, info);
     else if (info.err instanceof PermanentError) {

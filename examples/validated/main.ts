@@ -73,11 +73,14 @@ console.log(await apply("api", `{ "image": "", "replicas": 250 }`));
 console.log(await apply("batch", `{ "image": "worker", "replicas": 1e400 }`));
 console.log(await apply("huge", JSON.stringify({ image: "x".repeat(5_000), replicas: 1 })));
 
-// Watch web until its controller has claimed it and reported status.
+// Watch web until its controller has claimed it, reported status and settled the generation.
 const watch = await deployments.watch((await deployments.getByName("web")).id);
 const changes = watch[Symbol.asyncIterator]();
 let web = watch.object;
-while (web?.status === undefined || web.finalizers.length === 0) {
+while (
+  web?.status === undefined || web.finalizers.length === 0 ||
+  web.observedGeneration !== web.generation
+) {
   web = (await changes.next()).value?.object;
 }
 console.log(`web ready ${web.status.readyReplicas}, finalizers ${web.finalizers}`);

@@ -10,7 +10,7 @@
 import { ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
-import { commitInGroup, rollbackQuietly } from "./_group_commit.ts";
+import { submitWrite } from "./_write_group.ts";
 import { Scope, type WriteScope } from "./_write_scope.ts";
 
 export type { WriteScope };
@@ -130,14 +130,31 @@ export class RootSession implements Session {
     }
   }
 
-  /** Queues the unit for the next group commit (see `_group_commit.ts`). */
+  /** Queues the unit for the next group commit (see `_write_group.ts`). */
   write<T>(fn: (scope: WriteScope) => T): Promise<T> {
+    const core = this.core;
     try {
-      this.core.assertOpen();
+      core.assertOpen();
     } catch (error) {
-      return Promise.reject(this.core.translate(error));
+      return Promise.reject(core.translate(error));
     }
-    return commitInGroup(this.core, fn, this.fence);
+    const { promise, resolve, reject } = Promise.withResolvers<T>();
+    let value: T;
+    submitWrite(core, {
+      fence: this.fence,
+      run() {
+        const scope = new Scope(core);
+        try {
+          value = fn(scope);
+        } catch (error) {
+          throw core.translate(error);
+        }
+        return scope.drawn;
+      },
+      committed: () => resolve(value),
+      failed: reject,
+    });
+    return promise;
   }
 }
 
@@ -305,11 +322,11 @@ function markUnwound(frame: Frame): void {
 }
 
 /**
- * Runs `fn` as an outermost transaction: `BEGIN IMMEDIATE` under the writer
- * lock, commit when it resolves, roll back when it rejects, then the hooks.
- * When the writer is busy, `fn` joins the next transaction group instead.
+ * Runs `fn` as an outermost transaction in the next write group (see
+ * `_write_group.ts`): it commits when it resolves and rolls back (alone) when
+ * it rejects; resolves after the commit and its hooks.
  */
-export async function runOutermost<T>(
+export function runOutermost<T>(
   core: Core,
   fn: (session: TxSession) => Promise<T>,
   fence?: Fence,
@@ -317,204 +334,48 @@ export async function runOutermost<T>(
   try {
     core.assertOpen();
   } catch (error) {
-    throw core.translate(error);
+    return Promise.reject(core.translate(error));
   }
-  // Contended: join the next group of transactions sharing one commit.
-  const group = txGroup(core);
-  if (group.waiting || !core.lock.tryAcquire()) return group.join(fn, fence);
+  const { promise, resolve, reject } = Promise.withResolvers<T>();
   const state = new TxState();
   const frame = new Frame(state, undefined);
-  let result: T;
-  try {
-    core.assertOpen();
-    core.writer.exec("BEGIN IMMEDIATE");
-    try {
-      core.beginVersions();
-      core.checkFence(fence);
-    } catch (error) {
-      rollbackQuietly(core);
-      throw error;
-    }
-  } catch (error) {
-    core.lock.release();
-    throw core.translate(error);
-  }
-  const abort = () => {
+  const unwound = () => {
     frame.ended = true;
     state.done = true;
     markUnwound(frame);
-    rollbackQuietly(core);
-    core.lock.release();
   };
-  try {
-    result = await fn(new TxSession(core, frame));
-  } catch (error) {
-    abort();
-    // fn's own rejection reaches the caller as it was thrown.
-    throw error;
-  }
-  try {
-    if (frame.child !== undefined) {
-      throw new ConcurrentNestedTxError(
-        "Cannot commit the transaction: a nested frame is still open",
-      );
-    }
-    frame.ended = true;
-    state.done = true;
-    core.publish(state.drawn);
-    core.writer.exec("COMMIT");
-    state.committed = true;
-  } catch (error) {
-    abort();
-    throw core.translate(error);
-  }
-  core.lock.release();
-  await runHooks(core, state.hooks.map((h) => h.fn));
-  return result;
-}
-
-/** The most transactions one group commit takes; the rest form the next group. */
-const MAX_TX_GROUP = 64;
-
-interface TxMember {
-  readonly fn: (session: TxSession) => Promise<unknown>;
-  readonly fence: Fence | undefined;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (error: unknown) => void;
-}
-
-type TxOutcome =
-  | { readonly ok: true; readonly value: unknown; readonly state: TxState }
-  | { readonly ok: false; readonly error: unknown };
-
-/**
- * Outermost transactions that found the writer busy, run one after another
- * inside one SQLite transaction when it frees, each in its own savepoint: one
- * that rejects (or whose fence is stale) unwinds alone, and every member
- * resolves — after its hooks — only once the shared commit is durable. A
- * failing commit rejects them all. Members never interleave: each `fn` runs
- * to completion before the next starts, exactly as under the lock.
- */
-class TxGroup {
-  readonly #core: Core;
-  readonly #pending: TxMember[] = [];
-  #scheduled = false;
-
-  constructor(core: Core) {
-    this.#core = core;
-  }
-
-  /** Whether transactions are queued for a group (a new one must queue behind them). */
-  get waiting(): boolean {
-    return this.#pending.length > 0;
-  }
-
-  join<T>(fn: (session: TxSession) => Promise<T>, fence: Fence | undefined): Promise<T> {
-    const { promise, resolve, reject } = Promise.withResolvers<T>();
-    this.#pending.push({ fn, fence, resolve: resolve as (value: unknown) => void, reject });
-    this.#schedule();
-    return promise;
-  }
-
-  #schedule(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    void this.#run();
-  }
-
-  async #run(): Promise<void> {
-    const core = this.#core;
-    await core.lock.acquire();
-    const members = this.#pending.splice(0, MAX_TX_GROUP);
-    this.#scheduled = false;
-    if (this.#pending.length > 0) this.#schedule();
-    const outcomes: TxOutcome[] = [];
-    try {
-      core.assertOpen();
-      core.writer.exec("BEGIN IMMEDIATE");
-    } catch (error) {
-      core.lock.release();
-      const failure = core.translate(error);
-      for (const m of members) m.reject(failure);
-      return;
-    }
-    let drawn = 0;
-    try {
-      core.beginVersions();
-      for (const m of members) {
-        const outcome = await this.#member(m);
-        outcomes.push(outcome);
-        if (outcome.ok && outcome.state.drawn > drawn) drawn = outcome.state.drawn;
+  let value: T;
+  submitWrite(core, {
+    fence,
+    async run() {
+      try {
+        value = await fn(new TxSession(core, frame));
+      } catch (error) {
+        unwound();
+        // fn's own rejection reaches the caller as it was thrown.
+        throw error;
       }
-      core.publish(drawn);
-      core.writer.exec("COMMIT");
-    } catch (error) {
-      // The shared transaction is lost: nothing any member wrote committed.
-      rollbackQuietly(core);
-      core.lock.release();
-      const failure = core.translate(error);
-      members.forEach((m, i) => {
-        const o = outcomes[i];
-        m.reject(o !== undefined && !o.ok ? o.error : failure);
-      });
-      return;
-    }
-    for (const o of outcomes) if (o.ok) o.state.committed = true;
-    core.lock.release();
-    for (let i = 0; i < members.length; i++) {
-      const o = outcomes[i];
-      if (!o.ok) {
-        members[i].reject(o.error);
-        continue;
+      if (frame.child !== undefined) {
+        unwound();
+        throw new ConcurrentNestedTxError(
+          "Cannot commit the transaction: a nested frame is still open",
+        );
       }
-      await runHooks(core, o.state.hooks.map((h) => h.fn));
-      members[i].resolve(o.value);
-    }
-  }
-
-  /** Runs one member in its own savepoint; throws only when the shared transaction broke. */
-  async #member(m: TxMember): Promise<TxOutcome> {
-    const core = this.#core;
-    const state = new TxState();
-    const frame = new Frame(state, undefined);
-    const db = core.writer;
-    db.exec("SAVEPOINT bh_tx_member");
-    const unwind = (error: unknown): TxOutcome => {
       frame.ended = true;
       state.done = true;
-      markUnwound(frame);
-      db.exec("ROLLBACK TO bh_tx_member");
-      db.exec("RELEASE bh_tx_member");
-      return { ok: false, error };
-    };
-    try {
-      core.checkFence(m.fence);
-    } catch (error) {
-      return unwind(core.translate(error));
-    }
-    let value: unknown;
-    try {
-      value = await m.fn(new TxSession(core, frame));
-    } catch (error) {
-      // fn's own rejection reaches the caller as it was thrown.
-      return unwind(error);
-    }
-    if (frame.child !== undefined) {
-      return unwind(
-        new ConcurrentNestedTxError("Cannot commit the transaction: a nested frame is still open"),
-      );
-    }
-    frame.ended = true;
-    state.done = true;
-    db.exec("RELEASE bh_tx_member");
-    return { ok: true, value, state };
-  }
-}
-
-const txGroups = new WeakMap<Core, TxGroup>();
-
-function txGroup(core: Core): TxGroup {
-  let group = txGroups.get(core);
-  if (group === undefined) txGroups.set(core, group = new TxGroup(core));
-  return group;
+      return state.drawn;
+    },
+    async committed() {
+      state.committed = true;
+      await runHooks(core, state.hooks.map((h) => h.fn));
+      resolve(value);
+    },
+    failed(error) {
+      // A member that ran to its end lost its writes with the group's commit.
+      if (!state.done) unwound();
+      else markUnwound(frame);
+      reject(error);
+    },
+  });
+  return promise;
 }

@@ -1,8 +1,9 @@
 /**
- * Group commit in the SQLite store: single-call writes waiting at the same
- * moment share one `COMMIT`, each in its own savepoint; a lone write still
- * commits by itself; writes queued behind an open transaction join one group
- * when it ends. Counted on the driver, under Deno and Node 22.
+ * Group commit in the SQLite store: writes (single calls and transactions)
+ * queued within a few promise turns of each other share one `COMMIT`, each
+ * in its own savepoint; a lone write still commits by itself; writes queued
+ * behind an open transaction join one group when it ends. Counted on the
+ * driver, under Deno and Node 22.
  *
  * @module
  */
@@ -14,6 +15,7 @@ import { NameTakenError } from "../../src/errors.ts";
 import type { Connection, Driver } from "../../store/sqlite/_driver.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
 import { SqliteStore } from "../../store/sqlite/sqlite_store.ts";
+import { GROUP_TURNS } from "../../store/sqlite/_write_group.ts";
 import { test } from "../_test.ts";
 import { installFakeTime } from "../_fake_time.ts";
 
@@ -98,10 +100,13 @@ test("SQLite group commit: a lone write commits by itself, and sequential writes
 test("SQLite group commit: writes queued behind an open transaction join one group when it ends", async () => {
   await withStore(async (store, commits) => {
     const { promise: release, resolve } = Promise.withResolvers<void>();
+    const entered = Promise.withResolvers<void>();
     const tx = store.within(async (t) => {
       await t.objects.create(Widget, { name: "in-tx", spec: "{}" });
+      entered.resolve();
       await release;
     });
+    await entered.promise;
     const queued = Array.from(
       { length: 5 },
       (_, i) => store.objects.create(Widget, { name: `q${i}`, spec: "{}" }),
@@ -113,6 +118,27 @@ test("SQLite group commit: writes queued behind an open transaction join one gro
     await tx;
     await Promise.all(queued);
     assert.equal(commits() - before, 2, "the transaction's commit, then one for the group");
+  });
+});
+
+test("SQLite group commit: a write queued within GROUP_TURNS promise turns of the first joins its group; a later one commits next", async () => {
+  await withStore(async (store, commits) => {
+    const turns = async (n: number) => {
+      for (let i = 0; i < n; i++) await Promise.resolve();
+    };
+    let before = commits();
+    // A caller and a pass that reaches its write a few turns later, as in a busy process.
+    await Promise.all([
+      store.objects.create(Widget, { name: "caller", spec: "{}" }),
+      turns(GROUP_TURNS - 6).then(() => store.objects.create(Widget, { name: "pass", spec: "{}" })),
+    ]);
+    assert.equal(commits() - before, 1, "both in one group");
+    before = commits();
+    await Promise.all([
+      store.objects.create(Widget, { name: "early", spec: "{}" }),
+      turns(GROUP_TURNS + 4).then(() => store.objects.create(Widget, { name: "late", spec: "{}" })),
+    ]);
+    assert.equal(commits() - before, 2, "the late write misses the group");
   });
 });
 
@@ -132,7 +158,7 @@ test("SQLite group commit: works under fake timers (no timer in the commit path)
   }
 });
 
-test("SQLite group commit: concurrent transactions behind a busy writer share one commit", async () => {
+test("SQLite group commit: concurrent transactions share one commit", async () => {
   await withStore(async (store, commits) => {
     const before = commits();
     const made = await Promise.all(
@@ -143,8 +169,8 @@ test("SQLite group commit: concurrent transactions behind a busy writer share on
           return o.id;
         })),
     );
-    // The first found the writer free and committed alone; the nine that queued shared one.
-    assert.equal(commits() - before, 2);
+    // Queued in the same turn: one group, one commit.
+    assert.equal(commits() - before, 1);
     assert.equal(new Set(made).size, 10);
   });
 });
