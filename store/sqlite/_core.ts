@@ -17,6 +17,7 @@ import { kindName } from "../../src/_engine_keys.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 import type { LockFiles } from "./_lock_files.ts";
+import type { Checkpointer } from "./_checkpointer.ts";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, SqlValue>;
@@ -157,6 +158,8 @@ export class Core {
   readonly epoch: number;
   /** The lease lock files. */
   readonly locks: LockFiles;
+  /** The background checkpointer, for a store on the `node:sqlite` driver. */
+  checkpointer: Checkpointer | undefined;
   /** The next version this connection will hand out. */
   #next = 1;
   /** The next id per table; ids, like versions, are handed out above every committed one. */

@@ -95,3 +95,8 @@ function exclusive(name: string, driver: Driver): Driver {
 }
 
 const nodeDriver = exclusive("node", nodeSqliteDriver);
+
+/** Whether `driver` runs on the runtime's built-in `node:sqlite` (the library a worker thread shares). */
+export function usesNodeSqlite(driver: Driver): boolean {
+  return driver === nodeDriver || driver === nodeSqliteDriver;
+}

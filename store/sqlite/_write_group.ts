@@ -162,6 +162,7 @@ class WriteGroup {
       m.failed(core.translate(error));
       return undefined;
     }
+    core.checkpointer?.committed();
     return [undefined];
   }
 
@@ -194,6 +195,7 @@ class WriteGroup {
       }
       core.publish(drawn);
       db.exec("COMMIT");
+      core.checkpointer?.committed();
     } catch (error) {
       // The shared transaction is lost: nothing any member wrote committed.
       rollbackQuietly(core);

@@ -35,7 +35,7 @@ import type { Logger } from "../../src/logger.ts";
 import { SqliteDeletionRequests } from "./_deletion_requests.ts";
 import { SqliteDependencies } from "./_dependencies.ts";
 import type { Driver } from "./_driver.ts";
-import { selectDriver } from "./_drivers.ts";
+import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
 import { SqliteDriverCursors } from "./_driver_cursors.ts";
 import { SqliteEdges } from "./_edges.ts";
 import { SqliteEvents } from "./_events.ts";
@@ -44,6 +44,7 @@ import { SqliteObjects } from "./_objects.ts";
 import { SqliteReconcileOwed } from "./_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
+import { Checkpointer } from "./_checkpointer.ts";
 import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
 
 /** How a {@linkcode SqliteStore} is opened. */
@@ -290,6 +291,11 @@ export class SqliteStore implements Store {
     if (!probes.has(core)) probes.set(core, new CommitProbe(core));
   }
 
+  /** @internal The store's background checkpointer, if it has one (for tests). */
+  static checkpointerOf(store: SqliteStore): Checkpointer | undefined {
+    return store.#core.checkpointer;
+  }
+
   /** @internal Opens a store; use {@linkcode openSqliteStore}. */
   static open(path: string, options: SqliteStoreOptions, driver: Driver): SqliteStore {
     let identity: string;
@@ -327,6 +333,9 @@ export class SqliteStore implements Store {
       reader.exec("PRAGMA query_only = ON");
       const locks = new LockFiles(driver, file);
       const core = new Core(driver, writer, reader, epoch, locks, options.logger);
+      if (usesNodeSqlite(driver)) {
+        core.checkpointer = new Checkpointer(file, writer, options.logger);
+      }
       return new SqliteStore(identity, core, tempDir);
     } catch (error) {
       try {
@@ -413,6 +422,7 @@ export class SqliteStore implements Store {
     probes.get(core)?.close();
     await core.lock.acquire();
     try {
+      await core.checkpointer?.close();
       core.close();
     } finally {
       core.lock.release();

@@ -1,0 +1,159 @@
+/**
+ * The background checkpointer: once a store has committed
+ * {@linkcode CHECKPOINT_EVERY} times, a worker thread with its own connection
+ * copies the WAL back into the database file (`PRAGMA wal_checkpoint(PASSIVE)`)
+ * after every further {@linkcode CHECKPOINT_EVERY} commits, so the checkpoint's
+ * two fsyncs and its page copies stop landing inside a commit on the event
+ * loop's thread. A passive checkpoint never blocks a writer or a reader. The
+ * writer's own automatic checkpoint stays on as a fallback, at
+ * {@linkcode FALLBACK_AUTOCHECKPOINT} pages while the worker runs (SQLite's
+ * 1,000 before it starts and after it fails).
+ *
+ * Only for the `node:sqlite` driver: the worker must use the very SQLite
+ * library the store's connections use, or its locks and theirs would not
+ * know about each other (POSIX locks are per process, and SQLite keeps the
+ * table that reconciles them per library copy). `node:sqlite` is built into
+ * the runtime, so both threads share it.
+ *
+ * @module
+ */
+import { Worker } from "node:worker_threads";
+import type { Db, StoreLogger } from "./_core.ts";
+
+/** Commits between two checkpoint requests (and before the worker starts). */
+export const CHECKPOINT_EVERY = 64;
+
+/** The writer's automatic-checkpoint threshold, in pages, while the worker runs. */
+export const FALLBACK_AUTOCHECKPOINT = 4_000;
+
+/** SQLite's default automatic-checkpoint threshold, in pages. */
+const DEFAULT_AUTOCHECKPOINT = 1_000;
+
+/**
+ * The worker: one connection, a passive checkpoint per request (requests that
+ * arrive during one collapse into the next), and a clean close on "close".
+ * An ES module in a data URL, so it loads the same on Deno and Node and from a
+ * published package, with nothing to resolve beside it.
+ */
+const WORKER_SOURCE = `
+import { parentPort, workerData } from "node:worker_threads";
+import { DatabaseSync } from "node:sqlite";
+import process from "node:process";
+const db = new DatabaseSync(workerData.path);
+db.exec("PRAGMA busy_timeout = 0");
+const checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
+parentPort.on("message", (message) => {
+  if (message === "close") {
+    db.close();
+    process.exit(0);
+  }
+  try {
+    const { log, checkpointed } = checkpoint.get();
+    parentPort.postMessage({ log, checkpointed });
+  } catch (error) {
+    // Busy (another checkpoint runs): the next request retries.
+    if (error?.errcode === 5 || error?.errcode === 6) return;
+    parentPort.postMessage({ error: String(error?.message ?? error) });
+  }
+});
+`;
+
+const WORKER_URL = new URL(`data:text/javascript,${encodeURIComponent(WORKER_SOURCE)}`);
+
+/** What one background checkpoint reports: WAL frames, and how many of them are in the file. */
+export interface CheckpointResult {
+  readonly log: number;
+  readonly checkpointed: number;
+}
+
+export class Checkpointer {
+  readonly #path: string;
+  readonly #writer: Db;
+  readonly #logger: StoreLogger | undefined;
+  #commits = 0;
+  #worker: Worker | undefined;
+  #exited: Promise<void> | undefined;
+  /** Set once the worker failed or the store closed: no worker again. */
+  #done = false;
+  readonly #waiters: ((result: CheckpointResult) => void)[] = [];
+
+  constructor(path: string, writer: Db, logger: StoreLogger | undefined) {
+    this.#path = path;
+    this.#writer = writer;
+    this.#logger = logger;
+  }
+
+  /** Counts a commit; every {@linkcode CHECKPOINT_EVERY}th asks the worker (starting it the first time). */
+  committed(): void {
+    if (++this.#commits < CHECKPOINT_EVERY || this.#done) return;
+    this.#commits = 0;
+    if (this.#worker === undefined) this.#start();
+    // Queued until the worker listens: a busy caller may not yield to the event loop for a while.
+    this.#worker?.postMessage("checkpoint");
+  }
+
+  #start(): void {
+    let worker: Worker;
+    try {
+      worker = new Worker(WORKER_URL, { workerData: { path: this.#path } });
+    } catch (error) {
+      this.#fail(error);
+      return;
+    }
+    this.#worker = worker;
+    // An idle store must not keep the process alive (only someone awaiting a report does).
+    if (this.#waiters.length === 0) worker.unref();
+    this.#exited = new Promise((resolve) => worker.once("exit", () => resolve()));
+    this.#autocheckpoint(FALLBACK_AUTOCHECKPOINT);
+    worker.on("message", (message: CheckpointResult | { error: string }) => {
+      if ("error" in message) this.#fail(new Error(message.error));
+      else {
+        const waiters = this.#waiters.splice(0);
+        if (waiters.length > 0 && !this.#done) worker.unref();
+        for (const resolve of waiters) resolve(message);
+      }
+    });
+    worker.on("error", (error) => this.#fail(error));
+  }
+
+  #autocheckpoint(pages: number): void {
+    try {
+      this.#writer.exec(`PRAGMA wal_autocheckpoint = ${pages}`);
+    } catch {
+      // The store is closing; its last close checkpoints anyway.
+    }
+  }
+
+  /** The worker failed: the writer checkpoints by itself again, as before it started. */
+  #fail(error: unknown): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#logger?.warn("beehive store: the background checkpointer failed; the writer checkpoints", {
+      error,
+    });
+    this.#autocheckpoint(DEFAULT_AUTOCHECKPOINT);
+    void this.#worker?.terminate();
+  }
+
+  /** Whether the worker runs (it starts after {@linkcode CHECKPOINT_EVERY} commits). */
+  get running(): boolean {
+    return this.#worker !== undefined && !this.#done;
+  }
+
+  /** Resolves with the next checkpoint the worker reports (for tests). */
+  next(): Promise<CheckpointResult> {
+    this.#worker?.ref();
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** Ends the worker (closing its connection) before the store's own connections close. */
+  async close(): Promise<void> {
+    this.#done = true;
+    const worker = this.#worker;
+    if (worker === undefined) return;
+    // Held open until it has gone: the close awaits it.
+    worker.ref();
+    worker.postMessage("close");
+    await this.#exited;
+  }
+}
