@@ -112,6 +112,11 @@ export class WriterLock {
   #held = false;
   readonly #waiters: (() => void)[] = [];
 
+  /** Whether nobody holds the lock: no transaction is open on the writer. */
+  get free(): boolean {
+    return !this.#held;
+  }
+
   /** Takes the lock now if it is free; reports whether it did. */
   tryAcquire(): boolean {
     if (this.#held) return false;

@@ -185,7 +185,7 @@ export class SqliteObjects implements Objects {
   getForReconcile(id: ObjectId): Promise<ReconcileLoad> {
     return rejectWith(() => {
       checkId(id);
-      return this.#s.read((db) => {
+      return this.#s.readSnapshot((db) => {
         // The cursor is sampled before the row: it may lag the row, never lead it.
         const cursor = this.#s.core.latestVersion(db);
         const row = db.row(

@@ -106,10 +106,21 @@ export class RootSession implements Session {
     this.fence = fence;
   }
 
+  /**
+   * The connection a read runs on: the writer while no transaction holds it
+   * (it sees only what is committed, and its page cache stays warm across its
+   * own commits, where the reader's is dropped after each one), else the
+   * reader.
+   */
+  #readDb(): Db {
+    const core = this.core;
+    return core.lock.free ? core.writer : core.reader;
+  }
+
   read<T>(fn: (db: Db) => T): Promise<T> {
     try {
       this.core.assertOpen();
-      return Promise.resolve(fn(this.core.reader));
+      return Promise.resolve(fn(this.#readDb()));
     } catch (error) {
       return Promise.reject(this.core.translate(error));
     }
@@ -118,7 +129,7 @@ export class RootSession implements Session {
   readSnapshot<T>(fn: (db: Db) => T): Promise<T> {
     try {
       this.core.assertOpen();
-      const db = this.core.reader;
+      const db = this.#readDb();
       db.exec("BEGIN");
       try {
         return Promise.resolve(fn(db));
