@@ -207,18 +207,15 @@ export class PassWriter<Status> implements ControllerTx<Status> {
       const version = this.#engine.codec(this.#ref).statusVersion;
       const baseline = this.#state.baseline;
       if (baseline !== undefined && !baseline.claim(text, version)) return;
-      await this.#store.within(async (tx) => {
-        const changed = await tx.objects.updateStatus(this.#ref, {
-          status: text,
-          statusVersion: version,
-        });
-        if (changed) {
-          tx.afterCommit(() => {
-            baseline?.promote(text, version);
-            this.#engine.writes.kindWritten(this.#ref);
-          });
-        }
+      // One write: a single call, which resolves once it has committed.
+      const changed = await this.#store.objects.updateStatus(this.#ref, {
+        status: text,
+        statusVersion: version,
       });
+      if (changed) {
+        baseline?.promote(text, version);
+        this.#engine.writes.kindWritten(this.#ref);
+      }
     });
   }
 

@@ -186,21 +186,20 @@ export class SqliteObjects implements Objects {
     return rejectWith(() => {
       checkId(id);
       return this.#s.readSnapshot((db) => {
-        // The cursor is sampled before the row: it may lag the row, never lead it.
-        const cursor = this.#s.core.latestVersion(db);
+        // One snapshot: the cursor read with the row can lag it, never lead it.
         const row = db.row(
           `SELECT ${OBJECT_COLUMNS}, EXISTS (SELECT 1 FROM edges
              WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies,
-             stalled_generation
+             stalled_generation, (SELECT value FROM resource_version_seq WHERE id = 1) AS cursor
            FROM objects WHERE id = ?`,
           id,
         );
         if (row === undefined) throw objectNotFound(id);
         const object = withConditions(db, [decodeMeta(row)], this.#s.core.epoch)[0];
-        // has_dependencies and stalled_generation follow the 17 object columns.
+        // has_dependencies, stalled_generation and cursor follow the 17 object columns.
         return {
           object,
-          cursor,
+          cursor: Number(row[19]),
           hasDependencies: row[17] === 1,
           stalledGeneration: row[18] === null ? undefined : Number(row[18]),
         };
