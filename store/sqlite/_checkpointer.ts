@@ -128,9 +128,12 @@ export class Checkpointer {
   #fail(error: unknown): void {
     if (this.#done) return;
     this.#done = true;
-    this.#logger?.warn("beehive store: the background checkpointer failed; the writer checkpoints", {
-      error,
-    });
+    this.#logger?.warn(
+      "beehive store: the background checkpointer failed; the writer checkpoints",
+      {
+        error,
+      },
+    );
     this.#autocheckpoint(DEFAULT_AUTOCHECKPOINT);
     void this.#worker?.terminate();
   }

@@ -107,9 +107,7 @@ class WriteGroup {
       core.lock.release();
       return;
     }
-    const failures = group.length === 1
-      ? await this.#alone(group[0])
-      : await this.#together(group);
+    const failures = group.length === 1 ? await this.#alone(group[0]) : await this.#together(group);
     core.lock.release();
     if (failures === undefined) return;
     for (let i = 0; i < group.length; i++) {
