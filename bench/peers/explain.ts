@@ -6,7 +6,8 @@
  * Run: `deno run -A bench/peers/explain.ts` (beehive only), or with Node for
  * plainjob's WAL pages too:
  * `node --disable-warning=ExperimentalWarning bench/peers/explain.ts`
- * (`--callers=32 --workers=8` for the concurrent case). For the CPU profile,
+ * (`--callers=32 --workers=8` for the concurrent case; `--no-checkpointer` for the store without
+ * its background checkpointer). For the CPU profile,
  * `node --cpu-prof bench/peers/case.ts --system=beehive --units=10000`.
  *
  * @module
@@ -16,6 +17,7 @@ import { createRequire } from "node:module";
 import process from "node:process";
 import { Beehive, settled } from "../../mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { SqliteStore } from "../../store/sqlite/sqlite_store.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
 import { FLOOR_KIND as Kind, FLOOR_SPEC as SPEC, tempFile } from "../_floor.ts";
 
@@ -28,6 +30,10 @@ const arg = (name: string, fallback: number): number =>
 const CALLERS = arg("callers", 1);
 const WORKERS = arg("workers", 1);
 const UNITS = 2_000;
+/** `--no-checkpointer`: the store without its background checkpointer (as before 2026-12-02). */
+const NO_CHECKPOINTER = process.argv.includes("--no-checkpointer");
+/** How long each COMMIT took, in ms. */
+const commitTimes: number[] = [];
 /** Few enough units that no checkpoint resets the WAL in between. */
 const WAL_UNITS = 40;
 
@@ -46,8 +52,10 @@ function tapExec(): Map<string, { calls: number; ms: number }> {
       try {
         return exec(sql);
       } finally {
+        const took = performance.now() - t;
         entry.calls++;
-        entry.ms += performance.now() - t;
+        entry.ms += took;
+        if (key === "COMMIT") commitTimes.push(took);
       }
     };
     return conn;
@@ -61,7 +69,13 @@ async function beehive(
   onStarted = () => {},
 ): Promise<{ ms: number; pages: number }> {
   const { path, done } = tempFile();
-  const store = await openSqliteStore(path, { driver: "node" });
+  const store = NO_CHECKPOINTER
+    // A wrapper around node:sqlite: the store starts its background checkpointer only on the driver itself.
+    ? SqliteStore.open(path, {}, {
+      open: (file) => nodeSqliteDriver.open(file),
+      describeFailure: (error) => nodeSqliteDriver.describeFailure(error),
+    })
+    : await openSqliteStore(path, { driver: "node" });
   try {
     const bh = new Beehive(store, { concurrency: WORKERS });
     let processed = 0;
@@ -142,7 +156,10 @@ async function plainjobPages(n: number): Promise<number> {
 
 const runtime = "Deno" in globalThis ? "Deno" : "Node";
 const seen = tapExec();
-const { ms } = await beehive(UNITS, () => seen.clear());
+const { ms } = await beehive(UNITS, () => {
+  seen.clear();
+  commitTimes.length = 0;
+});
 console.log(
   `beehive on ${runtime}, ${CALLERS} caller(s), concurrency ${WORKERS}: ` +
     `${(ms * 1000 / UNITS).toFixed(0)} µs a unit; transaction statements per unit:`,
@@ -154,6 +171,15 @@ for (const [key, { calls, ms: spent }] of seen) {
     } µs a unit`,
   );
 }
+const sorted = [...commitTimes].sort((a, b) => a - b);
+const at = (q: number) => (sorted[Math.floor(q * (sorted.length - 1))] * 1000).toFixed(0);
+const total = sorted.reduce((a, b) => a + b, 0);
+const slow = sorted.filter((t) => t > 0.5);
+console.log(
+  `COMMIT: p50 ${at(0.5)} µs, p99 ${at(0.99)} µs, max ${at(1)} µs; ${slow.length} over 0.5 ms, ` +
+    `${(100 * slow.reduce((a, b) => a + b, 0) / total).toFixed(0)}% of all COMMIT time` +
+    (NO_CHECKPOINTER ? " (no background checkpointer)" : ""),
+);
 const { pages } = await beehive(WAL_UNITS);
 console.log(
   `WAL pages appended per unit: beehive ${(pages / WAL_UNITS).toFixed(1)}`,
