@@ -58,7 +58,20 @@ parentPort.on("message", (message) => {
 });
 `;
 
-const WORKER_URL = new URL(`data:text/javascript,${encodeURIComponent(WORKER_SOURCE)}`);
+/** The worker's module as a `data:` URL. */
+export function workerUrl(source: string): URL {
+  return new URL(`data:text/javascript,${encodeURIComponent(source)}`);
+}
+
+const WORKER_URL = workerUrl(WORKER_SOURCE);
+
+/** The module workers start from; a test swaps in one that fails. */
+let workerModule = WORKER_URL;
+
+/** @internal Makes new checkpointers start `url` instead (`undefined`: the real worker). For tests. */
+export function useCheckpointWorker(url: URL | undefined): void {
+  workerModule = url ?? WORKER_URL;
+}
 
 /** What one background checkpoint reports: WAL frames, and how many of them are in the file. */
 export interface CheckpointResult {
@@ -75,7 +88,7 @@ export class Checkpointer {
   #exited: Promise<void> | undefined;
   /** Set once the worker failed or the store closed: no worker again. */
   #done = false;
-  readonly #waiters: ((result: CheckpointResult) => void)[] = [];
+  readonly #waiters: PromiseWithResolvers<CheckpointResult>[] = [];
 
   constructor(path: string, writer: Db, logger: StoreLogger | undefined) {
     this.#path = path;
@@ -95,7 +108,7 @@ export class Checkpointer {
   #start(): void {
     let worker: Worker;
     try {
-      worker = new Worker(WORKER_URL, { workerData: { path: this.#path } });
+      worker = new Worker(workerModule, { workerData: { path: this.#path } });
     } catch (error) {
       this.#fail(error);
       return;
@@ -110,7 +123,7 @@ export class Checkpointer {
       else {
         const waiters = this.#waiters.splice(0);
         if (waiters.length > 0 && !this.#done) worker.unref();
-        for (const resolve of waiters) resolve(message);
+        for (const w of waiters) w.resolve(message);
       }
     });
     worker.on("error", (error) => this.#fail(error));
@@ -136,6 +149,7 @@ export class Checkpointer {
     );
     this.#autocheckpoint(DEFAULT_AUTOCHECKPOINT);
     void this.#worker?.terminate();
+    for (const w of this.#waiters.splice(0)) w.reject(error);
   }
 
   /** Whether the worker runs (it starts after {@linkcode CHECKPOINT_EVERY} commits). */
@@ -145,13 +159,20 @@ export class Checkpointer {
 
   /** Resolves with the next checkpoint the worker reports (for tests). */
   next(): Promise<CheckpointResult> {
-    this.#worker?.ref();
-    return new Promise((resolve) => this.#waiters.push(resolve));
+    const waiter = Promise.withResolvers<CheckpointResult>();
+    if (this.#done) waiter.reject(new Error("The background checkpointer is not running"));
+    else {
+      this.#worker?.ref();
+      this.#waiters.push(waiter);
+    }
+    return waiter.promise;
   }
 
   /** Ends the worker (closing its connection) before the store's own connections close. */
   async close(): Promise<void> {
     this.#done = true;
+    const closed = new Error("The store closed");
+    for (const w of this.#waiters.splice(0)) w.reject(closed);
     const worker = this.#worker;
     if (worker === undefined) return;
     // Held open until it has gone: the close awaits it.

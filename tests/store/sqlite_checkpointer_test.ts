@@ -11,7 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { SqliteStore } from "../../store/sqlite/sqlite_store.ts";
-import { CHECKPOINT_EVERY } from "../../store/sqlite/_checkpointer.ts";
+import {
+  CHECKPOINT_EVERY,
+  useCheckpointWorker,
+  workerUrl,
+} from "../../store/sqlite/_checkpointer.ts";
 import { test } from "../_test.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
@@ -100,4 +104,51 @@ test("SQLite checkpointer: a store on the FFI driver has none (its library is no
       await store.close();
     }
   });
+});
+
+test("SQLite checkpointer: a worker that fails is logged once and the writer checkpoints again", async () => {
+  // A worker that reports a failure on its first request.
+  useCheckpointWorker(workerUrl(`
+    import { parentPort } from "node:worker_threads";
+    import process from "node:process";
+    parentPort.on("message", (m) => {
+      if (m === "close") process.exit(0);
+      parentPort.postMessage({ error: "disk on fire" });
+    });
+  `));
+  try {
+    await withDir(async (file) => {
+      const warned = Promise.withResolvers<{ message: string; error: unknown }>();
+      const warnings: string[] = [];
+      const logger = {
+        error() {},
+        info() {},
+        debug() {},
+        warn(message: string, attrs?: Record<string, unknown>) {
+          warnings.push(message);
+          warned.resolve({ message, error: attrs?.error });
+        },
+      };
+      const store = await openSqliteStore(file, { logger });
+      try {
+        const checkpointer = SqliteStore.checkpointerOf(store)!;
+        const next = checkpointer.next();
+        await commits(store, CHECKPOINT_EVERY);
+        await assert.rejects(next, /disk on fire/);
+        const { message, error } = await warned.promise;
+        assert.match(message, /background checkpointer failed/);
+        assert.match(String(error), /disk on fire/);
+        assert.equal(checkpointer.running, false);
+        // Later requests go nowhere and nothing else is logged; writes carry on.
+        await commits(store, CHECKPOINT_EVERY * 2, CHECKPOINT_EVERY);
+        assert.equal((await store.objects.list(Widget)).length, CHECKPOINT_EVERY * 3);
+        assert.equal(warnings.length, 1);
+      } finally {
+        await store.close();
+      }
+      assert.equal(existsSync(`${file}-wal`), false, "the failed worker's connection is gone too");
+    });
+  } finally {
+    useCheckpointWorker(undefined);
+  }
 });
