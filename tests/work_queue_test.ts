@@ -327,6 +327,19 @@ test("WorkQueue add is absorbed by a pending backoff alarm", async () => {
 
 // --- the push budget --------------------------------------------------------
 
+/**
+ * Dispatches `id` until its push budget is spent: every dispatch spends a
+ * token, the first one (an add) and PUSH_BURST − 1 pushes, each run to its end.
+ */
+async function spendBudget(q: WorkQueue, id: number): Promise<void> {
+  q.add(id);
+  await runOnce(q, id);
+  for (let i = 1; i < PUSH_BURST; i++) {
+    q.push(id);
+    await runOnce(q, id);
+  }
+}
+
 test("WorkQueue push runs an id the floor holds at once while its budget lasts", async () => {
   await withQueue(async ({ clock, t0, make }) => {
     const q = make();
@@ -343,13 +356,7 @@ test("WorkQueue push runs an id the floor holds at once while its budget lasts",
 test("WorkQueue push is held by the floor once the budget is spent", async () => {
   await withQueue(async ({ clock, make }) => {
     const q = make();
-    q.add(1);
-    await runOnce(q, 1);
-    // Every dispatch spends a token: the first one and PUSH_BURST − 1 pushes.
-    for (let i = 1; i < PUSH_BURST; i++) {
-      q.push(1);
-      await runOnce(q, 1);
-    }
+    await spendBudget(q, 1);
     const last = Date.now();
     q.push(1);
     assert.equal(due(q, 1), last + 1_000, "held by the floor");
@@ -360,12 +367,7 @@ test("WorkQueue push is held by the floor once the budget is spent", async () =>
 test("WorkQueue push budget refills one token per floor interval", async () => {
   await withQueue(async ({ clock, make }) => {
     const q = make();
-    q.add(1);
-    await runOnce(q, 1);
-    for (let i = 1; i < PUSH_BURST; i++) {
-      q.push(1);
-      await runOnce(q, 1);
-    }
+    await spendBudget(q, 1);
     clock.tick(1_999); // one whole token back, not two
     q.push(1);
     await runOnce(q, 1);
@@ -435,12 +437,7 @@ test("WorkQueue push of a running id runs it again when its pass ends", async ()
 test("WorkQueue forget drops the push budget", async () => {
   await withQueue(async ({ make }) => {
     const q = make();
-    q.add(1);
-    await runOnce(q, 1);
-    for (let i = 1; i < PUSH_BURST; i++) {
-      q.push(1);
-      await runOnce(q, 1);
-    }
+    await spendBudget(q, 1);
     q.forget(1);
     q.push(1);
     assert.equal(due(q, 1), Date.now(), "a forgotten id starts with a full budget");

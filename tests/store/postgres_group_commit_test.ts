@@ -13,6 +13,7 @@ import pg from "pg";
 import { FencedError, InvalidOptionError, NameTakenError, StoreError } from "../../src/errors.ts";
 import type { Store } from "../../src/store.ts";
 import { test } from "../_test.ts";
+import { holdWriter } from "./_held_writer.ts";
 import { freshSchema, openPostgresStore } from "../_postgres.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
@@ -131,18 +132,14 @@ test("PostgreSQL group commit: writes arriving while a group runs form the next 
 
 test("PostgreSQL group commit: writes queued behind an open transaction join one group when it ends", async () => {
   await withStore(async (store, commits) => {
-    const { promise: release, resolve } = Promise.withResolvers<void>();
-    const opened = Promise.withResolvers<void>();
-    const tx = store.within(async (t) => {
-      await t.objects.create(Widget, { name: "in-tx", spec: "{}" });
-      opened.resolve();
-      await release;
-    });
-    await opened.promise;
+    const held = await holdWriter(
+      store,
+      (t) => t.objects.create(Widget, { name: "in-tx", spec: "{}" }),
+    );
     const queued = names("q", 5).map((name) => store.objects.create(Widget, { name, spec: "{}" }));
     const before = commits();
-    resolve();
-    await tx;
+    held.release();
+    await held.done;
     await Promise.all(queued);
     assert.equal(commits() - before, 2, "the transaction's commit, then one for the group");
   });
@@ -169,13 +166,7 @@ test("PostgreSQL group commit: concurrent transactions behind a busy writer shar
 test("PostgreSQL group commit: a grouped transaction that throws unwinds alone, and its hooks never run", async () => {
   await withStore(async (store, commits) => {
     const hooks: string[] = [];
-    const { promise: release, resolve } = Promise.withResolvers<void>();
-    const opened = Promise.withResolvers<void>();
-    const first = store.within(async () => {
-      opened.resolve();
-      await release;
-    });
-    await opened.promise;
+    const first = await holdWriter(store);
     const member = (name: string, fail: boolean) =>
       store.within(async (tx) => {
         await tx.objects.create(Widget, { name, spec: "{}" });
@@ -184,8 +175,8 @@ test("PostgreSQL group commit: a grouped transaction that throws unwinds alone, 
       });
     const grouped = [member("g1", false), member("bad", true), member("g2", false)];
     const before = commits();
-    resolve();
-    await first;
+    first.release();
+    await first.done;
     const results = await Promise.allSettled(grouped);
     assert.equal(commits() - before, 2, "the first transaction's commit, then the group's");
     assert.equal(results[0].status, "fulfilled");
@@ -200,21 +191,15 @@ test("PostgreSQL group commit: a grouped transaction whose term is over is refus
   await withStore(async (store) => {
     const { lease } = await store.leases.acquire({ name: "leader", holder: "a", duration: 60_000 });
     const stale = store.fenced({ lease: "leader", epoch: lease.epoch - 1 });
-    const { promise: release, resolve } = Promise.withResolvers<void>();
-    const opened = Promise.withResolvers<void>();
-    const first = store.within(async () => {
-      opened.resolve();
-      await release;
-    });
-    await opened.promise;
+    const first = await holdWriter(store);
     let ran = false;
     const late = stale.within(async (tx) => {
       ran = true;
       await tx.objects.create(Widget, { name: "late", spec: "{}" });
     });
     const fine = store.within((tx) => tx.objects.create(Widget, { name: "fine", spec: "{}" }));
-    resolve();
-    await first;
+    first.release();
+    await first.done;
     await assert.rejects(late, FencedError);
     await fine;
     assert.equal(ran, false);

@@ -6,9 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync, statSync } from "node:fs";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { SqliteStore } from "../../store/sqlite/sqlite_store.ts";
 import {
@@ -17,15 +15,16 @@ import {
   workerUrl,
 } from "../../store/sqlite/_checkpointer.ts";
 import { test } from "../_test.ts";
+import { tempDir } from "../_beehive_harness.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
 
 async function withDir(fn: (file: string) => Promise<void>): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), "beehive-checkpointer-"));
+  const dir = tempDir();
   try {
-    await fn(join(dir, "db.sqlite"));
+    await fn(dir.file("db.sqlite"));
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    dir.remove();
   }
 }
 

@@ -17,6 +17,7 @@ import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
 import { SqliteStore } from "../../store/sqlite/sqlite_store.ts";
 import { GROUP_TURNS } from "../../store/sqlite/_write_group.ts";
 import { test } from "../_test.ts";
+import { holdWriter } from "./_held_writer.ts";
 import { installFakeTime } from "../_fake_time.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
@@ -99,14 +100,10 @@ test("SQLite group commit: a lone write commits by itself, and sequential writes
 
 test("SQLite group commit: writes queued behind an open transaction join one group when it ends", async () => {
   await withStore(async (store, commits) => {
-    const { promise: release, resolve } = Promise.withResolvers<void>();
-    const entered = Promise.withResolvers<void>();
-    const tx = store.within(async (t) => {
-      await t.objects.create(Widget, { name: "in-tx", spec: "{}" });
-      entered.resolve();
-      await release;
-    });
-    await entered.promise;
+    const held = await holdWriter(
+      store,
+      (t) => t.objects.create(Widget, { name: "in-tx", spec: "{}" }),
+    );
     const queued = Array.from(
       { length: 5 },
       (_, i) => store.objects.create(Widget, { name: `q${i}`, spec: "{}" }),
@@ -114,8 +111,8 @@ test("SQLite group commit: writes queued behind an open transaction join one gro
     // Let the queued writes reach the writer lock, which the transaction holds.
     await new Promise((r) => setTimeout(r, 0));
     const before = commits();
-    resolve();
-    await tx;
+    held.release();
+    await held.done;
     await Promise.all(queued);
     assert.equal(commits() - before, 2, "the transaction's commit, then one for the group");
   });
