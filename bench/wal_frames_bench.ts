@@ -18,17 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { SqliteStore } from "../store/sqlite/sqlite_store.ts";
-import { nodeSqliteDriver } from "../store/sqlite/_node_sqlite.ts";
-
-/**
- * node:sqlite behind a wrapper: the store starts no background checkpointer on
- * it (that is only for the built-in driver itself), so nothing but this bench
- * empties the WAL.
- */
-const unCheckpointed = {
-  open: (path: string) => nodeSqliteDriver.open(path),
-  describeFailure: (error: unknown) => nodeSqliteDriver.describeFailure(error),
-};
+import { uncheckpointedNodeDriver } from "./_drivers.ts";
 
 const BATCH = 40;
 const ROUNDS = 5;
@@ -46,7 +36,7 @@ function truncate(probe: DatabaseSync): void {
 async function store(): Promise<{ create: number; settle: number; pageSize: number }> {
   const dir = mkdtempSync(join(tmpdir(), "beehive-wal-"));
   const path = join(dir, "store.db");
-  const s = SqliteStore.open(path, {}, unCheckpointed);
+  const s = SqliteStore.open(path, {}, uncheckpointedNodeDriver);
   const probe = new DatabaseSync(path);
   let create = 0;
   let settle = 0;

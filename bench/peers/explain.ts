@@ -18,6 +18,7 @@ import process from "node:process";
 import { Beehive, settled } from "../../mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { SqliteStore } from "../../store/sqlite/sqlite_store.ts";
+import { uncheckpointedNodeDriver } from "../_drivers.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
 import { FLOOR_KIND as Kind, FLOOR_SPEC as SPEC, tempFile } from "../_floor.ts";
 
@@ -70,11 +71,7 @@ async function beehive(
 ): Promise<{ ms: number; pages: number }> {
   const { path, done } = tempFile();
   const store = NO_CHECKPOINTER
-    // A wrapper around node:sqlite: the store starts its background checkpointer only on the driver itself.
-    ? SqliteStore.open(path, {}, {
-      open: (file) => nodeSqliteDriver.open(file),
-      describeFailure: (error) => nodeSqliteDriver.describeFailure(error),
-    })
+    ? SqliteStore.open(path, {}, uncheckpointedNodeDriver)
     : await openSqliteStore(path, { driver: "node" });
   try {
     const bh = new Beehive(store, { concurrency: WORKERS });
