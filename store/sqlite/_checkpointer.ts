@@ -30,8 +30,9 @@ export const FALLBACK_AUTOCHECKPOINT = 4_000;
 const DEFAULT_AUTOCHECKPOINT = 1_000;
 
 /**
- * The worker: one connection, a passive checkpoint per request (requests that
- * arrive during one collapse into the next), and a clean close on "close".
+ * The worker: one connection, a passive checkpoint per request (one queued
+ * behind a slow checkpoint finds little left to copy), and a clean close on
+ * "close".
  * An ES module in a data URL, so it loads the same on Deno and Node and from a
  * published package, with nothing to resolve beside it.
  */
