@@ -207,14 +207,17 @@ export class PassWriter<Status> implements ControllerTx<Status> {
       const version = this.#engine.codec(this.#ref).statusVersion;
       const baseline = this.#state.baseline;
       if (baseline !== undefined && !baseline.claim(text, version)) return;
-      // One write: a single call, which resolves once it has committed.
+      // One write, no transaction of its own: on the pass's store it has committed when the
+      // call resolves (the hook runs at once); inside a within, the hook waits for its commit.
       const changed = await this.#store.objects.updateStatus(this.#ref, {
         status: text,
         statusVersion: version,
       });
       if (changed) {
-        baseline?.promote(text, version);
-        this.#engine.writes.kindWritten(this.#ref);
+        this.#store.afterCommit(() => {
+          baseline?.promote(text, version);
+          this.#engine.writes.kindWritten(this.#ref);
+        });
       }
     });
   }

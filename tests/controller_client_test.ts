@@ -574,6 +574,25 @@ test("ControllerTx.within is a savepoint: a rejected nested frame unwinds only i
   });
 });
 
+test("ControllerTx.updateStatus in a rolled-back within leaves the status to write again", async () => {
+  await withHarness({}, async (h) => {
+    await h.start();
+    const obj = await h.create("a");
+    await h.pass(obj.id, async (_o, cc) => {
+      await assert.rejects(
+        cc.within(async (tx) => {
+          await tx.updateStatus({ phase: "Ready" });
+          throw new Error("give up");
+        }),
+        /give up/,
+      );
+      // Nothing was stored, so the same status is a change still to write.
+      await cc.updateStatus({ phase: "Ready" });
+    });
+    assert.deepEqual((await h.things.get(obj.id)).status, { phase: "Ready" });
+  });
+});
+
 test("ControllerTx.afterCommit runs after the commit, and not after a rollback", async () => {
   await withHarness({}, async (h) => {
     await h.start();
