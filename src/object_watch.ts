@@ -22,7 +22,8 @@ import {
 } from "./errors.ts";
 import { type BeehiveObject, decodeObject, type LoadKey, type Relations } from "./object.ts";
 import { loadRelations } from "./relations.ts";
-import type { GroupKind, ObjectId, ObjectWrite, RawObject, Store, WriteOp } from "./store.ts";
+import type { GroupKind, ObjectId, RawObject, Store, WriteOp } from "./store.ts";
+import { type KindTail, openKindTail, type TailWrite } from "./_kind_tail.ts";
 
 /** What a change reports: `"Deleted"` means collected, not requested. */
 export type ChangeType = "Added" | "Modified" | "Deleted";
@@ -445,11 +446,11 @@ export function changeType(op: WriteOp): ChangeType {
 export async function collectChanges(
   store: Store,
   gk: GroupKind,
-  writes: readonly ObjectWrite[],
+  writes: readonly TailWrite[],
   options: { readonly owners: boolean; readonly only?: ObjectId },
   warn: (message: string, attrs: Record<string, unknown>) => void,
 ): Promise<RawChange[]> {
-  const last = new Map<ObjectId, ObjectWrite>();
+  const last = new Map<ObjectId, TailWrite>();
   const first = new Map<ObjectId, WriteOp>();
   for (const w of writes) {
     if (options.only !== undefined && w.id !== options.only) continue;
@@ -457,12 +458,22 @@ export async function collectChanges(
     last.set(w.id, w);
   }
   if (last.size === 0) return [];
-  const liveIds = [...last.values()].filter((w) => w.op !== "delete").map((w) => w.id);
+  const liveIds: ObjectId[] = [];
+  const unread: ObjectId[] = [];
   const rows = new Map<ObjectId, RawObject>();
+  for (const w of last.values()) {
+    if (w.op === "delete") continue;
+    liveIds.push(w.id);
+    // The row the object's latest write left, when the tail carries it; else the live row.
+    if (w.row !== undefined) rows.set(w.id, w.row);
+    else unread.push(w.id);
+  }
   let owners: Map<ObjectId, { id: ObjectId }[]> | undefined;
-  if (liveIds.length > 0) {
-    for (const raw of await store.objects.listByIds(gk, liveIds)) rows.set(raw.id, raw);
-    if (options.owners) owners = await store.edges.groupOutgoingByIds(liveIds, "owned_by");
+  if (unread.length > 0) {
+    for (const raw of await store.objects.listByIds(gk, unread)) rows.set(raw.id, raw);
+  }
+  if (liveIds.length > 0 && options.owners) {
+    owners = await store.edges.groupOutgoingByIds(liveIds, "owned_by");
   }
   const out: RawChange[] = [];
   const ordered = [...last.values()].sort((a, b) => a.resourceVersion - b.resourceVersion);
@@ -585,6 +596,7 @@ export class Tailer {
   leases = 0;
   failed = false;
   readonly #engine: Engine;
+  readonly #tail: KindTail;
   readonly #subs = new Set<ObjectFeed>();
   /** The streams handed the last drain's changes that have not taken them all yet. */
   readonly #owing = new Set<ObjectFeed>();
@@ -617,6 +629,7 @@ export class Tailer {
     this.#unregister = unregister;
     this.#failures = new FailureLog(engine, "a watch read", { kind: kindName(gk) });
     // Subscribe before reading the starting cursor: a commit in between is not lost.
+    this.#tail = openKindTail(engine.store, gk);
     this.#offKind = engine.writes.onKind(gk, () => this.wake());
     this.#offClose = engine.writes.onClose(() =>
       this.#fail(new StoppedError(`The watch on ${kindName(gk)} ended: the Beehive stopped`))
@@ -784,16 +797,12 @@ export class Tailer {
    */
   async #drain(): Promise<boolean> {
     const store = this.#engine.store;
-    const at = await this.#timed(() => store.objectWrites.maxVersion(this.gk));
-    if (this.#stopped || at <= this.#cursor) return false;
-    const writes: ObjectWrite[] = [];
+    const writes: TailWrite[] = [];
     let cursor = this.#cursor;
     let more = true;
     for (let pages = 0; pages < TAIL_PAGES_PER_DRAIN; pages++) {
       const after = cursor;
-      const page = await this.#timed(() =>
-        store.objectWrites.listSince(this.gk, { after, limit: TAIL_PAGE })
-      );
+      const page = await this.#timed(() => this.#tail.read(after, TAIL_PAGE));
       if (this.#stopped) return false;
       if (cursor < page.trimmedThrough) {
         throw new WatchTooOldError(
@@ -852,6 +861,7 @@ export class Tailer {
     this.#timer = undefined;
     this.#offKind();
     this.#offClose();
+    this.#tail.close();
     this.#unregister();
   }
 }

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { Beehive, type BeehiveOptions, type Store, StoreError } from "../mod.ts";
+import { Beehive, type BeehiveOptions, type GroupKind, type Store, StoreError } from "../mod.ts";
+import { type KindTail, openKindTail, openKindTailSymbol } from "../src/_kind_tail.ts";
 import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";
 import { type LogLine, recordingLogger } from "./_beehive_harness.ts";
@@ -13,11 +14,17 @@ import { type LogLine, recordingLogger } from "./_beehive_harness.ts";
 /** A store member family {@linkcode Instrumented} can count and fail. */
 export type Family = "objectWrites" | "objects" | "edges" | "events";
 
-/** Counts (and can fail) calls to `<family>.*` made through the root store. */
+/**
+ * Counts (and can fail) calls to `<family>.*` made through the root store, and
+ * the reads of the kind tails watches open on it (`tail.read`), which every
+ * store serves (from memory where it can).
+ */
 export class Instrumented {
   readonly calls = new Map<string, number>();
   /** `family.method` → how many upcoming calls reject with a StoreError. */
   readonly failures = new Map<string, number>();
+  /** Runs at the start of every counted call, inside it (e.g. to spend fake time there). */
+  during: ((key: string) => void) | undefined;
   readonly store: Store;
 
   constructor(inner: SqliteStore, names: readonly Family[]) {
@@ -27,25 +34,38 @@ export class Instrumented {
           const value = Reflect.get(target, prop, target);
           if (typeof value !== "function") return value;
           const key = `${name}.${String(prop)}`;
-          return (...args: unknown[]) => {
-            this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
-            const left = this.failures.get(key) ?? 0;
-            if (left > 0) {
-              this.failures.set(key, left - 1);
-              return Promise.reject(new StoreError(`injected failure of ${key}`));
-            }
-            return value.apply(target, args);
-          };
+          return (...args: unknown[]) => this.#call(key, () => value.apply(target, args));
         },
       });
     const families = new Map<PropertyKey, unknown>(names.map((name) => [name, family(name)]));
+    // A watch's kind tail: its reads are counted (and failed) as `tail.read`.
+    const openTail = (gk: GroupKind): KindTail => {
+      const tail = openKindTail(inner, gk);
+      return {
+        read: (after, limit) => this.#call("tail.read", () => tail.read(after, limit)),
+        close: () => tail.close(),
+      };
+    };
     this.store = new Proxy(inner, {
       get(target, prop) {
         if (families.has(prop)) return families.get(prop);
+        if (prop === openKindTailSymbol) return openTail;
         const value = Reflect.get(target, prop, target);
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
+  }
+
+  /** Counts a call to `key`, failing it instead when a failure is queued. */
+  #call<T>(key: string, run: () => Promise<T>): Promise<T> {
+    this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
+    this.during?.(key);
+    const left = this.failures.get(key) ?? 0;
+    if (left > 0) {
+      this.failures.set(key, left - 1);
+      return Promise.reject(new StoreError(`injected failure of ${key}`));
+    }
+    return run();
   }
 
   count(key: string): number {

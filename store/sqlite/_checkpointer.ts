@@ -18,7 +18,12 @@
  * @module
  */
 import { Worker } from "node:worker_threads";
-import type { Db, StoreLogger } from "./_core.ts";
+import type { Logger } from "../../src/logger.ts";
+
+/** What the checkpointer needs of the writer connection: to set its own checkpoint threshold. */
+export interface PragmaTarget {
+  exec(sql: string): void;
+}
 
 /** Commits between two checkpoint requests (and before the worker starts). */
 export const CHECKPOINT_EVERY = 64;
@@ -82,8 +87,8 @@ export interface CheckpointResult {
 
 export class Checkpointer {
   readonly #path: string;
-  readonly #writer: Db;
-  readonly #logger: StoreLogger | undefined;
+  readonly #writer: PragmaTarget;
+  readonly #logger: Logger | undefined;
   #commits = 0;
   #worker: Worker | undefined;
   #exited: Promise<void> | undefined;
@@ -91,7 +96,7 @@ export class Checkpointer {
   #done = false;
   readonly #waiters: PromiseWithResolvers<CheckpointResult>[] = [];
 
-  constructor(path: string, writer: Db, logger: StoreLogger | undefined) {
+  constructor(path: string, writer: PragmaTarget, logger: Logger | undefined) {
     this.#path = path;
     this.#writer = writer;
     this.#logger = logger;

@@ -18,6 +18,7 @@ import type { Fence } from "../../src/store.ts";
 import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 import type { LockFiles } from "./_lock_files.ts";
 import type { Checkpointer } from "./_checkpointer.ts";
+import { CommitJournal } from "./_journal.ts";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, SqlValue>;
@@ -35,6 +36,8 @@ export type StoreLogger = Logger;
 export class Db {
   /** The store open (`store_epoch`) this connection's writes carry into the write log. */
   origin = 0;
+  /** Where the writer's appended log entries are journaled; unset on the reader. */
+  journal: CommitJournal | undefined;
   readonly #conn: Connection;
   readonly #cache = new Map<string, Statement>();
   /** Statements returning arrays (or `undefined` where the driver cannot). */
@@ -165,8 +168,12 @@ export class Core {
   readonly locks: LockFiles;
   /** The background checkpointer, for a store on the `node:sqlite` driver. */
   checkpointer: Checkpointer | undefined;
+  /** The open write transaction's log entries, for the kinds tailed from memory. */
+  readonly journal = new CommitJournal();
   /** The next version this connection will hand out. */
   #next = 1;
+  /** The committed counter as of the last commit or re-read. */
+  #counter = 0;
   /** The next id per table; ids, like versions, are handed out above every committed one. */
   readonly #nextId: Record<IdTable, number> = { objects: 1, events: 1 };
   /** The writer's `PRAGMA data_version` when `#next` was last known good. */
@@ -190,6 +197,7 @@ export class Core {
     this.epoch = epoch;
     this.locks = locks;
     this.logger = logger;
+    writer.journal = this.journal;
   }
 
   get closing(): boolean {
@@ -230,15 +238,40 @@ export class Core {
    * only when another connection committed since this one last looked.
    */
   beginVersions(): void {
-    const seen = Number(this.writer.get("PRAGMA data_version")!.data_version);
-    if (seen === this.#seen) return;
-    const row = this.writer.get(COUNTERS_SQL)!;
-    const committed = Number(row.value);
-    if (committed + 1 > this.#next) this.#next = committed + 1;
-    const ids = this.#nextId;
-    if (Number(row.object_id) + 1 > ids.objects) ids.objects = Number(row.object_id) + 1;
-    if (Number(row.event_id) + 1 > ids.events) ids.events = Number(row.event_id) + 1;
-    this.#seen = seen;
+    const seen = this.dataVersion();
+    if (seen !== this.#seen) {
+      const row = this.writer.get(COUNTERS_SQL)!;
+      const committed = Number(row.value);
+      this.#counter = committed;
+      if (committed + 1 > this.#next) this.#next = committed + 1;
+      const ids = this.#nextId;
+      if (Number(row.object_id) + 1 > ids.objects) ids.objects = Number(row.object_id) + 1;
+      if (Number(row.event_id) + 1 > ids.events) ids.events = Number(row.event_id) + 1;
+      this.#seen = seen;
+    }
+    this.journal.begin(this.#counter, seen);
+  }
+
+  /**
+   * The writer's `PRAGMA data_version`: it moves only when another connection
+   * or process commits.
+   */
+  dataVersion(): number {
+    return Number(this.writer.get("PRAGMA data_version")!.data_version);
+  }
+
+  /**
+   * The committed counter as this connection last knew it: after its own
+   * last commit, or as re-read when another connection had committed.
+   */
+  get committedVersion(): number {
+    return this.#counter;
+  }
+
+  /** The write transaction committed with its highest draw `drawn` (0: none). */
+  committed(drawn: number): void {
+    if (drawn > 0) this.#counter = drawn;
+    this.journal.committed(this.#counter);
   }
 
   /**

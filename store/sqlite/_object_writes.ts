@@ -101,6 +101,45 @@ function agedThrough(db: Db, cutoff: number): number {
   return Number(db.get(NEWEST_SQL)!.rv);
 }
 
+/**
+ * Kind `gk`'s entries above `after` (at most `limit`), its horizon and the
+ * delete entries' images; run it in one snapshot.
+ */
+export function readKindPage(
+  db: Db,
+  gk: GroupKind,
+  after: number,
+  limit: number,
+): ObjectWritesListSinceResult {
+  const trimmedThrough = kindHorizon(db, gk);
+  if (limit <= 0) return { writes: [], trimmedThrough };
+  const rows = db.all(
+    `SELECT resource_version, object_id, "group", kind, op FROM object_writes
+     WHERE "group" = ? AND kind = ? AND resource_version > ?
+     ORDER BY resource_version LIMIT ?`,
+    gk.group,
+    gk.kind,
+    after,
+    limit,
+  );
+  const deletes = rows.filter((r) => Number(r.op) === 3).map((r) => Number(r.resource_version));
+  const images = new Map<number, unknown>();
+  if (deletes.length > 0) {
+    for (
+      const r of db.all(
+        `SELECT resource_version, final FROM object_writes
+         WHERE resource_version IN (SELECT value FROM json_each(?))`,
+        JSON.stringify(deletes),
+      )
+    ) images.set(Number(r.resource_version), r.final);
+  }
+  const writes = rows.map((r) => {
+    const rv = Number(r.resource_version);
+    return decodeWrite(r, Number(r.op) === 3 ? decodeImage(images.get(rv), rv) : undefined);
+  });
+  return { writes, trimmedThrough };
+}
+
 export class SqliteObjectWrites implements ObjectWrites {
   readonly #s: Session;
 
@@ -116,37 +155,7 @@ export class SqliteObjectWrites implements ObjectWrites {
       checkGroupKind(gk);
       const { after, limit } = checkPage(options);
       // Page, horizon and images describe one instant, or a sweep between them lies.
-      return this.#s.readSnapshot((db) => {
-        const trimmedThrough = kindHorizon(db, gk);
-        if (limit <= 0) return { writes: [], trimmedThrough };
-        const rows = db.all(
-          `SELECT resource_version, object_id, "group", kind, op FROM object_writes
-           WHERE "group" = ? AND kind = ? AND resource_version > ?
-           ORDER BY resource_version LIMIT ?`,
-          gk.group,
-          gk.kind,
-          after,
-          limit,
-        );
-        const deletes = rows.filter((r) => Number(r.op) === 3).map((r) =>
-          Number(r.resource_version)
-        );
-        const images = new Map<number, unknown>();
-        if (deletes.length > 0) {
-          for (
-            const r of db.all(
-              `SELECT resource_version, final FROM object_writes
-               WHERE resource_version IN (SELECT value FROM json_each(?))`,
-              JSON.stringify(deletes),
-            )
-          ) images.set(Number(r.resource_version), r.final);
-        }
-        const writes = rows.map((r) => {
-          const rv = Number(r.resource_version);
-          return decodeWrite(r, Number(r.op) === 3 ? decodeImage(images.get(rv), rv) : undefined);
-        });
-        return { writes, trimmedThrough };
-      });
+      return this.#s.readSnapshot((db) => readKindPage(db, gk, after, limit));
     });
   }
 

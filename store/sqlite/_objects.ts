@@ -59,7 +59,7 @@ import {
   withConditionsOfKind,
 } from "./_rows.ts";
 import type { Session } from "./_session.ts";
-import { appendWrite, encodeImage } from "./_write_log.ts";
+import { appendWrite } from "./_write_log.ts";
 import { checkRelation } from "./_edges.ts";
 
 /** The stamp a write leaves: 0 keeps the stored tag, and the tag never goes down. */
@@ -142,7 +142,7 @@ export class SqliteObjects implements Objects {
           updatedAt: new Date(now),
           conditions: [],
         };
-        appendWrite(db, rv, object, "create", now);
+        appendWrite(db, rv, object, "create", now, object);
         return object;
       });
     });
@@ -367,7 +367,6 @@ export class SqliteObjects implements Objects {
       scope.now,
       stored.id,
     );
-    appendWrite(db, rv, stored, "update", scope.now);
     const object: RawObject = {
       ...stored,
       spec,
@@ -377,6 +376,7 @@ export class SqliteObjects implements Objects {
       updatedAt: new Date(scope.now),
       conditions: readConditions(db, stored.id, epoch),
     };
+    appendWrite(db, rv, stored, "update", scope.now, object);
     return { object, changed: true };
   }
 
@@ -583,7 +583,7 @@ export class SqliteObjects implements Objects {
           kind: ownerRow.kind as string,
         };
         const image = { ...object, resourceVersion: rv, ...(owner ? { owner } : {}) };
-        appendWrite(db, rv, object, "delete", now, encodeImage(image));
+        appendWrite(db, rv, object, "delete", now, image);
       });
     });
   }

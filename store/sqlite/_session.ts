@@ -52,6 +52,8 @@ export class Frame {
   ended = false;
   /** The nested frame opened on this one and still open. */
   child: Frame | undefined;
+  /** Where the commit journal stood when this frame's savepoint opened. */
+  journalMark = 0;
 
   constructor(state: TxState, parent: Frame | undefined) {
     this.state = state;
@@ -201,6 +203,7 @@ export class TxSession implements Session {
       const db = core.writer;
       // A fixed name is safe: the unit is synchronous, so units never interleave.
       db.exec("SAVEPOINT bh_unit");
+      const mark = core.journal.mark();
       try {
         const scope = new Scope(core);
         const result = fn(scope);
@@ -209,8 +212,15 @@ export class TxSession implements Session {
         if (scope.drawn > state.drawn) state.drawn = scope.drawn;
         return Promise.resolve(result);
       } catch (error) {
-        db.exec("ROLLBACK TO bh_unit");
-        db.exec("RELEASE bh_unit");
+        core.journal.rollbackTo(mark);
+        try {
+          db.exec("ROLLBACK TO bh_unit");
+          db.exec("RELEASE bh_unit");
+        } catch (rollbackError) {
+          // What the transaction still holds is unknown: no batch of it is handed out.
+          core.journal.aborted();
+          throw rollbackError;
+        }
         throw error;
       }
     } catch (error) {
@@ -254,6 +264,7 @@ export class TxSession implements Session {
     } catch (error) {
       throw core.translate(error);
     }
+    frame.journalMark = core.journal.mark();
     parent.child = frame;
     let result: T | undefined;
     let failure: unknown;
@@ -317,8 +328,15 @@ function unwind(core: Core, frame: Frame, savepoint: string): void {
   frame.ended = true;
   if (frame.parent !== undefined && frame.parent.child === frame) frame.parent.child = undefined;
   if (!state.done) {
-    core.writer.exec(`ROLLBACK TO ${savepoint}`);
-    core.writer.exec(`RELEASE ${savepoint}`);
+    core.journal.rollbackTo(frame.journalMark);
+    try {
+      core.writer.exec(`ROLLBACK TO ${savepoint}`);
+      core.writer.exec(`RELEASE ${savepoint}`);
+    } catch (error) {
+      // What the transaction still holds is unknown: no batch of it is handed out.
+      core.journal.aborted();
+      throw error;
+    }
   }
 }
 

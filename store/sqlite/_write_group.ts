@@ -57,6 +57,7 @@ export interface Member {
 
 /** Rolls the writer's transaction back, ignoring a transaction SQLite already ended. */
 export function rollbackQuietly(core: Core): void {
+  core.journal.aborted();
   try {
     core.writer.exec("ROLLBACK");
   } catch {
@@ -160,6 +161,7 @@ class WriteGroup {
       m.failed(core.translate(error));
       return undefined;
     }
+    core.committed(drawn);
     core.checkpointer?.committed();
     return [undefined];
   }
@@ -170,11 +172,12 @@ class WriteGroup {
     if (!this.#begin(group)) return undefined;
     const db = core.writer;
     const failures: Failure[] = [];
+    let drawn = 0;
     try {
-      let drawn = 0;
       for (const m of group) {
         // A fixed name is safe: members run one after another.
         db.exec("SAVEPOINT bh_member");
+        const mark = core.journal.mark();
         let failure: Failure;
         try {
           checkFence(core, m);
@@ -186,6 +189,8 @@ class WriteGroup {
         }
         if (failure === undefined) db.exec("RELEASE bh_member");
         else {
+          // A failing rollback loses the whole group (below), and the journal with it.
+          core.journal.rollbackTo(mark);
           db.exec("ROLLBACK TO bh_member");
           db.exec("RELEASE bh_member");
         }
@@ -193,7 +198,6 @@ class WriteGroup {
       }
       core.publish(drawn);
       db.exec("COMMIT");
-      core.checkpointer?.committed();
     } catch (error) {
       // The shared transaction is lost: nothing any member wrote committed.
       rollbackQuietly(core);
@@ -201,6 +205,8 @@ class WriteGroup {
       group.forEach((m, i) => m.failed(failures[i] !== undefined ? failures[i].error : failure));
       return undefined;
     }
+    core.committed(drawn);
+    core.checkpointer?.committed();
     return failures;
   }
 }

@@ -20,6 +20,7 @@ import type {
   Edges,
   Events,
   Fence,
+  GroupKind,
   Leases,
   Objects,
   ObjectWrites,
@@ -45,6 +46,8 @@ import { SqliteReconcileOwed } from "./_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
+import { MemoryTail } from "./_kind_tails.ts";
+import { type KindTail, openKindTailSymbol } from "../../src/_kind_tail.ts";
 import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
 
 /** How a {@linkcode SqliteStore} is opened. */
@@ -289,6 +292,11 @@ export class SqliteStore implements Store {
     this.#tempDir = tempDir;
     this.#root = root;
     if (!probes.has(core)) probes.set(core, new CommitProbe(core));
+  }
+
+  /** @internal A watch's tail of kind `gk`, served from this store's own commits. */
+  [openKindTailSymbol](gk: GroupKind): KindTail {
+    return new MemoryTail(this.#core, this.#session, gk);
   }
 
   /** @internal The store's background checkpointer, if it has one (for tests). */
