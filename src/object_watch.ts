@@ -598,8 +598,10 @@ export class Tailer {
   readonly #engine: Engine;
   readonly #tail: KindTail;
   readonly #subs = new Set<ObjectFeed>();
-  /** The streams handed the last drain's changes that have not taken them all yet. */
-  readonly #owing = new Set<ObjectFeed>();
+  /** Numbers the drains: a stream owes the drain whose number it holds in `owedDrain`. */
+  #drainSerial = 0;
+  /** How many streams handed the last drain's changes have not taken them all yet. */
+  #owing = 0;
   readonly #unregister: () => void;
   readonly #offKind: () => void;
   readonly #offClose: () => void;
@@ -618,9 +620,17 @@ export class Tailer {
   #spent = 0;
   /** When the last drain started (`Date.now()`), for the pacing. */
   #lastStart = Number.NEGATIVE_INFINITY;
-  /** When the armed timer fires, if one is armed. */
+  /**
+   * When the armed timer fires, if one is armed. One timer serves the gap,
+   * the floor and the backoff: it is moved only to fire earlier, and when it
+   * fires it does what is due by then, so a busy kind sets no timer per drain.
+   */
   #dueAt: number | undefined;
+  /** When the floor read is next due: a drain at least this often. */
+  #floorAt = Number.POSITIVE_INFINITY;
   #retry = 0;
+  /** When the backoff after a failed read ends. */
+  #retryAt = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(engine: Engine, gk: GroupKind, unregister: () => void) {
@@ -639,8 +649,9 @@ export class Tailer {
         if (this.#stopped) return;
         this.#cursor = at;
         this.#started = true;
+        this.#floorAt = Date.now() + engine.options.watchFloorInterval;
         if (this.#dirty) this.#schedule();
-        else this.#arm(engine.options.watchFloorInterval);
+        else this.#arm(this.#floorAt);
       },
       (error) => {
         this.failed = true;
@@ -676,12 +687,16 @@ export class Tailer {
 
   /** A stream will hand out the last drain's shared changes: the next drain waits for it. */
   owe(feed: ObjectFeed): void {
-    this.#owing.add(feed);
+    if (feed.owedDrain === this.#drainSerial) return;
+    feed.owedDrain = this.#drainSerial;
+    this.#owing++;
   }
 
   /** A stream has taken everything it was handed: the next drain need not wait for it. */
   taken(feed: ObjectFeed): void {
-    if (!this.#owing.delete(feed) || this.#owing.size > 0) return;
+    if (feed.owedDrain !== this.#drainSerial) return;
+    feed.owedDrain = -1;
+    if (--this.#owing > 0) return;
     // After the consumer's turn, not inside its next().
     queueMicrotask(() => this.#schedule());
   }
@@ -729,31 +744,37 @@ export class Tailer {
     if (this.#stopped || !this.#started || this.#running || !this.#dirty) return;
     // While backing off a wake carries nothing new; honouring it would void the backoff.
     if (this.#retry > 0) return;
-    const now = Date.now();
-    let wait = this.#lastStart + this.#gap() - now;
-    if (this.#owing.size > 0) wait = Math.max(wait, this.#lastStart + WATCH_TAKE_WAIT - now);
-    if (wait <= 0) {
+    let at = this.#lastStart + this.#gap();
+    if (this.#owing > 0) at = Math.max(at, this.#lastStart + WATCH_TAKE_WAIT);
+    if (at <= Date.now()) {
       void this.#run();
       return;
     }
-    if (this.#dueAt === undefined || this.#dueAt > now + wait) this.#arm(wait);
+    this.#arm(at);
   }
 
-  #arm(ms: number): void {
+  /** Makes sure the timer fires by `at` (a `Date.now()` time); one due earlier stays. */
+  #arm(at: number): void {
+    if (this.#stopped || (this.#dueAt !== undefined && this.#dueAt <= at)) return;
     clearTimeout(this.#timer);
+    this.#dueAt = at;
+    this.#timer = setTimeout(() => this.#fire(), Math.max(0, at - Date.now()));
+  }
+
+  /** The timer fired: ends a backoff, takes the floor read, or runs the drain a wake left. */
+  #fire(): void {
     this.#timer = undefined;
     this.#dueAt = undefined;
     if (this.#stopped) return;
-    this.#dueAt = Date.now() + ms;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#dueAt = undefined;
-      if (this.#retry > 0) {
-        if (!this.#stopped && !this.#running) void this.#run();
-      } else {
-        this.wake();
-      }
-    }, ms);
+    const now = Date.now();
+    if (this.#retry > 0) {
+      if (now < this.#retryAt) this.#arm(this.#retryAt);
+      else if (!this.#running) void this.#run();
+      return;
+    }
+    if (now >= this.#floorAt) this.#dirty = true;
+    if (this.#dirty) this.#schedule();
+    else if (!this.#running) this.#arm(this.#floorAt);
   }
 
   async #run(): Promise<void> {
@@ -761,9 +782,7 @@ export class Tailer {
     this.#dirty = false;
     this.#spent = 0;
     this.#lastStart = Date.now();
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#dueAt = undefined;
+    this.#floorAt = this.#lastStart + this.#engine.options.watchFloorInterval;
     let more = false;
     try {
       more = await this.#drain();
@@ -780,7 +799,8 @@ export class Tailer {
       }
       this.#retry = nextRetry(this.#retry);
       this.#failures.failed(error, this.#retry);
-      this.#arm(this.#retry);
+      this.#retryAt = Date.now() + this.#retry;
+      this.#arm(this.#retryAt);
       return;
     }
     this.#running = false;
@@ -788,7 +808,7 @@ export class Tailer {
     // A backlog beyond the page budget continues like a commit would: paced.
     if (more) this.#dirty = true;
     if (this.#dirty) this.#schedule();
-    else this.#arm(this.#engine.options.watchFloorInterval);
+    else this.#arm(this.#floorAt);
   }
 
   /**
@@ -833,7 +853,8 @@ export class Tailer {
     const warn = this.warnOnce.bind(this);
     const kind = kindName(this.gk);
     const batch = new Published(changes, (c) => decodeChange(c, codec, undefined, warn, kind));
-    this.#owing.clear();
+    this.#drainSerial++;
+    this.#owing = 0;
     this.#timed(() => {
       for (const feed of this.#subs) feed.publish(batch);
     });
@@ -856,9 +877,10 @@ export class Tailer {
     if (this.#stopped) return;
     this.#stopped = true;
     this.failed = true;
-    this.#owing.clear();
+    this.#owing = 0;
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#dueAt = undefined;
     this.#offKind();
     this.#offClose();
     this.#tail.close();
@@ -917,6 +939,8 @@ export interface FeedScope {
 export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> {
   /** Deliveries at or below this position are dropped (the snapshot or resume position). */
   floor = 0;
+  /** The number of the tailer's drain this stream still owes a take of; -1 for none. */
+  owedDrain = -1;
   readonly #engine: Engine;
   readonly #gk: GroupKind;
   readonly #scope: FeedScope;
