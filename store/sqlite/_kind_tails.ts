@@ -72,12 +72,12 @@ export class MemoryTail implements KindTail, JournalReader {
   }
 
   read(after: number, limit: number): Promise<TailPage> {
-    const position = Math.max(after, this.#known);
-    return this.#session.read(() => this.#covers(position)).then((covered) =>
-      covered
-        ? this.#fromMemory(position, limit)
-        : this.#session.readSnapshot((db) => this.#fromLog(db, after, limit))
-    );
+    // The check and the hand-out in one synchronous step: a batch landing between them could
+    // start the coverage over above a gap.
+    return this.#session.read(() => {
+      const position = Math.max(after, this.#known);
+      return this.#covers(position) ? this.#fromMemory(position, limit) : undefined;
+    }).then((page) => page ?? this.#session.readSnapshot((db) => this.#fromLog(db, after, limit)));
   }
 
   close(): void {
@@ -101,10 +101,11 @@ export class MemoryTail implements KindTail, JournalReader {
   }
 
   #fromMemory(position: number, limit: number): TailPage {
+    if (limit <= 0) return { writes: [], trimmedThrough: 0 };
     const held = this.#held;
     let i = this.#head;
     while (i < held.length && held[i].resourceVersion <= position) i++;
-    const end = Math.min(held.length, i + Math.max(0, limit));
+    const end = Math.min(held.length, i + limit);
     const writes = held.slice(i, end);
     this.#known = end < held.length ? held[end - 1].resourceVersion : this.#through;
     this.#head = end;
