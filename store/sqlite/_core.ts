@@ -268,6 +268,23 @@ export class Core {
     return this.#counter;
   }
 
+  /**
+   * Rolls the open transaction back to `savepoint` and releases it, with the
+   * journal cut back to `mark` (where it stood when the savepoint opened).
+   * A rollback that fails leaves the transaction's content unknown: the
+   * journal then hands out no batch of it, and the error is rethrown.
+   */
+  rollbackToSavepoint(savepoint: string, mark: number): void {
+    this.journal.rollbackTo(mark);
+    try {
+      this.writer.exec(`ROLLBACK TO ${savepoint}`);
+      this.writer.exec(`RELEASE ${savepoint}`);
+    } catch (error) {
+      this.journal.aborted();
+      throw error;
+    }
+  }
+
   /** The write transaction committed with its highest draw `drawn` (0: none). */
   committed(drawn: number): void {
     if (drawn > 0) this.#counter = drawn;

@@ -52,11 +52,11 @@ export class CommitJournal {
 
   /** A write transaction began at counter `from`; journals it when anyone reads. */
   begin(from: number, dataVersion: number): void {
-    this.#writes = [];
     if (this.#readers.size === 0) {
       this.#recipients = undefined;
       return;
     }
+    this.#writes = [];
     this.#recipients = [...this.#readers];
     this.#from = from;
     this.#dataVersion = dataVersion;

@@ -53,9 +53,7 @@ export class MemoryTail implements KindTail, JournalReader {
     if (this.#closed) return;
     if (this.#from === undefined || batch.from !== this.#through) {
       // The first batch, or a commit this tail did not see came between: cover from here.
-      this.#from = batch.from;
-      this.#held = [];
-      this.#head = 0;
+      this.#coverFrom(batch.from);
     }
     this.#through = batch.through;
     this.#dataVersion = batch.dataVersion;
@@ -63,12 +61,15 @@ export class MemoryTail implements KindTail, JournalReader {
     for (const w of batch.writes) {
       if (w.kind === kind && w.group === group) this.#held.push(w);
     }
-    if (this.#held.length - this.#head > MAX_HELD) {
-      // A reader this far behind reads the log; holding more would only grow.
-      this.#from = undefined;
-      this.#held = [];
-      this.#head = 0;
-    }
+    // A reader this far behind reads the log; holding more would only grow.
+    if (this.#held.length - this.#head > MAX_HELD) this.#coverFrom(undefined);
+  }
+
+  /** Drops what is held and covers from `from` (`undefined`: nothing). */
+  #coverFrom(from: number | undefined): void {
+    this.#from = from;
+    this.#held = [];
+    this.#head = 0;
   }
 
   read(after: number, limit: number): Promise<TailPage> {
@@ -84,8 +85,7 @@ export class MemoryTail implements KindTail, JournalReader {
     if (this.#closed) return;
     this.#closed = true;
     this.#unsubscribe();
-    this.#held = [];
-    this.#from = undefined;
+    this.#coverFrom(undefined);
   }
 
   /**
@@ -125,11 +125,9 @@ export class MemoryTail implements KindTail, JournalReader {
       // Every batch handed out so far is at or below this snapshot's counter.
       const at = this.#core.latestVersion(db);
       this.#known = at;
-      this.#from = at;
+      this.#coverFrom(at);
       this.#through = at;
       this.#dataVersion = dataVersion;
-      this.#held = [];
-      this.#head = 0;
     } else if (page.writes.length > 0) {
       this.#known = page.writes[page.writes.length - 1].resourceVersion;
     }

@@ -212,15 +212,7 @@ export class TxSession implements Session {
         if (scope.drawn > state.drawn) state.drawn = scope.drawn;
         return Promise.resolve(result);
       } catch (error) {
-        core.journal.rollbackTo(mark);
-        try {
-          db.exec("ROLLBACK TO bh_unit");
-          db.exec("RELEASE bh_unit");
-        } catch (rollbackError) {
-          // What the transaction still holds is unknown: no batch of it is handed out.
-          core.journal.aborted();
-          throw rollbackError;
-        }
+        core.rollbackToSavepoint("bh_unit", mark);
         throw error;
       }
     } catch (error) {
@@ -327,17 +319,7 @@ function unwind(core: Core, frame: Frame, savepoint: string): void {
   markUnwound(frame);
   frame.ended = true;
   if (frame.parent !== undefined && frame.parent.child === frame) frame.parent.child = undefined;
-  if (!state.done) {
-    core.journal.rollbackTo(frame.journalMark);
-    try {
-      core.writer.exec(`ROLLBACK TO ${savepoint}`);
-      core.writer.exec(`RELEASE ${savepoint}`);
-    } catch (error) {
-      // What the transaction still holds is unknown: no batch of it is handed out.
-      core.journal.aborted();
-      throw error;
-    }
-  }
+  if (!state.done) core.rollbackToSavepoint(savepoint, frame.journalMark);
 }
 
 function markUnwound(frame: Frame): void {

@@ -187,13 +187,9 @@ class WriteGroup {
         } catch (error) {
           failure = { error };
         }
+        // A failing rollback loses the whole group (below).
         if (failure === undefined) db.exec("RELEASE bh_member");
-        else {
-          // A failing rollback loses the whole group (below), and the journal with it.
-          core.journal.rollbackTo(mark);
-          db.exec("ROLLBACK TO bh_member");
-          db.exec("RELEASE bh_member");
-        }
+        else core.rollbackToSavepoint("bh_member", mark);
         failures.push(failure);
       }
       core.publish(drawn);
