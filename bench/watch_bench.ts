@@ -39,7 +39,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { Beehive } from "../mod.ts";
-import type { ObjectListStream, Store } from "../mod.ts";
+import type { Client, ObjectListStream, Store } from "../mod.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
 
 const QUICK = process.argv.includes("--quick");
@@ -109,18 +109,29 @@ const SAMPLED = process.argv.includes("--time-all") ? Infinity : 10;
 const PACED_WRITES = QUICK ? 5 : 20;
 const PACE_MS = 150;
 
+/** A fresh directory for one run's database: tmpfs unless `--disk`. */
+function benchDir(): string {
+  return mkdtempSync(join(DISK ? tmpdir() : "/dev/shm", "beehive-watch-bench-"));
+}
+
+/** Creates the kind's objects the writer updates round robin; resolves to their ids. */
+async function seedItems(client: Client<Spec, unknown>): Promise<number[]> {
+  const ids: number[] = [];
+  for (let i = 0; i < OBJECTS; i++) {
+    ids.push((await client.create(`item-${i}`, { seq: -1, image: "app:1", replicas: 3 })).id);
+  }
+  return ids;
+}
+
 async function run(watchers: number, paced = false): Promise<RunResult> {
-  const dir = mkdtempSync(join(DISK ? tmpdir() : "/dev/shm", "beehive-watch-bench-"));
+  const dir = benchDir();
   const store = await openSqliteStore(join(dir, "bench.db"));
   try {
     const commitAt = new Float64Array(MAX_WRITES);
     const current = { seq: -1 };
     const bh = new Beehive(timingStore(store, commitAt, current));
     const client = bh.client<Spec, unknown>(Kind);
-    const ids: number[] = [];
-    for (let i = 0; i < OBJECTS; i++) {
-      ids.push((await client.create(`item-${i}`, { seq: -1, image: "app:1", replicas: 3 })).id);
-    }
+    const ids = await seedItems(client);
     // Per watcher: the sequence numbers it received and when, in order.
     const gotSeq: number[][] = [];
     const gotAt: number[][] = [];
@@ -241,19 +252,17 @@ interface Rig {
 }
 
 async function rig(watchers: number): Promise<Rig> {
-  const dir = mkdtempSync(join(DISK ? tmpdir() : "/dev/shm", "beehive-watch-bench-"));
+  const dir = benchDir();
   const store = await openSqliteStore(join(dir, "bench.db"));
   const bh = new Beehive(store);
   const client = bh.client<Spec, unknown>(Kind);
-  const ids: number[] = [];
-  for (let i = 0; i < OBJECTS; i++) {
-    ids.push((await client.create(`item-${i}`, { seq: -1, image: "app:1", replicas: 3 })).id);
-  }
+  const ids = await seedItems(client);
   const streams: ObjectListStream<Spec, unknown>[] = [];
   const loops: Promise<void>[] = [];
   for (let w = 0; w < watchers; w++) {
     const stream = await client.watchList();
     streams.push(stream);
+    // Each loop reads every change's spec, as a consumer that does no work would.
     loops.push((async () => {
       let newest = -1;
       for await (const change of stream) {
