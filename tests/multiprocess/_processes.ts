@@ -48,7 +48,7 @@ export interface ReplicaEvent {
   readonly [field: string]: unknown;
 }
 
-/** A running replica process. */
+/** A running replica process (or another script that reports events the same way). */
 export class Replica {
   readonly name: string;
   readonly events: ReplicaEvent[] = [];
@@ -58,11 +58,12 @@ export class Replica {
   #stderr = "";
   #buffer = "";
 
-  constructor(config: ReplicaConfig) {
+  /** Starts `script` (by default `_replica.ts`) with `config` as its one argument, in JSON. */
+  constructor(config: { readonly name: string }, script: string = REPLICA) {
     this.name = config.name;
     const args = isDeno
-      ? ["run", "-A", REPLICA, JSON.stringify(config)]
-      : ["--disable-warning=ExperimentalWarning", REPLICA, JSON.stringify(config)];
+      ? ["run", "-A", script, JSON.stringify(config)]
+      : ["--disable-warning=ExperimentalWarning", script, JSON.stringify(config)];
     const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
     this.#child = child;
     this.#closed = new Promise((resolve) => {
