@@ -103,5 +103,7 @@ export type {
   TelemetrySpanOptions,
   TelemetryTracer,
 } from "./src/telemetry.ts";
-export type * from "./src/store.ts";
+
+// The model's identifiers; the rest of the Store port is in `@beehive/beehive/store`.
+export type { EventId, GroupKind, ObjectId, ObjectRef, Store } from "./src/store.ts";
 export type * from "./src/logger.ts";

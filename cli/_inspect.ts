@@ -5,15 +5,8 @@
  *
  * @module
  */
-import type {
-  GroupKind,
-  ObjectId,
-  ObjectRef,
-  RawCondition,
-  RawEvent,
-  RawObject,
-  Store,
-} from "@beehive/beehive";
+import type { GroupKind, ObjectId, ObjectRef, Store } from "@beehive/beehive";
+import type { RawCondition, RawEvent, RawObject } from "@beehive/beehive/store";
 
 /** `Kind.group`, or the bare kind in the core group. */
 export function kindLabel(gk: GroupKind): string {

@@ -34,9 +34,9 @@ import {
   type GroupKind,
   NotFoundError,
   type ObjectChange,
-  type RawObject,
   type Store,
 } from "@beehive/beehive";
+import type { RawObject } from "@beehive/beehive/store";
 import { openSqliteStore } from "@beehive/beehive/sqlite";
 import {
   age,

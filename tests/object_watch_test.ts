@@ -17,14 +17,8 @@ import {
   WatchTooNewError,
   WatchTooOldError,
 } from "../mod.ts";
-import type {
-  BeehiveOptions,
-  Client,
-  Migrator,
-  ObjectChange,
-  ObjectListStream,
-  RawObject,
-} from "../mod.ts";
+import type { BeehiveOptions, Client, Migrator, ObjectChange, ObjectListStream } from "../mod.ts";
+import type { RawObject } from "../store/mod.ts";
 import { openSqliteStore, testStore } from "./_sqlite_driver.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";

@@ -59,7 +59,7 @@ export class Replica {
   #buffer = "";
 
   /** Starts `script` (by default `_replica.ts`) with `config` as its one argument, in JSON. */
-  constructor(config: { readonly name: string }, script: string = REPLICA) {
+  constructor(config: ReplicaConfig | { readonly name: string }, script: string = REPLICA) {
     this.name = config.name;
     const args = isDeno
       ? ["run", "-A", script, JSON.stringify(config)]

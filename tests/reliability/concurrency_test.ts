@@ -23,10 +23,9 @@ import {
   type GroupKind,
   NameTakenError,
   NotFoundError,
-  type ObjectWrite,
-  type RawObject,
   settled,
 } from "../../mod.ts";
+import type { ObjectWrite, RawObject } from "../../store/mod.ts";
 import { openSqliteStore, type SqliteStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { type FakeClock, installFakeTime } from "../_fake_time.ts";

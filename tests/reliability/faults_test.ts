@@ -19,12 +19,12 @@ import {
   Beehive,
   type GroupKind,
   NotFoundError,
-  type RawObject,
   settled,
   type Store,
   StoreClosedError,
   StoreError,
 } from "../../mod.ts";
+import type { RawObject } from "../../store/mod.ts";
 import type { SqliteStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { installFakeTime } from "../_fake_time.ts";

@@ -23,7 +23,8 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import process from "node:process";
-import { Beehive, type ObjectWrite } from "../../mod.ts";
+import { Beehive } from "../../mod.ts";
+import type { ObjectWrite } from "../../store/mod.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
 import { Job, Replica } from "../multiprocess/_processes.ts";
 import { scratchDir } from "./_scratch.ts";
