@@ -14,5 +14,5 @@
  * @module
  */
 export type * from "../src/store.ts";
-export { openKindTailSymbol } from "../src/_kind_tail.ts";
-export type { KindTail, KindTailSource, TailPage, TailWrite } from "../src/_kind_tail.ts";
+export { openKindTailSymbol } from "../src/watches/kind_tail.ts";
+export type { KindTail, KindTailSource, TailPage, TailWrite } from "../src/watches/kind_tail.ts";
