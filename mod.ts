@@ -60,6 +60,7 @@ export type {
 } from "./src/standard_schema.ts";
 export { AdminClient } from "./src/admin_client.ts";
 export type { ControllerClient, ControllerTx, ControllerWrites } from "./src/controller_client.ts";
+export type { ApplyFencedOptions, FencedRepository, Fencing } from "./src/fencing.ts";
 export { BeehiveObject, eventDetail } from "./src/object.ts";
 export type {
   Condition,

@@ -25,6 +25,12 @@ export const BASE_RETRY_INTERVAL = 1_000;
 /** A controller as `register` accepts it. */
 export type ControllerFn = (obj: unknown, cc: unknown) => unknown;
 
+/**
+ * The least gap between two owed listings that other processes' commits ask
+ * for, in ms: a burst of commits costs one listing.
+ */
+const OWED_WAKE_FLOOR = 25;
+
 /** The longest stall message kept, in UTF-16 code units (at most 12 KiB of UTF-8). */
 const MAX_STALL_MESSAGE = 4_096;
 
@@ -41,7 +47,19 @@ interface PassOutcome {
   readonly report: PassReport | undefined;
   /** The failure a failed or stalled pass records on its span. */
   readonly error: unknown;
+  /** The pass's term is over: nothing is scheduled, the next leader owes it. */
+  readonly abandoned?: boolean;
 }
+
+/** A pass whose term ended under it: not a failure, and not retried here. */
+const ABANDONED: PassOutcome = {
+  info: { outcome: "settled", requeueAfter: undefined, err: undefined },
+  gone: false,
+  stalled: false,
+  report: undefined,
+  error: undefined,
+  abandoned: true,
+};
 
 const GONE: PassOutcome = {
   info: { outcome: "settled", requeueAfter: undefined, err: undefined },
@@ -86,6 +104,17 @@ export class Reconciler implements KindLoop {
   #term: Term | undefined;
   /** Metrics and traces of this kind's passes; `undefined` when off. */
   readonly #telemetry: KindTelemetry | undefined;
+  /** Ends the owed wake's subscription to other processes' commits. */
+  #owedUnsubscribe: (() => void) | undefined;
+  #owedTimer: ReturnType<typeof setTimeout> | undefined;
+  #owedListing: Promise<void> | undefined;
+  #owedAgain = false;
+  #owedListedAt = Number.NEGATIVE_INFINITY;
+  #owedFailing = false;
+  /** Owed ids an owed wake queued whose owed count no pass has consumed since. */
+  readonly #owedKnown = new Set<ObjectId>();
+  /** Owed ids an owed wake found mid-pass: listed again once that pass ends. */
+  readonly #owedMidPass = new Set<ObjectId>();
 
   constructor(
     engine: Engine,
@@ -115,8 +144,12 @@ export class Reconciler implements KindLoop {
     this.#term = term;
     this.#running = true;
     this.#backoff.clear();
+    this.#owedKnown.clear();
+    this.#owedMidPass.clear();
     this.queue.restart();
     const o = this.#opts;
+    // Before the startup listing: a stamp committed meanwhile is not missed.
+    this.#owedUnsubscribe = this.#engine.writes.onExternalCommit(() => this.#wakeOwed());
     await this.#owedPass();
     if (o.individualPassInterval > 0) {
       this.#track(this.#admit(o.startupFullPass ? 0 : o.individualPassInterval));
@@ -142,6 +175,10 @@ export class Reconciler implements KindLoop {
   stop(): void {
     this.#running = false;
     for (const t of this.#timers.splice(0)) clearInterval(t);
+    this.#owedUnsubscribe?.();
+    this.#owedUnsubscribe = undefined;
+    clearTimeout(this.#owedTimer);
+    this.#owedTimer = undefined;
     this.queue.stop();
   }
 
@@ -202,6 +239,61 @@ export class Reconciler implements KindLoop {
         if (this.#running) {
           log.warn(`beehive: owed pass listing failed`, { kind: kindName(this.gk), source, error });
         }
+      }
+    }
+  }
+
+  /**
+   * Another process committed: it may have stamped an object of the kind
+   * owed (a requeue from a process that does not lead). Lists the owed
+   * objects, one listing at a time, at most one per floor.
+   */
+  #wakeOwed(): void {
+    if (!this.#running) return;
+    if (this.#owedListing !== undefined) {
+      this.#owedAgain = true;
+      return;
+    }
+    if (this.#owedTimer !== undefined) return;
+    const wait = Math.max(0, this.#owedListedAt + OWED_WAKE_FLOOR - Date.now());
+    this.#owedTimer = setTimeout(() => {
+      this.#owedTimer = undefined;
+      const listing = this.#listOwed().finally(() => {
+        this.#owedListing = undefined;
+        if (this.#owedAgain) {
+          this.#owedAgain = false;
+          this.#wakeOwed();
+        }
+      });
+      this.#owedListing = listing;
+      this.#track(listing);
+    }, wait);
+  }
+
+  /**
+   * Queues the owed objects not yet known owed: now, unless a retry is
+   * pending (that wait is kept). One mid-pass is listed again after it.
+   */
+  async #listOwed(): Promise<void> {
+    this.#owedListedAt = Date.now();
+    let ids: ObjectId[];
+    try {
+      ids = await this.#engine.store.reconcileOwed.listIds(this.gk);
+      this.#owedFailing = false;
+    } catch (error) {
+      if (this.#running && !this.#owedFailing) {
+        this.#owedFailing = true;
+        this.#engine.log.warn("beehive: owed listing failed", { kind: kindName(this.gk), error });
+      }
+      return;
+    }
+    if (!this.#running) return;
+    for (const id of ids) {
+      if (this.queue.processing(id)) this.#owedMidPass.add(id);
+      else if (!this.#owedKnown.has(id)) {
+        this.#owedKnown.add(id);
+        if (this.#backoff.has(id)) this.queue.add(id);
+        else this.queue.requeueNow(id);
       }
     }
   }
@@ -375,9 +467,20 @@ export class Reconciler implements KindLoop {
         driver: "reconcile",
         kind: kindName(this.gk),
         id,
-        outcome: outcome.gone ? "collected" : outcome.report ?? outcome.info.outcome,
+        outcome: outcome.gone
+          ? "collected"
+          : outcome.abandoned
+          ? "abandoned"
+          : outcome.report ?? outcome.info.outcome,
         duration: Date.now() - started,
       });
+      if (outcome.abandoned) {
+        this.queue.done(id);
+        return;
+      }
+      // A pass that concluded consumed the owed count it loaded.
+      if (outcome.report !== "failed") this.#owedKnown.delete(id);
+      if (this.#owedMidPass.delete(id)) this.#wakeOwed();
       if (outcome.gone) {
         this.queue.forget(id);
         this.#backoff.delete(id);
@@ -486,7 +589,7 @@ export class Reconciler implements KindLoop {
       return { ...collected, report: "failed", error };
     }
     const baseline = new StatusBaseline(raw.status, raw.statusVersion);
-    const { client, end } = passClient(engine, term, ref, baseline);
+    const { client, end } = passClient(engine, term, ref, baseline, this.#opts.fencedRepository);
     let info: ResultInfo;
     try {
       const returned = await this.#reconcile(obj, client);
@@ -503,6 +606,7 @@ export class Reconciler implements KindLoop {
       end();
     }
     reconciled();
+    if (info.outcome === "fail" && this.#termOver(term, id, info.err)) return ABANDONED;
     let stalled = false;
     if (info.outcome !== "fail") await this.#conclude(term, ref, load, info);
     else if (info.err instanceof PermanentError) {
@@ -520,6 +624,11 @@ export class Reconciler implements KindLoop {
     const collected = await this.#collect(term, id, info);
     if (collected.gone) return { ...outcome, gone: true, stalled: false };
     return stalled ? { ...collected, stalled, report: "stalled", error: info.err } : collected;
+  }
+
+  /** Whether `error` ended a pass over `id` because its term is over (see `Engine.termOver`). */
+  #termOver(term: Term, id: ObjectId, error: unknown): boolean {
+    return this.#engine.termOver(term, error, { kind: kindName(this.gk), id });
   }
 
   /**
@@ -576,6 +685,7 @@ export class Reconciler implements KindLoop {
     const log = this.#engine.log;
     const raw = load.object;
     const warn = (step: string, error: unknown) => {
+      if (this.#termOver(term, ref.id, error)) return;
       if (!(error instanceof NotFoundError)) {
         log.warn(`beehive: concluding a pass failed at ${step}`, {
           kind: kindName(ref),
