@@ -1,7 +1,7 @@
 /**
  * The reconcile loop of one kind: its workers, the pass, the retry ladder,
  * and the drivers that find work (owed pass, full pass, startup pass,
- * individual-pass admission, triggers).
+ * individual-pass admission, triggers; the owed wake is `owed_wake.ts`).
  *
  * @module
  */
@@ -17,6 +17,7 @@ import { fail, type ResultInfo, resultInfo } from "./result.ts";
 import { passClient, StatusBaseline } from "./controller_client.ts";
 import type { GroupKind, ObjectId, ObjectRef, ReconcileLoad } from "./store.ts";
 import { WorkQueue } from "./work_queue.ts";
+import { OwedWake } from "./owed_wake.ts";
 import type { KindTelemetry, PassReport, PassSpan } from "./telemetry.ts";
 
 /** The first rung of the retry ladder, in ms. */
@@ -24,12 +25,6 @@ export const BASE_RETRY_INTERVAL = 1_000;
 
 /** A controller as `register` accepts it. */
 export type ControllerFn = (obj: unknown, cc: unknown) => unknown;
-
-/**
- * The least gap between two owed listings that other processes' commits ask
- * for, in ms: a burst of commits costs one listing.
- */
-const OWED_WAKE_FLOOR = 25;
 
 /** The longest stall message kept, in UTF-16 code units (at most 12 KiB of UTF-8). */
 const MAX_STALL_MESSAGE = 4_096;
@@ -104,17 +99,8 @@ export class Reconciler implements KindLoop {
   #term: Term | undefined;
   /** Metrics and traces of this kind's passes; `undefined` when off. */
   readonly #telemetry: KindTelemetry | undefined;
-  /** Ends the owed wake's subscription to other processes' commits. */
-  #owedUnsubscribe: (() => void) | undefined;
-  #owedTimer: ReturnType<typeof setTimeout> | undefined;
-  #owedListing: Promise<void> | undefined;
-  #owedAgain = false;
-  #owedListedAt = Number.NEGATIVE_INFINITY;
-  #owedFailing = false;
-  /** Owed ids an owed wake queued whose owed count no pass has consumed since. */
-  readonly #owedKnown = new Set<ObjectId>();
-  /** Owed ids an owed wake found mid-pass: listed again once that pass ends. */
-  readonly #owedMidPass = new Set<ObjectId>();
+  /** Queues what other processes stamped owed (a requeue from a process that does not lead). */
+  readonly #owedWake: OwedWake;
 
   constructor(
     engine: Engine,
@@ -129,6 +115,12 @@ export class Reconciler implements KindLoop {
     this.#opts = opts;
     this.codec = codec;
     this.#telemetry = engine.telemetry?.forKind(kindName(gk));
+    this.#owedWake = new OwedWake(engine, {
+      gk,
+      queue: this.queue,
+      retrying: (id) => this.#backoff.has(id),
+      track: (p) => this.#track(p),
+    });
   }
 
   /** The resolved options of this kind. */
@@ -144,12 +136,10 @@ export class Reconciler implements KindLoop {
     this.#term = term;
     this.#running = true;
     this.#backoff.clear();
-    this.#owedKnown.clear();
-    this.#owedMidPass.clear();
     this.queue.restart();
     const o = this.#opts;
     // Before the startup listing: a stamp committed meanwhile is not missed.
-    this.#owedUnsubscribe = this.#engine.writes.onExternalCommit(() => this.#wakeOwed());
+    this.#owedWake.start();
     await this.#owedPass();
     if (o.individualPassInterval > 0) {
       this.#track(this.#admit(o.startupFullPass ? 0 : o.individualPassInterval));
@@ -175,10 +165,7 @@ export class Reconciler implements KindLoop {
   stop(): void {
     this.#running = false;
     for (const t of this.#timers.splice(0)) clearInterval(t);
-    this.#owedUnsubscribe?.();
-    this.#owedUnsubscribe = undefined;
-    clearTimeout(this.#owedTimer);
-    this.#owedTimer = undefined;
+    this.#owedWake.stop();
     this.queue.stop();
   }
 
@@ -239,61 +226,6 @@ export class Reconciler implements KindLoop {
         if (this.#running) {
           log.warn(`beehive: owed pass listing failed`, { kind: kindName(this.gk), source, error });
         }
-      }
-    }
-  }
-
-  /**
-   * Another process committed: it may have stamped an object of the kind
-   * owed (a requeue from a process that does not lead). Lists the owed
-   * objects, one listing at a time, at most one per floor.
-   */
-  #wakeOwed(): void {
-    if (!this.#running) return;
-    if (this.#owedListing !== undefined) {
-      this.#owedAgain = true;
-      return;
-    }
-    if (this.#owedTimer !== undefined) return;
-    const wait = Math.max(0, this.#owedListedAt + OWED_WAKE_FLOOR - Date.now());
-    this.#owedTimer = setTimeout(() => {
-      this.#owedTimer = undefined;
-      const listing = this.#listOwed().finally(() => {
-        this.#owedListing = undefined;
-        if (this.#owedAgain) {
-          this.#owedAgain = false;
-          this.#wakeOwed();
-        }
-      });
-      this.#owedListing = listing;
-      this.#track(listing);
-    }, wait);
-  }
-
-  /**
-   * Queues the owed objects not yet known owed: now, unless a retry is
-   * pending (that wait is kept). One mid-pass is listed again after it.
-   */
-  async #listOwed(): Promise<void> {
-    this.#owedListedAt = Date.now();
-    let ids: ObjectId[];
-    try {
-      ids = await this.#engine.store.reconcileOwed.listIds(this.gk);
-      this.#owedFailing = false;
-    } catch (error) {
-      if (this.#running && !this.#owedFailing) {
-        this.#owedFailing = true;
-        this.#engine.log.warn("beehive: owed listing failed", { kind: kindName(this.gk), error });
-      }
-      return;
-    }
-    if (!this.#running) return;
-    for (const id of ids) {
-      if (this.queue.processing(id)) this.#owedMidPass.add(id);
-      else if (!this.#owedKnown.has(id)) {
-        this.#owedKnown.add(id);
-        if (this.#backoff.has(id)) this.queue.add(id);
-        else this.queue.requeueNow(id);
       }
     }
   }
@@ -479,8 +411,7 @@ export class Reconciler implements KindLoop {
         return;
       }
       // A pass that concluded consumed the owed count it loaded.
-      if (outcome.report !== "failed") this.#owedKnown.delete(id);
-      if (this.#owedMidPass.delete(id)) this.#wakeOwed();
+      this.#owedWake.passEnded(id, outcome.report !== "failed");
       if (outcome.gone) {
         this.queue.forget(id);
         this.#backoff.delete(id);

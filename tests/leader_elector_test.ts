@@ -415,3 +415,27 @@ test("leaderElection: a requeue made while no leader runs is kept, and the next 
     assert.deepEqual(b.passes, ["x"]);
   });
 });
+
+test("leaderElection: a standby's requeue of an object waiting on its retry keeps that wait, and later commits do not re-run it", async () => {
+  await withWorld(async (w) => {
+    const a = await w.replica("a", {}, (_r, obj) => {
+      if (obj.name === "bad") return Promise.reject(new Error("the device is down"));
+      return Promise.resolve(settled());
+    });
+    const b = await w.replica("b");
+    await w.startInTurn(a, b);
+    const bad = await a.bh.client(Thing).create("bad", {});
+    await w.clock.tickAsync(10);
+    assert.deepEqual(a.passes, ["bad"]);
+    // Stamped owed, and owed it stays while it fails.
+    await b.bh.client(Thing).requeue(bad.id);
+    // b commits every 100 ms for 2.5 s: each is a wake of a's owed listing.
+    for (let i = 0; i < 25; i++) {
+      await b.bh.client(Thing).create(`other-${i}`, {});
+      await w.clock.tickAsync(100);
+    }
+    // The retry ladder alone: 1 s after the first failure, then 2 s later.
+    assert.equal(a.passes.filter((n) => n === "bad").length, 2, a.passes.join(","));
+    assert.equal(a.passes.filter((n) => n.startsWith("other-")).length, 25);
+  });
+});
