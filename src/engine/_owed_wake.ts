@@ -7,7 +7,7 @@
  * @module
  */
 import { type Engine, kindName } from "./_engine.ts";
-import type { GroupKind, ObjectId } from "./store.ts";
+import type { GroupKind, ObjectId } from "../store.ts";
 import type { WorkQueue } from "./work_queue.ts";
 
 /**

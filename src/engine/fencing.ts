@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { FencedError, ReconcileReturnedError } from "./errors.ts";
+import { FencedError, ReconcileReturnedError } from "../model/errors.ts";
 
 /**
  * The fencing token of a pass: the lease the Beehive leads under and the
