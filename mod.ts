@@ -64,6 +64,7 @@ export type {
   ControllerTx,
   ControllerWrites,
 } from "./src/clients/controller_client.ts";
+export type { ApplyFencedOptions, FencedRepository, Fencing } from "./src/engine/fencing.ts";
 export { BeehiveObject, eventDetail } from "./src/model/object.ts";
 export type {
   Condition,
@@ -108,7 +109,7 @@ export type {
   TelemetrySpanOptions,
   TelemetryTracer,
 } from "./src/telemetry/telemetry.ts";
-
 // The model's identifiers; the rest of the Store port is in `@beehive/beehive/store`.
 export type { EventId, GroupKind, ObjectId, ObjectRef, Store } from "./src/store.ts";
+export type * from "./src/store.ts";
 export type * from "./src/telemetry/logger.ts";

@@ -169,8 +169,9 @@ const COMMANDS: Record<string, Command> = {
   requeue: {
     usage: "requeue <Kind.group> <name>",
     summary: "Owe an object a reconcile pass",
-    details: "Records the pass durably in the store: the process running the kind's\n" +
-      "controller runs it on its next owed pass (its owedPassInterval, 30 s by default).",
+    details: "Records the pass durably in the store: the process leading the kind's\n" +
+      "controller hears the commit and runs it within a fraction of a second (or, when\n" +
+      "no leader runs, the next leader runs it at start).",
     args: [2, 2],
     flags: [],
     run: cmdRequeue,

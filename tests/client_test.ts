@@ -1468,12 +1468,14 @@ test("Client.delete pushes the deletion-pending target its mark unblocks", async
 // Lifecycle
 
 test("Client calls work on a Beehive that was never started", async () => {
-  await withHive(async ({ things }) => {
+  await withHive(async ({ store, things }) => {
     const obj = await things.create("n", { n: 1 }, { finalizers: ["x.dev/f"] });
     await things.update(obj.id, { n: 2 });
     assert.equal((await things.get(obj.id)).generation, 2);
+    const owed = async () => (await store.objects.getForReconcile(obj.id)).object.reconcileOwed;
+    const before = await owed();
     await things.requeue(obj.id);
-    assert.ok((await things.getSchedule(obj.id)).nextRequeueAt instanceof Date);
+    assert.equal(await owed(), before + 1, "requeue stamped the object owed a pass");
     await things.delete(obj.id);
     assert.equal((await things.list()).length, 1);
   }, { register: (bh) => bh.register(Thing, noop) });

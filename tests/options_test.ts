@@ -177,6 +177,7 @@ test("resolveRegisterOptions defaults to the Beehive's resolved options", () => 
     migrator: undefined,
     triggerById: [],
     triggerByName: [],
+    fencedRepository: undefined,
   };
   assert.deepEqual(resolveRegisterOptions(undefined, BASE), expected);
   assert.deepEqual(resolveRegisterOptions({}, BASE), expected);

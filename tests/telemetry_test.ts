@@ -110,6 +110,32 @@ test("Telemetry a pass whose object is gone at load is not counted", async () =>
   });
 });
 
+test("Telemetry a pass that fails because its term ended is not counted, and neither warns nor retries", async () => {
+  const meter = new FakeMeter();
+  await withHarness({ beehive: { meter } }, async (h) => {
+    await h.start();
+    const obj = await h.create("a");
+    const before = meter.measurements("beehive.reconcile.passes").length;
+    const { promise: entered, resolve: enter } = Promise.withResolvers<void>();
+    h.queue(obj.id, async (_obj, cc) => {
+      enter();
+      await new Promise((resolve) => cc.signal.addEventListener("abort", resolve));
+      throw cc.signal.reason;
+    });
+    await h.things.requeue(obj.id);
+    await h.flush();
+    await entered;
+    await h.stop();
+    assert.equal(meter.measurements("beehive.reconcile.passes").length, before);
+    assert.deepEqual(h.logger.lines.filter((l) => l.level === "warn"), []);
+    assert.ok(
+      h.logger.lines.some((l) =>
+        l.message === "beehive: pass finished" && l.attributes?.outcome === "abandoned"
+      ),
+    );
+  });
+});
+
 test("Telemetry one span per pass named reconcile Kind.group with the pinned attributes, open while the controller runs", async () => {
   const tracer = new FakeTracer();
   await withHarness({ beehive: { tracer } }, async (h) => {

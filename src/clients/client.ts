@@ -927,8 +927,14 @@ export class Client<Spec, Status> {
   }
 
   /**
-   * Queues object `id` for a pass now: a latency hint. Keeps the retry ladder
-   * unless `resetBackoff`.
+   * Queues object `id` for a pass now. Keeps the retry ladder unless
+   * `resetBackoff`. In a Beehive that leads, the pass is queued in memory;
+   * in one that does not lead now (a standby, or one not started or
+   * stopped), the object is stamped owed a pass in the store, which the
+   * leader hears as another process's commit and queues within the
+   * cross-process wake bound, and which a later leader runs at start. The
+   * leader keeps the wait of a pending retry, and `resetBackoff` applies
+   * only in the leading process.
    * @throws {NotFoundError} `id` holds no object of this kind.
    * @throws {NoControllerError} the kind has no controller registered here.
    */
@@ -947,6 +953,12 @@ export class Client<Spec, Status> {
         throw new NoControllerError(
           `Cannot requeue ${kindName(this.#gk)} ${id}: no controller is registered for the kind`,
         );
+      }
+      const engine = this.#engine;
+      if (engine.state !== "running" || engine.term === undefined) {
+        // Not leading here: a durable stamp the leader, now or next, runs.
+        await this.#store.reconcileOwed.stamp([{ ...this.#gk, id }]);
+        return;
       }
       if (options?.resetBackoff) reg.reconciler.resetBackoff(id);
       reg.reconciler.queue.requeueNow(id);

@@ -19,6 +19,12 @@ import { isStorableText } from "../model/_text.ts";
 import type { Kind } from "../model/kind.ts";
 import type { ConditionWrite, EventWrite } from "../model/object.ts";
 import type { GroupKind, ObjectRef, Store } from "../store.ts";
+import {
+  type FencedRepository,
+  type FencedTarget,
+  fencedWrite,
+  type Fencing,
+} from "../engine/fencing.ts";
 
 /** The stored status as the pass knows it, so an unchanged report costs no store call. */
 export class StatusBaseline {
@@ -132,6 +138,21 @@ export interface ControllerTx<Status> extends ControllerWrites<Status> {
 export interface ControllerClient<Status> extends ControllerWrites<Status> {
   /** Aborts when the Beehive stops, or when it loses the leader lease mid-pass. */
   readonly signal: AbortSignal;
+  /**
+   * The pass's fencing token: the lease and the epoch of the leadership term
+   * it runs in (epoch `0` without `leaderElection`).
+   */
+  readonly fencing: Fencing;
+  /**
+   * Writes `mutation` to `entityId` through the kind's `fencedRepository`,
+   * with the term's epoch and this pass's signal: a write from a term that
+   * is over is refused once a later term has written the entity.
+   * @throws {FencedError} the repository refused the write (it returned `false`).
+   * @throws {TypeError} no `fencedRepository` was registered for the kind, or `entityId` is not a non-empty string of at most 1,024 characters.
+   * @throws {ReconcileReturnedError} the pass has returned.
+   * @throws {unknown} what the repository's `applyFenced` rejected with, as itself.
+   */
+  fencedWrite(entityId: string, mutation: unknown): Promise<void>;
   /**
    * Runs `fn` in one transaction: it commits when `fn` resolves and rolls back
    * when it rejects. Write through `tx` inside; a write through this client
@@ -398,14 +419,45 @@ export class PassWriter<Status> implements ControllerTx<Status> {
   }
 }
 
+/** The client of one pass: the writes, plus the pass's fencing token and fenced writes. */
+class PassClient<Status> extends PassWriter<Status> implements ControllerClient<Status> {
+  readonly #target: FencedTarget;
+
+  constructor(
+    engine: Engine,
+    store: Store,
+    ref: ObjectRef,
+    state: PassState,
+    target: FencedTarget,
+  ) {
+    super(engine, store, ref, state);
+    this.#target = target;
+  }
+
+  get fencing(): Fencing {
+    return this.#target.fencing;
+  }
+
+  fencedWrite(entityId: string, mutation: unknown): Promise<void> {
+    return fencedWrite(this.#target, entityId, mutation);
+  }
+}
+
 /** Creates the client of one pass, and the function that ends it. */
 export function passClient<Status>(
   engine: Engine,
   term: Term,
   ref: ObjectRef,
   baseline: StatusBaseline | undefined,
+  repository: FencedRepository | undefined,
 ): { client: ControllerClient<Status>; end: () => void } {
   const state: PassState = { ended: false, baseline, signal: term.signal };
-  const writer = new PassWriter<Status>(engine, term.store, ref, state);
-  return { client: writer, end: () => (state.ended = true) };
+  const client = new PassClient<Status>(engine, term.store, ref, state, {
+    repository,
+    fencing: term.fencing,
+    signal: term.signal,
+    kind: kindName(ref),
+    ended: () => state.ended,
+  });
+  return { client, end: () => (state.ended = true) };
 }

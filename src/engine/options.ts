@@ -9,6 +9,7 @@ import { describe } from "../model/_values.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import { isLogLevel, type LogLevel } from "../telemetry/logger_levels.ts";
 import type { Migrator } from "../model/migrator.ts";
+import type { FencedRepository } from "./fencing.ts";
 import { isStorableText } from "../model/_text.ts";
 import type { ObjectId } from "../store.ts";
 import {
@@ -150,6 +151,12 @@ export interface RegisterOptions extends ControllerOptions {
    * several, as `triggerById`. @default {[]}
    */
   triggerByName?: AsyncIterable<string> | readonly AsyncIterable<string>[];
+  /**
+   * Where the controller's side effects are written, fenced on the term's
+   * epoch: `cc.fencedWrite(entityId, mutation)` calls its `applyFenced`.
+   * @default {undefined} (`cc.fencedWrite` rejects with `TypeError`)
+   */
+  fencedRepository?: FencedRepository;
 }
 
 /** Every controller option, resolved. */
@@ -416,6 +423,7 @@ export interface ResolvedRegisterOptions extends ResolvedControllerOptions {
   migrator: Migrator | undefined;
   triggerById: AsyncIterable<ObjectId>[];
   triggerByName: AsyncIterable<string>[];
+  fencedRepository: FencedRepository | undefined;
 }
 
 function isAsyncIterable(value: unknown): boolean {
@@ -448,6 +456,7 @@ export function resolveRegisterOptions(
     migrator: undefined,
     triggerById: [],
     triggerByName: [],
+    fencedRepository: undefined,
   };
   if (o.migrator !== undefined) {
     const m = o.migrator as Record<string, unknown>;
@@ -468,6 +477,13 @@ export function resolveRegisterOptions(
   if (o.triggerById !== undefined) out.triggerById = checkFeeds("triggerById", o.triggerById);
   if (o.triggerByName !== undefined) {
     out.triggerByName = checkFeeds("triggerByName", o.triggerByName);
+  }
+  if (o.fencedRepository !== undefined) {
+    const r = o.fencedRepository as Partial<FencedRepository> | null;
+    if (typeof r !== "object" || r === null || typeof r.applyFenced !== "function") {
+      throw invalid("fencedRepository", o.fencedRepository, "an object with an applyFenced method");
+    }
+    out.fencedRepository = r as FencedRepository;
   }
   return out;
 }

@@ -65,7 +65,9 @@ export class StoreInUseError extends BeehiveError {}
 
 /**
  * A write carried the epoch of a leadership term that is over: the lease it
- * was fenced on has moved to a later epoch, so the store committed nothing.
+ * was fenced on has moved to a later epoch, so the store committed nothing;
+ * or the kind's `fencedRepository` refused a `cc.fencedWrite` (a later term
+ * has written the entity).
  */
 export class FencedError extends BeehiveError {}
 

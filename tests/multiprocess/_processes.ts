@@ -27,6 +27,10 @@ export interface ReplicaConfig {
   readonly renewInterval?: number;
   /** candidate: how long the `slow` pass waits before its late write. */
   readonly slowMs?: number;
+  /** candidate: a device table file; each pass then writes its Job's device, fenced. */
+  readonly devices?: string;
+  /** candidate: the owed-pass interval (a long one shows a requeue arrived by a wake). */
+  readonly owedPassInterval?: number;
   /** crash: whether this replica is a leader-election candidate (else a client-only writer). */
   readonly candidate?: boolean;
   /** crash: the files it appends its acknowledged creates, watch deliveries and leadership to. */
