@@ -1,0 +1,192 @@
+/**
+ * Watches: `?watch=true` as a chunked stream of JSON lines
+ * `{"type":"ADDED|MODIFIED|DELETED","object":…}` over the library's
+ * `watchList` (resumed with `resumeFrom` from a given `resourceVersion`).
+ * Each object is a one-row Table when a Table was asked. A position the log
+ * no longer holds ends the stream with an `ERROR` event carrying a 410
+ * `Expired` Status, as the Kubernetes API server's watch cache does.
+ * `sendInitialEvents=true` gets the current objects as ADDED, then a
+ * BOOKMARK annotated `k8s.io/initial-events-end`.
+ *
+ * @module
+ */
+import type { ObjectChange } from "@beehive/beehive";
+import type { KubeContext } from "./_context.ts";
+import type { ServedKind } from "./_kinds.ts";
+import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
+import {
+  boolParam,
+  includeObjectParam,
+  intParam,
+  MAX_TIMEOUT_SECONDS,
+  negotiate,
+  param,
+  type Representation,
+  resourceVersionParam,
+} from "./_request.ts";
+import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
+import { failureStatus, KubeApiFailure, toFailure } from "./_status.ts";
+import { type IncludeObject, table, tableRow, tableType } from "./_tables.ts";
+
+const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
+
+/** What a watch request asked for, checked before the stream opens. */
+interface WatchRequest {
+  readonly rep: Representation;
+  readonly include: IncludeObject;
+  readonly keep: (obj: AnyObject) => boolean;
+  /** Resume above this position; `undefined` = the current objects as ADDED first. */
+  readonly resumeFrom: number | undefined;
+  readonly initialEventsEnd: boolean;
+  readonly timeoutSeconds: number | undefined;
+}
+
+function invalid(message: string, field: string): KubeApiFailure {
+  return new KubeApiFailure("Invalid", message, {
+    causes: [{ field, message, reason: "FieldValueInvalid" }],
+  });
+}
+
+function parseWatch(request: Request, url: URL): WatchRequest {
+  const rep = negotiate(request);
+  const fields = parseFieldSelector(param(url, "fieldSelector"));
+  const labels = parseLabelSelector(param(url, "labelSelector"));
+  const rv = resourceVersionParam(url);
+  const match = param(url, "resourceVersionMatch");
+  const initialEvents = boolParam(url, "sendInitialEvents");
+  if (initialEvents && match !== "NotOlderThan") {
+    throw invalid(
+      "sendInitialEvents requires resourceVersionMatch=NotOlderThan",
+      "resourceVersionMatch",
+    );
+  }
+  if (initialEvents && !boolParam(url, "allowWatchBookmarks")) {
+    throw invalid("sendInitialEvents requires allowWatchBookmarks=true", "allowWatchBookmarks");
+  }
+  if (!initialEvents && match !== undefined && match !== "") {
+    throw invalid("resourceVersionMatch is forbidden for watch", "resourceVersionMatch");
+  }
+  return {
+    rep,
+    include: rep.as === "table" ? includeObjectParam(url) : "Metadata",
+    keep: (obj) => fields.matches(obj) && labels({}),
+    resumeFrom: initialEvents || rv === undefined || rv === 0 ? undefined : rv,
+    initialEventsEnd: initialEvents,
+    timeoutSeconds: intParam(url, "timeoutSeconds", MAX_TIMEOUT_SECONDS),
+  };
+}
+
+/** `GET …/<plural>?watch=true`. */
+export async function watchResources(
+  ctx: KubeContext,
+  kind: ServedKind,
+  request: Request,
+  url: URL,
+): Promise<Response> {
+  const w = parseWatch(request, url);
+  const abort = new AbortController();
+  const stream = await ctx.bh.client(kind).watchList({
+    resumeFrom: w.resumeFrom,
+    load: ["owner"],
+    signal: abort.signal,
+  });
+  const type = w.rep.as === "table" ? tableType(w.rep.version) : "application/json";
+  const headers = { "content-type": type, "cache-control": "no-store" };
+  if (request.method === "HEAD") {
+    stream.close();
+    return new Response(null, { headers });
+  }
+  const encoder = new TextEncoder();
+  const encode = async (type: string, obj: AnyObject, rv?: number) => {
+    const owner = (await resolveOwners(ctx.store, [obj])).get(obj.id);
+    const object = w.rep.as === "table"
+      ? table(w.rep.version, [tableRow(kind, obj, owner, w.include, Date.now(), rv)], {
+        resourceVersion: String(rv ?? obj.resourceVersion),
+      })
+      : toResource(kind, obj, owner, rv);
+    return encoder.encode(`${JSON.stringify({ type, object })}\n`);
+  };
+  let ended = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    clearTimeout(timer);
+    request.signal.removeEventListener("abort", end);
+    abort.abort();
+    stream.close();
+  };
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (request.signal.aborted) end();
+      request.signal.addEventListener("abort", end);
+      if (w.timeoutSeconds !== undefined && w.timeoutSeconds > 0) {
+        timer = setTimeout(end, w.timeoutSeconds * 1000);
+      }
+      const write = (chunk: Uint8Array) => {
+        if (ended) return;
+        try {
+          controller.enqueue(chunk);
+        } catch {
+          end();
+        }
+      };
+      void (async () => {
+        try {
+          if (w.resumeFrom === undefined) {
+            for (const obj of stream.objects) {
+              if (w.keep(obj)) write(await encode("ADDED", obj));
+            }
+          }
+          if (w.initialEventsEnd) write(bookmark(kind, stream.resourceVersion, encoder));
+          for await (const change of stream) {
+            if (ended) break;
+            const chunk = await encodeChange(change, w, encode);
+            if (chunk !== undefined) write(chunk);
+          }
+          if (stream.error !== undefined) write(errorEvent(stream.error, encoder));
+        } catch (error) {
+          write(errorEvent(error, encoder));
+        }
+        end();
+        try {
+          controller.close();
+        } catch {
+          // the reader cancelled first
+        }
+      })();
+    },
+    cancel() {
+      end();
+    },
+  });
+  return new Response(body, { headers });
+}
+
+function encodeChange(
+  change: ObjectChange<unknown, unknown>,
+  w: WatchRequest,
+  encode: (type: string, obj: AnyObject, rv?: number) => Promise<Uint8Array>,
+): Promise<Uint8Array> | undefined {
+  // A collected object whose final state does not decode has no name to report.
+  if (change.object === undefined || !w.keep(change.object)) return undefined;
+  return encode(EVENT_TYPES[change.type], change.object, change.resourceVersion);
+}
+
+function bookmark(kind: ServedKind, rv: number, encoder: TextEncoder): Uint8Array {
+  const object = {
+    apiVersion: kind.apiVersion,
+    kind: kind.kind,
+    metadata: {
+      resourceVersion: String(rv),
+      annotations: { "k8s.io/initial-events-end": "true" },
+    },
+  };
+  return encoder.encode(`${JSON.stringify({ type: "BOOKMARK", object })}\n`);
+}
+
+function errorEvent(error: unknown, encoder: TextEncoder): Uint8Array {
+  const failure = toFailure(error);
+  const object = failureStatus(failure.reason, failure.message, failure.details);
+  return encoder.encode(`${JSON.stringify({ type: "ERROR", object })}\n`);
+}
