@@ -155,7 +155,7 @@ export async function listResources(
   const labels = parseLabelSelector(param(url, "labelSelector"));
   const limit = intParam(url, "limit", MAX_LIMIT) ?? 0;
   const token = decodeContinue(param(url, "continue"));
-  const include = rep.as === "table" ? includeObjectParam(url) : "Metadata";
+  const include = includeObjectParam(url);
   const rv = token?.rv ?? await ctx.store.objectWrites.maxVersion(kind);
   const keep = (obj: AnyObject) => fields.matches(obj) && labels({});
   let page: Page;

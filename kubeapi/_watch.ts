@@ -68,7 +68,7 @@ function parseWatch(request: Request, url: URL): WatchRequest {
   }
   return {
     rep,
-    include: rep.as === "table" ? includeObjectParam(url) : "Metadata",
+    include: includeObjectParam(url),
     keep: (obj) => fields.matches(obj) && labels({}),
     resumeFrom: initialEvents || rv === undefined || rv === 0 ? undefined : rv,
     initialEventsEnd: initialEvents,
