@@ -7,8 +7,7 @@
  *
  * @module
  */
-import type { KubeContext } from "./_context.ts";
-import type { ServedKind } from "./_kinds.ts";
+import type { KindRequest } from "./_context.ts";
 import { answerObject, detailsOf, findByName, notFound } from "./_reads.ts";
 import { negotiate, refuseDryRun } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
@@ -101,17 +100,12 @@ function parseDeleteOptions(text: string): DeleteOptions {
 }
 
 /** `DELETE …/<plural>/<name>`. */
-export async function deleteResource(
-  ctx: KubeContext,
-  kind: ServedKind,
-  name: string,
-  request: Request,
-  url: URL,
-): Promise<Response> {
+export async function deleteResource(r: KindRequest, name: string): Promise<Response> {
+  const { ctx, kind, request, url } = r;
   refuseDryRun(url);
   const rep = negotiate(request);
   const options = parseDeleteOptions(await readBody(request));
-  const obj = await findByName(ctx, kind, name);
+  const obj = await findByName(r, name);
   if (obj === undefined) throw notFound(kind, name);
   const details = { ...detailsOf(kind, name), uid: String(obj.id) };
   if (options.uid !== undefined && options.uid !== String(obj.id)) {
@@ -126,7 +120,7 @@ export async function deleteResource(
   } catch (error) {
     throw toFailure(error, details);
   }
-  const after = await findByName(ctx, kind, name);
+  const after = await findByName(r, name);
   if (after === undefined || after.id !== obj.id) return jsonResponse(200, successStatus(details));
-  return await answerObject(ctx, kind, after, rep, url);
+  return await answerObject(r, after, rep);
 }

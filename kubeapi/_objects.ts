@@ -17,6 +17,17 @@ export interface OwnerView extends ObjectRef {
   readonly name: string;
 }
 
+/** An object as answered, with its owner resolved. */
+export interface Answered {
+  readonly obj: AnyObject;
+  readonly owner: OwnerView | undefined;
+  /**
+   * The version to report: a watch event passes the change's log position,
+   * what the client resumes from. @default {obj.resourceVersion}
+   */
+  readonly resourceVersion?: number;
+}
+
 /** RFC 3339 at second precision, as Kubernetes writes `metav1.Time`. */
 export function rfc3339(at: Date): string {
   return at.toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -29,9 +40,7 @@ function apiVersionOf(ref: ObjectRef): string {
 
 /** The object's `metadata`. */
 export function objectMetadata(
-  obj: AnyObject,
-  owner: OwnerView | undefined,
-  resourceVersion: number = obj.resourceVersion,
+  { obj, owner, resourceVersion = obj.resourceVersion }: Answered,
 ): Record<string, unknown> {
   return {
     name: obj.name,
@@ -89,35 +98,23 @@ export function objectStatus(obj: AnyObject): Record<string, unknown> {
   };
 }
 
-/**
- * The whole resource. A watch event passes the change's log position as
- * `resourceVersion`: what the client resumes from.
- */
-export function toResource(
-  kind: ServedKind,
-  obj: AnyObject,
-  owner: OwnerView | undefined,
-  resourceVersion?: number,
-): Record<string, unknown> {
+/** The whole resource. */
+export function toResource(kind: ServedKind, answered: Answered): Record<string, unknown> {
   return {
     apiVersion: kind.apiVersion,
     kind: kind.kind,
-    metadata: objectMetadata(obj, owner, resourceVersion),
-    spec: obj.spec,
-    status: objectStatus(obj),
+    metadata: objectMetadata(answered),
+    spec: answered.obj.spec,
+    status: objectStatus(answered.obj),
   };
 }
 
 /** The `PartialObjectMetadata` a table row's `object` holds. */
-export function toPartialMetadata(
-  obj: AnyObject,
-  owner: OwnerView | undefined,
-  resourceVersion?: number,
-): Record<string, unknown> {
+export function toPartialMetadata(answered: Answered): Record<string, unknown> {
   return {
     kind: "PartialObjectMetadata",
     apiVersion: "meta.k8s.io/v1",
-    metadata: objectMetadata(obj, owner, resourceVersion),
+    metadata: objectMetadata(answered),
   };
 }
 

@@ -5,7 +5,7 @@
  * @module
  */
 import { NotFoundError } from "@beehive/beehive";
-import type { KubeContext } from "./_context.ts";
+import type { KindRequest } from "./_context.ts";
 import type { ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import {
@@ -23,6 +23,9 @@ import { table, tableRow, tableType } from "./_tables.ts";
 const LOAD = { load: ["owner"] } as const;
 const MAX_LIMIT = 2 ** 31 - 1;
 
+/** The kind a read addresses, and the state it reads through. */
+export type KindTarget = Pick<KindRequest, "ctx" | "kind">;
+
 /** The `details` of a failure about `name` of `kind`. */
 export function detailsOf(kind: ServedKind, name?: string): StatusDetails {
   return { ...(name === undefined ? {} : { name }), group: kind.group, kind: kind.plural };
@@ -30,8 +33,7 @@ export function detailsOf(kind: ServedKind, name?: string): StatusDetails {
 
 /** Reads `name`, or `undefined` when no object of the kind holds it. */
 export async function findByName(
-  ctx: KubeContext,
-  kind: ServedKind,
+  { ctx, kind }: KindTarget,
   name: string,
 ): Promise<AnyObject | undefined> {
   try {
@@ -44,36 +46,28 @@ export async function findByName(
 
 /** `obj` answered as JSON or a one-row Table. */
 export async function answerObject(
-  ctx: KubeContext,
-  kind: ServedKind,
+  { ctx, kind, url }: KindRequest,
   obj: AnyObject,
   rep: Representation,
-  url: URL,
 ): Promise<Response> {
   const owner = (await resolveOwners(ctx.store, [obj])).get(obj.id);
   if (rep.as === "table") {
-    const row = tableRow(kind, obj, owner, includeObjectParam(url), Date.now());
+    const row = tableRow(kind, { obj, owner, include: includeObjectParam(url), now: Date.now() });
     return jsonResponse(
       200,
       table(rep.version, [row], { resourceVersion: String(obj.resourceVersion) }),
       tableType(rep.version),
     );
   }
-  return jsonResponse(200, toResource(kind, obj, owner));
+  return jsonResponse(200, toResource(kind, { obj, owner }));
 }
 
 /** `GET …/<plural>/<name>`. */
-export async function getResource(
-  ctx: KubeContext,
-  kind: ServedKind,
-  name: string,
-  request: Request,
-  url: URL,
-): Promise<Response> {
-  const rep = negotiate(request);
-  const obj = await findByName(ctx, kind, name);
-  if (obj === undefined) throw notFound(kind, name);
-  return await answerObject(ctx, kind, obj, rep, url);
+export async function getResource(r: KindRequest, name: string): Promise<Response> {
+  const rep = negotiate(r.request);
+  const obj = await findByName(r, name);
+  if (obj === undefined) throw notFound(r.kind, name);
+  return await answerObject(r, obj, rep);
 }
 
 /** Kubernetes' NotFound for `name` of `kind`. */
@@ -117,8 +111,7 @@ interface Page {
 }
 
 async function readPage(
-  ctx: KubeContext,
-  kind: ServedKind,
+  { ctx, kind }: KindTarget,
   o: { after: number; want: number; keep: (obj: AnyObject) => boolean },
 ): Promise<Page> {
   const client = ctx.bh.client(kind);
@@ -144,12 +137,7 @@ async function readPage(
  * `resourceVersion` is the kind's log position read before the first page: a
  * watch from it may repeat a change the list already shows, never miss one.
  */
-export async function listResources(
-  ctx: KubeContext,
-  kind: ServedKind,
-  request: Request,
-  url: URL,
-): Promise<Response> {
+export async function listResources({ ctx, kind, request, url }: KindRequest): Promise<Response> {
   const rep = negotiate(request);
   const fields = parseFieldSelector(param(url, "fieldSelector"));
   const labels = parseLabelSelector(param(url, "labelSelector"));
@@ -160,11 +148,11 @@ export async function listResources(
   const keep = (obj: AnyObject) => fields.matches(obj) && labels({});
   let page: Page;
   if (fields.name !== undefined) {
-    const obj = token === undefined ? await findByName(ctx, kind, fields.name) : undefined;
+    const obj = token === undefined ? await findByName({ ctx, kind }, fields.name) : undefined;
     page = { objects: obj !== undefined && keep(obj) ? [obj] : [], next: undefined };
   } else {
     const want = limit === 0 ? Infinity : Math.min(limit, MAX_PAGE);
-    page = await readPage(ctx, kind, { after: token?.after ?? 0, want, keep });
+    page = await readPage({ ctx, kind }, { after: token?.after ?? 0, want, keep });
   }
   const owners = await resolveOwners(ctx.store, page.objects);
   const metadata = {
@@ -173,13 +161,15 @@ export async function listResources(
   };
   if (rep.as === "table") {
     const now = Date.now();
-    const rows = page.objects.map((o) => tableRow(kind, o, owners.get(o.id), include, now));
+    const rows = page.objects.map((obj) =>
+      tableRow(kind, { obj, owner: owners.get(obj.id), include, now })
+    );
     return jsonResponse(200, table(rep.version, rows, metadata), tableType(rep.version));
   }
   return jsonResponse(200, {
     apiVersion: kind.apiVersion,
     kind: `${kind.kind}List`,
     metadata,
-    items: page.objects.map((o) => toResource(kind, o, owners.get(o.id))),
+    items: page.objects.map((obj) => toResource(kind, { obj, owner: owners.get(obj.id) })),
   });
 }

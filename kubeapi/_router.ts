@@ -5,16 +5,10 @@
  *
  * @module
  */
-import type { KubeContext } from "./_context.ts";
+import type { KindRequest, KubeContext } from "./_context.ts";
 import { deleteResource } from "./_delete.ts";
 import { apiGroup, apiGroupList, apiResourceList, versionInfo } from "./_discovery.ts";
-import {
-  findServedKind,
-  isGroupName,
-  listServedKinds,
-  type ServedKind,
-  VERSION,
-} from "./_kinds.ts";
+import { findServedKind, isGroupName, listServedKinds, VERSION } from "./_kinds.ts";
 import { getResource, listResources } from "./_reads.ts";
 import { boolParam } from "./_request.ts";
 import { failureResponse, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
@@ -90,40 +84,26 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
   if (parts[2] !== VERSION || parts[3] === "namespaces") throw notFoundPath();
   const kind = await findServedKind(ctx.store, group, parts[3]);
   if (kind === undefined) throw notFoundPath();
-  if (parts.length === 4) return await collection(ctx, kind, request, url, method);
-  if (parts.length === 5) return await item(ctx, kind, parts[4], request, url, method);
+  const r: KindRequest = { ctx, kind, request, url };
+  if (parts.length === 4) return await collection(r, method);
+  if (parts.length === 5) return await item(r, parts[4], method);
   if (parts.length === 6 && parts[5] === "status") {
     readOnly(`the status of ${kind.plural}`);
-    return await getResource(ctx, kind, parts[4], request, url);
+    return await getResource(r, parts[4]);
   }
   throw notFoundPath();
 }
 
-function collection(
-  ctx: KubeContext,
-  kind: ServedKind,
-  request: Request,
-  url: URL,
-  method: string,
-): Promise<Response> {
-  if (method !== "GET") throw notAllowed(request.method, `${kind.plural}.${kind.group}`);
-  return boolParam(url, "watch")
-    ? watchResources(ctx, kind, request, url)
-    : listResources(ctx, kind, request, url);
+function collection(r: KindRequest, method: string): Promise<Response> {
+  if (method !== "GET") throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}`);
+  return boolParam(r.url, "watch") ? watchResources(r) : listResources(r);
 }
 
-function item(
-  ctx: KubeContext,
-  kind: ServedKind,
-  name: string,
-  request: Request,
-  url: URL,
-  method: string,
-): Promise<Response> {
-  if (method === "GET") return getResource(ctx, kind, name, request, url);
-  if (method === "DELETE") return deleteResource(ctx, kind, name, request, url);
+function item(r: KindRequest, name: string, method: string): Promise<Response> {
+  if (method === "GET") return getResource(r, name);
+  if (method === "DELETE") return deleteResource(r, name);
   if (method === "PATCH") {
-    const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+    const type = (r.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
     if (UNSUPPORTED_PATCH.has(type)) {
       throw new KubeApiFailure(
         "UnsupportedMediaType",
@@ -132,5 +112,5 @@ function item(
       );
     }
   }
-  throw notAllowed(request.method, `${kind.plural}.${kind.group}/${name}`);
+  throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}/${name}`);
 }

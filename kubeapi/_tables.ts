@@ -8,7 +8,7 @@
  */
 import { age, readySummary } from "../cli/_inspect.ts";
 import type { ServedKind } from "./_kinds.ts";
-import { type AnyObject, type OwnerView, toPartialMetadata, toResource } from "./_objects.ts";
+import { type Answered, toPartialMetadata, toResource } from "./_objects.ts";
 
 /** What a row's `object` holds: `?includeObject=None|Metadata|Object`. */
 export type IncludeObject = "None" | "Metadata" | "Object";
@@ -37,22 +37,23 @@ const COLUMNS = [
   },
 ];
 
+/** How rows are drawn: what their `object` holds, and the instant AGE counts to. */
+export interface RowOptions {
+  readonly include: IncludeObject;
+  readonly now: number;
+}
+
 /** One row. */
 export function tableRow(
   kind: ServedKind,
-  obj: AnyObject,
-  owner: OwnerView | undefined,
-  include: IncludeObject,
-  now: number,
-  resourceVersion?: number,
+  row: Answered & RowOptions,
 ): Record<string, unknown> {
+  const { obj, include, now } = row;
   const ready = readySummary(obj.conditions);
   return {
     cells: [obj.name, ready === "Unknown?" ? "Unknown" : ready, age(obj.createdAt, now)],
     ...(include === "None" ? {} : {
-      object: include === "Object"
-        ? toResource(kind, obj, owner, resourceVersion)
-        : toPartialMetadata(obj, owner, resourceVersion),
+      object: include === "Object" ? toResource(kind, row) : toPartialMetadata(row),
     }),
   };
 }

@@ -11,7 +11,7 @@
  * @module
  */
 import type { ObjectChange } from "@beehive/beehive";
-import type { KubeContext } from "./_context.ts";
+import type { KindRequest } from "./_context.ts";
 import type { ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import {
@@ -77,12 +77,7 @@ function parseWatch(request: Request, url: URL): WatchRequest {
 }
 
 /** `GET …/<plural>?watch=true`. */
-export async function watchResources(
-  ctx: KubeContext,
-  kind: ServedKind,
-  request: Request,
-  url: URL,
-): Promise<Response> {
+export async function watchResources({ ctx, kind, request, url }: KindRequest): Promise<Response> {
   const w = parseWatch(request, url);
   const abort = new AbortController();
   const stream = await ctx.bh.client(kind).watchList({
@@ -97,13 +92,21 @@ export async function watchResources(
     return new Response(null, { headers });
   }
   const encoder = new TextEncoder();
-  const encode = async (type: string, obj: AnyObject, rv?: number) => {
-    const owner = (await resolveOwners(ctx.store, [obj])).get(obj.id);
+  const encode = async (type: string, obj: AnyObject, resourceVersion?: number) => {
+    const answered = {
+      obj,
+      owner: (await resolveOwners(ctx.store, [obj])).get(obj.id),
+      resourceVersion,
+    };
     const object = w.rep.as === "table"
-      ? table(w.rep.version, [tableRow(kind, obj, owner, w.include, Date.now(), rv)], {
-        resourceVersion: String(rv ?? obj.resourceVersion),
-      })
-      : toResource(kind, obj, owner, rv);
+      ? table(
+        w.rep.version,
+        [tableRow(kind, { ...answered, include: w.include, now: Date.now() })],
+        {
+          resourceVersion: String(resourceVersion ?? obj.resourceVersion),
+        },
+      )
+      : toResource(kind, answered);
     return encoder.encode(`${JSON.stringify({ type, object })}\n`);
   };
   let ended = false;
