@@ -9,44 +9,8 @@
  */
 import type { KindRequest } from "./_context.ts";
 import { answerObject, detailsOf, findByName, notFound } from "./_reads.ts";
-import { negotiate, refuseDryRun } from "./_request.ts";
+import { negotiate, readBody, refuseDryRun } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
-
-/** The largest request body read. */
-export const MAX_BODY = 64 * 1024;
-
-/** Reads the request body as text, at most {@linkcode MAX_BODY} bytes. */
-export async function readBody(request: Request): Promise<string> {
-  const tooLarge = () =>
-    new KubeApiFailure("RequestEntityTooLarge", `the request body is over ${MAX_BODY} bytes`);
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY) throw tooLarge();
-  if (request.body === null) return "";
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_BODY) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    throw new KubeApiFailure("BadRequest", "the request body is not UTF-8");
-  }
-}
 
 interface DeleteOptions {
   readonly uid: string | undefined;

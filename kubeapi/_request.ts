@@ -1,7 +1,8 @@
 /**
  * The request's parts, bounded and checked: query parameters (`limit`,
- * `continue`, `resourceVersion`, `timeoutSeconds`, …) and what the `Accept`
- * header asks for. Anything malformed is a `BadRequest`, never an exception.
+ * `continue`, `resourceVersion`, `timeoutSeconds`, …), the body, and what
+ * the `Accept` header asks for. Anything malformed or oversized throws a
+ * `KubeApiFailure` the router answers as a 4xx `Status`.
  *
  * @module
  */
@@ -73,6 +74,42 @@ export function includeObjectParam(url: URL): IncludeObject {
 /** Refuses `dryRun`, which this server does not implement, rather than writing for real. */
 export function refuseDryRun(url: URL): void {
   if (param(url, "dryRun") !== undefined) throw bad("dryRun is not supported by this server");
+}
+
+/** The largest request body read. */
+export const MAX_BODY = 64 * 1024;
+
+/** Reads the request body as text, at most {@linkcode MAX_BODY} bytes. */
+export async function readBody(request: Request): Promise<string> {
+  const tooLarge = () =>
+    new KubeApiFailure("RequestEntityTooLarge", `the request body is over ${MAX_BODY} bytes`);
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY) throw tooLarge();
+  if (request.body === null) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new KubeApiFailure("BadRequest", "the request body is not UTF-8");
+  }
 }
 
 /** One media range of an `Accept` header: type and parameters. */
