@@ -9,7 +9,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Beehive } from "../../mod.ts";
 import { type KubeApiHandler, toNodeListener } from "../../kubeapi/mod.ts";
-import { openSqliteStore, type SqliteStore } from "../../store/sqlite/mod.ts";
+import { openSqliteStore, type SqliteStore } from "../_sqlite_driver.ts";
 
 export const Cluster = { group: "kstack.sh", kind: "Cluster" };
 export const Node = { group: "kstack.sh", kind: "Node" };

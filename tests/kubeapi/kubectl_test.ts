@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Beehive } from "../../mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
-import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { openSqliteStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { Cluster, serve } from "./_kubeapi_harness.ts";
 
