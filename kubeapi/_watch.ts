@@ -109,6 +109,22 @@ export async function watchResources({ ctx, kind, request, url }: KindRequest): 
       : toResource(kind, answered);
     return encoder.encode(`${JSON.stringify({ type, object })}\n`);
   };
+  async function* events(): AsyncGenerator<Uint8Array> {
+    try {
+      if (w.resumeFrom === undefined) {
+        for (const obj of stream.objects) if (w.keep(obj)) yield await encode("ADDED", obj);
+      }
+      if (w.initialEventsEnd) yield bookmark(kind, stream.resourceVersion, encoder);
+      for await (const change of stream) {
+        const chunk = await encodeChange(change, w, encode);
+        if (chunk !== undefined) yield chunk;
+      }
+      if (stream.error !== undefined) yield errorEvent(stream.error, encoder);
+    } catch (error) {
+      yield errorEvent(error, encoder);
+    }
+  }
+  const chunks = events();
   let ended = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const end = () => {
@@ -119,48 +135,28 @@ export async function watchResources({ ctx, kind, request, url }: KindRequest): 
     abort.abort();
     stream.close();
   };
+  if (request.signal.aborted) end();
+  else request.signal.addEventListener("abort", end);
+  if (!ended && w.timeoutSeconds !== undefined && w.timeoutSeconds > 0) {
+    timer = setTimeout(end, w.timeoutSeconds * 1000);
+  }
+  // Pulled, not pushed: the watch is read only as fast as the client reads, and
+  // the library collapses what a slow client has not taken yet.
   const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      if (request.signal.aborted) end();
-      request.signal.addEventListener("abort", end);
-      if (w.timeoutSeconds !== undefined && w.timeoutSeconds > 0) {
-        timer = setTimeout(end, w.timeoutSeconds * 1000);
-      }
-      const write = (chunk: Uint8Array) => {
-        if (ended) return;
-        try {
-          controller.enqueue(chunk);
-        } catch {
+    async pull(controller) {
+      const next = await chunks.next();
+      try {
+        if (next.done) {
           end();
-        }
-      };
-      void (async () => {
-        try {
-          if (w.resumeFrom === undefined) {
-            for (const obj of stream.objects) {
-              if (w.keep(obj)) write(await encode("ADDED", obj));
-            }
-          }
-          if (w.initialEventsEnd) write(bookmark(kind, stream.resourceVersion, encoder));
-          for await (const change of stream) {
-            if (ended) break;
-            const chunk = await encodeChange(change, w, encode);
-            if (chunk !== undefined) write(chunk);
-          }
-          if (stream.error !== undefined) write(errorEvent(stream.error, encoder));
-        } catch (error) {
-          write(errorEvent(error, encoder));
-        }
-        end();
-        try {
           controller.close();
-        } catch {
-          // the reader cancelled first
-        }
-      })();
+        } else controller.enqueue(next.value);
+      } catch {
+        end(); // the reader cancelled meanwhile
+      }
     },
-    cancel() {
+    async cancel() {
       end();
+      await chunks.return(undefined);
     },
   });
   return new Response(body, { headers });

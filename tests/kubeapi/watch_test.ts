@@ -20,7 +20,7 @@ test("kubeApiHandler watch with resourceVersion=0 sends the current objects as A
   await withStore(async (store, bh) => {
     const prod = await bh.client(Cluster).create("prod", { replicas: 1 });
     const abort = new AbortController();
-    const response = await kubeApiHandler({ store })(
+    const response = await kubeApiHandler({ store, pollInterval: 50 })(
       new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=0`, {
         signal: abort.signal,
       }),
@@ -66,7 +66,7 @@ test("kubeApiHandler watch sends one-row Tables for the Table Accept and honours
     await bh.client(Cluster).create("prod", {});
     await bh.client(Cluster).create("dev", {});
     const abort = new AbortController();
-    const response = await kubeApiHandler({ store })(
+    const response = await kubeApiHandler({ store, pollInterval: 50 })(
       new Request(
         `http://kube.test${CLUSTERS}?watch=true&fieldSelector=metadata.name%3Ddev`,
         { headers: { accept: TABLE }, signal: abort.signal },
@@ -117,7 +117,7 @@ test("kubeApiHandler watch from a version retention trimmed ends with a 410 Expi
   await withStore(async (store, bh) => {
     for (const name of ["a", "b", "c"]) await bh.client(Cluster).create(name, {});
     await store.objectWrites.sweep({ perKind: 1, maxAge: 0 });
-    const response = await kubeApiHandler({ store })(
+    const response = await kubeApiHandler({ store, pollInterval: 50 })(
       new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=1`),
     );
     const events = eventsOf(response);
@@ -136,7 +136,7 @@ test("kubeApiHandler watch ends its stream when the request's signal aborts befo
     await bh.client(Cluster).create("prod", {});
     const rv = await store.objectWrites.maxVersion(Cluster);
     const abort = new AbortController();
-    const response = await kubeApiHandler({ store })(
+    const response = await kubeApiHandler({ store, pollInterval: 50 })(
       new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=${rv}`, {
         signal: abort.signal,
       }),
