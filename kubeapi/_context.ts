@@ -6,12 +6,13 @@
  * @module
  */
 import type { Beehive, Store } from "@beehive/beehive";
-import type { ServedKind } from "./_kinds.ts";
+import type { ServedKind, ServedKinds } from "./_kinds.ts";
 
 /** The handler's shared state. */
 export interface KubeContext {
   readonly store: Store;
   readonly bh: Beehive;
+  readonly kinds: ServedKinds;
 }
 
 /** A request addressed to one served kind. */

@@ -71,12 +71,34 @@ export async function listServedKinds(store: Store): Promise<ServedKind[]> {
   return out;
 }
 
-/** The kind served as `plural` in `group`, or `undefined`. */
-export async function findServedKind(
-  store: Store,
-  group: string,
-  plural: string,
-): Promise<ServedKind | undefined> {
-  if (!isGroupName(group)) return undefined;
-  return (await listServedKinds(store)).find((k) => k.group === group && k.plural === plural);
+/**
+ * The served kinds of one store, remembered: a lookup reads the store only
+ * for a resource it has not served yet (a kind, once served, stays served —
+ * with no objects, its list is just empty). Listing always reads the store.
+ */
+export class ServedKinds {
+  readonly #store: Store;
+  readonly #known = new Map<string, ServedKind>();
+
+  constructor(store: Store) {
+    this.#store = store;
+  }
+
+  /** Every served kind, read afresh. */
+  async list(): Promise<ServedKind[]> {
+    const kinds = await listServedKinds(this.#store);
+    for (const k of kinds) {
+      const key = `${k.group}/${k.plural}`;
+      if (!this.#known.has(key)) this.#known.set(key, k);
+    }
+    return kinds;
+  }
+
+  /** The kind served as `plural` in `group`, or `undefined`. */
+  async find(group: string, plural: string): Promise<ServedKind | undefined> {
+    if (!isGroupName(group)) return undefined;
+    const key = `${group}/${plural}`;
+    if (!this.#known.has(key)) await this.list();
+    return this.#known.get(key);
+  }
 }

@@ -8,7 +8,7 @@
 import type { KindRequest, KubeContext } from "./_context.ts";
 import { deleteResource } from "./_delete.ts";
 import { apiGroup, apiGroupList, apiResourceList, versionInfo } from "./_discovery.ts";
-import { findServedKind, isGroupName, listServedKinds, VERSION } from "./_kinds.ts";
+import { isGroupName, VERSION } from "./_kinds.ts";
 import { getResource, listResources } from "./_reads.ts";
 import { boolParam } from "./_request.ts";
 import { failureResponse, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
@@ -70,19 +70,19 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
   if (parts[0] !== "apis") throw notFoundPath();
   if (parts.length === 1) {
     readOnly("/apis");
-    return jsonResponse(200, apiGroupList(await listServedKinds(ctx.store)));
+    return jsonResponse(200, apiGroupList(await ctx.kinds.list()));
   }
   const group = parts[1];
   if (!isGroupName(group)) throw notFoundPath();
   if (parts.length === 2 || parts.length === 3) {
-    const kinds = (await listServedKinds(ctx.store)).filter((k) => k.group === group);
+    const kinds = (await ctx.kinds.list()).filter((k) => k.group === group);
     if (kinds.length === 0 || (parts.length === 3 && parts[2] !== VERSION)) throw notFoundPath();
     readOnly(`/apis/${group}`);
     return jsonResponse(200, parts.length === 2 ? apiGroup(group) : apiResourceList(group, kinds));
   }
   // Every served kind is cluster-scoped: a namespaced path names nothing.
   if (parts[2] !== VERSION || parts[3] === "namespaces") throw notFoundPath();
-  const kind = await findServedKind(ctx.store, group, parts[3]);
+  const kind = await ctx.kinds.find(group, parts[3]);
   if (kind === undefined) throw notFoundPath();
   const r: KindRequest = { ctx, kind, request, url };
   if (parts.length === 4) return await collection(r, method);

@@ -37,6 +37,7 @@
  * @module
  */
 import { Beehive, type Store } from "@beehive/beehive";
+import { ServedKinds } from "./_kinds.ts";
 import { route } from "./_router.ts";
 import { failureResponse, KubeApiFailure } from "./_status.ts";
 
@@ -92,7 +93,7 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
   const base = normalizeBase(options.basePath);
   const store = options.store;
   const bh = new Beehive(store, { watchFloorInterval: options.pollInterval ?? 500 });
-  const ctx = { store, bh };
+  const ctx = { store, bh, kinds: new ServedKinds(store) };
   return async (request) => {
     let path: string;
     try {

@@ -93,3 +93,29 @@ test("kubeApiHandler serves under basePath and answers NotFound outside it", asy
     assert.throws(() => kubeApiHandler({ store, basePath: "k8s" }), TypeError);
   });
 });
+
+test("kubeApiHandler finds a kind stored after it started, and looks a known kind up without listing kinds", async () => {
+  await withStore(async (store, bh) => {
+    let scans = 0;
+    const counting = new Proxy(store, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        if (key !== "objectWrites") return typeof value === "function" ? value.bind(target) : value;
+        return new Proxy(value, {
+          get(writes, k) {
+            const method = Reflect.get(writes, k, writes);
+            if (k === "listSinceAll") scans++;
+            return typeof method === "function" ? method.bind(writes) : method;
+          },
+        });
+      },
+    });
+    const handle = kubeApiHandler({ store: counting });
+    assert.equal((await call(handle, "/apis/kstack.sh/v1/clusters")).status, 404);
+    await bh.client(Cluster).create("prod", {});
+    assert.equal((await call(handle, "/apis/kstack.sh/v1/clusters")).status, 200);
+    const before = scans;
+    assert.equal((await call(handle, "/apis/kstack.sh/v1/clusters/prod")).status, 200);
+    assert.equal(scans, before);
+  });
+});
