@@ -7,7 +7,7 @@
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Beehive } from "../../mod.ts";
+import { Beehive, type Store } from "../../mod.ts";
 import { type KubeApiHandler, toNodeListener } from "../../kubeapi/mod.ts";
 import { openSqliteStore, type SqliteStore } from "../_sqlite_driver.ts";
 
@@ -26,6 +26,33 @@ export async function withStore(
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `store` with `family.method` replaced by `around`, which receives the
+ * original (bound) and the call's arguments; everything else passes through.
+ */
+export function intercept<F extends keyof Store>(
+  store: Store,
+  target: { family: F; method: string },
+  // deno-lint-ignore no-explicit-any
+  around: (original: (...args: any[]) => Promise<any>, ...args: any[]) => Promise<unknown>,
+): Store {
+  const bound = (owner: object, key: PropertyKey) => {
+    const value = Reflect.get(owner, key, owner);
+    return typeof value === "function" ? value.bind(owner) : value;
+  };
+  return new Proxy(store, {
+    get(s, key) {
+      if (key !== target.family) return bound(s, key);
+      return new Proxy(s[target.family] as object, {
+        get(family, k) {
+          const value = bound(family, k);
+          return k === target.method ? (...args: unknown[]) => around(value, ...args) : value;
+        },
+      });
+    },
+  });
 }
 
 /** A response read whole. */

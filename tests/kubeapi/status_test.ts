@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { Store } from "../../mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
-import { call, Cluster, CLUSTERS, withStore } from "./_kubeapi_harness.ts";
+import { call, Cluster, CLUSTERS, intercept, withStore } from "./_kubeapi_harness.ts";
 
 async function failure(
   store: Store,
@@ -162,28 +162,15 @@ test("kubeApiHandler delete answers a Success Status once the object is gone", a
   await withStore(async (store, bh) => {
     const prod = await bh.client(Cluster).create("prod", {});
     // A store whose deletion marks are collected at once, as a fast collector would.
-    const collecting = new Proxy(store, {
-      get(target, key) {
-        if (key !== "deletionRequests") {
-          const value = Reflect.get(target, key, target);
-          return typeof value === "function" ? value.bind(target) : value;
-        }
-        const requests = target.deletionRequests;
-        return new Proxy(requests, {
-          get(t, k) {
-            if (k !== "create") {
-              const value = Reflect.get(t, k, t);
-              return typeof value === "function" ? value.bind(t) : value;
-            }
-            return async (...args: Parameters<typeof requests.create>) => {
-              const result = await t.create(...args);
-              await target.objects.delete(args[0].id);
-              return result;
-            };
-          },
-        });
+    const collecting = intercept(
+      store,
+      { family: "deletionRequests", method: "create" },
+      async (create, ref) => {
+        const result = await create(ref);
+        await store.objects.delete(ref.id);
+        return result;
       },
-    });
+    );
     const answer = await call(kubeApiHandler({ store: collecting }), `${CLUSTERS}/prod`, {
       method: "DELETE",
     });
