@@ -36,7 +36,7 @@
  *
  * @module
  */
-import { Beehive, type Store } from "@beehive/beehive";
+import { Beehive, InvalidOptionError, type Store } from "@beehive/beehive";
 import { ServedKinds } from "./_kinds.ts";
 import { route } from "./_router.ts";
 import { failureResponse, KubeApiFailure } from "./_status.ts";
@@ -81,8 +81,9 @@ function normalizeBase(basePath: unknown): string {
  * per kind `/apis/<group>/v1/<plural>` (`GET`: list, or watch with
  * `?watch=true`), `…/<plural>/<name>` (`GET`, `DELETE`) and
  * `…/<name>/status` (`GET`). Failures answer Kubernetes `Status` objects
- * (400, 404, 405, 406, 409, 410, 413, 415, 422, 503); a watch ends when its
- * request's signal aborts or its reader cancels.
+ * (400, 404, 405, 406, 409, 413, 415, 422, 503); a watch whose version the
+ * log no longer holds ends with an `ERROR` event carrying a 410 `Expired`
+ * Status. A watch ends when its request's signal aborts or its reader cancels.
  * @throws {TypeError} `options` is not an object, or `basePath` does not start with `/`.
  * @throws {InvalidOptionError} `pollInterval` is not a positive number.
  */
@@ -92,7 +93,13 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
   }
   const base = normalizeBase(options.basePath);
   const store = options.store;
-  const bh = new Beehive(store, { watchFloorInterval: options.pollInterval ?? 500 });
+  const pollInterval = options.pollInterval ?? 500;
+  if (typeof pollInterval !== "number" || !(pollInterval > 0) || !Number.isFinite(pollInterval)) {
+    throw new InvalidOptionError(
+      `Cannot use option pollInterval: current value is ${pollInterval}, expected a number > 0 (ms)`,
+    );
+  }
+  const bh = new Beehive(store, { watchFloorInterval: pollInterval });
   const ctx = { store, bh, kinds: new ServedKinds(store) };
   return async (request) => {
     let path: string;

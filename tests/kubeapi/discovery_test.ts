@@ -82,7 +82,7 @@ test("kubeApiHandler /apis/<group>/v1 lists the kinds as cluster-scoped plurals 
   });
 });
 
-test("kubeApiHandler serves under basePath and answers NotFound outside it", async () => {
+test("kubeApiHandler serves under basePath, answers NotFound outside it, and rejects bad options", async () => {
   await withStore(async (store, bh) => {
     await bh.client(Cluster).create("prod", {});
     const handle = kubeApiHandler({ store, basePath: "/k8s/" });
@@ -91,6 +91,7 @@ test("kubeApiHandler serves under basePath and answers NotFound outside it", asy
     assert.equal(outside.status, 404);
     assert.equal(outside.body.reason, "NotFound");
     assert.throws(() => kubeApiHandler({ store, basePath: "k8s" }), TypeError);
+    assert.throws(() => kubeApiHandler({ store, pollInterval: 0 }), /pollInterval/);
   });
 });
 
