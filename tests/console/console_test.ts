@@ -32,7 +32,7 @@ async function get(
   path: string,
   init?: RequestInit,
 ): Promise<{ status: number; body: string; headers: Headers }> {
-  const response = await handle(new Request(`http://console.test${path}`, init));
+  const response = await handle(new Request(`http://localhost${path}`, init));
   return { status: response.status, body: await response.text(), headers: response.headers };
 }
 
@@ -171,7 +171,7 @@ test("consoleHandler answers unknown paths, kinds and objects with 404 and write
       assert.equal(r.headers.get("allow"), "GET, HEAD");
     }
     const head = await handle(
-      new Request(`http://console.test/c/objects/${prod.id}`, { method: "HEAD" }),
+      new Request(`http://localhost/c/objects/${prod.id}`, { method: "HEAD" }),
     );
     assert.equal(head.status, 200);
     assert.equal(head.body, null);
@@ -209,10 +209,10 @@ test("consoleHandler live feeds report a kind's and an object's changes and end 
 
     const kindAbort = new AbortController();
     const kindFeed = await handle(
-      new Request("http://console.test/kinds/Cluster.kstack.sh/live", { signal: kindAbort.signal }),
+      new Request("http://localhost/kinds/Cluster.kstack.sh/live", { signal: kindAbort.signal }),
     );
     assert.equal(kindFeed.headers.get("content-type"), "text/event-stream; charset=utf-8");
-    const objectFeed = await handle(new Request(`http://console.test/objects/${prod.id}/live`));
+    const objectFeed = await handle(new Request(`http://localhost/objects/${prod.id}/live`));
     const kindReader = kindFeed.body!.getReader();
     const objectReader = objectFeed.body!.getReader();
     await readUntil(kindReader, (t) => t.includes("retry: 2000"));
