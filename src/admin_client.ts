@@ -6,6 +6,7 @@
  */
 import { checkId, checkKind, type Engine, kindName } from "./_engine.ts";
 import { attempt } from "./_values.ts";
+import { checkKindBounds } from "./_write_checks.ts";
 import { PassWriter } from "./controller_client.ts";
 import { InvalidOptionError, WrongKindError } from "./errors.ts";
 import { schemasOf } from "./kind.ts";
@@ -42,6 +43,7 @@ export class AdminClient<Status> {
   constructor(engine: Engine, kind: GroupKind) {
     this.#engine = engine;
     this.#gk = checkKind(kind);
+    checkKindBounds(this.#gk, engine.options.limits);
     this.#schemas = schemasOf(kind);
   }
 

@@ -32,7 +32,7 @@ import type { ReconcileResult } from "./result.ts";
 import type { GroupKind, HeldLease, Store } from "./store.ts";
 import { LeaderElector } from "./leader_elector.ts";
 import { type Kind, schemasOf } from "./kind.ts";
-import { NO_SCHEMAS } from "./_write_checks.ts";
+import { checkKindBounds, NO_SCHEMAS } from "./_write_checks.ts";
 
 /** A reconcile function: drives one object toward its spec. */
 export type ReconcileFn<Spec, Status> = (
@@ -184,6 +184,7 @@ export class Beehive {
   ): void {
     const gk = checkKind(kind);
     const engine = this.#engine;
+    checkKindBounds(gk, engine.options.limits);
     if (engine.state !== "new") {
       throw new BeehiveError(
         `Cannot register ${kindName(gk)}: the Beehive has already ${

@@ -5,10 +5,15 @@
  * @module
  */
 import { DecodeError, exceedsBytes, utf8Length } from "./codec.ts";
-import { type KindSchemas, prepareValue } from "./_write_checks.ts";
+import {
+  checkFinalizerBounds,
+  checkKindBounds,
+  type KindSchemas,
+  prepareValue,
+} from "./_write_checks.ts";
 import { schemasOf } from "./kind.ts";
 import { checkId, checkKind, type Engine, kindName } from "./_engine.ts";
-import { attempt } from "./_values.ts";
+import { attempt, quote } from "./_values.ts";
 import { isStorableText } from "./_text.ts";
 import {
   BeehiveError,
@@ -112,7 +117,7 @@ function checkName(name: unknown): asserts name is string {
   if (name === "") throw new InvalidNameError("Cannot use name: it must not be empty");
   if (!isStorableText(name)) {
     throw new InvalidNameError(
-      `Cannot use name ${JSON.stringify(name)}: it must be well-formed UTF-16 without NUL`,
+      `Cannot use name ${quote(name)}: it must be well-formed UTF-16 without NUL`,
     );
   }
 }
@@ -275,6 +280,7 @@ export class Client<Spec, Status> {
     this.#engine = engine;
     this.#store = store;
     this.#gk = checkKind(kind);
+    checkKindBounds(this.#gk, engine.options.limits);
     this.#schemas = schemasOf(kind);
     this.#inTransaction = inTransaction;
   }
@@ -339,6 +345,7 @@ export class Client<Spec, Status> {
           }: only a kind with a controller registered in this process can clear them`,
         );
       }
+      checkFinalizerBounds(o.finalizers, this.#engine.options.limits);
       finalizers = [...o.finalizers];
     }
     // Validated last: a schema sees only calls whose other arguments are sound.

@@ -486,7 +486,13 @@ export class Reconciler implements KindLoop {
       return { ...collected, report: "failed", error };
     }
     const baseline = new StatusBaseline(raw.status, raw.statusVersion);
-    const { client, end } = passClient(engine, term, ref, baseline);
+    const { client, end } = passClient(
+      engine,
+      term,
+      ref,
+      baseline,
+      new Set(raw.conditions.map((c) => c.type)),
+    );
     let info: ResultInfo;
     try {
       const returned = await this.#reconcile(obj, client);
