@@ -48,6 +48,7 @@ import {
   listKinds,
   type ObjectView,
   parseKind,
+  prettyJson,
   readRelations,
   readySummary,
   type RefView,
@@ -492,7 +493,7 @@ function refList(ctx: Ctx, refs: readonly RefView[]): Html {
 
 function jsonBlock(value: unknown): Html {
   if (value === undefined) return html`<p class="muted">not written yet</p>`;
-  return html`<pre>${JSON.stringify(value, null, 2)}</pre>`;
+  return html`<pre>${prettyJson(value)}</pre>`;
 }
 
 async function objectPage(
