@@ -394,7 +394,7 @@ function usage(io: CliIo, error: unknown): number {
  * bidirectional overrides too: nothing a stored value holds can move the
  * cursor, recolour or retitle the terminal, or reorder what it shows.
  */
-export function terminalSafe(text: string): string {
+function terminalSafe(text: string): string {
   // deno-lint-ignore no-control-regex
   return text.replace(
     /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,

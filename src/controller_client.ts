@@ -259,8 +259,13 @@ export class PassWriter<Status> implements ControllerTx<Status> {
    * could cross it). @throws {InvalidConditionError}
    */
   async #checkConditionCount(conditions: readonly unknown[], max: number): Promise<void> {
-    const known = this.#state.conditionTypes ??
-      new Set((await this.#store.objects.get(this.#ref.id)).conditions.map((c) => c.type));
+    let known = this.#state.conditionTypes;
+    if (known === undefined) {
+      // A read that fails (no such id) leaves the write to report it after its own checks.
+      const stored = await this.#store.objects.get(this.#ref.id).catch(() => undefined);
+      if (stored === undefined) return;
+      known = new Set(stored.conditions.map((c) => c.type));
+    }
     if (known.size + conditions.length <= max) return;
     const types = new Set(known);
     for (const c of conditions) {

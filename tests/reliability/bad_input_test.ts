@@ -714,7 +714,8 @@ function createNameErrors(name: unknown): ErrorClass[] {
 }
 
 function jsonErrors(value: unknown): ErrorClass[] {
-  return encode(value) === undefined ? [TypeError] : [];
+  if (encode(value) === undefined) return [TypeError];
+  return nestingOf(value) > NESTING_DEPTH ? [TooLargeError as unknown as ErrorClass] : [];
 }
 
 function optionObjectErrors(o: unknown): ErrorClass[] {
@@ -775,6 +776,34 @@ function tooLongMessage(v: unknown): boolean {
   return typeof v === "string" && new TextEncoder().encode(v).length > MESSAGE_BYTES;
 }
 
+/** The default `limits.fieldBytes`: group, kind, condition type and reason, event reason and category, finalizers. */
+const FIELD_BYTES = 1_024;
+
+function tooLongField(v: unknown): boolean {
+  return typeof v === "string" && new TextEncoder().encode(v).length > FIELD_BYTES;
+}
+
+/** The default `limits.nestingDepth`. */
+const NESTING_DEPTH = 64;
+
+/** How deep the JSON of `value` nests objects and arrays (`{}` is 1), from its encoded text. */
+function nestingOf(value: unknown): number {
+  const text = encode(value) ?? "";
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "{" || c === "[") deepest = Math.max(deepest, ++depth);
+    else if (c === "}" || c === "]") depth--;
+  }
+  return deepest;
+}
+
 function conditionErrors(list: unknown): ErrorClass[] {
   if (!Array.isArray(list)) return [TypeError];
   const errors = new Set<ErrorClass>();
@@ -791,6 +820,7 @@ function conditionErrors(list: unknown): ErrorClass[] {
     if (
       !text(r.type, true) || !["True", "False", "Unknown"].includes(r.status as string) ||
       !text(r.reason, false) || !text(r.message, false) || tooLongMessage(r.message) ||
+      tooLongField(r.type) || tooLongField(r.reason) ||
       (r.liveness !== undefined && typeof r.liveness !== "boolean")
     ) errors.add(InvalidConditionError);
     if (typeof r.type === "string") {
@@ -805,13 +835,14 @@ function eventErrors(e: unknown): ErrorClass[] {
   if (typeof e !== "object" || e === null) return [TypeError];
   const r = e as Record<string, unknown>;
   const errors: ErrorClass[] = [];
-  if (r.detail !== undefined && encode(r.detail) === undefined) errors.push(TypeError);
+  if (r.detail !== undefined) errors.push(...jsonErrors(r.detail));
   const text = (v: unknown, required: boolean) =>
     (v === undefined && !required) ||
     (typeof v === "string" && storable(v) && (!required || v !== ""));
   if (
     (r.type !== "Normal" && r.type !== "Warning") || !text(r.reason, true) ||
-    !text(r.category, false) || !text(r.message, false) || tooLongMessage(r.message)
+    !text(r.category, false) || !text(r.message, false) || tooLongMessage(r.message) ||
+    tooLongField(r.reason) || tooLongField(r.category)
   ) errors.push(InvalidEventError);
   return errors;
 }
@@ -2496,7 +2527,7 @@ function kindValid(k: unknown): boolean {
   if (typeof k !== "object" || k === null) return false;
   const { group, kind } = k as Record<string, unknown>;
   return typeof group === "string" && typeof kind === "string" && kind !== "" &&
-    storable(group) && storable(kind);
+    storable(group) && storable(kind) && !tooLongField(group) && !tooLongField(kind);
 }
 
 test("bad input: malformed kinds are refused by client, adminClient and register alike", async () => {
@@ -2962,19 +2993,42 @@ function ofBytes(bytes: number, widths: readonly number[]): string {
   return out;
 }
 
-test("bad input: limits hold at, below and above each boundary in UTF-8 bytes, and a refusal writes nothing", async () => {
+test("bad input: limits hold at, below and above each boundary, and a refusal writes nothing", async () => {
   const store = await openSqliteStore(":memory:");
   let n = 0;
   try {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom("nameBytes", "objectBytes", "messageBytes", "conditionMessage", "detail"),
+        fc.constantFrom(
+          "nameBytes",
+          "objectBytes",
+          "messageBytes",
+          "conditionMessage",
+          "detail",
+          "conditionType",
+          "conditionReason",
+          "eventReason",
+          "eventCategory",
+          "finalizer",
+          "conditionsPerObject",
+          "finalizersPerObject",
+          "nestingDepth",
+        ),
         fc.integer({ min: 16, max: 300 }),
         fc.constantFrom(-1, 0, 1),
         fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 6 }),
         async (limitOf, limit, delta, widths) => {
           const gk = { group: "test.beehive.dev", kind: `Limited${n++}` };
-          const limits = { nameBytes: limit, objectBytes: limit, messageBytes: limit };
+          const limits = {
+            nameBytes: limit,
+            // A value nested `limit` deep is 2 × limit bytes: only the depth is under test.
+            objectBytes: limitOf === "nestingDepth" ? 4 * limit : limit,
+            messageBytes: limit,
+            fieldBytes: limit,
+            conditionsPerObject: limit,
+            finalizersPerObject: limit,
+            nestingDepth: limit,
+          };
           const bh = new Beehive(store, { limits });
           bh.register(gk, () => settled());
           const client = bh.client(gk);
@@ -3013,6 +3067,49 @@ test("bad input: limits hold at, below and above each boundary in UTF-8 bytes, a
                 });
               refusal = InvalidEventError;
               break;
+            case "conditionType":
+            case "conditionReason":
+              call = () =>
+                bh.adminClient(gk).setCondition(seeded.id, {
+                  type: limitOf === "conditionType" ? ofBytes(size, widths) : "C",
+                  status: "True",
+                  reason: limitOf === "conditionReason" ? ofBytes(size, widths) : "R",
+                });
+              refusal = InvalidConditionError;
+              break;
+            case "eventReason":
+            case "eventCategory":
+              call = () =>
+                bh.adminClient(gk).addEvent(seeded.id, {
+                  type: "Normal",
+                  reason: limitOf === "eventReason" ? ofBytes(size, widths) : "R",
+                  category: limitOf === "eventCategory" ? ofBytes(size, widths) : "c",
+                });
+              refusal = InvalidEventError;
+              break;
+            case "finalizer":
+              call = () => bh.adminClient(gk).addFinalizer(seeded.id, ofBytes(size, widths));
+              refusal = InvalidOptionError;
+              break;
+            case "conditionsPerObject":
+              call = () =>
+                bh.adminClient(gk).setConditions(
+                  seeded.id,
+                  Array.from({ length: size }, (_, i) => ({ type: `T${i}`, status: "True" })),
+                );
+              refusal = InvalidConditionError;
+              break;
+            case "finalizersPerObject":
+              call = () =>
+                client.create("held", {}, {
+                  finalizers: Array.from({ length: size }, (_, i) => `f/${i}`),
+                });
+              refusal = InvalidOptionError;
+              break;
+            case "nestingDepth":
+              call = () => client.update(seeded.id, nestedArrays(size));
+              refusal = TooLargeError;
+              break;
             default:
               call = () =>
                 bh.adminClient(gk).setCondition(seeded.id, {
@@ -3045,6 +3142,13 @@ test("bad input: limits hold at, below and above each boundary in UTF-8 bytes, a
     report("limits");
   }
 });
+
+/** Arrays nested `depth` deep (`[]` is 1). */
+function nestedArrays(depth: number): unknown {
+  let v: unknown = [];
+  for (let i = 1; i < depth; i++) v = [v];
+  return v;
+}
 
 type RacingOp = "update" | "updateByName" | "delete";
 
