@@ -40,7 +40,9 @@ import {
   TooLargeError,
   WrongKindError,
 } from "../../mod.ts";
+import { consoleHandler } from "../../console/mod.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
+import { cli } from "../cli/_cli_harness.ts";
 import { test } from "../_test.ts";
 import { type AnyCC, Harness, Other, Thing } from "../_beehive_harness.ts";
 import { scratchDir } from "./_scratch.ts";
@@ -3218,5 +3220,197 @@ test("bad input: conditional writers racing from one read: exactly one wins, the
   } finally {
     await store.close();
     report("racing conditional writers");
+  }
+});
+
+// ---------------------------------------------------------------------------
+// The console and the CLI
+
+const consoleSegment = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom(
+      "",
+      "kinds",
+      "objects",
+      "live",
+      "console.js",
+      "console.css",
+      "Thing.test.beehive.dev",
+      "1",
+      "2",
+      "0",
+      "-1",
+      "1e3",
+      "99999999999999999999",
+      "%00",
+      "%00.x",
+      "A.%00",
+      "%1B%5B2J.x",
+      "%7F",
+      "%C2%9B",
+      "%ZZ",
+      "%E0%A4%A",
+      "%ED%A0%80",
+      "%C0%AF",
+      "..",
+      "%2e%2e",
+      "%2F",
+      "%20",
+      "k".repeat(5_000),
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: utf16.map((t) => {
+      try {
+        return encodeURIComponent(t);
+      } catch {
+        return "%ED%A0%80"; // a lone surrogate, as a client would send its UTF-8-ish bytes
+      }
+    }),
+  },
+);
+
+test("bad input: hostile requests to the console get a 2xx, 403, 404, 405 or 503, never a 500, and write nothing", async () => {
+  const store = await openSqliteStore(":memory:");
+  try {
+    const bh = new Beehive(store);
+    const thing = await bh.client(Thing).create("a", {});
+    await bh.adminClient(Thing).setCondition(thing.id, { type: "Ready", status: "True" });
+    const before = await store.getLatestResourceVersion();
+    const handle = consoleHandler({ store, basePath: "/c", maxLiveFeeds: 4 });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(
+          "GET",
+          "GET",
+          "GET",
+          "HEAD",
+          "POST",
+          "PUT",
+          "DELETE",
+          "OPTIONS",
+          "PROPFIND",
+        ),
+        fc.constantFrom(
+          "localhost",
+          "localhost",
+          "localhost:8080",
+          "127.0.0.1:1",
+          "[::1]",
+          "LOCALHOST",
+          "localhost.",
+          "evil.example",
+          "127.0.0.2",
+          "localhost.evil.example",
+        ),
+        fc.constantFrom(true, true, true, false),
+        fc.array(consoleSegment, { maxLength: 4 }),
+        fc.constantFrom("", "?fragment=main", "?fragment=%00", "?a=%ZZ"),
+        async (method, host, underBase, segments, query) => {
+          const path = `${underBase ? "/c/" : "/"}${segments.join("/")}${query}`;
+          const label = `${method} ${host} ${show(path)}`;
+          figures.calls++;
+          const response = await handle(new Request(`http://${host}${path}`, { method }));
+          await response.body?.cancel();
+          const status = response.status;
+          if (status !== 200) {
+            figures.rejected.set(String(status), (figures.rejected.get(String(status)) ?? 0) + 1);
+          }
+          assert.ok([200, 403, 404, 405, 503].includes(status), `${label}: ${status}`);
+          const allowed = !/evil|127\.0\.0\.2/.test(host);
+          if (!allowed) assert.equal(status, 403, label);
+          else if (method !== "GET" && method !== "HEAD") assert.equal(status, 405, label);
+          if (status === 200) figures.resolved++;
+          figures.checks++;
+        },
+      ),
+      { seed: SEED, numRuns: 600, ...replay() },
+    );
+    figures.runs = 600;
+    assert.equal(await store.getLatestResourceVersion(), before, "the console wrote");
+    figures.refusalsWithoutWrite = figures.calls - figures.resolved;
+  } finally {
+    await store.close();
+    report("console requests (by status)");
+  }
+});
+
+/** One `apply` item, valid or not, and whether the engine or the CLI must refuse it. */
+const applyItem = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom("a", "b", "é", "😀", "x y").map((name) => ({
+      item: { group: "g", kind: "K", name, spec: { n: name } } as unknown,
+      bad: false,
+    })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom<unknown>(
+      { group: "g", kind: "K", name: "n".repeat(1_025), spec: {} },
+      { group: "g", kind: "K", name: "a\ud800", spec: {} },
+      { group: "g", kind: "K".repeat(1_025), name: "a", spec: {} },
+      { group: "g", kind: "K", name: "deep", spec: nestedArrays(65) },
+      { group: "g", kind: "K", name: "big", spec: { s: "x".repeat(1_572_864) } },
+      { group: "g", kind: "K", name: "a" },
+      { group: "g", kind: "K", name: "", spec: {} },
+      { group: "g", kind: "K", name: "a", spec: {}, owner: 1 },
+      "K/a",
+      null,
+    ).map((item) => ({ item, bad: true })),
+  },
+);
+
+test("bad input: apply writes every item or none: one refused item leaves the store as it was", async () => {
+  const dir = scratchDir();
+  try {
+    const db = dir.file("apply.db");
+    await (await openSqliteStore(db)).close();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(applyItem, { minLength: 1, maxLength: 6 }),
+        fc.boolean(),
+        async (items, bom) => {
+          const store = await openSqliteStore(db);
+          const before = await store.getLatestResourceVersion();
+          await store.close();
+          const text = (bom ? "\uFEFF" : "") + JSON.stringify(items.map((i) => i.item));
+          figures.calls++;
+          const r = await cli([db, "apply", "-f", "-"], { stdin: text });
+          const bad = items.some((i) => i.bad);
+          const after = await openSqliteStore(db);
+          try {
+            if (bad) {
+              assert.equal(r.code, 1, r.out);
+              assert.equal(r.out, "");
+              assert.ok(r.err.length < 1_000, `a bounded message (${r.err.length})`);
+              assert.equal(await after.getLatestResourceVersion(), before, "a refused apply wrote");
+              figures.rejected.set("exit 1", (figures.rejected.get("exit 1") ?? 0) + 1);
+              figures.refusalsWithoutWrite++;
+            } else {
+              assert.equal(r.code, 0, r.err);
+              for (const { item } of items) {
+                const { name } = item as { name: string };
+                assert.equal(
+                  (await after.objects.getByName({ group: "g", kind: "K", name })).name,
+                  name,
+                );
+              }
+              figures.resolved++;
+            }
+          } finally {
+            await after.close();
+          }
+          figures.checks++;
+        },
+      ),
+      { seed: SEED, numRuns: 120, ...replay() },
+    );
+    figures.runs = 120;
+  } finally {
+    dir.remove();
+    report("cli apply");
   }
 });
