@@ -15,7 +15,7 @@
  * import { openSqliteStore } from "@beehive/beehive/sqlite";
  *
  * const store = await openSqliteStore("./beehive.db");
- * Deno.serve({ port: 8080 }, consoleHandler({ store, basePath: "/console" }));
+ * Deno.serve({ hostname: "127.0.0.1", port: 8080 }, consoleHandler({ store, basePath: "/console" }));
  * ```
  *
  * @example Render a page in-process
