@@ -267,3 +267,13 @@ export function checkFinalizerBounds(
     }
   }
 }
+
+/**
+ * `text` cut to at most `bytes` UTF-8 bytes (a prefix, well-formed): for text
+ * the engine writes on a caller's behalf and must land, like a stall's reason.
+ */
+export function clipText(text: string, bytes: number): string {
+  if (!exceedsBytes(text, bytes)) return text;
+  // A UTF-16 unit is at most 3 UTF-8 bytes.
+  return text.slice(0, Math.floor(bytes / 3)).toWellFormed();
+}

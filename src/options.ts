@@ -374,17 +374,7 @@ export function resolveBeehiveOptions(options: unknown): ResolvedBeehiveOptions 
   if (o.limits !== undefined) {
     const l = checkObject("limits", o.limits);
     const limits = { ...DEFAULTS.limits };
-    for (
-      const k of [
-        "nameBytes",
-        "objectBytes",
-        "messageBytes",
-        "fieldBytes",
-        "conditionsPerObject",
-        "finalizersPerObject",
-        "nestingDepth",
-      ] as const
-    ) {
+    for (const k of Object.keys(limits) as (keyof typeof limits)[]) {
       if (l[k] !== undefined) {
         const v = l[k];
         const max = k === "nestingDepth" ? MAX_NESTING_DEPTH : Number.MAX_SAFE_INTEGER;

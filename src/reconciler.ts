@@ -15,6 +15,7 @@ import { decodeObject } from "./object.ts";
 import type { ResolvedRegisterOptions } from "./options.ts";
 import { fail, type ResultInfo, resultInfo } from "./result.ts";
 import { passClient, StatusBaseline } from "./controller_client.ts";
+import { clipText } from "./_write_checks.ts";
 import type { GroupKind, ObjectId, ObjectRef, ReconcileLoad } from "./store.ts";
 import { WorkQueue } from "./work_queue.ts";
 import type { KindTelemetry, PassReport, PassSpan } from "./telemetry.ts";
@@ -543,6 +544,7 @@ export class Reconciler implements KindLoop {
     const raw = load.object;
     // Bounded: an error message is not the controller's to size, and the stall must land.
     const message = err.message.slice(0, MAX_STALL_MESSAGE).toWellFormed();
+    const reason = clipText(err.reason, this.#engine.options.limits.fieldBytes);
     try {
       await term.store.within(async (tx) => {
         if (raw.reconcileOwed !== 0) await tx.reconcileOwed.decrement(ref, raw.reconcileOwed);
@@ -551,10 +553,10 @@ export class Reconciler implements KindLoop {
         await tx.conditions.set(ref, [{
           type: STALLED,
           status: "True",
-          reason: err.reason,
+          reason,
           message,
         }]);
-        await tx.events.add(ref, { type: "Warning", reason: err.reason, message });
+        await tx.events.add(ref, { type: "Warning", reason, message });
       });
     } catch (error) {
       if (!(error instanceof NotFoundError)) {

@@ -8,24 +8,14 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Beehive } from "../../mod.ts";
 import { consoleHandler, toNodeListener } from "../../console/mod.ts";
-import { openSqliteStore, type SqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
+import { withStore } from "./_console_harness.ts";
 
 const Cluster = { group: "kstack.sh", kind: "Cluster" };
 const Node = { group: "kstack.sh", kind: "Node" };
 const HOSTILE = `<script>alert("x")</script>`;
 const ATTR = `"><img src=x onerror=alert(1)>`;
-
-async function withStore(fn: (store: SqliteStore, bh: Beehive) => Promise<void>): Promise<void> {
-  const store = await openSqliteStore(":memory:");
-  try {
-    await fn(store, new Beehive(store));
-  } finally {
-    await store.close();
-  }
-}
 
 async function get(
   handle: (r: Request) => Promise<Response>,

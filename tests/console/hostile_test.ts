@@ -8,21 +8,12 @@
 import assert from "node:assert/strict";
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Beehive, type Store } from "../../mod.ts";
+import type { Store } from "../../mod.ts";
 import { consoleHandler, toNodeListener } from "../../console/mod.ts";
-import { openSqliteStore, type SqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
+import { withStore } from "./_console_harness.ts";
 
 const Cluster = { group: "kstack.sh", kind: "Cluster" };
-
-async function withStore(fn: (store: SqliteStore, bh: Beehive) => Promise<void>): Promise<void> {
-  const store = await openSqliteStore(":memory:");
-  try {
-    await fn(store, new Beehive(store));
-  } finally {
-    await store.close();
-  }
-}
 
 /** Serves `handler` on 127.0.0.1 through toNodeListener for `fn`. */
 async function withNodeServer(
