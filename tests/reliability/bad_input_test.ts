@@ -40,7 +40,10 @@ import {
   TooLargeError,
   WrongKindError,
 } from "../../mod.ts";
-import { consoleHandler } from "../../console/mod.ts";
+import { createServer } from "node:http";
+import { connect } from "node:net";
+import type { AddressInfo } from "node:net";
+import { consoleHandler, toNodeListener } from "../../console/mod.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
 import { cli } from "../cli/_cli_harness.ts";
 import { test } from "../_test.ts";
@@ -3412,5 +3415,107 @@ test("bad input: apply writes every item or none: one refused item leaves the st
   } finally {
     dir.remove();
     report("cli apply");
+  }
+});
+
+/** Sends `head` on a fresh connection and resolves to the status code answered, or 0 for none. */
+function rawStatus(port: number, head: string): Promise<number> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    let text = "";
+    socket.setEncoding("latin1");
+    const done = () => {
+      const match = /^HTTP\/1\.[01] (-1|\d{3})/.exec(text);
+      resolve(match === null ? 0 : Number(match[1]));
+    };
+    socket.on("data", (chunk) => {
+      text += chunk;
+      // The status line is the answer: a live feed would stream on.
+      if (/^HTTP\/1\.[01] \d{3}/.test(text)) socket.destroy();
+    });
+    socket.on("close", done);
+    socket.on("error", () => socket.destroy());
+    // A guard, not a wait: a connection left open this long is reported as -1 (a failure).
+    socket.setTimeout(5_000, () => {
+      text = "HTTP/1.1 -1";
+      socket.destroy();
+    });
+    socket.write(head, "latin1");
+  });
+}
+
+test("bad input: malformed request lines and Host headers through toNodeListener never get a 500 nor stop the server", async () => {
+  const store = await openSqliteStore(":memory:");
+  const server = createServer(toNodeListener(consoleHandler({ store, maxLiveFeeds: 2 })));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const closed = new Promise<void>((resolve) => server.once("close", () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+  try {
+    await new Beehive(store).client(Thing).create("a", {});
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(
+          "GET",
+          "HEAD",
+          "TRACE",
+          "TRACK",
+          "CONNECT",
+          "OPTIONS",
+          "PROPFIND",
+          "G\u00c9T",
+        ),
+        fc.constantFrom(
+          "/",
+          "*",
+          "http://evil.example/",
+          "//x",
+          "/kinds/%00.x",
+          "/kinds/Thing.test.beehive.dev",
+          "/objects/1",
+          "/objects/1/live",
+          "/%ZZ",
+          "/a b",
+          "/" + "k".repeat(9_000),
+        ),
+        fc.constantFrom(
+          "localhost",
+          `localhost:${port}`,
+          "127.0.0.1",
+          "[::1]",
+          "a b",
+          "[::1",
+          "x:99999",
+          "u@localhost",
+          "evil.example",
+          "",
+        ),
+        async (method, target, host) => {
+          figures.calls++;
+          const status = await rawStatus(
+            port,
+            `${method} ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+          );
+          const label = `${method} ${show(target)} Host: ${show(host)}`;
+          if (status < 200 || status >= 300) {
+            figures.rejected.set(String(status), (figures.rejected.get(String(status)) ?? 0) + 1);
+          }
+          assert.ok(status >= 0 && status !== 500 && status < 600, `${label}: ${status}`);
+          if (status >= 200 && status < 300) figures.resolved++;
+          figures.checks++;
+        },
+      ),
+      { seed: SEED, numRuns: 200, ...replay() },
+    );
+    figures.runs = 200;
+    assert.equal(
+      await rawStatus(port, "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+      200,
+    );
+  } finally {
+    server.closeAllConnections();
+    server.close();
+    await closed;
+    await store.close();
+    report("raw requests through toNodeListener (by status; 0 = closed without an answer)");
   }
 });
