@@ -731,6 +731,8 @@ async function kindFeed(ctx: Ctx, gk: GroupKind, request: Request): Promise<Resp
     });
   } catch (error) {
     release();
+    // A kind no client may name (above limits.fieldBytes) holds nothing to watch.
+    if (error instanceof InvalidOptionError) return notFound(ctx, request);
     throw error;
   }
   return feed(request, (send, end) => {

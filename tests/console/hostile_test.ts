@@ -211,10 +211,18 @@ test("consoleHandler answers 403 when authorize returns false and serves when it
   });
 });
 
-test("consoleHandler answers a path holding NUL or a control character with 404", async () => {
+test("consoleHandler answers a path holding NUL or a control character, or a kind above the limits, with 404", async () => {
   await withStore(async (store) => {
     const handle = consoleHandler({ store });
-    for (const path of ["/kinds/%00.x", "/kinds/A.%00", "/kinds/%1B%5B2J.x", "/objects/%00"]) {
+    for (
+      const path of [
+        "/kinds/%00.x",
+        "/kinds/A.%00",
+        "/kinds/%1B%5B2J.x",
+        "/objects/%00",
+        `/kinds/${"K".repeat(2_000)}.x/live`,
+      ]
+    ) {
       const r = await handle(new Request(`http://localhost${path}`));
       assert.equal(r.status, 404, path);
       await r.body?.cancel();
