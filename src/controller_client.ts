@@ -61,8 +61,14 @@ interface PassState {
   readonly signal: AbortSignal;
   /** The validators of the token the surface was made from; else the registered kind's. */
   readonly schemas?: KindSchemas;
-  /** The object's condition types as this pass knows them (read at its start, then its commits). */
-  readonly conditionTypes?: Set<string>;
+  /**
+   * The object's conditions as this pass read them at its start; their types,
+   * kept up to date with its commits, are built on the first condition write.
+   */
+  readonly conditions?: {
+    readonly read: readonly { readonly type: string }[];
+    types?: Set<string>;
+  };
 }
 
 /** The write and read surface shared by a ControllerClient and its transaction handles. */
@@ -243,7 +249,7 @@ export class PassWriter<Status> implements ControllerTx<Status> {
         await this.#checkConditionCount(conditions, limits.conditionsPerObject);
       }
       await this.#store.conditions.set(this.#ref, conditions);
-      const known = this.#state.conditionTypes;
+      const known = this.#knownTypes();
       if (known !== undefined) {
         this.#store.afterCommit(() => {
           for (const c of conditions) known.add(c.type);
@@ -253,13 +259,20 @@ export class PassWriter<Status> implements ControllerTx<Status> {
     });
   }
 
+  /** The condition types the pass knows the object holds; `undefined` outside a pass. */
+  #knownTypes(): Set<string> | undefined {
+    const c = this.#state.conditions;
+    if (c === undefined) return undefined;
+    return c.types ??= new Set(c.read.map((x) => x.type));
+  }
+
   /**
    * Refuses a write that would leave the object holding more than `max`
    * conditions, counted against the stored ones (a read only when the write
    * could cross it). @throws {InvalidConditionError}
    */
   async #checkConditionCount(conditions: readonly unknown[], max: number): Promise<void> {
-    let known = this.#state.conditionTypes;
+    let known = this.#knownTypes();
     if (known === undefined) {
       // A read that fails (no such id) leaves the write to report it after its own checks.
       const stored = await this.#store.objects.get(this.#ref.id).catch(() => undefined);
@@ -283,7 +296,7 @@ export class PassWriter<Status> implements ControllerTx<Status> {
   deleteCondition(type: string): Promise<void> {
     return this.#run(async () => {
       await this.#store.conditions.delete(this.#ref, type);
-      const known = this.#state.conditionTypes;
+      const known = this.#knownTypes();
       if (known !== undefined) this.#store.afterCommit(() => void known.delete(type));
       this.#wake();
     });
@@ -441,9 +454,14 @@ export function passClient<Status>(
   term: Term,
   ref: ObjectRef,
   baseline: StatusBaseline | undefined,
-  conditionTypes?: Set<string>,
+  conditions?: readonly { readonly type: string }[],
 ): { client: ControllerClient<Status>; end: () => void } {
-  const state: PassState = { ended: false, baseline, signal: term.signal, conditionTypes };
+  const state: PassState = {
+    ended: false,
+    baseline,
+    signal: term.signal,
+    conditions: conditions === undefined ? undefined : { read: conditions },
+  };
   const writer = new PassWriter<Status>(engine, term.store, ref, state);
   return { client: writer, end: () => (state.ended = true) };
 }

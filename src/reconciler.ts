@@ -492,7 +492,7 @@ export class Reconciler implements KindLoop {
       term,
       ref,
       baseline,
-      new Set(raw.conditions.map((c) => c.type)),
+      raw.conditions,
     );
     let info: ResultInfo;
     try {
