@@ -1,12 +1,14 @@
 /**
  * The CLI against hostile input: `apply` all-or-nothing, a byte order mark,
- * a file above the size cap, control characters in stored names reaching the
+ * a file or standard input above the size cap, control characters in stored names reaching the
  * terminal, and deeply nested specs rendered by `get -o json` and `describe`.
  *
  * @module
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { closeSync, ftruncateSync, openSync, writeFileSync } from "node:fs";
+import process from "node:process";
 import { Beehive } from "../../mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
@@ -146,5 +148,36 @@ test("cli get -o json and describe print a deeply nested stored spec within a bo
     }
     const json = await cli([db, "get", "K.g", "deep", "-o", "json"]);
     assert.equal(JSON.stringify(JSON.parse(json.out).spec), text);
+  });
+});
+
+test("cli apply -f - stops reading standard input above 64 MiB with one line, as a program", async () => {
+  await withDb(async (db) => {
+    const args = "Deno" in globalThis
+      ? ["run", "--allow-read", "--allow-write", "--allow-env", "cli/mod.ts"]
+      : ["--disable-warning=ExperimentalWarning", "cli/mod.ts"];
+    const child = spawn(process.execPath, [...args, db, "apply", "-f", "-"], {
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let err = "";
+    child.stderr!.setEncoding("utf8").on("data", (t: string) => (err += t));
+    child.stdout!.resume();
+    const exited = new Promise<number>((resolve) => child.once("close", (c) => resolve(c ?? -1)));
+    child.stdin!.on("error", () => {}); // the program stops reading: EPIPE is expected
+    const chunk = new Uint8Array(1_048_576).fill(0x20);
+    let open = true;
+    exited.then(() => (open = false));
+    for (let i = 0; i < 80 && open; i++) {
+      if (!child.stdin!.write(chunk)) {
+        await new Promise<void>((resolve) => {
+          child.stdin!.once("drain", resolve);
+          exited.then(() => resolve());
+        });
+      }
+    }
+    child.stdin!.end();
+    assert.equal(await exited, 1);
+    assert.match(err, /^error: stdin is more than \d+ bytes, above the 64 MiB apply reads/);
+    assert.equal(err.split("\n").length, 2);
   });
 });
