@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { encodeJson, exceedsBytes, NestingDepthError, utf8Length } from "./codec.ts";
-import { kindName } from "./_engine_keys.ts";
+import { encodeJson, exceedsBytes, NestingDepthError, utf8Length } from "../model/_codec.ts";
+import { kindName } from "../model/_kind_keys.ts";
 import {
   InvalidConditionError,
   InvalidEventError,
@@ -16,10 +16,10 @@ import {
   InvalidStatusError,
   TooLargeError,
   type ValidationIssue,
-} from "./errors.ts";
-import type { StandardSchema } from "./standard_schema.ts";
-import type { GroupKind } from "./store.ts";
-import { describe, quote } from "./_values.ts";
+} from "../model/errors.ts";
+import type { StandardSchema } from "../model/standard_schema.ts";
+import type { GroupKind } from "../store.ts";
+import { describe, quote } from "../model/_values.ts";
 
 /** The limits, resolved (see the public `Limits` option for each). */
 export interface Limits {
