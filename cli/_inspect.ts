@@ -197,3 +197,47 @@ export function age(from: Date, now: number = Date.now()): string {
   if (h < 48) return `${h}h`;
   return `${Math.floor(h / 24)}d`;
 }
+
+/**
+ * `value` as JSON for a person to read: indented by two spaces, unless the
+ * indentation would make it more than four times its compact size plus
+ * 1 MiB (a deeply nested value grows quadratically when indented), when it
+ * is printed compact. Either way the output is bounded by the value's size.
+ */
+export function prettyJson(value: unknown): string {
+  const compact = JSON.stringify(value);
+  if (compact === undefined) return "undefined";
+  return indentedSize(compact) <= 4 * compact.length + 1_048_576
+    ? JSON.stringify(value, null, 2)
+    : compact;
+}
+
+/** The length `JSON.stringify(value, null, 2)` would have, from the compact text, in one pass. */
+function indentedSize(compact: string): number {
+  let size = compact.length;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < compact.length; i++) {
+    const c = compact.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      const next = compact.charCodeAt(i + 1);
+      if (next === 0x7d || next === 0x5d) {
+        i++; // an empty container stays on its line
+        continue;
+      }
+      depth++;
+      size += 1 + 2 * depth;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+      size += 1 + 2 * depth;
+    } else if (c === 0x2c) size += 1 + 2 * depth;
+    else if (c === 0x3a) size += 1;
+  }
+  return size;
+}

@@ -25,7 +25,7 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import process from "node:process";
 import { pathToFileURL } from "node:url";
 import {
@@ -45,6 +45,7 @@ import {
   listKinds,
   type ObjectView,
   parseKind,
+  prettyJson,
   readRelations,
   readySummary,
   type RefView,
@@ -77,6 +78,9 @@ class UsageError extends Error {
 }
 
 type Output = "table" | "json";
+
+/** The largest file or standard input `apply` reads, in bytes. */
+const APPLY_MAX_BYTES = 64 * 1_048_576;
 
 interface Parsed {
   readonly positionals: string[];
@@ -153,7 +157,9 @@ const COMMANDS: Record<string, Command> = {
     summary: "Create or update objects from JSON",
     details: 'The file holds { "group", "kind", "name", "spec" } or an array of them;\n' +
       "-f - reads standard input. Each object is created, or its spec replaced\n" +
-      "(a changed spec bumps the generation). Everything is checked before anything is written.",
+      "(a changed spec bumps the generation). Every item is checked, and all are written\n" +
+      "in one transaction: one bad item writes nothing. A UTF-8 byte order mark is\n" +
+      `skipped; a file above ${APPLY_MAX_BYTES / 1_048_576} MiB is refused.`,
     args: [0, 0],
     flags: ["file", "output"],
     run: cmdApply,
@@ -248,10 +254,42 @@ function defaultIo(): CliIo {
     stderr: (text) => void process.stderr.write(text),
     readStdin: async () => {
       const chunks: Uint8Array[] = [];
-      for await (const chunk of process.stdin) chunks.push(chunk as Uint8Array);
+      let size = 0;
+      for await (const chunk of process.stdin) {
+        size += (chunk as Uint8Array).length;
+        if (size > APPLY_MAX_BYTES) throw tooBig("stdin", size, true);
+        chunks.push(chunk as Uint8Array);
+      }
       return new TextDecoder().decode(concat(chunks));
     },
   };
+}
+
+function tooBig(what: string, size: number, atLeast = false): CliError {
+  return new CliError(
+    `${what} is ${atLeast ? "more than " : ""}${size} bytes, above the ${
+      APPLY_MAX_BYTES / 1_048_576
+    } MiB apply reads: split it into several files`,
+  );
+}
+
+/** Reads a file as UTF-8, refusing one above {@linkcode APPLY_MAX_BYTES} before reading it. */
+async function readBounded(path: string): Promise<string> {
+  const file = await open(path, "r");
+  try {
+    const { size } = await file.stat();
+    if (size > APPLY_MAX_BYTES) throw tooBig(path, size);
+    const bytes = new Uint8Array(size);
+    let at = 0;
+    while (at < size) {
+      const { bytesRead } = await file.read(bytes, at, size - at, at);
+      if (bytesRead === 0) break;
+      at += bytesRead;
+    }
+    return new TextDecoder().decode(bytes.subarray(0, at));
+  } finally {
+    await file.close();
+  }
 }
 
 function concat(chunks: readonly Uint8Array[]): Uint8Array {
@@ -332,12 +370,12 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
       args: rest,
       parsed,
       io,
-      out: (line) => io.stdout(`${line}\n`),
+      out: (line) => io.stdout(`${terminalSafe(line)}\n`),
     });
     return 0;
   } catch (error) {
     if (error instanceof UsageError) return usage(io, error);
-    io.stderr(`error: ${oneLine(error)}\n`);
+    io.stderr(`error: ${terminalSafe(oneLine(error))}\n`);
     return 1;
   } finally {
     await store?.close().catch(() => {});
@@ -347,8 +385,22 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
 function usage(io: CliIo, error: unknown): number {
   const command = error instanceof UsageError ? error.command : undefined;
   const hint = command === undefined ? "beehive --help" : `beehive ${command} --help`;
-  io.stderr(`error: ${oneLine(error)}\nRun '${hint}' for usage.\n`);
+  io.stderr(`error: ${terminalSafe(oneLine(error))}\nRun '${hint}' for usage.\n`);
   return 2;
+}
+
+/**
+ * `text` with every control character but newline and tab written as a
+ * `\uXXXX` escape (valid inside a JSON string, visible in a table), and the
+ * bidirectional overrides too: nothing a stored value holds can move the
+ * cursor, recolour or retitle the terminal, or reorder what it shows.
+ */
+function terminalSafe(text: string): string {
+  // deno-lint-ignore no-control-regex
+  return text.replace(
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
 
 function oneLine(error: unknown): string {
@@ -403,7 +455,7 @@ function cell(text: string): string {
 }
 
 function json(value: unknown): string {
-  return JSON.stringify(value, null, 2);
+  return prettyJson(value);
 }
 
 function conditionsSummary(view: ObjectView): string {
@@ -619,13 +671,16 @@ async function cmdApply(ctx: Context): Promise<void> {
   let text: string;
   if (file === "-") {
     text = await (ctx.io.readStdin ?? defaultIo().readStdin!)();
+    if (text.length > APPLY_MAX_BYTES) throw tooBig("stdin", text.length, true);
   } else {
     try {
-      text = await readFile(file, "utf8");
+      text = await readBounded(file);
     } catch (error) {
+      if (error instanceof CliError) throw error;
       throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
     }
   }
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -636,32 +691,53 @@ async function cmdApply(ctx: Context): Promise<void> {
   const items = Array.isArray(doc)
     ? doc.map((v, i) => checkItem(v, `item ${i}`))
     : [checkItem(doc, file === "-" ? "stdin" : file)];
-  const results: { kind: string; name: string; id: number; generation: number; result: string }[] =
-    [];
-  for (const item of items) {
-    const gk = { group: item.group, kind: item.kind };
-    const before = await ctx.store.objects.getMetaByName({ ...gk, name: item.name }).catch(
-      (error) => {
-        if (error instanceof NotFoundError) return undefined;
-        throw error;
-      },
-    );
-    const { object, created } = await ctx.bh.client(gk).createOrUpdate(item.name, item.spec);
-    const result = created
-      ? "created"
-      : before !== undefined && before.generation === object.generation
-      ? "unchanged"
-      : "configured";
-    results.push({
-      kind: kindLabel(gk),
-      name: object.name,
-      id: object.id,
-      generation: object.generation,
-      result,
-    });
-    if (ctx.parsed.output === "table") ctx.out(`${kindLabel(gk)}/${cell(object.name)} ${result}`);
+  // One transaction: an item the engine refuses (a name or spec above a limit,
+  // a schema's refusal) rolls back every write before it.
+  const results = await ctx.store.within(async (tx) => {
+    const bh = new Beehive(tx);
+    const done: ApplyResult[] = [];
+    for (const [i, item] of items.entries()) {
+      const gk = { group: item.group, kind: item.kind };
+      try {
+        const before = await tx.objects.getMetaByName({ ...gk, name: item.name }).catch(
+          (error) => {
+            if (error instanceof NotFoundError) return undefined;
+            throw error;
+          },
+        );
+        const { object, created } = await bh.client(gk).createOrUpdate(item.name, item.spec);
+        const result = created
+          ? "created"
+          : before !== undefined && before.generation === object.generation
+          ? "unchanged"
+          : "configured";
+        done.push({
+          kind: kindLabel(gk),
+          name: object.name,
+          id: object.id,
+          generation: object.generation,
+          result,
+        });
+      } catch (error) {
+        const at = items.length > 1 ? `item ${i}` : file === "-" ? "stdin" : file;
+        throw new CliError(`${at}: ${oneLine(error)} (nothing was written)`);
+      }
+    }
+    return done;
+  });
+  if (ctx.parsed.output === "json") {
+    ctx.out(json(results));
+    return;
   }
-  if (ctx.parsed.output === "json") ctx.out(json(results));
+  for (const r of results) ctx.out(`${r.kind}/${cell(r.name)} ${r.result}`);
+}
+
+interface ApplyResult {
+  readonly kind: string;
+  readonly name: string;
+  readonly id: number;
+  readonly generation: number;
+  readonly result: string;
 }
 
 async function cmdDelete(ctx: Context): Promise<void> {

@@ -15,7 +15,7 @@
  * import { openSqliteStore } from "@beehive/beehive/sqlite";
  *
  * const store = await openSqliteStore("./beehive.db");
- * Deno.serve({ port: 8080 }, consoleHandler({ store, basePath: "/console" }));
+ * Deno.serve({ hostname: "127.0.0.1", port: 8080 }, consoleHandler({ store, basePath: "/console" }));
  * ```
  *
  * @example Render a page in-process
@@ -33,7 +33,14 @@
  *
  * @module
  */
-import { Beehive, type GroupKind, NotFoundError, type Store } from "@beehive/beehive";
+import {
+  Beehive,
+  type GroupKind,
+  InvalidOptionError,
+  type Logger,
+  NotFoundError,
+  type Store,
+} from "@beehive/beehive";
 import {
   age,
   generationSummary,
@@ -41,6 +48,7 @@ import {
   listKinds,
   type ObjectView,
   parseKind,
+  prettyJson,
   readRelations,
   readySummary,
   type RefView,
@@ -48,6 +56,8 @@ import {
   toView,
 } from "../cli/_inspect.ts";
 import { SCRIPT, STYLE } from "./_assets.ts";
+import { checkAllowedHosts, hostAllowed, LOOPBACK_HOSTS } from "./_hosts.ts";
+import { LiveFeeds } from "./_live.ts";
 import { type Html, html } from "./_html.ts";
 
 export { toNodeListener } from "./node_listener.ts";
@@ -73,6 +83,34 @@ export interface ConsoleOptions {
    * @default {500}
    */
   readonly pollInterval?: number;
+  /**
+   * The host names (without port) a request's `Host` may carry, compared
+   * without case; `"*"` accepts any. Any other `Host` is answered `403`, which
+   * stops DNS rebinding: a page on another site cannot read the console
+   * through a name it made resolve to the console's address. The handler
+   * cannot see which address its server listens on, so the default suits a
+   * server bound to loopback; bound to another address, list the names users
+   * reach it by.
+   * @default {["localhost", "127.0.0.1", "[::1]"]}
+   */
+  readonly allowedHosts?: readonly string[] | "*";
+  /**
+   * Decides whether to serve a request (after the `Host` check, before
+   * anything is read): `false` is answered `403`. A rejection or throw is a
+   * `500` (logged). @default {undefined} (every request is served)
+   */
+  readonly authorize?: (request: Request) => boolean | Promise<boolean>;
+  /**
+   * The most live feeds open at once across the handler; one more is
+   * answered `503` with `retry-after`. Every feed of one kind shares one
+   * watch of it. An integer ≥ 1. @default {256}
+   */
+  readonly maxLiveFeeds?: number;
+  /**
+   * Where a failed request's details go (`error`); the response carries a
+   * generic body only. @default {undefined} (not logged)
+   */
+  readonly logger?: Logger;
 }
 
 /** A fetch handler: one request in, one response out. Never rejects. */
@@ -99,18 +137,34 @@ function normalizeBase(basePath: unknown): string {
       }, expected "" or a path starting with "/"`,
     );
   }
-  return basePath.replace(/\/+$/, "");
+  // Kept as the encoded path: what requests carry and what links point at.
+  return basePath.replace(/\/+$/, "").split("/").map(encodeSegment).join("/");
+}
+
+/** One path segment, percent-encoded once (an already encoded one is kept). */
+function encodeSegment(segment: string): string {
+  let decoded = segment;
+  try {
+    decoded = decodeURIComponent(segment);
+  } catch {
+    // not encoded: encode it as given
+  }
+  return encodeURIComponent(decoded);
 }
 
 /**
  * Creates the console's fetch handler over `store`. Routes under `basePath`:
  * `/` the kinds, `/kinds/<Kind.group>` a kind's objects, `/objects/<id>` one
  * object, each with a `/live` server-sent-event feed, plus `/console.js` and
- * `/console.css`. Only `GET` and `HEAD` are served (`405` otherwise); an
- * unknown path, kind or object is `404`. A live feed ends when its request's
- * signal aborts or its reader cancels.
+ * `/console.css`. A request whose `Host` is not in `allowedHosts` is `403`,
+ * one `authorize` refuses `403`; only `GET` and `HEAD` are served (`405`
+ * otherwise); an unknown or malformed path, kind or object is `404`; a live
+ * feed beyond `maxLiveFeeds` is `503`; a failure is a generic `500` (details
+ * to `logger`). The handler never rejects. A live feed ends when its
+ * request's signal aborts or its reader cancels.
  * @throws {TypeError} `store` is not a Store, or `basePath` does not start with `/`.
- * @throws {InvalidOptionError} `pollInterval` is not a positive number.
+ * @throws {InvalidOptionError} `pollInterval` or `maxLiveFeeds` is not a positive number,
+ * `allowedHosts` is not an array of host names or `"*"`, or `authorize` is not a function.
  */
 export function consoleHandler(options: ConsoleOptions): ConsoleHandler {
   if (typeof options !== "object" || options === null) {
@@ -118,33 +172,87 @@ export function consoleHandler(options: ConsoleOptions): ConsoleHandler {
   }
   const base = normalizeBase(options.basePath);
   const store = options.store;
-  const bh = new Beehive(store, { watchFloorInterval: options.pollInterval ?? 500 });
+  const pollInterval = positive("pollInterval", options.pollInterval, 500, false);
+  const maxLiveFeeds = positive("maxLiveFeeds", options.maxLiveFeeds, 256, true);
+  const allowedHosts = checkAllowedHosts(options.allowedHosts ?? LOOPBACK_HOSTS);
+  const authorize = options.authorize;
+  if (authorize !== undefined && typeof authorize !== "function") {
+    throw new InvalidOptionError(
+      `Cannot use option authorize: current value is ${typeof authorize}, expected a function`,
+    );
+  }
+  const bh = new Beehive(store, { watchFloorInterval: pollInterval });
   const extraKinds = [...(options.kinds ?? [])];
-  const ctx: Ctx = { store, bh, base, extraKinds, pollInterval: options.pollInterval ?? 500 };
+  const ctx: Ctx = {
+    store,
+    bh,
+    base,
+    baseParts: base.split("/").filter((s) => s !== "").map(decodeURIComponent),
+    extraKinds,
+    pollInterval,
+    live: new LiveFeeds(bh, store, maxLiveFeeds),
+  };
+  const logger = options.logger;
   return async (request) => {
     try {
+      if (!hostAllowed(request, allowedHosts)) {
+        return text(
+          403,
+          "Forbidden: this Host is not one the console answers to (the allowedHosts option)",
+        );
+      }
+      if (authorize !== undefined && !(await authorize(request))) {
+        return text(403, "Forbidden");
+      }
       return await route(ctx, request);
     } catch (error) {
-      return page(
-        ctx,
-        500,
-        "Error",
-        html`
-          <h1>Error</h1>
-          <p>${error instanceof Error ? error.message : String(error)}</p>
-        `,
-        request,
-      );
+      try {
+        logger?.error("console request failed", {
+          method: request.method,
+          url: request.url,
+          error,
+        });
+      } catch {
+        // a failing logger changes nothing about the answer
+      }
+      return text(500, "Internal Server Error");
     }
   };
+}
+
+function positive(name: string, value: unknown, fallback: number, integer: boolean): number {
+  if (value === undefined) return fallback;
+  if (
+    typeof value !== "number" || !Number.isFinite(value) || value <= 0 ||
+    (integer && !Number.isSafeInteger(value))
+  ) {
+    throw new InvalidOptionError(
+      `Cannot use option ${name}: current value is ${String(value)}, expected ${
+        integer ? "an integer >= 1" : "a positive number"
+      }`,
+    );
+  }
+  return value;
+}
+
+/** A plain-text answer with the security headers. */
+function text(status: number, body: string, headers: Record<string, string> = {}): Response {
+  return new Response(`${body}\n`, {
+    status,
+    headers: { ...SECURITY_HEADERS, "content-type": "text/plain; charset=utf-8", ...headers },
+  });
 }
 
 interface Ctx {
   readonly store: Store;
   readonly bh: Beehive;
+  /** The base path, percent-encoded, as links carry it. */
   readonly base: string;
+  /** The base path's segments, decoded, as requests are matched. */
+  readonly baseParts: readonly string[];
   readonly extraKinds: GroupKind[];
   readonly pollInterval: number;
+  readonly live: LiveFeeds;
 }
 
 function kindHref(ctx: Ctx, gk: GroupKind): string {
@@ -155,23 +263,26 @@ function objectHref(ctx: Ctx, id: number): string {
   return `${ctx.base}/objects/${id}`;
 }
 
+/** A path segment the store could hold: no control character, no lone surrogate. */
+function isPlainSegment(segment: string): boolean {
+  // deno-lint-ignore no-control-regex
+  return !/[\u0000-\u001f\u007f]/.test(segment) && segment.isWellFormed();
+}
+
 async function route(ctx: Ctx, request: Request): Promise<Response> {
   const url = new URL(request.url);
   if (request.method !== "GET" && request.method !== "HEAD") {
-    return new Response("Method Not Allowed: the console is read-only\n", {
-      status: 405,
-      headers: { ...SECURITY_HEADERS, allow: "GET, HEAD", "content-type": "text/plain" },
-    });
+    return text(405, "Method Not Allowed: the console is read-only", { allow: "GET, HEAD" });
   }
-  const path = url.pathname;
-  if (path !== ctx.base && !path.startsWith(`${ctx.base}/`)) return notFound(ctx, request);
-  const segments = path.slice(ctx.base.length).split("/").filter((s) => s !== "");
-  let parts: string[];
+  let all: string[];
   try {
-    parts = segments.map(decodeURIComponent);
+    all = url.pathname.split("/").filter((s) => s !== "").map(decodeURIComponent);
   } catch {
     return notFound(ctx, request);
   }
+  if (!ctx.baseParts.every((p, i) => all[i] === p)) return notFound(ctx, request);
+  const parts = all.slice(ctx.baseParts.length);
+  if (!parts.every(isPlainSegment)) return notFound(ctx, request);
   const fragment = url.searchParams.get("fragment") === "main";
   if (parts.length === 0) return await kindsPage(ctx, request, fragment);
   if (parts.length === 1 && parts[0] === "console.js") return asset(SCRIPT, "text/javascript");
@@ -382,7 +493,7 @@ function refList(ctx: Ctx, refs: readonly RefView[]): Html {
 
 function jsonBlock(value: unknown): Html {
   if (value === undefined) return html`<p class="muted">not written yet</p>`;
-  return html`<pre>${JSON.stringify(value, null, 2)}</pre>`;
+  return html`<pre>${prettyJson(value)}</pre>`;
 }
 
 async function objectPage(
@@ -510,7 +621,7 @@ async function objectPage(
   });
 }
 
-/** A server-sent-event response fed by `start`, which returns its cleanup. */
+/** A server-sent-event response fed by `start`, which returns its cleanup (run once, always). */
 function feed(
   request: Request,
   start: (send: (event: string, data: unknown) => void, end: () => void) => () => void,
@@ -544,23 +655,28 @@ function feed(
           // already closed by the reader
         }
       };
+      write("retry: 2000\n\n");
+      const stop = start(
+        (event, data) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
+        end,
+      );
+      if (closed) {
+        stop();
+        return;
+      }
+      cleanup = stop;
       if (request.signal.aborted) {
         end();
         return;
       }
       request.signal.addEventListener("abort", end);
-      write("retry: 2000\n\n");
       heartbeat = setInterval(() => write(": heartbeat\n\n"), HEARTBEAT_MS);
-      cleanup = start(
-        (event, data) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
-        end,
-      );
     },
     cancel() {
       finish();
     },
   });
-  return new Response(request.method === "HEAD" ? null : body, {
+  return new Response(body, {
     headers: {
       ...SECURITY_HEADERS,
       "content-type": "text/event-stream; charset=utf-8",
@@ -569,26 +685,63 @@ function feed(
   });
 }
 
+/** The answer to a feed's `HEAD`: its headers, no stream. */
+function feedHead(): Response {
+  return new Response(null, {
+    headers: {
+      ...SECURITY_HEADERS,
+      "content-type": "text/event-stream; charset=utf-8",
+      "x-accel-buffering": "no",
+    },
+  });
+}
+
+function tooManyFeeds(ctx: Ctx): Response {
+  return text(
+    503,
+    `Service Unavailable: ${ctx.live.max} live feeds are open, the most this console serves ` +
+      "(the maxLiveFeeds option); reload later",
+    { "retry-after": "5" },
+  );
+}
+
+function failedData(): { message: string } {
+  return { message: "the live feed failed; reload to retry" };
+}
+
 async function kindFeed(ctx: Ctx, gk: GroupKind, request: Request): Promise<Response> {
-  if (request.method === "HEAD") return feed(request, () => () => {});
-  const abort = new AbortController();
-  const stream = await ctx.bh.client(gk).watchList({ signal: abort.signal });
+  if (request.method === "HEAD") return feedHead();
+  const release = ctx.live.reserve();
+  if (release === undefined) return tooManyFeeds(ctx);
+  const sink: {
+    send?: (event: string, data: unknown) => void;
+    end?: () => void;
+  } = {};
+  let unsubscribe: () => void;
+  try {
+    unsubscribe = await ctx.live.listenKind(gk, {
+      change: (change) =>
+        sink.send?.("change", {
+          type: change.type,
+          id: change.id,
+          resourceVersion: change.resourceVersion,
+        }),
+      failed: () => sink.send?.("failed", failedData()),
+      end: () => sink.end?.(),
+    });
+  } catch (error) {
+    release();
+    // A kind no client may name (above limits.fieldBytes) holds nothing to watch.
+    if (error instanceof InvalidOptionError) return notFound(ctx, request);
+    throw error;
+  }
   return feed(request, (send, end) => {
-    void (async () => {
-      try {
-        for await (const change of stream) {
-          send("change", {
-            type: change.type,
-            id: change.id,
-            resourceVersion: change.resourceVersion,
-          });
-        }
-      } catch (error) {
-        send("failed", { message: error instanceof Error ? error.message : String(error) });
-      }
-      end();
-    })();
-    return () => abort.abort();
+    sink.send = send;
+    sink.end = end;
+    return () => {
+      unsubscribe();
+      release();
+    };
   });
 }
 
@@ -601,10 +754,20 @@ async function objectFeed(ctx: Ctx, id: number, request: Request): Promise<Respo
     if (error instanceof NotFoundError) return notFound(ctx, request, `No object ${id}.`);
     throw error;
   }
-  if (request.method === "HEAD") return feed(request, () => () => {});
+  if (request.method === "HEAD") return feedHead();
+  const release = ctx.live.reserve();
+  if (release === undefined) return tooManyFeeds(ctx);
   const abort = new AbortController();
-  const stream = await ctx.bh.client(gk).watch(id, { signal: abort.signal });
-  let eventsAt = await ctx.store.events.maxVersion(id).catch(() => 0);
+  let stream;
+  let eventsAt: number;
+  try {
+    stream = await ctx.bh.client(gk).watch(id, { signal: abort.signal });
+    eventsAt = await ctx.store.events.maxVersion(id).catch(() => 0);
+  } catch (error) {
+    abort.abort();
+    release();
+    throw error;
+  }
   return feed(request, (send, end) => {
     // Event runs bump no object version: a light probe notices new ones.
     const probe = setInterval(() => {
@@ -621,14 +784,15 @@ async function objectFeed(ctx: Ctx, id: number, request: Request): Promise<Respo
           send("change", { type: change.type, id, resourceVersion: change.resourceVersion });
           if (change.type === "Deleted") break;
         }
-      } catch (error) {
-        send("failed", { message: error instanceof Error ? error.message : String(error) });
+      } catch {
+        send("failed", failedData());
       }
       end();
     })();
     return () => {
       clearInterval(probe);
       abort.abort();
+      release();
     };
   });
 }

@@ -5,10 +5,15 @@
  * @module
  */
 import { DecodeError, exceedsBytes, utf8Length } from "../model/_codec.ts";
-import { type KindSchemas, prepareValue } from "./_write_checks.ts";
+import {
+  checkFinalizerBounds,
+  checkKindBounds,
+  type KindSchemas,
+  prepareValue,
+} from "./_write_checks.ts";
 import { schemasOf } from "../model/kind.ts";
 import { checkId, checkKind, type Engine, kindName } from "../engine/_engine.ts";
-import { attempt } from "../model/_values.ts";
+import { attempt, quote } from "../model/_values.ts";
 import { isStorableText } from "../model/_text.ts";
 import {
   BeehiveError,
@@ -116,7 +121,7 @@ function checkName(name: unknown): asserts name is string {
   if (name === "") throw new InvalidNameError("Cannot use name: it must not be empty");
   if (!isStorableText(name)) {
     throw new InvalidNameError(
-      `Cannot use name ${JSON.stringify(name)}: it must be well-formed UTF-16 without NUL`,
+      `Cannot use name ${quote(name)}: it must be well-formed UTF-16 without NUL`,
     );
   }
 }
@@ -279,6 +284,7 @@ export class Client<Spec, Status> {
     this.#engine = engine;
     this.#store = store;
     this.#gk = checkKind(kind);
+    checkKindBounds(this.#gk, engine.options.limits);
     this.#schemas = schemasOf(kind);
     this.#inTransaction = inTransaction;
   }
@@ -343,6 +349,7 @@ export class Client<Spec, Status> {
           }: only a kind with a controller registered in this process can clear them`,
         );
       }
+      checkFinalizerBounds(o.finalizers, this.#engine.options.limits);
       finalizers = [...o.finalizers];
     }
     // Validated last: a schema sees only calls whose other arguments are sound.

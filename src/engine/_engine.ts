@@ -16,6 +16,7 @@ import type { Fencing } from "./fencing.ts";
 
 import { kindKey } from "../model/_kind_keys.ts";
 import { isStorableText } from "../model/_text.ts";
+import { describe } from "../model/_values.ts";
 import { WriteSignals } from "./_write_signals.ts";
 import { type KindSchemas, NO_SCHEMAS } from "../clients/_write_checks.ts";
 import { Telemetry } from "../telemetry/telemetry.ts";
@@ -30,10 +31,11 @@ export function checkKind(kind: unknown): GroupKind {
     typeof k.kind !== "string" || k.kind === "" || !isStorableText(k.group) ||
     !isStorableText(k.kind)
   ) {
+    const shown = typeof k === "object" && k !== null
+      ? `{ group: ${describe(k.group)}, kind: ${describe(k.kind)} }`
+      : describe(kind);
     throw new InvalidOptionError(
-      `Cannot use kind ${
-        typeof kind === "object" ? JSON.stringify(kind) : String(kind)
-      }: expected { group, kind } strings, well-formed UTF-16 without NUL, with a non-empty kind`,
+      `Cannot use kind ${shown}: expected { group, kind } strings, well-formed UTF-16 without NUL, with a non-empty kind`,
     );
   }
   return { group: k.group, kind: k.kind };

@@ -15,6 +15,7 @@ import { decodeObject } from "../model/object.ts";
 import type { ResolvedRegisterOptions } from "./options.ts";
 import { fail, type ResultInfo, resultInfo } from "../model/result.ts";
 import { passClient, StatusBaseline } from "../clients/controller_client.ts";
+import { clipText } from "../clients/_write_checks.ts";
 import type { GroupKind, ObjectId, ObjectRef, ReconcileLoad } from "../store.ts";
 import { WorkQueue } from "./work_queue.ts";
 import { OwedWake } from "./_owed_wake.ts";
@@ -520,7 +521,10 @@ export class Reconciler implements KindLoop {
       return { ...collected, report: "failed", error };
     }
     const baseline = new StatusBaseline(raw.status, raw.statusVersion);
-    const { client, end } = passClient(engine, term, ref, baseline, this.#opts.fencedRepository);
+    const { client, end } = passClient(engine, term, ref, baseline, {
+      repository: this.#opts.fencedRepository,
+      conditions: raw.conditions,
+    });
     let info: ResultInfo;
     try {
       const returned = await this.#reconcile(obj, client);
@@ -577,6 +581,7 @@ export class Reconciler implements KindLoop {
     const raw = load.object;
     // Bounded: an error message is not the controller's to size, and the stall must land.
     const message = err.message.slice(0, MAX_STALL_MESSAGE).toWellFormed();
+    const reason = clipText(err.reason, this.#engine.options.limits.fieldBytes);
     try {
       await term.store.within(async (tx) => {
         if (raw.reconcileOwed !== 0) await tx.reconcileOwed.decrement(ref, raw.reconcileOwed);
@@ -585,10 +590,10 @@ export class Reconciler implements KindLoop {
         await tx.conditions.set(ref, [{
           type: STALLED,
           status: "True",
-          reason: err.reason,
+          reason,
           message,
         }]);
-        await tx.events.add(ref, { type: "Warning", reason: err.reason, message });
+        await tx.events.add(ref, { type: "Warning", reason, message });
       });
     } catch (error) {
       if (!(error instanceof NotFoundError)) {

@@ -32,7 +32,7 @@ import type { ReconcileResult } from "../model/result.ts";
 import type { GroupKind, HeldLease, Store } from "../store.ts";
 import { LeaderElector } from "./_leader_elector.ts";
 import { type Kind, schemasOf } from "../model/kind.ts";
-import { NO_SCHEMAS } from "../clients/_write_checks.ts";
+import { checkKindBounds, NO_SCHEMAS } from "../clients/_write_checks.ts";
 import type { Fencing } from "./fencing.ts";
 
 /** A reconcile function: drives one object toward its spec. */
@@ -185,6 +185,7 @@ export class Beehive {
   ): void {
     const gk = checkKind(kind);
     const engine = this.#engine;
+    checkKindBounds(gk, engine.options.limits);
     if (engine.state !== "new") {
       throw new BeehiveError(
         `Cannot register ${kindName(gk)}: the Beehive has already ${
