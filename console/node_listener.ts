@@ -13,6 +13,11 @@ export interface NodeRequestLike {
   readonly url?: string;
   /** The request headers. */
   readonly headers: Record<string, string | string[] | undefined>;
+  /**
+   * The request body's chunks (Node's `IncomingMessage` is async-iterable);
+   * forwarded as the fetch request's body for methods that carry one.
+   */
+  [Symbol.asyncIterator]?(): AsyncIterator<Uint8Array>;
 }
 
 /** The part of Node's `ServerResponse` the adapter writes. */
@@ -75,17 +80,42 @@ function toRequest(req: NodeRequestLike, signal: AbortSignal): Request | Respons
     return plain(400, "Bad Request: the Host header or the request target is not a valid URL");
   }
   const method = req.method ?? "GET";
+  const body = method === "GET" || method === "HEAD" ? null : bodyOf(req);
   try {
-    return new Request(url, { method, headers, signal });
+    return new Request(url, { method, headers, signal, body, duplex: "half" } as RequestInit);
   } catch {
     return plain(501, `Not Implemented: the ${method.slice(0, 32)} method is not served`);
   }
 }
 
 /**
+ * The request body as a stream pulled chunk by chunk from `req`, so a
+ * handler that reads a bounded prefix holds no more than it reads; `null`
+ * when `req` is not iterable.
+ */
+function bodyOf(req: NodeRequestLike): ReadableStream<Uint8Array> | null {
+  const iterable = req[Symbol.asyncIterator];
+  if (typeof iterable !== "function") return null;
+  let chunks: AsyncIterator<Uint8Array> | undefined;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      chunks ??= iterable.call(req);
+      const { done, value } = await chunks.next();
+      if (done) controller.close();
+      else controller.enqueue(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
+    },
+    async cancel() {
+      await chunks?.return?.();
+    },
+  }, { highWaterMark: 0 });
+}
+
+/**
  * Wraps `handler` as a listener for Node's `http.createServer`. The request's
- * signal aborts when the client disconnects, which ends a live feed. Request
- * bodies are not forwarded (the console is read-only). No request throws out
+ * signal aborts when the client disconnects, which ends a live feed. The
+ * request body of a method that may carry one (any but `GET` and `HEAD`) is
+ * forwarded as a stream the handler reads at its own pace, bounding what it
+ * reads. No request throws out
  * of the listener: a `Host` or target that makes no URL is answered `400`, a
  * method fetch refuses (`TRACE`, `CONNECT`) `501`, and a handler that throws
  * or rejects `500` with a generic body (the handler logs its own details).

@@ -1,0 +1,69 @@
+/**
+ * toNodeListener's request bodies: forwarded on methods that carry one, read
+ * at the handler's pace, absent on GET; the server keeps serving after a
+ * handler stops reading a large body part-way.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { toNodeListener } from "../../console/mod.ts";
+import { test } from "../_test.ts";
+
+async function withServer(
+  handler: (request: Request) => Promise<Response>,
+  fn: (url: string) => Promise<void>,
+): Promise<void> {
+  const server = createServer(toNodeListener(handler));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const closed = new Promise<void>((resolve) => server.once("close", () => resolve()));
+  try {
+    await fn(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+    await closed;
+  }
+}
+
+test("toNodeListener forwards the request body of DELETE, POST, PUT and PATCH to the handler", async () => {
+  await withServer(async (request) => {
+    return new Response(`${request.method} ${await request.text()}`);
+  }, async (url) => {
+    for (const method of ["DELETE", "POST", "PUT", "PATCH"]) {
+      const response = await fetch(`${url}/x`, { method, body: `{"from":"${method}"}` });
+      assert.equal(await response.text(), `${method} {"from":"${method}"}`);
+    }
+  });
+});
+
+test("toNodeListener gives a GET request no body", async () => {
+  await withServer((request) => {
+    return Promise.resolve(new Response(String(request.body === null)));
+  }, async (url) => {
+    assert.equal(await (await fetch(`${url}/x`)).text(), "true");
+  });
+});
+
+test("toNodeListener keeps serving after a handler stops reading a large body part-way", async () => {
+  let seen = 0;
+  await withServer(async (request) => {
+    const reader = request.body!.getReader();
+    const first = await reader.read();
+    seen = first.value?.byteLength ?? 0;
+    await reader.cancel();
+    return new Response("enough", { status: 413 });
+  }, async (url) => {
+    const big = new Uint8Array(8 * 1024 * 1024);
+    const response = await fetch(`${url}/x`, { method: "POST", body: big }).catch(() => undefined);
+    if (response !== undefined) {
+      assert.equal(response.status, 413);
+      await response.body?.cancel();
+    }
+    assert.ok(seen > 0 && seen < big.byteLength, `the handler saw ${seen} bytes of the first read`);
+    const after = await fetch(`${url}/x`, { method: "POST", body: "small" });
+    assert.equal(after.status, 413);
+    await after.body?.cancel();
+  });
+});
