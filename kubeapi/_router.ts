@@ -43,7 +43,11 @@ export async function route(ctx: KubeContext, request: Request, path: string): P
   }
 }
 
-function segmentsOf(path: string): string[] {
+/**
+ * The path's decoded segments.
+ * @throws {KubeApiFailure} BadRequest: too long or a malformed escape; NotFound: too deep.
+ */
+export function segmentsOf(path: string): string[] {
   if (path.length > MAX_PATH) {
     throw new KubeApiFailure("BadRequest", `the path is over ${MAX_PATH} characters`);
   }

@@ -17,6 +17,8 @@ import {
 /** A Kubernetes `StatusReason` this server answers with, and its HTTP code. */
 export const REASONS = {
   BadRequest: 400,
+  Unauthorized: 401,
+  Forbidden: 403,
   NotFound: 404,
   MethodNotAllowed: 405,
   NotAcceptable: 406,

@@ -1,0 +1,122 @@
+/**
+ * `kubeApiHandler`: the fetch handler — base path, authentication and
+ * authorization, then the router.
+ *
+ * @module
+ */
+import { Beehive, InvalidOptionError, type Store } from "@beehive/beehive";
+import { isAccessReview, reviewAccess } from "./_access_review.ts";
+import {
+  allows,
+  attributesOf,
+  Authenticator,
+  checkTokens,
+  forbidden,
+  type KubeApiToken,
+} from "./_auth.ts";
+import { ServedKinds } from "./_kinds.ts";
+import { route, segmentsOf } from "./_router.ts";
+import { failureResponse, KubeApiFailure, toFailure } from "./_status.ts";
+
+/** Options of {@linkcode kubeApiHandler}. */
+export interface KubeApiOptions {
+  /** The store to serve. The handler reads it and requests deletions; it never starts a Beehive. */
+  readonly store: Store;
+  /**
+   * The path prefix the API is mounted under, e.g. `"/k8s"`; requests outside
+   * it are 404. @default {""}
+   */
+  readonly basePath?: string;
+  /**
+   * How often a watch re-reads the store when no write signal reaches it (a
+   * write made by another process), in ms. @default {500}
+   */
+  readonly pollInterval?: number;
+  /**
+   * Bearer-token authentication and authorization: every request must bear
+   * one of `tokens` (else 401 `Unauthorized`), and a request outside its
+   * grant's verbs or namespaces is 403 `Forbidden`, reading and writing
+   * nothing. @default {undefined: every request is served (loopback use)}
+   */
+  readonly auth?: KubeApiAuth;
+}
+
+/** The tokens {@linkcode kubeApiHandler} accepts. */
+export interface KubeApiAuth {
+  /** The accepted tokens and their grants (1 to 1000, tokens 8 to 4096 printable ASCII characters). */
+  readonly tokens: readonly KubeApiToken[];
+}
+
+/** A fetch handler: one request in, one response out. Never rejects. */
+export type KubeApiHandler = (request: Request) => Promise<Response>;
+
+function normalizeBase(basePath: unknown): string {
+  if (basePath === undefined) return "";
+  if (typeof basePath !== "string" || (basePath !== "" && !basePath.startsWith("/"))) {
+    throw new TypeError(
+      `Cannot use basePath: current value is ${
+        JSON.stringify(basePath)
+      }, expected "" or a path starting with "/"`,
+    );
+  }
+  return basePath.replace(/\/+$/, "");
+}
+
+/**
+ * Creates the API server's fetch handler over `store`. Routes under
+ * `basePath`: `/version`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`, and
+ * per kind `/apis/<group>/v1/<plural>` (`GET`: list, or watch with
+ * `?watch=true`), `…/<plural>/<name>` (`GET`, `DELETE`) and
+ * `…/<name>/status` (`GET`). Failures answer Kubernetes `Status` objects
+ * (400, 404, 405, 406, 409, 413, 415, 422, 503); a watch whose version the
+ * log no longer holds ends with an `ERROR` event carrying a 410 `Expired`
+ * Status. A watch ends when its request's signal aborts or its reader cancels.
+ * With `auth`, a request without a matching bearer token is 401 and one
+ * outside its grant 403, before anything else is looked at;
+ * `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` answers from
+ * the requester's grant.
+ * @throws {TypeError} `options` is not an object, or `basePath` does not start with `/`.
+ * @throws {InvalidOptionError} `pollInterval` is not a positive number, or `auth.tokens` is malformed.
+ */
+export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError("Cannot create a Kubernetes API handler: options must be like { store }");
+  }
+  const base = normalizeBase(options.basePath);
+  const store = options.store;
+  const pollInterval = options.pollInterval ?? 500;
+  if (typeof pollInterval !== "number" || !(pollInterval > 0) || !Number.isFinite(pollInterval)) {
+    throw new InvalidOptionError(
+      `Cannot use option pollInterval: current value is ${pollInterval}, expected a number > 0 (ms)`,
+    );
+  }
+  const bh = new Beehive(store, { watchFloorInterval: pollInterval });
+  const authenticator = options.auth === undefined
+    ? undefined
+    : new Authenticator(checkTokens(options.auth?.tokens));
+  const ctx = { store, bh, kinds: new ServedKinds(store) };
+  return async (request) => {
+    let path: string;
+    try {
+      path = new URL(request.url).pathname;
+    } catch {
+      return failureResponse(new KubeApiFailure("BadRequest", "the request URL is malformed"));
+    }
+    if (path !== base && !path.startsWith(`${base}/`)) {
+      return failureResponse(
+        new KubeApiFailure("NotFound", "the server could not find the requested resource"),
+      );
+    }
+    const rest = path.slice(base.length);
+    try {
+      const grant = await authenticator?.authenticate(request);
+      const parts = segmentsOf(rest);
+      if (isAccessReview(parts)) return await reviewAccess(request, grant);
+      const attributes = attributesOf(request.method, parts, new URL(request.url));
+      if (grant !== undefined && !allows(grant, attributes)) throw forbidden(grant, attributes);
+    } catch (error) {
+      return failureResponse(toFailure(error));
+    }
+    return await route(ctx, request, rest);
+  };
+}
