@@ -6,7 +6,8 @@
  * @module
  */
 import { allows, type Attributes, type KubeApiToken } from "./_auth.ts";
-import { readBody } from "./_request.ts";
+import { fieldsOf, PROTOBUF, stringField, unwrap } from "./_protobuf.ts";
+import { readBody, readBodyBytes } from "./_request.ts";
 import { jsonResponse, KubeApiFailure } from "./_status.ts";
 
 /** The group, version and resource of the review. */
@@ -74,6 +75,8 @@ export async function reviewAccess(
   if (request.method !== "POST") {
     throw new KubeApiFailure("MethodNotAllowed", "selfsubjectaccessreviews accept only POST");
   }
+  const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  if (type === PROTOBUF) return answer(specOfProtobuf(await readBodyBytes(request)), grant);
   let body: unknown;
   try {
     body = JSON.parse(await readBody(request));
@@ -94,7 +97,35 @@ export async function reviewAccess(
   if (typeof spec !== "object" || spec === null || Array.isArray(spec)) {
     throw invalid("spec", "is required");
   }
-  const attributes = attributesOfReview(spec as Record<string, unknown>);
+  return answer(spec as Record<string, unknown>, grant);
+}
+
+/** `SelfSubjectAccessReview` (protobuf): field 2 the spec; its fields 1 and 2 the attributes. */
+function specOfProtobuf(body: Uint8Array): Record<string, unknown> {
+  const spec = fieldsOf(unwrap(body)).get(2);
+  if (spec === undefined) throw invalid("spec", "is required");
+  const parts = fieldsOf(spec);
+  const ra = parts.get(1);
+  const nra = parts.get(2);
+  const strings = (bytes: Uint8Array, names: readonly string[]) => {
+    const fields = fieldsOf(bytes);
+    const out: Record<string, string> = {};
+    names.forEach((name, i) => {
+      const value = stringField(fields, i + 1);
+      if (value !== undefined && name !== "") out[name] = value;
+    });
+    return out;
+  };
+  if (ra !== undefined) {
+    const names = ["namespace", "verb", "group", "version", "resource", "subresource", "name"];
+    return { resourceAttributes: strings(ra, names) };
+  }
+  if (nra !== undefined) return { nonResourceAttributes: strings(nra, ["path", "verb"]) };
+  return {};
+}
+
+function answer(spec: Record<string, unknown>, grant: KubeApiToken | undefined): Response {
+  const attributes = attributesOfReview(spec);
   const allowed = grant === undefined || allows(grant, attributes);
   return jsonResponse(201, {
     kind: "SelfSubjectAccessReview",

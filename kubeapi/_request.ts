@@ -81,11 +81,21 @@ export const MAX_BODY = 64 * 1024;
 
 /** Reads the request body as text, at most {@linkcode MAX_BODY} bytes. */
 export async function readBody(request: Request): Promise<string> {
+  const bytes = await readBodyBytes(request);
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new KubeApiFailure("BadRequest", "the request body is not UTF-8");
+  }
+}
+
+/** Reads the request body, at most {@linkcode MAX_BODY} bytes. */
+export async function readBodyBytes(request: Request): Promise<Uint8Array> {
   const tooLarge = () =>
     new KubeApiFailure("RequestEntityTooLarge", `the request body is over ${MAX_BODY} bytes`);
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > MAX_BODY) throw tooLarge();
-  if (request.body === null) return "";
+  if (request.body === null) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -105,11 +115,7 @@ export async function readBody(request: Request): Promise<string> {
     bytes.set(chunk, at);
     at += chunk.byteLength;
   }
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    throw new KubeApiFailure("BadRequest", "the request body is not UTF-8");
-  }
+  return bytes;
 }
 
 /** One media range of an `Accept` header: type and parameters. */
