@@ -310,6 +310,9 @@ function concat(chunks: readonly Uint8Array[]): Uint8Array {
  * @param io Where to write and read. @default {the process's standard streams}
  */
 export async function main(args: readonly string[], io: CliIo = defaultIo()): Promise<number> {
+  if (args[1] === "serve") {
+    return await (await import("./_serve.ts")).serveCommand(args[0], args.slice(2), io);
+  }
   let parsed: Parsed;
   try {
     parsed = parseArgs(args);

@@ -5,8 +5,11 @@
  *
  * @module
  */
+import { execFile } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import process from "node:process";
 import { Beehive, type Store } from "../../mod.ts";
 import { type KubeApiHandler, toNodeListener } from "../../kubeapi/mod.ts";
 import { openSqliteStore, type SqliteStore } from "../_sqlite_driver.ts";
@@ -127,4 +130,34 @@ export async function serve(
       return closed;
     },
   };
+}
+
+/** The machine's kubectl, which the end-to-end tests drive. */
+export const KUBECTL = "/usr/bin/kubectl";
+
+/** One finished kubectl run. */
+export interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs kubectl with `config` as its kubeconfig, in a private cache directory under `dir`. */
+export function kubectlIn(dir: string, config: string) {
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir };
+  return (...rest: string[]) =>
+    new Promise<Run>((resolve) => {
+      const args = [
+        "--kubeconfig",
+        config,
+        "--cache-dir",
+        join(dir, "cache"),
+        "--request-timeout=20s",
+        ...rest,
+      ];
+      execFile(KUBECTL, args, { env, timeout: 60_000 }, (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
+        resolve({ code, stdout, stderr });
+      });
+    });
 }

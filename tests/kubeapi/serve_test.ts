@@ -7,7 +7,6 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -16,35 +15,7 @@ import { Beehive, InvalidOptionError } from "../../mod.ts";
 import { serveKubeApi } from "../../kubeapi/mod.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
-import { Cluster, withStore } from "./_kubeapi_harness.ts";
-
-const KUBECTL = "/usr/bin/kubectl";
-
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs kubectl with `config` as its kubeconfig, in a private cache directory under `dir`. */
-export function kubectlIn(dir: string, config: string) {
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir };
-  return (...rest: string[]) =>
-    new Promise<Run>((resolve) => {
-      const args = [
-        "--kubeconfig",
-        config,
-        "--cache-dir",
-        join(dir, "cache"),
-        "--request-timeout=20s",
-        ...rest,
-      ];
-      execFile(KUBECTL, args, { env, timeout: 60_000 }, (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
-        resolve({ code, stdout, stderr });
-      });
-    });
-}
+import { Cluster, KUBECTL, kubectlIn, withStore } from "./_kubeapi_harness.ts";
 
 test("serveKubeApi over generated TLS with tokens: kubectl gets with a token, is refused 401 with a wrong one and 403 outside its grant", async () => {
   assert.ok(existsSync(KUBECTL), `${KUBECTL} is missing: this test drives the real kubectl`);

@@ -1,0 +1,64 @@
+/**
+ * `beehive <store> serve` run as a program: writes a kubeconfig the real
+ * kubectl uses over generated TLS with a generated token, and stops cleanly
+ * on SIGTERM.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { Beehive } from "../../mod.ts";
+import { openSqliteStore } from "../_sqlite_driver.ts";
+import { test } from "../_test.ts";
+import { Cluster, kubectlIn } from "./_kubeapi_harness.ts";
+
+const isDeno = "Deno" in globalThis;
+
+test("beehive serve --tls --kubeconfig writes a kubeconfig kubectl uses and stops cleanly on SIGTERM", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-cli-serve-"));
+  const db = join(dir, "beehive.db");
+  const store = await openSqliteStore(db);
+  await new Beehive(store).client(Cluster).create("prod", {});
+  await store.close();
+  const config = join(dir, "kubeconfig");
+  const args = isDeno
+    ? ["run", "--allow-read", "--allow-write", "--allow-env", "--allow-net", "cli/mod.ts"]
+    : ["--disable-warning=ExperimentalWarning", "cli/mod.ts"];
+  const child = spawn(
+    process.execPath,
+    [...args, db, "serve", "--port", "0", "--tls", "--kubeconfig", config],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const exited = new Promise<number | null>((resolve) =>
+    child.once("close", (code) => resolve(code))
+  );
+  let stderr = "";
+  const serving = Promise.withResolvers<void>();
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk: string) => {
+    stderr += chunk;
+    if (stderr.includes("serving the Kubernetes API at https://127.0.0.1:")) serving.resolve();
+  });
+  child.once("close", () => serving.reject(new Error(`serve ended early:\n${stderr}`)));
+  try {
+    await serving.promise;
+    assert.equal((await stat(config)).mode & 0o777, 0o600);
+    assert.match(
+      await readFile(config, "utf8"),
+      /certificate-authority-data: \S+\n[\s\S]*token: "/,
+    );
+    const got = await kubectlIn(dir, config)("get", "clusters", "--no-headers");
+    assert.equal(got.code, 0, got.stderr);
+    assert.match(got.stdout, /^prod\s/);
+  } finally {
+    // process.kill, not child.kill: Deno reports a child killed through its handle as signalled.
+    process.kill(child.pid!, "SIGTERM");
+  }
+  assert.equal(await exited, 0, stderr);
+  assert.match(stderr, /stopped\n$/);
+  await rm(dir, { recursive: true, force: true });
+});
