@@ -7,6 +7,7 @@
  */
 import type { KindRequest, KubeContext } from "./_context.ts";
 import { deleteResource } from "./_delete.ts";
+import { coreResourceList, coreVersions, listEvents } from "./_events.ts";
 import { apiGroup, apiGroupList, apiResourceList, versionInfo } from "./_discovery.ts";
 import { isGroupName, VERSION } from "./_kinds.ts";
 import { getResource, listResources } from "./_reads.ts";
@@ -71,6 +72,7 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
     readOnly("/version");
     return jsonResponse(200, versionInfo());
   }
+  if (parts[0] === "api") return core(ctx, request, url, parts, readOnly);
   if (parts[0] !== "apis") throw notFoundPath();
   if (parts.length === 1) {
     readOnly("/apis");
@@ -96,6 +98,27 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
     return await getResource(r, parts[4]);
   }
   throw notFoundPath();
+}
+
+/** The core group: `/api`, `/api/v1` and the events in it. */
+function core(
+  ctx: KubeContext,
+  request: Request,
+  url: URL,
+  parts: readonly string[],
+  readOnly: (what: string) => void,
+): Promise<Response> | Response {
+  readOnly(`/${parts.join("/")}`);
+  if (parts.length === 1) return jsonResponse(200, coreVersions());
+  if (parts[1] !== "v1") throw notFoundPath();
+  if (parts.length === 2) return jsonResponse(200, coreResourceList());
+  const all = parts.length === 3 && parts[2] === "events";
+  const one = parts.length === 5 && parts[2] === "namespaces" && parts[4] === "events";
+  if (!all && !one) throw notFoundPath();
+  if (boolParam(url, "watch")) {
+    throw new KubeApiFailure("MethodNotAllowed", "watching events is not served yet");
+  }
+  return listEvents(ctx, request, url, one ? parts[3] : undefined);
 }
 
 function collection(r: KindRequest, method: string): Promise<Response> {

@@ -63,17 +63,30 @@ export function tableType(version: string): string {
   return `application/json;as=Table;v=${version};g=meta.k8s.io`;
 }
 
-/** A Table of `rows` with list metadata `metadata`, at `meta.k8s.io/<version>`. */
+/** One column definition of a Table. */
+export interface Column {
+  readonly name: string;
+  readonly type: string;
+  readonly format: string;
+  readonly description: string;
+  readonly priority: number;
+}
+
+/**
+ * A Table of `rows` with list metadata `metadata`, at `meta.k8s.io/<version>`;
+ * `columns` default to a served kind's NAME, READY and AGE.
+ */
 export function table(
   version: string,
   rows: readonly Record<string, unknown>[],
   metadata: Record<string, unknown>,
+  columns: readonly Column[] = COLUMNS,
 ): Record<string, unknown> {
   return {
     kind: "Table",
     apiVersion: `meta.k8s.io/${version}`,
     metadata,
-    columnDefinitions: COLUMNS,
+    columnDefinitions: columns,
     rows,
   };
 }

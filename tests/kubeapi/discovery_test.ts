@@ -21,12 +21,13 @@ test("kubeApiHandler /version names the Kubernetes API level it speaks", async (
   });
 });
 
-test("kubeApiHandler /api is a NotFound Status: there is no core group", async () => {
+test("kubeApiHandler /api answers the legacy APIVersions with v1, where events are served", async () => {
   await withStore(async (store) => {
     const api = await call(kubeApiHandler({ store }), "/api", { headers: { accept: AGGREGATED } });
-    assert.equal(api.status, 404);
-    assert.equal(api.body.kind, "Status");
-    assert.equal(api.body.reason, "NotFound");
+    assert.equal(api.status, 200);
+    assert.equal(api.type, "application/json");
+    assert.equal(api.body.kind, "APIVersions");
+    assert.deepEqual(api.body.versions, ["v1"]);
   });
 });
 

@@ -1,0 +1,248 @@
+/**
+ * Beehive events as core/v1 `Event`s: `GET /api/v1/events` and
+ * `/api/v1/namespaces/<ns>/events` (every served kind is cluster-scoped, so
+ * its events live in namespace `default`, as Kubernetes keeps them), with the
+ * `involvedObject.*` field selectors `kubectl describe` sends. Answered as an
+ * `EventList`, or a Table for `kubectl get events`.
+ *
+ * @module
+ */
+import type { RawEvent } from "@beehive/beehive/store";
+import { age } from "../cli/_inspect.ts";
+import type { KubeContext } from "./_context.ts";
+import type { ServedKind } from "./_kinds.ts";
+import type { AnyObject } from "./_objects.ts";
+import { rfc3339 } from "./_objects.ts";
+import { includeObjectParam, MAX_PAGE, negotiate, param } from "./_request.ts";
+import { jsonResponse, KubeApiFailure } from "./_status.ts";
+import { type Column, table, tableType } from "./_tables.ts";
+
+/** The namespace events of cluster-scoped objects are served in. */
+export const EVENTS_NAMESPACE = "default";
+/** The most events one list answers (a list of every object's events stops there). */
+export const MAX_EVENTS = 1000;
+
+const SELECTABLE = new Set([
+  "involvedObject.name",
+  "involvedObject.namespace",
+  "involvedObject.kind",
+  "involvedObject.uid",
+  "involvedObject.apiVersion",
+  "involvedObject.resourceVersion",
+  "involvedObject.fieldPath",
+  "metadata.name",
+  "metadata.namespace",
+  "reason",
+  "type",
+]);
+
+const COLUMNS: readonly Column[] = [
+  {
+    name: "Last Seen",
+    type: "string",
+    format: "",
+    description: "When the event last occurred.",
+    priority: 0,
+  },
+  { name: "Type", type: "string", format: "", description: "Normal or Warning.", priority: 0 },
+  {
+    name: "Reason",
+    type: "string",
+    format: "",
+    description: "Why the event was recorded.",
+    priority: 0,
+  },
+  {
+    name: "Object",
+    type: "string",
+    format: "",
+    description: "The object the event is about.",
+    priority: 0,
+  },
+  { name: "Message", type: "string", format: "", description: "What happened.", priority: 0 },
+  { name: "Name", type: "string", format: "name", description: "The event's name.", priority: 1 },
+];
+
+/** The `core/v1` discovery document: the one resource this server serves in the core group. */
+export function coreResourceList(): Record<string, unknown> {
+  return {
+    kind: "APIResourceList",
+    groupVersion: "v1",
+    resources: [{
+      name: "events",
+      singularName: "event",
+      namespaced: true,
+      kind: "Event",
+      verbs: ["get", "list"],
+      shortNames: ["ev"],
+    }],
+  };
+}
+
+/** `GET /api`. */
+export function coreVersions(): Record<string, unknown> {
+  return { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [] };
+}
+
+type Fields = Map<string, { value: string; equal: boolean }[]>;
+
+function parseSelector(text: string | undefined): Fields {
+  const fields: Fields = new Map();
+  if (text === undefined || text.trim() === "") return fields;
+  for (const raw of text.split(/(?<!\\),/)) {
+    const m = /^([^!=\s]+)\s*(==|=|!=)(.*)$/s.exec(raw.trim());
+    if (m === null) {
+      throw new KubeApiFailure("BadRequest", `invalid field selector term: ${JSON.stringify(raw)}`);
+    }
+    if (!SELECTABLE.has(m[1])) {
+      throw new KubeApiFailure("BadRequest", `field label not supported: ${m[1]}`);
+    }
+    const terms = fields.get(m[1]) ?? [];
+    terms.push({ value: m[3].replace(/\\(.)/gs, "$1"), equal: m[2] !== "!=" });
+    fields.set(m[1], terms);
+  }
+  return fields;
+}
+
+/** The event's name: its object's name and the run's id, as Kubernetes names events. */
+function eventName(obj: AnyObject, ev: RawEvent): string {
+  return `${obj.name}.${ev.id.toString(16).padStart(16, "0")}`;
+}
+
+function toEvent(kind: ServedKind, obj: AnyObject, ev: RawEvent): Record<string, unknown> {
+  return {
+    apiVersion: "v1",
+    kind: "Event",
+    metadata: {
+      name: eventName(obj, ev),
+      namespace: EVENTS_NAMESPACE,
+      uid: `event-${ev.id}`,
+      resourceVersion: String(ev.resourceVersion),
+      creationTimestamp: rfc3339(ev.firstAt),
+    },
+    involvedObject: {
+      apiVersion: kind.apiVersion,
+      kind: kind.kind,
+      name: obj.name,
+      uid: String(obj.id),
+      resourceVersion: String(obj.resourceVersion),
+      ...(ev.category === "" ? {} : { fieldPath: ev.category }),
+    },
+    reason: ev.reason,
+    message: ev.message,
+    type: ev.type,
+    count: ev.count,
+    firstTimestamp: rfc3339(ev.firstAt),
+    lastTimestamp: rfc3339(ev.lastAt),
+    source: { component: "beehive" },
+    reportingComponent: "beehive",
+    reportingInstance: "",
+  };
+}
+
+function matches(fields: Fields, event: Record<string, unknown>): boolean {
+  const get = (path: string): string => {
+    let at: unknown = event;
+    for (const key of path.split(".")) at = (at as Record<string, unknown> | undefined)?.[key];
+    return at === undefined ? "" : String(at);
+  };
+  for (const [field, terms] of fields) {
+    // The object's namespace: cluster-scoped objects have none.
+    const value = field === "involvedObject.namespace" ? "" : get(field);
+    if (!terms.every((t) => (value === t.value) === t.equal)) return false;
+  }
+  return true;
+}
+
+const pinned = (fields: Fields, name: string) => fields.get(name)?.find((t) => t.equal)?.value;
+
+/** The objects whose events may match `fields`: the pinned one when the selector names it, else all. */
+async function* candidates(
+  ctx: KubeContext,
+  fields: Fields,
+): AsyncGenerator<{ kind: ServedKind; obj: AnyObject }> {
+  const kindName = pinned(fields, "involvedObject.kind");
+  const name = pinned(fields, "involvedObject.name");
+  const kinds = (await ctx.kinds.list()).filter((k) =>
+    kindName === undefined || k.kind === kindName
+  );
+  for (const kind of kinds) {
+    const client = ctx.bh.client(kind);
+    if (name !== undefined) {
+      const obj = await client.getByName(name).catch(() => undefined);
+      if (obj !== undefined) yield { kind, obj };
+      continue;
+    }
+    for (let after = 0;;) {
+      const batch = await client.list({ after, limit: MAX_PAGE });
+      for (const obj of batch) yield { kind, obj };
+      if (batch.length < MAX_PAGE) break;
+      after = batch[batch.length - 1].id;
+    }
+  }
+}
+
+/**
+ * `GET /api/v1/events` or `/api/v1/namespaces/<namespace>/events`: the
+ * events of served objects matching `fieldSelector`, newest first, at most
+ * {@linkcode MAX_EVENTS}.
+ */
+export async function listEvents(
+  ctx: KubeContext,
+  request: Request,
+  url: URL,
+  namespace: string | undefined,
+): Promise<Response> {
+  const rep = negotiate(request);
+  const fields = parseSelector(param(url, "fieldSelector"));
+  const items: { event: Record<string, unknown>; at: number }[] = [];
+  if (namespace === undefined || namespace === EVENTS_NAMESPACE) {
+    outer: for await (const { kind, obj } of candidates(ctx, fields)) {
+      for (const ev of await ctx.store.events.list(obj.id)) {
+        const event = toEvent(kind, obj, ev);
+        if (!matches(fields, event)) continue;
+        items.push({ event, at: ev.lastAt.getTime() });
+        if (items.length >= MAX_EVENTS) break outer;
+      }
+    }
+  }
+  items.sort((a, b) => a.at - b.at);
+  const newest = items.reduce(
+    (rv, i) =>
+      Math.max(rv, Number((i.event.metadata as { resourceVersion: string }).resourceVersion)),
+    0,
+  );
+  const metadata = { resourceVersion: String(newest) };
+  if (rep.as === "table") {
+    const now = Date.now();
+    const include = includeObjectParam(url);
+    const rows = items.map(({ event }) => {
+      const e = event as Record<string, Record<string, string> & string>;
+      const involved = e.involvedObject as unknown as Record<string, string>;
+      return {
+        cells: [
+          age(new Date(e.lastTimestamp as unknown as string), now),
+          e.type,
+          e.reason,
+          `${involved.kind.toLowerCase()}/${involved.name}`,
+          e.message,
+          (e.metadata as unknown as Record<string, string>).name,
+        ],
+        ...(include === "None" ? {} : {
+          object: include === "Object" ? event : {
+            kind: "PartialObjectMetadata",
+            apiVersion: "meta.k8s.io/v1",
+            metadata: event.metadata,
+          },
+        }),
+      };
+    });
+    return jsonResponse(200, table(rep.version, rows, metadata, COLUMNS), tableType(rep.version));
+  }
+  return jsonResponse(200, {
+    kind: "EventList",
+    apiVersion: "v1",
+    metadata,
+    items: items.map((i) => i.event),
+  });
+}

@@ -1,0 +1,111 @@
+/**
+ * Beehive events as core/v1 Events: the EventList with involvedObject field
+ * selectors (what kubectl describe sends), namespaces, the core discovery
+ * document, and the real kubectl's describe and get events.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { kubeApiHandler, serveKubeApi } from "../../kubeapi/mod.ts";
+import { test } from "../_test.ts";
+import { call, Cluster, kubectlIn, TABLE, withStore } from "./_kubeapi_harness.ts";
+
+type Item = Record<string, Record<string, unknown> & unknown>;
+
+test("kubeApiHandler serves an object's events as core/v1 Events selected by involvedObject fields", async () => {
+  await withStore(async (store, bh) => {
+    const prod = await bh.client(Cluster).create("prod", {});
+    const dev = await bh.client(Cluster).create("dev", {});
+    const admin = bh.adminClient(Cluster);
+    await admin.addEvent(prod.id, { type: "Normal", reason: "Scaled", message: "to 3" });
+    await admin.addEvent(prod.id, { type: "Normal", reason: "Scaled", message: "to 4" });
+    await admin.addEvent(dev.id, { type: "Warning", reason: "Failed", message: "no quota" });
+    const handle = kubeApiHandler({ store });
+    const selector = encodeURIComponent(
+      `involvedObject.name=prod,involvedObject.namespace=,involvedObject.kind=Cluster,involvedObject.uid=${prod.id}`,
+    );
+    const list = await call(handle, `/api/v1/events?fieldSelector=${selector}`);
+    assert.equal(list.status, 200);
+    assert.equal(list.body.kind, "EventList");
+    const items = list.body.items as Item[];
+    assert.equal(items.length, 1);
+    assert.deepEqual(
+      {
+        reason: items[0].reason,
+        message: items[0].message,
+        type: items[0].type,
+        count: items[0].count,
+      },
+      { reason: "Scaled", message: "to 4", type: "Normal", count: 2 },
+    );
+    assert.deepEqual(items[0].involvedObject, {
+      apiVersion: "kstack.sh/v1",
+      kind: "Cluster",
+      name: "prod",
+      uid: String(prod.id),
+      resourceVersion: String(prod.resourceVersion),
+    });
+    assert.match(String(items[0].firstTimestamp), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.match(String(items[0].lastTimestamp), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+
+    const all = await call(handle, "/api/v1/namespaces/default/events");
+    assert.deepEqual((all.body.items as Item[]).map((i) => i.reason).sort(), ["Failed", "Scaled"]);
+    const elsewhere = await call(handle, "/api/v1/namespaces/team-a/events");
+    assert.deepEqual(elsewhere.body.items, []);
+    const warnings = await call(handle, "/api/v1/events?fieldSelector=type%3DWarning");
+    assert.deepEqual((warnings.body.items as Item[]).map((i) => i.reason), ["Failed"]);
+    const bad = await call(handle, "/api/v1/events?fieldSelector=spec.x%3D1");
+    assert.equal(bad.status, 400);
+    const table = await call(handle, "/api/v1/events", { headers: { accept: TABLE } });
+    assert.equal(table.body.kind, "Table");
+    assert.equal((table.body.rows as unknown[]).length, 2);
+  });
+});
+
+test("kubeApiHandler serves the core group's discovery with the events resource alone", async () => {
+  await withStore(async (store) => {
+    const handle = kubeApiHandler({ store });
+    assert.deepEqual((await call(handle, "/api")).body.versions, ["v1"]);
+    const v1 = await call(handle, "/api/v1");
+    const resources = v1.body.resources as { name: string; namespaced: boolean }[];
+    assert.deepEqual(resources.map((r) => [r.name, r.namespaced]), [["events", true]]);
+    assert.equal((await call(handle, "/api/v1/pods")).status, 404);
+  });
+});
+
+test("kubectl describe shows an object's events and kubectl get events lists them", async () => {
+  await withStore(async (store, bh) => {
+    const prod = await bh.client(Cluster).create("prod", { replicas: 3 });
+    await bh.adminClient(Cluster).addEvent(prod.id, {
+      type: "Warning",
+      reason: "ProvisioningFailed",
+      message: "the zone has no capacity",
+    });
+    const dir = await mkdtemp(join(tmpdir(), "beehive-events-"));
+    const server = await serveKubeApi({ store, port: 0 });
+    try {
+      const config = join(dir, "kubeconfig");
+      await writeFile(config, server.kubeconfig());
+      const kubectl = kubectlIn(dir, config);
+      const described = await kubectl("describe", "cluster", "prod");
+      assert.equal(described.code, 0, described.stderr);
+      assert.match(described.stdout, /^Name:\s+prod$/m);
+      assert.match(
+        described.stdout,
+        /Events:[\s\S]*Warning\s+ProvisioningFailed\s+\S+\s+beehive\s+the zone has no capacity/,
+      );
+      const events = await kubectl("get", "events", "-A");
+      assert.equal(events.code, 0, events.stderr);
+      assert.match(
+        events.stdout,
+        /default\s+\S+\s+Warning\s+ProvisioningFailed\s+cluster\/prod\s+the zone has no capacity/,
+      );
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
