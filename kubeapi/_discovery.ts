@@ -9,7 +9,7 @@
 import { type ServedKind, VERSION } from "./_kinds.ts";
 
 /** The verbs every served resource implements today. */
-export const VERBS = ["delete", "get", "list", "watch"] as const;
+export const VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"] as const;
 
 /**
  * The Kubernetes API level the server speaks: kubectl (and the version

@@ -14,6 +14,7 @@ import { getResource, listResources } from "./_reads.ts";
 import { boolParam } from "./_request.ts";
 import { failureResponse, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
 import { watchResources } from "./_watch.ts";
+import { createResource, PATCH_TYPES, patchResource, replaceResource } from "./_writes.ts";
 
 /** The longest path served. */
 export const MAX_PATH = 2048;
@@ -122,6 +123,7 @@ function core(
 }
 
 function collection(r: KindRequest, method: string): Promise<Response> {
+  if (method === "POST") return createResource(r);
   if (method !== "GET") throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}`);
   return boolParam(r.url, "watch") ? watchResources(r) : listResources(r);
 }
@@ -129,8 +131,10 @@ function collection(r: KindRequest, method: string): Promise<Response> {
 function item(r: KindRequest, name: string, method: string): Promise<Response> {
   if (method === "GET") return getResource(r, name);
   if (method === "DELETE") return deleteResource(r, name);
+  if (method === "PUT") return replaceResource(r, name);
   if (method === "PATCH") {
     const type = (r.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+    if (PATCH_TYPES.has(type)) return patchResource(r, name, type);
     if (UNSUPPORTED_PATCH.has(type)) {
       throw new KubeApiFailure(
         "UnsupportedMediaType",

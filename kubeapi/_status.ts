@@ -7,9 +7,13 @@
  */
 import {
   ConflictError,
+  DeletionPendingError,
   InvalidNameError,
+  InvalidSpecError,
+  NameTakenError,
   NotFoundError,
   StoreClosedError,
+  TooLargeError,
   WatchTooNewError,
   WatchTooOldError,
 } from "@beehive/beehive";
@@ -23,6 +27,7 @@ export const REASONS = {
   MethodNotAllowed: 405,
   NotAcceptable: 406,
   Conflict: 409,
+  AlreadyExists: 409,
   Expired: 410,
   RequestEntityTooLarge: 413,
   UnsupportedMediaType: 415,
@@ -116,6 +121,36 @@ export function toFailure(error: unknown, details?: StatusDetails): KubeApiFailu
         "the object has been modified; please apply your changes to the latest version and try again",
       details,
     );
+  }
+  if (error instanceof NameTakenError) {
+    return new KubeApiFailure("AlreadyExists", `${describe(details)} already exists`, details);
+  }
+  if (error instanceof DeletionPendingError) {
+    return new KubeApiFailure(
+      "Conflict",
+      `Operation cannot be fulfilled on ${describe(details)}: its deletion is pending`,
+      details,
+    );
+  }
+  if (error instanceof InvalidSpecError) {
+    const causes = error.issues.slice(0, 32).map((issue) => ({
+      field: [
+        "spec",
+        ...(issue.path ?? []).map((p) => String(typeof p === "object" && p !== null ? p.key : p)),
+      ].join("."),
+      message: issue.message,
+      reason: "FieldValueInvalid",
+    }));
+    return new KubeApiFailure(
+      "Invalid",
+      `${describe(details)} is invalid: ${
+        causes.map((c) => `${c.field}: ${c.message}`).join(", ")
+      }`,
+      { ...details, causes },
+    );
+  }
+  if (error instanceof TooLargeError) {
+    return new KubeApiFailure("RequestEntityTooLarge", `the object is too large: ${error.message}`);
   }
   if (error instanceof InvalidNameError) {
     return new KubeApiFailure("Invalid", `${describe(details)} is invalid: metadata.name`, {

@@ -68,14 +68,14 @@ test("kubeApiHandler /apis/<group>/v1 lists the kinds as cluster-scoped plurals 
         singularName: "cluster",
         namespaced: false,
         kind: "Cluster",
-        verbs: ["delete", "get", "list", "watch"],
+        verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
       },
       {
         name: "nodes",
         singularName: "node",
         namespaced: false,
         kind: "Node",
-        verbs: ["delete", "get", "list", "watch"],
+        verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
       },
     ]);
     assert.equal((await call(handle, "/apis/kstack.sh/v2")).status, 404);

@@ -1,0 +1,153 @@
+/**
+ * The two patch formats this server applies to a resource: JSON merge patch
+ * (RFC 7396, `application/merge-patch+json`) and JSON patch (RFC 6902,
+ * `application/json-patch+json`). A patch that does not apply throws a
+ * `KubeApiFailure` (422 `Invalid` for a failed `test` or a missing path).
+ *
+ * @module
+ */
+import { KubeApiFailure } from "./_status.ts";
+
+type Json = unknown;
+type JsonObject = Record<string, Json>;
+
+const isObject = (v: Json): v is JsonObject =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** RFC 7396: `null` removes a member, an object merges, anything else replaces. */
+export function mergePatch(target: Json, patch: Json): Json {
+  if (!isObject(patch)) return patch;
+  const out: JsonObject = isObject(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = mergePatch(out[key], value);
+  }
+  return out;
+}
+
+function invalid(path: string, message: string): KubeApiFailure {
+  return new KubeApiFailure("Invalid", `the JSON patch does not apply: ${message}`, {
+    causes: [{ field: path, message, reason: "FieldValueInvalid" }],
+  });
+}
+
+function bad(message: string): KubeApiFailure {
+  return new KubeApiFailure("BadRequest", `the JSON patch is malformed: ${message}`);
+}
+
+/** A JSON pointer's reference tokens. */
+function tokens(pointer: unknown): string[] {
+  if (typeof pointer !== "string" || (pointer !== "" && !pointer.startsWith("/"))) {
+    throw bad(`path ${JSON.stringify(pointer)} is not a JSON pointer`);
+  }
+  if (pointer === "") return [];
+  return pointer.slice(1).split("/").map((t) => t.replace(/~1/g, "/").replace(/~0/g, "~"));
+}
+
+function clone(v: Json): Json {
+  return v === undefined ? undefined : JSON.parse(JSON.stringify(v));
+}
+
+/** The container holding the pointer's last token, and that token. */
+function parentOf(doc: Json, path: string[], pointer: string): [JsonObject | Json[], string] {
+  let at: Json = doc;
+  for (const t of path.slice(0, -1)) {
+    if (Array.isArray(at)) at = at[Number(t)];
+    else if (isObject(at) && Object.hasOwn(at, t)) at = at[t];
+    else throw invalid(pointer, `${pointer} does not exist`);
+  }
+  if (!Array.isArray(at) && !isObject(at)) throw invalid(pointer, `${pointer} does not exist`);
+  return [at, path[path.length - 1]];
+}
+
+function index(array: Json[], token: string, pointer: string, adding: boolean): number {
+  if (adding && token === "-") return array.length;
+  if (!/^(0|[1-9]\d{0,8})$/.test(token)) throw invalid(pointer, `${token} is not an array index`);
+  const i = Number(token);
+  if (i > array.length || (!adding && i === array.length)) {
+    throw invalid(pointer, `index ${i} is out of bounds`);
+  }
+  return i;
+}
+
+function read(doc: Json, pointer: string): Json {
+  const path = tokens(pointer);
+  if (path.length === 0) return doc;
+  const [parent, last] = parentOf(doc, path, pointer);
+  if (Array.isArray(parent)) return parent[index(parent, last, pointer, false)];
+  if (!Object.hasOwn(parent, last)) throw invalid(pointer, `${pointer} does not exist`);
+  return parent[last];
+}
+
+function remove(doc: Json, pointer: string): Json {
+  const path = tokens(pointer);
+  if (path.length === 0) throw invalid(pointer, "the whole document cannot be removed");
+  const [parent, last] = parentOf(doc, path, pointer);
+  if (Array.isArray(parent)) return parent.splice(index(parent, last, pointer, false), 1)[0];
+  if (!Object.hasOwn(parent, last)) throw invalid(pointer, `${pointer} does not exist`);
+  const value = parent[last];
+  delete parent[last];
+  return value;
+}
+
+function add(doc: Json, pointer: string, value: Json): Json {
+  const path = tokens(pointer);
+  if (path.length === 0) return value;
+  const [parent, last] = parentOf(doc, path, pointer);
+  if (Array.isArray(parent)) parent.splice(index(parent, last, pointer, true), 0, value);
+  else parent[last] = value;
+  return doc;
+}
+
+/** The most operations one JSON patch may hold. */
+export const MAX_OPERATIONS = 1000;
+
+/** RFC 6902 over a copy of `target`: add, remove, replace, move, copy, test. */
+export function jsonPatch(target: Json, patch: Json): Json {
+  if (!Array.isArray(patch)) throw bad("expected an array of operations");
+  if (patch.length > MAX_OPERATIONS) throw bad(`more than ${MAX_OPERATIONS} operations`);
+  let doc = clone(target);
+  for (const op of patch) {
+    if (!isObject(op)) throw bad("an operation is not an object");
+    const path = op.path;
+    if (typeof path !== "string") throw bad("an operation has no path");
+    const needValue = () => {
+      if (!Object.hasOwn(op, "value")) throw bad(`${op.op} at ${path} has no value`);
+      return clone(op.value);
+    };
+    switch (op.op) {
+      case "add":
+        doc = add(doc, path, needValue());
+        break;
+      case "remove":
+        remove(doc, path);
+        break;
+      case "replace":
+        read(doc, path);
+        if (tokens(path).length === 0) doc = needValue();
+        else {
+          remove(doc, path);
+          doc = add(doc, path, needValue());
+        }
+        break;
+      case "move": {
+        if (typeof op.from !== "string") throw bad("move has no from");
+        const value = remove(doc, op.from);
+        doc = add(doc, path, value);
+        break;
+      }
+      case "copy":
+        if (typeof op.from !== "string") throw bad("copy has no from");
+        doc = add(doc, path, clone(read(doc, op.from)));
+        break;
+      case "test":
+        if (JSON.stringify(read(doc, path)) !== JSON.stringify(needValue())) {
+          throw invalid(path, `test failed at ${path}`);
+        }
+        break;
+      default:
+        throw bad(`unknown operation ${JSON.stringify(op.op)}`);
+    }
+  }
+  return doc;
+}

@@ -1,0 +1,240 @@
+/**
+ * Writes: `POST …/<plural>` creates, `PUT …/<plural>/<name>` replaces the
+ * spec (a stale `metadata.resourceVersion` is 409 `Conflict`), `PATCH`
+ * applies a JSON merge patch or a JSON patch to the resource and writes its
+ * spec. Labels, annotations, owner references and finalizers cannot be
+ * written through the API yet: a body that sets them is 422 `Invalid`
+ * naming the field; `status` in a body is ignored, as on a resource with a
+ * status subresource.
+ *
+ * @module
+ */
+import type { KindRequest } from "./_context.ts";
+import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
+import { jsonPatch, mergePatch } from "./_patch.ts";
+import { detailsOf, findByName, notFound } from "./_reads.ts";
+import { readBody, refuseDryRun } from "./_request.ts";
+import { jsonResponse, KubeApiFailure, type StatusDetails, toFailure } from "./_status.ts";
+
+type JsonObject = Record<string, unknown>;
+
+const isObject = (v: unknown): v is JsonObject =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** How many times a patch re-reads and re-applies after a concurrent write moved the object. */
+const PATCH_ATTEMPTS = 5;
+
+function invalid(details: StatusDetails, field: string, message: string): KubeApiFailure {
+  const what = `${details.kind}.${details.group}${
+    details.name === undefined ? "" : ` "${details.name}"`
+  }`;
+  return new KubeApiFailure("Invalid", `${what} is invalid: ${field}: ${message}`, {
+    ...details,
+    causes: [{ field, message, reason: "FieldValueInvalid" }],
+  });
+}
+
+async function jsonBody(request: Request, what: string): Promise<unknown> {
+  const type = (request.headers.get("content-type") ?? "application/json").split(";")[0].trim()
+    .toLowerCase();
+  if (type === "application/yaml" || type === "application/vnd.kubernetes.protobuf") {
+    throw new KubeApiFailure("UnsupportedMediaType", `${type} is not supported: send JSON`);
+  }
+  try {
+    return JSON.parse(await readBody(request));
+  } catch (error) {
+    if (error instanceof KubeApiFailure) throw error;
+    throw new KubeApiFailure("BadRequest", `the request body is not JSON ${what}`);
+  }
+}
+
+/** What a written resource may carry: its name, spec and the metadata this server can keep. */
+interface Written {
+  readonly name: string | undefined;
+  readonly spec: unknown;
+  readonly resourceVersion: number | undefined;
+  readonly finalizers: readonly string[] | undefined;
+}
+
+/**
+ * Checks a resource body against the kind: `apiVersion`/`kind` when given,
+ * and no labels, annotations or owner references (the object model has none yet).
+ */
+function checkResource(r: KindRequest, body: unknown, details: StatusDetails): Written {
+  if (!isObject(body)) throw new KubeApiFailure("BadRequest", "the request body is not an object");
+  const { kind } = r;
+  if (body.apiVersion !== undefined && body.apiVersion !== kind.apiVersion) {
+    throw new KubeApiFailure(
+      "BadRequest",
+      `the body's apiVersion ${JSON.stringify(body.apiVersion)} does not match ${kind.apiVersion}`,
+    );
+  }
+  if (body.kind !== undefined && body.kind !== kind.kind) {
+    throw new KubeApiFailure(
+      "BadRequest",
+      `the body's kind ${JSON.stringify(body.kind)} does not match ${kind.kind}`,
+    );
+  }
+  const metadata = body.metadata ?? {};
+  if (!isObject(metadata)) throw invalid(details, "metadata", "must be an object");
+  for (const field of ["labels", "annotations"] as const) {
+    const value = metadata[field];
+    if (value === undefined || value === null) continue;
+    if (!isObject(value) || Object.keys(value).length > 0) {
+      throw invalid(
+        details,
+        `metadata.${field}`,
+        `${field} are not supported yet: this server's objects hold none`,
+      );
+    }
+  }
+  const owners = metadata.ownerReferences;
+  if (owners !== undefined && owners !== null && !Array.isArray(owners)) {
+    throw invalid(details, "metadata.ownerReferences", "must be an array");
+  }
+  if (metadata.generateName !== undefined && metadata.name === undefined) {
+    throw invalid(details, "metadata.generateName", "is not supported yet: give metadata.name");
+  }
+  const name = metadata.name;
+  if (name !== undefined && typeof name !== "string") {
+    throw invalid(details, "metadata.name", "must be a string");
+  }
+  const rv = metadata.resourceVersion;
+  if (rv !== undefined && rv !== "" && (typeof rv !== "string" || !/^[1-9]\d{0,15}$/.test(rv))) {
+    throw invalid(details, "metadata.resourceVersion", "must be a resourceVersion string");
+  }
+  const finalizers = metadata.finalizers;
+  if (
+    finalizers !== undefined && finalizers !== null &&
+    !(Array.isArray(finalizers) && finalizers.every((f) => typeof f === "string"))
+  ) {
+    throw invalid(details, "metadata.finalizers", "must be an array of strings");
+  }
+  return {
+    name,
+    spec: body.spec === undefined ? {} : body.spec,
+    resourceVersion: rv === undefined || rv === "" ? undefined : Number(rv),
+    finalizers: (finalizers ?? undefined) as string[] | undefined,
+  };
+}
+
+function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
+  return JSON.stringify([...(a ?? [])].sort()) === JSON.stringify([...b].sort());
+}
+
+async function answer(r: KindRequest, obj: AnyObject, status: number): Promise<Response> {
+  const owner = (await resolveOwners(r.ctx.store, [obj])).get(obj.id);
+  return jsonResponse(status, toResource(r.kind, { obj, owner }));
+}
+
+/** `POST …/<plural>`: creates the object the body describes. */
+export async function createResource(r: KindRequest): Promise<Response> {
+  refuseDryRun(r.url);
+  const body = await jsonBody(r.request, r.kind.kind);
+  const written = checkResource(r, body, detailsOf(r.kind));
+  if (written.name === undefined || written.name === "") {
+    throw invalid(detailsOf(r.kind), "metadata.name", "Required value: name is required");
+  }
+  const details = detailsOf(r.kind, written.name);
+  if (written.finalizers !== undefined && written.finalizers.length > 0) {
+    throw invalid(
+      details,
+      "metadata.finalizers",
+      "cannot be set at creation through this API: the kind's controller adds its own",
+    );
+  }
+  let obj: AnyObject;
+  try {
+    obj = await r.ctx.bh.client(r.kind).create(written.name, written.spec);
+  } catch (error) {
+    throw toFailure(error, details);
+  }
+  return await answer(r, obj, 201);
+}
+
+async function writeSpec(
+  r: KindRequest,
+  name: string,
+  written: Written,
+  current: AnyObject,
+  details: StatusDetails,
+): Promise<AnyObject> {
+  if (written.name !== undefined && written.name !== name) {
+    throw new KubeApiFailure(
+      "BadRequest",
+      `the name of the object (${written.name}) does not match the name on the URL (${name})`,
+    );
+  }
+  if (written.finalizers !== undefined && !sameList(written.finalizers, current.finalizers)) {
+    throw invalid(
+      details,
+      "metadata.finalizers",
+      "cannot be changed through this API yet: the kind's controller owns them",
+    );
+  }
+  return await r.ctx.bh.client(r.kind).updateByName(name, written.spec, {
+    resourceVersion: written.resourceVersion,
+  });
+}
+
+/** `PUT …/<plural>/<name>`: replaces the spec; `metadata.resourceVersion`, when given, must be current. */
+export async function replaceResource(r: KindRequest, name: string): Promise<Response> {
+  refuseDryRun(r.url);
+  const details = detailsOf(r.kind, name);
+  const written = checkResource(r, await jsonBody(r.request, r.kind.kind), details);
+  const current = await findByName(r, name);
+  if (current === undefined) throw notFound(r.kind, name);
+  try {
+    return await answer(r, await writeSpec(r, name, written, current, details), 200);
+  } catch (error) {
+    throw toFailure(error, { ...details, uid: String(current.id) });
+  }
+}
+
+/** The patch media types applied here. */
+export const PATCH_TYPES = new Set(["application/merge-patch+json", "application/json-patch+json"]);
+
+/**
+ * `PATCH …/<plural>/<name>`: applies the patch to the resource as served and
+ * writes the result's spec, retrying from a fresh read when another write
+ * moved the object in between (unless the patch names a `resourceVersion`).
+ */
+export async function patchResource(r: KindRequest, name: string, type: string): Promise<Response> {
+  refuseDryRun(r.url);
+  const details = detailsOf(r.kind, name);
+  let patch: unknown;
+  try {
+    patch = JSON.parse(await readBody(r.request));
+  } catch (error) {
+    if (error instanceof KubeApiFailure) throw error;
+    throw new KubeApiFailure("BadRequest", "the patch is not JSON");
+  }
+  for (let attempt = 1;; attempt++) {
+    const current = await findByName(r, name);
+    if (current === undefined) throw notFound(r.kind, name);
+    const owner = (await resolveOwners(r.ctx.store, [current])).get(current.id);
+    const resource = toResource(r.kind, { obj: current, owner });
+    const patched = type === "application/json-patch+json"
+      ? jsonPatch(resource, patch)
+      : mergePatch(resource, patch);
+    const written = checkResource(r, patched, details);
+    const pinned = written.resourceVersion !== undefined &&
+      written.resourceVersion !== current.resourceVersion;
+    try {
+      const obj = await writeSpec(
+        r,
+        name,
+        {
+          ...written,
+          resourceVersion: pinned ? written.resourceVersion : current.resourceVersion,
+        },
+        current,
+        details,
+      );
+      return await answer(r, obj, 200);
+    } catch (error) {
+      const failure = toFailure(error, { ...details, uid: String(current.id) });
+      if (failure.reason !== "Conflict" || pinned || attempt >= PATCH_ATTEMPTS) throw failure;
+    }
+  }
+}
