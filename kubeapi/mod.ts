@@ -1,13 +1,17 @@
 /**
  * A Kubernetes API server over a beehive store, for the real `kubectl`:
  * discovery, `get` (objects, lists and server-side Tables, chunked), `get -w`
- * (chunked watch streams) and `delete`, with Kubernetes' `Status` errors.
- * Every kind the store holds is served as `<group>/v1`, resource = the
- * lowercased kind + `s`, cluster-scoped. The server needs no Beehive of its
- * own: controllers in other processes see its deletions like any client's.
+ * (chunked watch streams), `create`, `replace`, merge and JSON `patch`,
+ * `delete`, and beehive events as core/v1 `Event`s, with Kubernetes' `Status`
+ * errors. Every kind the store holds is served as `<group>/v1`, resource =
+ * the lowercased kind + `s`, cluster-scoped. The server needs no Beehive of
+ * its own: controllers in other processes see its writes like any client's.
  *
- * {@linkcode kubeApiHandler} is a fetch handler, mountable in `Deno.serve`,
- * in Node's HTTP server through {@linkcode toNodeListener}, or in any router.
+ * {@linkcode serveKubeApi} listens (HTTP or HTTPS with a generated or given
+ * certificate, bearer tokens with grants) and writes the kubeconfig;
+ * {@linkcode kubeApiHandler} is the fetch handler it runs, mountable in
+ * `Deno.serve`, in Node's HTTP server through {@linkcode toNodeListener}, or
+ * in any router.
  *
  * @example Serve the API on loopback and point kubectl at it
  * ```ts ignore
