@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { Beehive } from "../../mod.ts";
-import { openSqliteStore } from "../_sqlite_driver.ts";
+// The CLI serves SQLite files: the store is made with the real SQLite opener whatever the test store.
+import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
 import { Cluster, kubectlIn } from "./_kubeapi_harness.ts";
 
