@@ -18,7 +18,7 @@
  */
 import process from "node:process";
 import type { Store } from "../src/store.ts";
-import type { Logger } from "../src/logger.ts";
+import type { Logger } from "../src/telemetry/logger.ts";
 import {
   openSqliteStore as openOnDriver,
   type SqliteStore,

@@ -6,8 +6,8 @@
  * @module
  */
 import pg from "pg";
-import { BeehiveError, FencedError, StoreClosedError, StoreError } from "../../src/errors.ts";
-import type { Logger } from "../../src/logger.ts";
+import { BeehiveError, FencedError, StoreClosedError, StoreError } from "../../src/model/errors.ts";
+import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Fence } from "../../src/store.ts";
 
 /** A value a statement binds. */

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { BeehiveError } from "../../src/errors.ts";
+import type { BeehiveError } from "../../src/model/errors.ts";
 import type { Fence } from "../../src/store.ts";
 import { MemberSavepoint, releaseClient, rollbackQuietly } from "./_connections.ts";
 import { type Core, Db, type PgClient } from "./_core.ts";

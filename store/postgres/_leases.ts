@@ -8,7 +8,7 @@
  * @module
  */
 import pg from "pg";
-import { BeehiveError, StoreInUseError } from "../../src/errors.ts";
+import { BeehiveError, StoreInUseError } from "../../src/model/errors.ts";
 import type {
   HeldLease,
   LeaseAcquireInput,

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
+import { ConcurrentNestedTxError, StaleTxError } from "../../src/model/errors.ts";
 import type { Fence } from "../../src/store.ts";
 import { AsyncLock, type Core, Db, type PgClient } from "./_core.ts";
 import { isServerError, MemberSavepoint, releaseClient, rollbackQuietly } from "./_connections.ts";

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { DuplicateConditionTypeError, InvalidConditionError } from "../../src/errors.ts";
+import { DuplicateConditionTypeError, InvalidConditionError } from "../../src/model/errors.ts";
 import type { ConditionInput, Conditions, ObjectRef } from "../../src/store.ts";
 import { assertKind, checkRef, describe, isStorableText, rejectWith } from "./_rows.ts";
 import type { Session } from "./_session.ts";

@@ -11,9 +11,9 @@ import {
   NameTakenError,
   StoreClosedError,
   StoreError,
-} from "../../src/errors.ts";
-import type { Logger } from "../../src/logger.ts";
-import { kindName } from "../../src/_engine_keys.ts";
+} from "../../src/model/errors.ts";
+import type { Logger } from "../../src/telemetry/logger.ts";
+import { kindName } from "../../src/model/_kind_keys.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 import type { LockFiles } from "./_lock_files.ts";

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { InvalidEventError, InvalidOptionError } from "../../src/errors.ts";
+import { InvalidEventError, InvalidOptionError } from "../../src/model/errors.ts";
 import type {
   EventQuery,
   Events,
@@ -28,7 +28,7 @@ import {
   rejectWith,
 } from "./_rows.ts";
 import type { Session } from "./_session.ts";
-import { isStorableText } from "../../src/_text.ts";
+import { isStorableText } from "../../src/model/_text.ts";
 
 const EVENT_COLUMNS =
   "id, object_id, category, type, reason, message, detail, count, first_at, last_at, resource_version";

@@ -9,7 +9,7 @@ import {
   ObservedGenerationFutureError,
   SchemaVersionDowngradeError,
   StoreError,
-} from "../../src/errors.ts";
+} from "../../src/model/errors.ts";
 import type {
   GroupKind,
   IncomingEdgeQuery,
@@ -28,7 +28,7 @@ import type {
   ReconcileLoad,
 } from "../../src/store.ts";
 import { type Db, nameTaken } from "./_core.ts";
-import { kindName } from "../../src/_engine_keys.ts";
+import { kindName } from "../../src/model/_kind_keys.ts";
 import {
   assertKind,
   assertVersion,

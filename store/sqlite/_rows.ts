@@ -10,7 +10,7 @@ import {
   NotFoundError,
   StoreError,
   WrongKindError,
-} from "../../src/errors.ts";
+} from "../../src/model/errors.ts";
 import type {
   ConditionStatus,
   GroupKind,
@@ -21,9 +21,9 @@ import type {
   RawObjectMeta,
 } from "../../src/store.ts";
 import type { Db, Row, RowArray } from "./_core.ts";
-import { isStorableText } from "../../src/_text.ts";
-import { describe } from "../../src/_values.ts";
-import { kindName } from "../../src/_engine_keys.ts";
+import { isStorableText } from "../../src/model/_text.ts";
+import { describe } from "../../src/model/_values.ts";
+import { kindName } from "../../src/model/_kind_keys.ts";
 
 /** The object columns every full-row read selects, in decode order. */
 export const OBJECT_COLUMNS = `id, "group", kind, name, spec, status, spec_version,
@@ -223,7 +223,7 @@ export function assertKind(ref: ObjectRef, row: Row | undefined): asserts row is
   }
 }
 
-export { isStorableText } from "../../src/_text.ts";
+export { isStorableText } from "../../src/model/_text.ts";
 
 /** Checks an id argument. @throws {TypeError} not a positive safe integer. */
 export function checkId(id: unknown, what = "id"): asserts id is ObjectId {
@@ -324,7 +324,7 @@ export function checkFinalizers(finalizers: unknown): string[] {
   return [...new Set(finalizers as string[])];
 }
 
-export { attempt as rejectWith, describe } from "../../src/_values.ts";
+export { attempt as rejectWith, describe } from "../../src/model/_values.ts";
 
 function checkInteger(value: unknown, what: string, min: number): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
+import { ConcurrentNestedTxError, StaleTxError } from "../../src/model/errors.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
 import { submitWrite } from "./_write_group.ts";

@@ -11,7 +11,7 @@ import {
   InvalidOptionError,
   SchemaVersionDowngradeError,
   StoreError,
-} from "../../src/errors.ts";
+} from "../../src/model/errors.ts";
 import type {
   Conditions,
   DeletionRequests,
@@ -32,7 +32,7 @@ import { SqliteLeases } from "./_leases.ts";
 import { LockFiles } from "./_lock_files.ts";
 import { SqliteConditions } from "./_conditions.ts";
 import { Core, Db } from "./_core.ts";
-import type { Logger } from "../../src/logger.ts";
+import type { Logger } from "../../src/telemetry/logger.ts";
 import { SqliteDeletionRequests } from "./_deletion_requests.ts";
 import { SqliteDependencies } from "./_dependencies.ts";
 import type { Driver } from "./_driver.ts";
@@ -47,7 +47,7 @@ import { describe, rejectWith } from "./_rows.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
 import { MemoryTail } from "./_kind_tails.ts";
-import { type KindTail, openKindTailSymbol } from "../../src/_kind_tail.ts";
+import { type KindTail, openKindTailSymbol } from "../../src/watches/kind_tail.ts";
 import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
 
 /** How a {@linkcode SqliteStore} is opened. */
