@@ -396,8 +396,8 @@ function usage(io: CliIo, error: unknown): number {
  * cursor, recolour or retitle the terminal, or reorder what it shows.
  */
 function terminalSafe(text: string): string {
-  // deno-lint-ignore no-control-regex
   return text.replace(
+    // deno-lint-ignore no-control-regex
     /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );

@@ -19,7 +19,7 @@ import {
 } from "../mod.ts";
 import type { BeehiveOptions, Client, Migrator, ObjectChange, ObjectListStream } from "../mod.ts";
 import type { RawObject } from "../store/mod.ts";
-import { openSqliteStore, openTestStore, testStore } from "./_sqlite_driver.ts";
+import { openTestStore, testStore } from "./_sqlite_driver.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { Other, recordingLogger, tempDir, Thing, withHarness } from "./_beehive_harness.ts";

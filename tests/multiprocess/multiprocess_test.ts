@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Beehive, StoreInUseError } from "../../mod.ts";
-import { openSqliteStore, openTestStore, testStore } from "../_sqlite_driver.ts";
+import { openTestStore, testStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { Job, type Replica, type ReplicaEvent, withReplicas } from "./_processes.ts";
 import { DeviceTable } from "../../examples/fenced-devices/device_table.ts";

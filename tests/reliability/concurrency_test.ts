@@ -26,12 +26,7 @@ import {
   settled,
 } from "../../mod.ts";
 import type { ObjectWrite, RawObject } from "../../store/mod.ts";
-import {
-  openSqliteStore,
-  openTestStore,
-  type SqliteStore,
-  type TestStore,
-} from "../_sqlite_driver.ts";
+import { openTestStore, type TestStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { type FakeClock, installFakeTime } from "../_fake_time.ts";
 import { type LogLine, recordingLogger } from "../_beehive_harness.ts";

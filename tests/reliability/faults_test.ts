@@ -25,7 +25,7 @@ import {
   StoreError,
 } from "../../mod.ts";
 import type { RawObject } from "../../store/mod.ts";
-import type { SqliteStore, TestStore } from "../_sqlite_driver.ts";
+import type { TestStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { installFakeTime } from "../_fake_time.ts";
 import {

@@ -25,7 +25,7 @@ import { existsSync, readFileSync } from "node:fs";
 import process from "node:process";
 import { Beehive } from "../../mod.ts";
 import type { ObjectWrite } from "../../store/mod.ts";
-import { openSqliteStore, openTestStore } from "../_sqlite_driver.ts";
+import { openTestStore } from "../_sqlite_driver.ts";
 import { Job, Replica } from "../multiprocess/_processes.ts";
 import { scratchDir } from "./_scratch.ts";
 import { prng } from "./crash_workload.ts";
