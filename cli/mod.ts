@@ -211,7 +211,8 @@ const COMMANDS: Record<string, Command> = {
 const HELP = `Usage: beehive <store> <command> [arguments] [flags]
 
 Inspect and change a beehive store. <store> is a SQLite database path (relative
-to the working directory) or a postgres:// url. <kind> is a kind's name, plural or
+to the working directory) or a postgres:// url (?schema=name picks a schema other
+than the default "beehive"). <kind> is a kind's name, plural or
 short name in any case, with or without its group: Worker, workers,
 Worker.shop.example.
 
@@ -492,7 +493,11 @@ async function openStore(where: string, here: (path: string) => string): Promise
   if (/^postgres(ql)?:\/\//i.test(where)) {
     // Loaded only for a url: a SQLite user needs no PostgreSQL driver.
     const { openPostgresStore } = await import("@beehive/beehive/postgres");
-    return await openPostgresStore(where);
+    // `?schema=name` picks the store's schema, as the store's identity names it.
+    const url = new URL(where);
+    const schema = url.searchParams.get("schema") ?? undefined;
+    url.searchParams.delete("schema");
+    return await openPostgresStore(url.href, schema === undefined ? {} : { schema });
   }
   if (where === ":memory:") return await openSqliteStore(where);
   const path = here(where);
