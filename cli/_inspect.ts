@@ -174,10 +174,20 @@ export function readySummary(conditions: readonly RawCondition[]): string {
   return "-";
 }
 
-/** A one-word lifecycle state: Terminating, Stalled, Reconciling or Settled. */
-export function stateSummary(view: ObjectView): string {
+/**
+ * A one-word lifecycle state: Terminating, Stalled, Pending (no pass has
+ * observed the object yet: no controller runs its kind, or none has reached
+ * it), Reconciling (a pass observed an older generation) or Settled.
+ */
+export function stateSummary(
+  view: Pick<
+    ObjectView,
+    "deletionRequestedAt" | "conditions" | "observedGeneration" | "generation"
+  >,
+): string {
   if (view.deletionRequestedAt !== undefined) return "Terminating";
   if (view.conditions.some((c) => c.type === "Stalled" && c.status === "True")) return "Stalled";
+  if (view.observedGeneration === undefined) return "Pending";
   if (view.observedGeneration !== view.generation) return "Reconciling";
   return "Settled";
 }

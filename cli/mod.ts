@@ -136,7 +136,9 @@ const COMMANDS: Record<string, Command> = {
     usage: "get <kind> [name] [-o json|yaml]",
     summary: "List a kind's objects, or show one",
     details: "Columns: NAME, ID, GEN (generation/observed), READY (the Ready condition),\n" +
-      "STATE (Settled, Reconciling, Stalled, Terminating), CONDITIONS, AGE.",
+      "STATE (Settled, Reconciling, Pending, Stalled, Terminating), CONDITIONS, AGE.\n" +
+      "Pending: no pass has observed the object yet (no controller runs its kind, or\n" +
+      "none has reached it).",
     args: [1, 2],
     flags: ["output"],
     run: cmdGet,

@@ -70,7 +70,7 @@ test("cli get lists a kind's objects with generation, Ready, state, conditions a
       String(ids.staging),
       "1/-",
       "-",
-      "Reconciling",
+      "Pending",
       "-",
     ]);
   });
