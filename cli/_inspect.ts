@@ -193,7 +193,9 @@ export function stateSummary(
 }
 
 /** `generation/observed`, with `-` for never observed. */
-export function generationSummary(view: ObjectView): string {
+export function generationSummary(
+  view: Pick<ObjectView, "generation" | "observedGeneration">,
+): string {
   return `${view.generation}/${view.observedGeneration ?? "-"}`;
 }
 

@@ -45,6 +45,7 @@ import {
   age,
   generationSummary,
   kindLabel,
+  type KindSummary,
   listKinds,
   type ObjectView,
   parseKind,
@@ -58,6 +59,14 @@ import {
 import { SCRIPT, STYLE } from "./_assets.ts";
 import { checkAllowedHosts, hostAllowed, LOOPBACK_HOSTS } from "./_hosts.ts";
 import { LiveFeeds } from "./_live.ts";
+import {
+  filters,
+  type KindQuery,
+  parseKindQuery,
+  readKindPage,
+  SCAN_MAX,
+  STATES,
+} from "./_kind_query.ts";
 import { type Html, html } from "./_html.ts";
 
 export { toNodeListener } from "./node_listener.ts";
@@ -118,7 +127,7 @@ export type ConsoleHandler = (request: Request) => Promise<Response>;
 
 const SECURITY_HEADERS: Record<string, string> = {
   "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; " +
-    "connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; " +
+    "connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; " +
     "frame-ancestors 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
@@ -126,6 +135,8 @@ const SECURITY_HEADERS: Record<string, string> = {
 };
 
 const EVENTS_SHOWN = 20;
+/** Write-log entries the kinds feed reads per page. */
+const KINDS_FEED_PAGE = 1_000;
 const HEARTBEAT_MS = 15_000;
 
 function normalizeBase(basePath: unknown): string {
@@ -285,13 +296,16 @@ async function route(ctx: Ctx, request: Request): Promise<Response> {
   if (!parts.every(isPlainSegment)) return notFound(ctx, request);
   const fragment = url.searchParams.get("fragment") === "main";
   if (parts.length === 0) return await kindsPage(ctx, request, fragment);
+  if (parts.length === 1 && parts[0] === "live") return kindsFeed(ctx, request);
   if (parts.length === 1 && parts[0] === "console.js") return asset(SCRIPT, "text/javascript");
   if (parts.length === 1 && parts[0] === "console.css") return asset(STYLE, "text/css");
   if (parts[0] === "kinds" && (parts.length === 2 || (parts.length === 3 && parts[2] === "live"))) {
     const gk = parseKind(parts[1]);
     if (gk === undefined) return notFound(ctx, request);
     if (parts.length === 3) return await kindFeed(ctx, gk, request);
-    return await kindPage(ctx, gk, request, fragment);
+    const query = parseKindQuery(url.searchParams);
+    if (typeof query === "string") return text(400, `Bad Request: ${query}`);
+    return await kindPage(ctx, gk, query, request, fragment);
   }
   if (
     parts[0] === "objects" && (parts.length === 2 || (parts.length === 3 && parts[2] === "live"))
@@ -381,7 +395,7 @@ function time(at: Date | undefined, now: number): Html {
   } ago</time>`;
 }
 
-function conditionBadges(view: ObjectView): Html {
+function conditionBadges(view: Pick<ObjectView, "conditions">): Html {
   if (view.conditions.length === 0) return html`<span class="muted">none</span>`;
   return html`${
     view.conditions.map((c) => {
@@ -409,11 +423,7 @@ async function kindsPage(ctx: Ctx, request: Request, fragment: boolean): Promise
         </thead>
         <tbody>${kinds.map((k) =>
           html`
-            <tr data-kind="${kindLabel(k)}">
-              <td><a href="${kindHref(ctx, k)}">${k.kind}</a></td>
-              <td>${k.group === "" ? html`<span class="muted">(core)</span>` : k.group}</td>
-              <td>${k.objects}</td>
-            </tr>
+            ${kindRow(ctx, k)}
           `
         )}</tbody>
       </table>
@@ -421,7 +431,17 @@ async function kindsPage(ctx: Ctx, request: Request, fragment: boolean): Promise
     <p
       class="muted">Kinds are found through the retained write log; a kind idle for longer than its retention may be missing.</p>
   `;
-  return page(ctx, 200, "Kinds", main, request, { fragment });
+  return page(ctx, 200, "Kinds", main, request, { fragment, live: `${ctx.base}/live` });
+}
+
+function kindRow(ctx: Ctx, k: KindSummary): Html {
+  return html`
+    <tr data-kind="${kindLabel(k)}">
+      <td><a href="${kindHref(ctx, k)}">${k.kind}</a></td>
+      <td>${k.group === "" ? html`<span class="muted">(core)</span>` : k.group}</td>
+      <td data-field="objects">${k.objects}</td>
+    </tr>
+  `;
 }
 
 function crumbsFor(ctx: Ctx, gk: GroupKind, name?: string): Html {
@@ -434,45 +454,115 @@ function crumbsFor(ctx: Ctx, gk: GroupKind, name?: string): Html {
   }`;
 }
 
+/** The fields a kind page's row shows: an object as read or as a watch delivers it. */
+type RowView = Pick<
+  ObjectView,
+  | "id"
+  | "name"
+  | "generation"
+  | "observedGeneration"
+  | "conditions"
+  | "deletionRequestedAt"
+  | "createdAt"
+>;
+
+function objectRow(ctx: Ctx, v: RowView, now: number): Html {
+  return html`
+    <tr data-id="${v.id}" data-name="${v.name}" data-state="${stateSummary(v).toLowerCase()}">
+      <td><a href="${objectHref(ctx, v.id)}">${v.name}</a></td>
+      <td class="wide">${v.id}</td>
+      <td class="wide">${generationSummary(v)}</td>
+      <td>${readySummary(v.conditions)}</td>
+      <td>${stateSummary(v)}</td>
+      <td>${conditionBadges(v)}</td>
+      <td class="wide">${time(v.createdAt, now)}</td>
+    </tr>
+  `;
+}
+
+function pageHref(ctx: Ctx, gk: GroupKind, q: KindQuery, after: number): string {
+  const params = new URLSearchParams();
+  if (q.prefix !== "") params.set("prefix", q.prefix);
+  if (q.state !== undefined) params.set("state", q.state);
+  if (q.limit !== 100) params.set("limit", String(q.limit));
+  if (after !== 0) params.set("after", String(after));
+  const search = params.toString();
+  return `${kindHref(ctx, gk)}${search === "" ? "" : `?${search}`}`;
+}
+
+function filterForm(ctx: Ctx, gk: GroupKind, q: KindQuery): Html {
+  return html`
+    <form class="filters" method="get" action="${kindHref(ctx, gk)}" role="search">
+      <label>Name starts with <input name="prefix" value="${q.prefix}" maxlength="1024"
+          autocomplete="off"></label>
+      <label>State <select name="state">
+          <option value="">any</option>
+          ${STATES.map((st) =>
+            html`
+              <option value="${st}" ${q.state === st
+                ? html`
+                  selected
+                `
+                : ""}>${st}</option>
+            `
+          )}
+        </select></label>
+      ${q.limit === 100 ? "" : html`<input type="hidden" name="limit" value="${q.limit}">`}
+      <button type="submit">Filter</button>
+      ${filters(q) ? html`<a href="${kindHref(ctx, gk)}">clear</a>` : ""}
+    </form>
+  `;
+}
+
 async function kindPage(
   ctx: Ctx,
   gk: GroupKind,
+  q: KindQuery,
   request: Request,
   fragment: boolean,
 ): Promise<Response> {
-  const views = (await ctx.store.objects.list(gk)).map(toView);
+  const { views, next, scanned } = await readKindPage(ctx.store, gk, q);
   const now = Date.now();
+  const pager = html`
+    <nav class="pager">
+      ${q.after === 0 ? "" : html`<a href="${pageHref(ctx, gk, q, 0)}" rel="first">first page</a>`}
+      ${next === undefined
+        ? html`<span class="muted">end of list</span>`
+        : html`<a href="${pageHref(ctx, gk, q, next)}" rel="next">next page</a>`}
+      ${filters(q) && next !== undefined && scanned >= SCAN_MAX
+        ? html`<span class="muted">(a filtered page reads at most ${SCAN_MAX} objects)</span>`
+        : ""}
+    </nav>
+  `;
   const main = html`<h1>${kindLabel(gk)}</h1>
+${filterForm(ctx, gk, q)}
+<div class="scroll">
+  <table id="objects" data-prefix="${q.prefix}" data-state="${q.state ?? ""}" data-last="${
+    next ===
+      undefined
+  }">
+    <thead>
+      <tr>
+        <th>Name</th>
+        <th class="wide">ID</th>
+        <th class="wide">Generation</th>
+        <th>Ready</th>
+        <th>State</th>
+        <th>Conditions</th>
+        <th class="wide">Age</th>
+      </tr>
+    </thead>
+    <tbody>${views.map((v) => objectRow(ctx, v, now))}</tbody>
+  </table>
+</div>
 ${
-    views.length === 0 ? html`<p class="muted">No objects.</p>` : html`
-      <table>
-        <thead>
-          <tr>
-            <th>Name</th>
-            <th>ID</th>
-            <th>Generation</th>
-            <th>Ready</th>
-            <th>State</th>
-            <th>Conditions</th>
-            <th>Age</th>
-          </tr>
-        </thead>
-        <tbody>${views.map((v) =>
-          html`
-            <tr data-name="${v.name}">
-              <td><a href="${objectHref(ctx, v.id)}">${v.name}</a></td>
-              <td>${v.id}</td>
-              <td>${generationSummary(v)}</td>
-              <td>${readySummary(v.conditions)}</td>
-              <td>${stateSummary(v)}</td>
-              <td>${conditionBadges(v)}</td>
-              <td>${time(v.createdAt, now)}</td>
-            </tr>
-          `
-        )}</tbody>
-      </table>
-    `
-  }`;
+    views.length === 0
+      ? html`<p class="muted" id="empty">${
+        filters(q) || q.after !== 0 ? "No objects on this page match." : "No objects."
+      }</p>`
+      : ""
+  }
+${pager}`;
   return page(ctx, 200, kindLabel(gk), main, request, {
     fragment,
     live: `${kindHref(ctx, gk)}/live`,
@@ -709,6 +799,74 @@ function failedData(): { message: string } {
   return { message: "the live feed failed; reload to retry" };
 }
 
+/**
+ * The kinds page's feed: each poll that finds new writes recounts the kinds
+ * they touched (every kind, when the write log was trimmed past the feed's
+ * position) and sends each as a `kind` event with its rendered row.
+ */
+function kindsFeed(ctx: Ctx, request: Request): Response {
+  if (request.method === "HEAD") return feedHead();
+  const release = ctx.live.reserve();
+  if (release === undefined) return tooManyFeeds(ctx);
+  return feed(request, (send) => {
+    let at: number | undefined;
+    let busy = false;
+    const tick = async () => {
+      if (busy) return;
+      busy = true;
+      try {
+        const latest = await ctx.store.getLatestResourceVersion();
+        if (at === undefined || latest === at) {
+          at = latest;
+          return;
+        }
+        const touched = new Map<string, GroupKind>();
+        let after = at;
+        let trimmed = false;
+        for (;;) {
+          const { writes, trimmedThrough } = await ctx.store.objectWrites.listSinceAll({
+            after,
+            limit: KINDS_FEED_PAGE,
+          });
+          if (trimmedThrough > after) {
+            trimmed = true;
+            break;
+          }
+          for (const w of writes) touched.set(kindLabel(w), { group: w.group, kind: w.kind });
+          if (writes.length < KINDS_FEED_PAGE) break;
+          after = writes[writes.length - 1].resourceVersion;
+        }
+        at = latest;
+        const kinds: KindSummary[] = trimmed
+          ? await listKinds(ctx.store, ctx.extraKinds)
+          : await Promise.all(
+            [...touched.values()].map(async (gk) => ({
+              ...gk,
+              objects: (await ctx.store.objects.listIds(gk)).length,
+            })),
+          );
+        for (const k of kinds) {
+          send("kind", {
+            kind: kindLabel(k),
+            objects: k.objects,
+            row: kindRow(ctx, k).text.trim(),
+          });
+        }
+      } catch {
+        send("failed", failedData());
+      } finally {
+        busy = false;
+      }
+    };
+    void tick();
+    const timer = setInterval(tick, ctx.pollInterval);
+    return () => {
+      clearInterval(timer);
+      release();
+    };
+  });
+}
+
 async function kindFeed(ctx: Ctx, gk: GroupKind, request: Request): Promise<Response> {
   if (request.method === "HEAD") return feedHead();
   const release = ctx.live.reserve();
@@ -725,6 +883,10 @@ async function kindFeed(ctx: Ctx, gk: GroupKind, request: Request): Promise<Resp
           type: change.type,
           id: change.id,
           resourceVersion: change.resourceVersion,
+          // The row itself, rendered: the page patches it in place of refetching its list.
+          ...(change.object === undefined
+            ? {}
+            : { row: objectRow(ctx, change.object, Date.now()).text.trim() }),
         }),
       failed: () => sink.send?.("failed", failedData()),
       end: () => sink.end?.(),
