@@ -296,7 +296,7 @@ async function route(ctx: Ctx, request: Request): Promise<Response> {
   if (!parts.every(isPlainSegment)) return notFound(ctx, request);
   const fragment = url.searchParams.get("fragment") === "main";
   if (parts.length === 0) return await kindsPage(ctx, request, fragment);
-  if (parts.length === 1 && parts[0] === "live") return kindsFeed(ctx, request);
+  if (parts.length === 1 && parts[0] === "live") return await kindsFeed(ctx, request);
   if (parts.length === 1 && parts[0] === "console.js") return asset(SCRIPT, "text/javascript");
   if (parts.length === 1 && parts[0] === "console.css") return asset(STYLE, "text/css");
   if (parts[0] === "kinds" && (parts.length === 2 || (parts.length === 3 && parts[2] === "live"))) {
@@ -804,22 +804,26 @@ function failedData(): { message: string } {
  * they touched (every kind, when the write log was trimmed past the feed's
  * position) and sends each as a `kind` event with its rendered row.
  */
-function kindsFeed(ctx: Ctx, request: Request): Response {
+async function kindsFeed(ctx: Ctx, request: Request): Promise<Response> {
   if (request.method === "HEAD") return feedHead();
   const release = ctx.live.reserve();
   if (release === undefined) return tooManyFeeds(ctx);
+  // The position is taken before the answer: every write after it is reported.
+  let at: number;
+  try {
+    at = await ctx.store.getLatestResourceVersion();
+  } catch (error) {
+    release();
+    throw error;
+  }
   return feed(request, (send) => {
-    let at: number | undefined;
     let busy = false;
     const tick = async () => {
       if (busy) return;
       busy = true;
       try {
         const latest = await ctx.store.getLatestResourceVersion();
-        if (at === undefined || latest === at) {
-          at = latest;
-          return;
-        }
+        if (latest === at) return;
         const touched = new Map<string, GroupKind>();
         let after = at;
         let trimmed = false;
@@ -858,7 +862,6 @@ function kindsFeed(ctx: Ctx, request: Request): Response {
         busy = false;
       }
     };
-    void tick();
     const timer = setInterval(tick, ctx.pollInterval);
     return () => {
       clearInterval(timer);
