@@ -11,7 +11,7 @@ import { Beehive } from "../../mod.ts";
 import { consoleHandler } from "../../console/mod.ts";
 import { SCAN_MAX } from "../../console/_kind_query.ts";
 import { test } from "../_test.ts";
-import { withStore } from "./_console_harness.ts";
+import { readUntil, withStore } from "./_console_harness.ts";
 
 const Cluster = { group: "kstack.sh", kind: "Cluster" };
 
@@ -109,21 +109,6 @@ test("consoleHandler answers a malformed kind page query with 400", async () => 
     }
   });
 });
-
-/** Reads a server-sent-event body until `pred(text)` holds. */
-async function readUntil(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  pred: (text: string) => boolean,
-): Promise<string> {
-  const decoder = new TextDecoder();
-  let text = "";
-  while (!pred(text)) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`the feed ended early:\n${text}`);
-    text += decoder.decode(value, { stream: true });
-  }
-  return text;
-}
 
 test("consoleHandler kind feed carries the changed row, escaped, and no list", async () => {
   await withStore(async (store, bh) => {
