@@ -34,12 +34,12 @@ const PAGE = 1_000;
  * Every kind the store shows a trace of: kinds in the retained write log, kinds
  * with deletion-pending objects, and `extra`. The Store port has no kind
  * listing, so a kind whose every write aged out of the log is found only
- * through `extra`. Sorted by label.
+ * through `extra`. Unsorted; {@linkcode listKinds} adds counts and sorts.
  */
-export async function listKinds(
+export async function findKinds(
   store: Store,
   extra: readonly GroupKind[] = [],
-): Promise<KindSummary[]> {
+): Promise<GroupKind[]> {
   const found = new Map<string, GroupKind>();
   const note = (gk: GroupKind) => {
     const key = JSON.stringify([gk.group, gk.kind]);
@@ -54,8 +54,16 @@ export async function listKinds(
     if (page.writes.length < PAGE) break;
     after = page.writes[page.writes.length - 1].resourceVersion;
   }
+  return [...found.values()];
+}
+
+/** {@linkcode findKinds} with each kind's object count, sorted by label. */
+export async function listKinds(
+  store: Store,
+  extra: readonly GroupKind[] = [],
+): Promise<KindSummary[]> {
   const out: KindSummary[] = [];
-  for (const gk of found.values()) {
+  for (const gk of await findKinds(store, extra)) {
     out.push({ ...gk, objects: (await store.objects.listIds(gk)).length });
   }
   return out.sort((a, b) => kindLabel(a).localeCompare(kindLabel(b)));

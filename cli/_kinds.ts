@@ -7,7 +7,7 @@
  * @module
  */
 import type { GroupKind, Store } from "@beehive/beehive";
-import { kindLabel, listKinds } from "./_inspect.ts";
+import { findKinds, kindLabel } from "./_inspect.ts";
 
 /** The names a kind answers to. */
 export interface KindNames extends GroupKind {
@@ -130,7 +130,8 @@ export function editDistance(a: string, b: string, budget = Infinity): number {
 
 /** Resolves `input` against the kinds `store` shows a trace of. */
 export async function resolveStoreKind(store: Store, input: string): Promise<GroupKind> {
-  const known = (await listKinds(store)).map(kindNames);
+  const known = (await findKinds(store)).map(kindNames)
+    .sort((a, b) => kindLabel(a).localeCompare(kindLabel(b)));
   return await resolveKind(
     input,
     known,

@@ -165,9 +165,10 @@ function encodeSegment(segment: string): string {
 
 /**
  * Creates the console's fetch handler over `store`. Routes under `basePath`:
- * `/` the kinds, `/kinds/<Kind.group>` a kind's objects, `/objects/<id>` one
- * object, each with a `/live` server-sent-event feed, plus `/console.js` and
- * `/console.css`. A request whose `Host` is not in `allowedHosts` is `403`,
+ * `/` the kinds, `/kinds/<Kind.group>` a kind's objects (paged by `limit`
+ * and `after`, filtered by `prefix` and `state`; a malformed one is `400`),
+ * `/objects/<id>` one object, each with a `/live` server-sent-event feed
+ * (`/live` for the kinds), plus `/console.js` and `/console.css`. A request whose `Host` is not in `allowedHosts` is `403`,
  * one `authorize` refuses `403`; only `GET` and `HEAD` are served (`405`
  * otherwise); an unknown or malformed path, kind or object is `404`; a live
  * feed beyond `maxLiveFeeds` is `503`; a failure is a generic `500` (details
