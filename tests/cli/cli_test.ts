@@ -346,12 +346,12 @@ function runtimeArgs(file: string): string[] {
     : ["--disable-warning=ExperimentalWarning", file];
 }
 
-function runProgram(args: string[]): Promise<Run> {
+function runProgram(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [...runtimeArgs("cli/mod.ts"), ...args],
-      { timeout: 30_000 },
+      { timeout: 30_000, env: { ...process.env, ...env } },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1;
         resolve({ code, out: stdout, err: stderr });
@@ -370,6 +370,14 @@ test("cli runs as a program on this runtime with the documented exit codes", asy
     assert.equal(missing.err, 'error: Cluster.kstack.sh "nope" not found\n');
     const bad = await runProgram([db, "frob"]);
     assert.equal(bad.code, 2);
+  });
+});
+
+test("cli as a program resolves a relative store path from INIT_CWD, where deno task or npm run started", async () => {
+  await withFixture(async (_db, _ids, dir) => {
+    const r = await runProgram(["fixture.db", "get", "clusters", "prod"], { INIT_CWD: dir.path });
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /^prod +\d+ +1\/1 +True/m);
   });
 });
 

@@ -11,7 +11,7 @@ import { Beehive } from "../../mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
 import { tempDir } from "../_beehive_harness.ts";
-import { cli, Cluster, writeFixture } from "./_cli_harness.ts";
+import { cli, Cluster, Output, writeFixture } from "./_cli_harness.ts";
 
 async function withFixture(fn: (db: string, dir: ReturnType<typeof tempDir>) => Promise<void>) {
   const dir = tempDir();
@@ -70,6 +70,25 @@ test("cli get -o yaml prints the object as YAML, quoting what needs it", async (
     const list = await cli([db, "get", "clusters", "-o", "yaml"]);
     assert.match(list.out, /^- id: \d+\n/);
     assert.equal(list.out.match(/^- id:/gm)?.length, 2);
+  });
+});
+
+test("cli watch -o yaml prints one YAML document per change", async () => {
+  await withFixture(async (db) => {
+    const r = await cli([db, "watch", "clusters", "-o", "yaml"], { signal: AbortSignal.abort() });
+    assert.equal(r.code, 0, r.err);
+    assert.equal(r.out, "");
+    const abort = new AbortController();
+    const out = new Output();
+    const running = cli([db, "watch", "clusters", "-o", "yaml"], {
+      signal: abort.signal,
+      stdout: out,
+    });
+    await out.until((t) => (t.match(/^---$/gm)?.length ?? 0) === 2, "two documents");
+    abort.abort();
+    assert.equal((await running).code, 0);
+    assert.match(out.text, /^---\ntype: Added\nid: \d+\nresourceVersion: \d+\nobject:\n {2}id: /);
+    assert.match(out.text, /^ {2}name: staging$/m);
   });
 });
 
