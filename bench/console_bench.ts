@@ -74,9 +74,9 @@ const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 
 console.log(
-  "| objects | first page | page deep in the kind | filtered page (full scan budget) | kinds page | bytes per live update |",
+  "| objects | first page | largest page (limit=250) | page deep in the kind | filtered page (full scan budget) | kinds page | bytes per live update |",
 );
-console.log("|---:|---|---|---|---|---:|");
+console.log("|---:|---|---|---|---|---|---:|");
 for (const size of SIZES) {
   const dir = Deno.makeTempDirSync();
   const store = await openSqliteStore(`${dir}/console.db`);
@@ -95,16 +95,17 @@ for (const size of SIZES) {
     const handle = consoleHandler({ store, pollInterval: 50 });
     const path = `/kinds/${Kind.kind}.${Kind.group}`;
     const first = await measure(handle, path);
+    const largest = await measure(handle, `${path}?limit=250`);
     const deep = await measure(handle, `${path}?after=${ids[0] + Math.floor(size * 0.9)}`);
     const filtered = await measure(handle, `${path}?prefix=none`);
     const kinds = await measure(handle, "/");
     const perUpdate = await bytesPerUpdate(handle, bh, ids);
     console.log(
-      `| ${size.toLocaleString("en")} | ${kb(first.bytes)}, ${ms(first.ms)} | ${kb(deep.bytes)}, ${
-        ms(deep.ms)
-      } | ${kb(filtered.bytes)}, ${ms(filtered.ms)} | ${kb(kinds.bytes)}, ${ms(kinds.ms)} | ${
-        Math.round(perUpdate)
-      } B |`,
+      `| ${size.toLocaleString("en")} | ${kb(first.bytes)}, ${ms(first.ms)} | ${
+        kb(largest.bytes)
+      }, ${ms(largest.ms)} | ${kb(deep.bytes)}, ${ms(deep.ms)} | ${kb(filtered.bytes)}, ${
+        ms(filtered.ms)
+      } | ${kb(kinds.bytes)}, ${ms(kinds.ms)} | ${Math.round(perUpdate)} B |`,
     );
   } finally {
     await store.close();

@@ -19,11 +19,13 @@ export type StateFilter = typeof STATES[number];
 /** Rows a page shows when the request names no `limit`. */
 export const DEFAULT_LIMIT = 100;
 /** The most rows one page shows. */
-export const MAX_LIMIT = 500;
+export const MAX_LIMIT = 250;
 /** The most rows one filtered page reads. */
 export const SCAN_MAX = 5_000;
 /** The longest name prefix accepted, in characters. */
 export const MAX_PREFIX = 1_024;
+/** Rows a filtered page reads per store call. */
+const SCAN_CHUNK = 500;
 
 /**
  * A kind page's query. Label selectors and namespaces join it, as two more
@@ -110,7 +112,7 @@ export async function readKindPage(
   const views: ObjectView[] = [];
   let after = q.after;
   let scanned = 0;
-  const chunk = Math.min(MAX_LIMIT, SCAN_MAX);
+  const chunk = SCAN_CHUNK;
   for (;;) {
     const rows = await store.objects.list(gk, { after, limit: chunk });
     for (const raw of rows) {

@@ -95,7 +95,7 @@ test("consoleHandler answers a malformed kind page query with 400", async () => 
     for (
       const query of [
         "limit=0",
-        "limit=501",
+        "limit=251",
         "limit=ten",
         "after=-1",
         "after=1e3",
