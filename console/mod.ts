@@ -60,6 +60,7 @@ import { SCRIPT, STYLE } from "./_assets.ts";
 import { checkAllowedHosts, hostAllowed, LOOPBACK_HOSTS } from "./_hosts.ts";
 import { LiveFeeds } from "./_live.ts";
 import {
+  DEFAULT_LIMIT,
   filters,
   type KindQuery,
   parseKindQuery,
@@ -168,8 +169,9 @@ function encodeSegment(segment: string): string {
  * `/` the kinds, `/kinds/<Kind.group>` a kind's objects (paged by `limit`
  * and `after`, filtered by `prefix` and `state`; a malformed one is `400`),
  * `/objects/<id>` one object, each with a `/live` server-sent-event feed
- * (`/live` for the kinds), plus `/console.js` and `/console.css`. A request whose `Host` is not in `allowedHosts` is `403`,
- * one `authorize` refuses `403`; only `GET` and `HEAD` are served (`405`
+ * (`/live` for the kinds), plus `/console.js` and `/console.css`. A
+ * request whose `Host` is not in `allowedHosts` is `403`, one `authorize`
+ * refuses `403`; only `GET` and `HEAD` are served (`405`
  * otherwise); an unknown or malformed path, kind or object is `404`; a live
  * feed beyond `maxLiveFeeds` is `503`; a failure is a generic `500` (details
  * to `logger`). The handler never rejects. A live feed ends when its
@@ -485,7 +487,7 @@ function pageHref(ctx: Ctx, gk: GroupKind, q: KindQuery, after: number): string 
   const params = new URLSearchParams();
   if (q.prefix !== "") params.set("prefix", q.prefix);
   if (q.state !== undefined) params.set("state", q.state);
-  if (q.limit !== 100) params.set("limit", String(q.limit));
+  if (q.limit !== DEFAULT_LIMIT) params.set("limit", String(q.limit));
   if (after !== 0) params.set("after", String(after));
   const search = params.toString();
   return `${kindHref(ctx, gk)}${search === "" ? "" : `?${search}`}`;
@@ -508,7 +510,9 @@ function filterForm(ctx: Ctx, gk: GroupKind, q: KindQuery): Html {
             `
           )}
         </select></label>
-      ${q.limit === 100 ? "" : html`<input type="hidden" name="limit" value="${q.limit}">`}
+      ${q.limit === DEFAULT_LIMIT
+        ? ""
+        : html`<input type="hidden" name="limit" value="${q.limit}">`}
       <button type="submit">Filter</button>
       ${filters(q) ? html`<a href="${kindHref(ctx, gk)}">clear</a>` : ""}
     </form>
