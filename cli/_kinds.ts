@@ -128,14 +128,20 @@ export function editDistance(a: string, b: string, budget = Infinity): number {
   return prev[b.length];
 }
 
-/** Resolves `input` against the kinds `store` shows a trace of. */
+/**
+ * Resolves `input` against the kinds `store` shows a trace of. An exact
+ * `Kind.group` with objects resolves at once, without reading the kinds.
+ */
 export async function resolveStoreKind(store: Store, input: string): Promise<GroupKind> {
+  // A kind no client may name (above a field limit) holds nothing.
+  const exists = (gk: GroupKind) =>
+    store.objects.list(gk, { limit: 1 }).then((page) => page.length > 0, () => false);
+  const dot = input.indexOf(".");
+  if (dot > 0 && dot < input.length - 1) {
+    const exact = { group: input.slice(dot + 1), kind: input.slice(0, dot) };
+    if (await exists(exact)) return exact;
+  }
   const known = (await findKinds(store)).map(kindNames)
     .sort((a, b) => kindLabel(a).localeCompare(kindLabel(b)));
-  return await resolveKind(
-    input,
-    known,
-    // A kind no client may name (above a field limit) holds nothing.
-    (gk) => store.objects.list(gk, { limit: 1 }).then((page) => page.length > 0, () => false),
-  );
+  return await resolveKind(input, known, exists);
 }
