@@ -42,33 +42,33 @@ import {
   type Store,
 } from "@beehive/beehive";
 import {
-  age,
-  generationSummary,
   kindLabel,
-  type KindSummary,
-  listKinds,
   type ObjectView,
   parseKind,
   prettyJson,
   readRelations,
-  readySummary,
   type RefView,
   stateSummary,
   toView,
 } from "../cli/_inspect.ts";
 import { SCRIPT, STYLE } from "./_assets.ts";
+import { kindFeed, kindsFeed, objectFeed } from "./_feeds.ts";
 import { checkAllowedHosts, hostAllowed, LOOPBACK_HOSTS } from "./_hosts.ts";
+import { type Html, html } from "./_html.ts";
+import { kindPage, kindsPage } from "./_kind_pages.ts";
+import { parseKindQuery } from "./_kind_query.ts";
 import { LiveFeeds } from "./_live.ts";
 import {
-  DEFAULT_LIMIT,
-  filters,
-  type KindQuery,
-  parseKindQuery,
-  readKindPage,
-  SCAN_MAX,
-  STATES,
-} from "./_kind_query.ts";
-import { type Html, html } from "./_html.ts";
+  crumbsFor,
+  type Ctx,
+  kindHref,
+  notFound,
+  objectHref,
+  page,
+  SECURITY_HEADERS,
+  text,
+  time,
+} from "./_page.ts";
 
 export { toNodeListener } from "./node_listener.ts";
 export type { NodeListener, NodeRequestLike, NodeResponseLike } from "./node_listener.ts";
@@ -126,20 +126,7 @@ export interface ConsoleOptions {
 /** A fetch handler: one request in, one response out. Never rejects. */
 export type ConsoleHandler = (request: Request) => Promise<Response>;
 
-const SECURITY_HEADERS: Record<string, string> = {
-  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; " +
-    "connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; " +
-    "frame-ancestors 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cache-control": "no-store",
-};
-
 const EVENTS_SHOWN = 20;
-/** Write-log entries the kinds feed reads per page. */
-const KINDS_FEED_PAGE = 1_000;
-const HEARTBEAT_MS = 15_000;
-
 function normalizeBase(basePath: unknown): string {
   if (basePath === undefined) return "";
   if (typeof basePath !== "string" || (basePath !== "" && !basePath.startsWith("/"))) {
@@ -249,34 +236,6 @@ function positive(name: string, value: unknown, fallback: number, integer: boole
   return value;
 }
 
-/** A plain-text answer with the security headers. */
-function text(status: number, body: string, headers: Record<string, string> = {}): Response {
-  return new Response(`${body}\n`, {
-    status,
-    headers: { ...SECURITY_HEADERS, "content-type": "text/plain; charset=utf-8", ...headers },
-  });
-}
-
-interface Ctx {
-  readonly store: Store;
-  readonly bh: Beehive;
-  /** The base path, percent-encoded, as links carry it. */
-  readonly base: string;
-  /** The base path's segments, decoded, as requests are matched. */
-  readonly baseParts: readonly string[];
-  readonly extraKinds: GroupKind[];
-  readonly pollInterval: number;
-  readonly live: LiveFeeds;
-}
-
-function kindHref(ctx: Ctx, gk: GroupKind): string {
-  return `${ctx.base}/kinds/${encodeURIComponent(kindLabel(gk))}`;
-}
-
-function objectHref(ctx: Ctx, id: number): string {
-  return `${ctx.base}/objects/${id}`;
-}
-
 /** A path segment the store could hold: no control character, no lone surrogate. */
 function isPlainSegment(segment: string): boolean {
   // deno-lint-ignore no-control-regex
@@ -330,248 +289,6 @@ function asset(body: string, type: string): Response {
       "content-type": `${type}; charset=utf-8`,
       "cache-control": "no-cache",
     },
-  });
-}
-
-function respond(status: number, body: string, request: Request): Response {
-  return new Response(request.method === "HEAD" ? null : body, {
-    status,
-    headers: { ...SECURITY_HEADERS, "content-type": "text/html; charset=utf-8" },
-  });
-}
-
-function page(
-  ctx: Ctx,
-  status: number,
-  title: string,
-  main: Html,
-  request: Request,
-  options: { fragment?: boolean; live?: string; crumbs?: Html } = {},
-): Response {
-  if (options.fragment) return respond(status, main.text, request);
-  const doc = html`
-    <!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>${title} · beehive</title>
-        <link rel="stylesheet" href="${ctx.base}/console.css">
-        <script src="${ctx.base}/console.js" defer></script>
-      </head>
-      <body${options.live === undefined ? "" : html`
-        data-live="${options.live}"
-      `}>
-        <header><a class="brand" href="${ctx.base}/">beehive</a><nav>${options.crumbs ??
-          ""}</nav><span id="live">${options.live === undefined
-          ? ""
-          : "static: reload to refresh"}</span></header>
-        <main>
-    ${main}
-        </main>
-        </body>
-        </html>
-  `;
-  return respond(status, doc.text, request);
-}
-
-function notFound(ctx: Ctx, request: Request, what = "No such page."): Response {
-  return page(
-    ctx,
-    404,
-    "Not found",
-    html`
-      <h1>Not found</h1>
-      <p>${what}</p>
-    `,
-    request,
-    {
-      fragment: new URL(request.url).searchParams.get("fragment") === "main",
-    },
-  );
-}
-
-function time(at: Date | undefined, now: number): Html {
-  if (at === undefined) return html`<span class="muted">never</span>`;
-  return html`<time datetime="${at.toISOString()}" title="${at.toISOString()}">${
-    age(at, now)
-  } ago</time>`;
-}
-
-function conditionBadges(view: Pick<ObjectView, "conditions">): Html {
-  if (view.conditions.length === 0) return html`<span class="muted">none</span>`;
-  return html`${
-    view.conditions.map((c) => {
-      const status = c.unconfirmed ? "Unknown" : c.status;
-      return html`
-        <span class="cond s-${status}" data-condition="${c.type}" data-status="${status}"
-          title="${c.reason}${c.message === "" ? "" : `: ${c.message}`}">${c.type}=${status}</span>
-      `;
-    })
-  }`;
-}
-
-async function kindsPage(ctx: Ctx, request: Request, fragment: boolean): Promise<Response> {
-  const kinds = await listKinds(ctx.store, ctx.extraKinds);
-  const main = html`
-    <h1>Kinds</h1>
-    ${kinds.length === 0 ? html`<p class="muted">No kinds yet.</p>` : html`
-      <table>
-        <thead>
-          <tr>
-            <th>Kind</th>
-            <th>Group</th>
-            <th>Objects</th>
-          </tr>
-        </thead>
-        <tbody>${kinds.map((k) =>
-          html`
-            ${kindRow(ctx, k)}
-          `
-        )}</tbody>
-      </table>
-    `}
-    <p
-      class="muted">Kinds are found through the retained write log; a kind idle for longer than its retention may be missing.</p>
-  `;
-  return page(ctx, 200, "Kinds", main, request, { fragment, live: `${ctx.base}/live` });
-}
-
-function kindRow(ctx: Ctx, k: KindSummary): Html {
-  return html`
-    <tr data-kind="${kindLabel(k)}">
-      <td><a href="${kindHref(ctx, k)}">${k.kind}</a></td>
-      <td>${k.group === "" ? html`<span class="muted">(core)</span>` : k.group}</td>
-      <td data-field="objects">${k.objects}</td>
-    </tr>
-  `;
-}
-
-function crumbsFor(ctx: Ctx, gk: GroupKind, name?: string): Html {
-  return html`<a href="${ctx.base}/">Kinds</a> / <a href="${kindHref(ctx, gk)}">${
-    kindLabel(gk)
-  }</a>${
-    name === undefined ? "" : html`
-      / ${name}
-    `
-  }`;
-}
-
-/** The fields a kind page's row shows: an object as read or as a watch delivers it. */
-type RowView = Pick<
-  ObjectView,
-  | "id"
-  | "name"
-  | "generation"
-  | "observedGeneration"
-  | "conditions"
-  | "deletionRequestedAt"
-  | "createdAt"
->;
-
-function objectRow(ctx: Ctx, v: RowView, now: number): Html {
-  return html`
-    <tr data-id="${v.id}" data-name="${v.name}" data-state="${stateSummary(v).toLowerCase()}">
-      <td><a href="${objectHref(ctx, v.id)}">${v.name}</a></td>
-      <td class="wide">${v.id}</td>
-      <td class="wide">${generationSummary(v)}</td>
-      <td>${readySummary(v.conditions)}</td>
-      <td>${stateSummary(v)}</td>
-      <td>${conditionBadges(v)}</td>
-      <td class="wide">${time(v.createdAt, now)}</td>
-    </tr>
-  `;
-}
-
-function pageHref(ctx: Ctx, gk: GroupKind, q: KindQuery, after: number): string {
-  const params = new URLSearchParams();
-  if (q.prefix !== "") params.set("prefix", q.prefix);
-  if (q.state !== undefined) params.set("state", q.state);
-  if (q.limit !== DEFAULT_LIMIT) params.set("limit", String(q.limit));
-  if (after !== 0) params.set("after", String(after));
-  const search = params.toString();
-  return `${kindHref(ctx, gk)}${search === "" ? "" : `?${search}`}`;
-}
-
-function filterForm(ctx: Ctx, gk: GroupKind, q: KindQuery): Html {
-  return html`
-    <form class="filters" method="get" action="${kindHref(ctx, gk)}" role="search">
-      <label>Name starts with <input name="prefix" value="${q.prefix}" maxlength="1024"
-          autocomplete="off"></label>
-      <label>State <select name="state">
-          <option value="">any</option>
-          ${STATES.map((st) =>
-            html`
-              <option value="${st}" ${q.state === st
-                ? html`
-                  selected
-                `
-                : ""}>${st}</option>
-            `
-          )}
-        </select></label>
-      ${q.limit === DEFAULT_LIMIT
-        ? ""
-        : html`<input type="hidden" name="limit" value="${q.limit}">`}
-      <button type="submit">Filter</button>
-      ${filters(q) ? html`<a href="${kindHref(ctx, gk)}">clear</a>` : ""}
-    </form>
-  `;
-}
-
-async function kindPage(
-  ctx: Ctx,
-  gk: GroupKind,
-  q: KindQuery,
-  request: Request,
-  fragment: boolean,
-): Promise<Response> {
-  const { views, next, scanned } = await readKindPage(ctx.store, gk, q);
-  const now = Date.now();
-  const pager = html`
-    <nav class="pager">
-      ${q.after === 0 ? "" : html`<a href="${pageHref(ctx, gk, q, 0)}" rel="first">first page</a>`}
-      ${next === undefined
-        ? html`<span class="muted">end of list</span>`
-        : html`<a href="${pageHref(ctx, gk, q, next)}" rel="next">next page</a>`}
-      ${filters(q) && next !== undefined && scanned >= SCAN_MAX
-        ? html`<span class="muted">(a filtered page reads at most ${SCAN_MAX} objects)</span>`
-        : ""}
-    </nav>
-  `;
-  const main = html`<h1>${kindLabel(gk)}</h1>
-${filterForm(ctx, gk, q)}
-<div class="scroll">
-  <table id="objects" data-prefix="${q.prefix}" data-state="${q.state ?? ""}" data-last="${
-    next ===
-      undefined
-  }">
-    <thead>
-      <tr>
-        <th>Name</th>
-        <th class="wide">ID</th>
-        <th class="wide">Generation</th>
-        <th>Ready</th>
-        <th>State</th>
-        <th>Conditions</th>
-        <th class="wide">Age</th>
-      </tr>
-    </thead>
-    <tbody>${views.map((v) => objectRow(ctx, v, now))}</tbody>
-  </table>
-</div>
-${
-    views.length === 0
-      ? html`<p class="muted" id="empty">${
-        filters(q) || q.after !== 0 ? "No objects on this page match." : "No objects."
-      }</p>`
-      : ""
-  }
-${pager}`;
-  return page(ctx, 200, kindLabel(gk), main, request, {
-    fragment,
-    live: `${kindHref(ctx, gk)}/live`,
-    crumbs: crumbsFor(ctx, gk),
   });
 }
 
@@ -713,256 +430,5 @@ async function objectPage(
     fragment,
     live: `${objectHref(ctx, id)}/live`,
     crumbs: crumbsFor(ctx, view, view.name),
-  });
-}
-
-/** A server-sent-event response fed by `start`, which returns its cleanup (run once, always). */
-function feed(
-  request: Request,
-  start: (send: (event: string, data: unknown) => void, end: () => void) => () => void,
-): Response {
-  const encoder = new TextEncoder();
-  let cleanup: (() => void) | undefined;
-  let closed = false;
-  let heartbeat: ReturnType<typeof setInterval> | undefined;
-  const finish = () => {
-    if (closed) return;
-    closed = true;
-    clearInterval(heartbeat);
-    request.signal.removeEventListener("abort", finish);
-    cleanup?.();
-  };
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const write = (text: string) => {
-        if (closed) return;
-        try {
-          controller.enqueue(encoder.encode(text));
-        } catch {
-          finish();
-        }
-      };
-      const end = () => {
-        finish();
-        try {
-          controller.close();
-        } catch {
-          // already closed by the reader
-        }
-      };
-      write("retry: 2000\n\n");
-      const stop = start(
-        (event, data) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
-        end,
-      );
-      if (closed) {
-        stop();
-        return;
-      }
-      cleanup = stop;
-      if (request.signal.aborted) {
-        end();
-        return;
-      }
-      request.signal.addEventListener("abort", end);
-      heartbeat = setInterval(() => write(": heartbeat\n\n"), HEARTBEAT_MS);
-    },
-    cancel() {
-      finish();
-    },
-  });
-  return new Response(body, {
-    headers: {
-      ...SECURITY_HEADERS,
-      "content-type": "text/event-stream; charset=utf-8",
-      "x-accel-buffering": "no",
-    },
-  });
-}
-
-/** The answer to a feed's `HEAD`: its headers, no stream. */
-function feedHead(): Response {
-  return new Response(null, {
-    headers: {
-      ...SECURITY_HEADERS,
-      "content-type": "text/event-stream; charset=utf-8",
-      "x-accel-buffering": "no",
-    },
-  });
-}
-
-function tooManyFeeds(ctx: Ctx): Response {
-  return text(
-    503,
-    `Service Unavailable: ${ctx.live.max} live feeds are open, the most this console serves ` +
-      "(the maxLiveFeeds option); reload later",
-    { "retry-after": "5" },
-  );
-}
-
-function failedData(): { message: string } {
-  return { message: "the live feed failed; reload to retry" };
-}
-
-/**
- * The kinds page's feed: each poll that finds new writes recounts the kinds
- * they touched (every kind, when the write log was trimmed past the feed's
- * position) and sends each as a `kind` event with its rendered row.
- */
-async function kindsFeed(ctx: Ctx, request: Request): Promise<Response> {
-  if (request.method === "HEAD") return feedHead();
-  const release = ctx.live.reserve();
-  if (release === undefined) return tooManyFeeds(ctx);
-  // The position is taken before the answer: every write after it is reported.
-  let at: number;
-  try {
-    at = await ctx.store.getLatestResourceVersion();
-  } catch (error) {
-    release();
-    throw error;
-  }
-  return feed(request, (send) => {
-    let busy = false;
-    const tick = async () => {
-      if (busy) return;
-      busy = true;
-      try {
-        const latest = await ctx.store.getLatestResourceVersion();
-        if (latest === at) return;
-        const touched = new Map<string, GroupKind>();
-        let after = at;
-        let trimmed = false;
-        for (;;) {
-          const { writes, trimmedThrough } = await ctx.store.objectWrites.listSinceAll({
-            after,
-            limit: KINDS_FEED_PAGE,
-          });
-          if (trimmedThrough > after) {
-            trimmed = true;
-            break;
-          }
-          for (const w of writes) touched.set(kindLabel(w), { group: w.group, kind: w.kind });
-          if (writes.length < KINDS_FEED_PAGE) break;
-          after = writes[writes.length - 1].resourceVersion;
-        }
-        at = latest;
-        const kinds: KindSummary[] = trimmed
-          ? await listKinds(ctx.store, ctx.extraKinds)
-          : await Promise.all(
-            [...touched.values()].map(async (gk) => ({
-              ...gk,
-              objects: (await ctx.store.objects.listIds(gk)).length,
-            })),
-          );
-        for (const k of kinds) {
-          send("kind", {
-            kind: kindLabel(k),
-            objects: k.objects,
-            row: kindRow(ctx, k).text.trim(),
-          });
-        }
-      } catch {
-        send("failed", failedData());
-      } finally {
-        busy = false;
-      }
-    };
-    const timer = setInterval(tick, ctx.pollInterval);
-    return () => {
-      clearInterval(timer);
-      release();
-    };
-  });
-}
-
-async function kindFeed(ctx: Ctx, gk: GroupKind, request: Request): Promise<Response> {
-  if (request.method === "HEAD") return feedHead();
-  const release = ctx.live.reserve();
-  if (release === undefined) return tooManyFeeds(ctx);
-  const sink: {
-    send?: (event: string, data: unknown) => void;
-    end?: () => void;
-  } = {};
-  let unsubscribe: () => void;
-  try {
-    unsubscribe = await ctx.live.listenKind(gk, {
-      change: (change) =>
-        sink.send?.("change", {
-          type: change.type,
-          id: change.id,
-          resourceVersion: change.resourceVersion,
-          // The row itself, rendered: the page patches it in place of refetching its list.
-          ...(change.object === undefined
-            ? {}
-            : { row: objectRow(ctx, change.object, Date.now()).text.trim() }),
-        }),
-      failed: () => sink.send?.("failed", failedData()),
-      end: () => sink.end?.(),
-    });
-  } catch (error) {
-    release();
-    // A kind no client may name (above limits.fieldBytes) holds nothing to watch.
-    if (error instanceof InvalidOptionError) return notFound(ctx, request);
-    throw error;
-  }
-  return feed(request, (send, end) => {
-    sink.send = send;
-    sink.end = end;
-    return () => {
-      unsubscribe();
-      release();
-    };
-  });
-}
-
-async function objectFeed(ctx: Ctx, id: number, request: Request): Promise<Response> {
-  let gk: GroupKind;
-  try {
-    const meta = await ctx.store.objects.getMeta(id);
-    gk = { group: meta.group, kind: meta.kind };
-  } catch (error) {
-    if (error instanceof NotFoundError) return notFound(ctx, request, `No object ${id}.`);
-    throw error;
-  }
-  if (request.method === "HEAD") return feedHead();
-  const release = ctx.live.reserve();
-  if (release === undefined) return tooManyFeeds(ctx);
-  const abort = new AbortController();
-  let stream;
-  let eventsAt: number;
-  try {
-    stream = await ctx.bh.client(gk).watch(id, { signal: abort.signal });
-    eventsAt = await ctx.store.events.maxVersion(id).catch(() => 0);
-  } catch (error) {
-    abort.abort();
-    release();
-    throw error;
-  }
-  return feed(request, (send, end) => {
-    // Event runs bump no object version: a light probe notices new ones.
-    const probe = setInterval(() => {
-      ctx.store.events.maxVersion(id).then((v) => {
-        if (v !== eventsAt) {
-          eventsAt = v;
-          send("change", { type: "Event", id, resourceVersion: v });
-        }
-      }, () => {});
-    }, ctx.pollInterval);
-    void (async () => {
-      try {
-        for await (const change of stream) {
-          send("change", { type: change.type, id, resourceVersion: change.resourceVersion });
-          if (change.type === "Deleted") break;
-        }
-      } catch {
-        send("failed", failedData());
-      }
-      end();
-    })();
-    return () => {
-      clearInterval(probe);
-      abort.abort();
-      release();
-    };
   });
 }
