@@ -216,7 +216,7 @@ Inspect and change a beehive store. <store> is a SQLite database path (relative
 to the working directory) or a postgres:// url (?schema=name picks a schema other
 than the default "beehive"). <kind> is a kind's name, plural or
 short name in any case, with or without its group: Worker, workers,
-Worker.shop.example.
+Worker.shop.example; "<kind> <name>" may be written "<kind>/<name>", as kubectl does.
 
 Commands:
 ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)}${c.summary}`).join("\n")}
@@ -387,6 +387,11 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
   }
   const command = COMMANDS[name];
   const [min, max] = command.args;
+  // kubectl's `kind/name` form, for a command that takes a kind and a name.
+  if (max === 2 && rest.length === 1 && /^[^/]+\/./.test(rest[0])) {
+    const slash = rest[0].indexOf("/");
+    rest.splice(0, 1, rest[0].slice(0, slash), rest[0].slice(slash + 1));
+  }
   if (rest.length < min || rest.length > max) {
     return usage(
       io,

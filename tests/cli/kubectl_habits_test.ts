@@ -35,6 +35,18 @@ test("cli get names a kind by kind, plural or lowercase, without its group", asy
   });
 });
 
+test("cli takes kubectl's kind/name form wherever a kind and a name go", async () => {
+  await withFixture(async (db) => {
+    const spaced = await cli([db, "get", "clusters", "prod", "-o", "json"]);
+    const slashed = await cli([db, "get", "clusters/prod", "-o", "json"]);
+    assert.equal(slashed.code, 0, slashed.err);
+    assert.equal(slashed.out, spaced.out);
+    assert.equal((await cli([db, "describe", "cluster/prod"])).code, 0);
+    const missing = await cli([db, "delete", "cluster/nope"]);
+    assert.equal(missing.err, 'error: Cluster.kstack.sh "nope" not found\n');
+  });
+});
+
 test("cli answers an unknown kind with exit 1 and a suggestion in every command, watch included", async () => {
   await withFixture(async (db) => {
     const commands = [
