@@ -34,12 +34,12 @@ const PAGE = 1_000;
  * Every kind the store shows a trace of: kinds in the retained write log, kinds
  * with deletion-pending objects, and `extra`. The Store port has no kind
  * listing, so a kind whose every write aged out of the log is found only
- * through `extra`. Sorted by label.
+ * through `extra`. Unsorted; {@linkcode listKinds} adds counts and sorts.
  */
-export async function listKinds(
+export async function findKinds(
   store: Store,
   extra: readonly GroupKind[] = [],
-): Promise<KindSummary[]> {
+): Promise<GroupKind[]> {
   const found = new Map<string, GroupKind>();
   const note = (gk: GroupKind) => {
     const key = JSON.stringify([gk.group, gk.kind]);
@@ -54,8 +54,16 @@ export async function listKinds(
     if (page.writes.length < PAGE) break;
     after = page.writes[page.writes.length - 1].resourceVersion;
   }
+  return [...found.values()];
+}
+
+/** {@linkcode findKinds} with each kind's object count, sorted by label. */
+export async function listKinds(
+  store: Store,
+  extra: readonly GroupKind[] = [],
+): Promise<KindSummary[]> {
   const out: KindSummary[] = [];
-  for (const gk of found.values()) {
+  for (const gk of await findKinds(store, extra)) {
     out.push({ ...gk, objects: (await store.objects.listIds(gk)).length });
   }
   return out.sort((a, b) => kindLabel(a).localeCompare(kindLabel(b)));
@@ -174,16 +182,28 @@ export function readySummary(conditions: readonly RawCondition[]): string {
   return "-";
 }
 
-/** A one-word lifecycle state: Terminating, Stalled, Reconciling or Settled. */
-export function stateSummary(view: ObjectView): string {
+/**
+ * A one-word lifecycle state: Terminating, Stalled, Pending (no pass has
+ * observed the object yet: no controller runs its kind, or none has reached
+ * it), Reconciling (a pass observed an older generation) or Settled.
+ */
+export function stateSummary(
+  view: Pick<
+    ObjectView,
+    "deletionRequestedAt" | "conditions" | "observedGeneration" | "generation"
+  >,
+): string {
   if (view.deletionRequestedAt !== undefined) return "Terminating";
   if (view.conditions.some((c) => c.type === "Stalled" && c.status === "True")) return "Stalled";
+  if (view.observedGeneration === undefined) return "Pending";
   if (view.observedGeneration !== view.generation) return "Reconciling";
   return "Settled";
 }
 
 /** `generation/observed`, with `-` for never observed. */
-export function generationSummary(view: ObjectView): string {
+export function generationSummary(
+  view: Pick<ObjectView, "generation" | "observedGeneration">,
+): string {
   return `${view.generation}/${view.observedGeneration ?? "-"}`;
 }
 

@@ -42,23 +42,33 @@ import {
   type Store,
 } from "@beehive/beehive";
 import {
-  age,
-  generationSummary,
   kindLabel,
-  listKinds,
   type ObjectView,
   parseKind,
   prettyJson,
   readRelations,
-  readySummary,
   type RefView,
   stateSummary,
   toView,
 } from "../cli/_inspect.ts";
 import { SCRIPT, STYLE } from "./_assets.ts";
+import { kindFeed, kindsFeed, objectFeed } from "./_feeds.ts";
 import { checkAllowedHosts, hostAllowed, LOOPBACK_HOSTS } from "./_hosts.ts";
-import { LiveFeeds } from "./_live.ts";
 import { type Html, html } from "./_html.ts";
+import { kindPage, kindsPage } from "./_kind_pages.ts";
+import { parseKindQuery } from "./_kind_query.ts";
+import { LiveFeeds } from "./_live.ts";
+import {
+  crumbsFor,
+  type Ctx,
+  kindHref,
+  notFound,
+  objectHref,
+  page,
+  SECURITY_HEADERS,
+  text,
+  time,
+} from "./_page.ts";
 
 export { toNodeListener } from "./node_listener.ts";
 export type { NodeListener, NodeRequestLike, NodeResponseLike } from "./node_listener.ts";
@@ -116,18 +126,7 @@ export interface ConsoleOptions {
 /** A fetch handler: one request in, one response out. Never rejects. */
 export type ConsoleHandler = (request: Request) => Promise<Response>;
 
-const SECURITY_HEADERS: Record<string, string> = {
-  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; " +
-    "connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; " +
-    "frame-ancestors 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cache-control": "no-store",
-};
-
 const EVENTS_SHOWN = 20;
-const HEARTBEAT_MS = 15_000;
-
 function normalizeBase(basePath: unknown): string {
   if (basePath === undefined) return "";
   if (typeof basePath !== "string" || (basePath !== "" && !basePath.startsWith("/"))) {
@@ -154,10 +153,12 @@ function encodeSegment(segment: string): string {
 
 /**
  * Creates the console's fetch handler over `store`. Routes under `basePath`:
- * `/` the kinds, `/kinds/<Kind.group>` a kind's objects, `/objects/<id>` one
- * object, each with a `/live` server-sent-event feed, plus `/console.js` and
- * `/console.css`. A request whose `Host` is not in `allowedHosts` is `403`,
- * one `authorize` refuses `403`; only `GET` and `HEAD` are served (`405`
+ * `/` the kinds, `/kinds/<Kind.group>` a kind's objects (paged by `limit`
+ * and `after`, filtered by `prefix` and `state`; a malformed one is `400`),
+ * `/objects/<id>` one object, each with a `/live` server-sent-event feed
+ * (`/live` for the kinds), plus `/console.js` and `/console.css`. A
+ * request whose `Host` is not in `allowedHosts` is `403`, one `authorize`
+ * refuses `403`; only `GET` and `HEAD` are served (`405`
  * otherwise); an unknown or malformed path, kind or object is `404`; a live
  * feed beyond `maxLiveFeeds` is `503`; a failure is a generic `500` (details
  * to `logger`). The handler never rejects. A live feed ends when its
@@ -235,34 +236,6 @@ function positive(name: string, value: unknown, fallback: number, integer: boole
   return value;
 }
 
-/** A plain-text answer with the security headers. */
-function text(status: number, body: string, headers: Record<string, string> = {}): Response {
-  return new Response(`${body}\n`, {
-    status,
-    headers: { ...SECURITY_HEADERS, "content-type": "text/plain; charset=utf-8", ...headers },
-  });
-}
-
-interface Ctx {
-  readonly store: Store;
-  readonly bh: Beehive;
-  /** The base path, percent-encoded, as links carry it. */
-  readonly base: string;
-  /** The base path's segments, decoded, as requests are matched. */
-  readonly baseParts: readonly string[];
-  readonly extraKinds: GroupKind[];
-  readonly pollInterval: number;
-  readonly live: LiveFeeds;
-}
-
-function kindHref(ctx: Ctx, gk: GroupKind): string {
-  return `${ctx.base}/kinds/${encodeURIComponent(kindLabel(gk))}`;
-}
-
-function objectHref(ctx: Ctx, id: number): string {
-  return `${ctx.base}/objects/${id}`;
-}
-
 /** A path segment the store could hold: no control character, no lone surrogate. */
 function isPlainSegment(segment: string): boolean {
   // deno-lint-ignore no-control-regex
@@ -285,13 +258,16 @@ async function route(ctx: Ctx, request: Request): Promise<Response> {
   if (!parts.every(isPlainSegment)) return notFound(ctx, request);
   const fragment = url.searchParams.get("fragment") === "main";
   if (parts.length === 0) return await kindsPage(ctx, request, fragment);
+  if (parts.length === 1 && parts[0] === "live") return await kindsFeed(ctx, request);
   if (parts.length === 1 && parts[0] === "console.js") return asset(SCRIPT, "text/javascript");
   if (parts.length === 1 && parts[0] === "console.css") return asset(STYLE, "text/css");
   if (parts[0] === "kinds" && (parts.length === 2 || (parts.length === 3 && parts[2] === "live"))) {
     const gk = parseKind(parts[1]);
     if (gk === undefined) return notFound(ctx, request);
     if (parts.length === 3) return await kindFeed(ctx, gk, request);
-    return await kindPage(ctx, gk, request, fragment);
+    const query = parseKindQuery(url.searchParams);
+    if (typeof query === "string") return text(400, `Bad Request: ${query}`);
+    return await kindPage(ctx, gk, query, request, fragment);
   }
   if (
     parts[0] === "objects" && (parts.length === 2 || (parts.length === 3 && parts[2] === "live"))
@@ -313,170 +289,6 @@ function asset(body: string, type: string): Response {
       "content-type": `${type}; charset=utf-8`,
       "cache-control": "no-cache",
     },
-  });
-}
-
-function respond(status: number, body: string, request: Request): Response {
-  return new Response(request.method === "HEAD" ? null : body, {
-    status,
-    headers: { ...SECURITY_HEADERS, "content-type": "text/html; charset=utf-8" },
-  });
-}
-
-function page(
-  ctx: Ctx,
-  status: number,
-  title: string,
-  main: Html,
-  request: Request,
-  options: { fragment?: boolean; live?: string; crumbs?: Html } = {},
-): Response {
-  if (options.fragment) return respond(status, main.text, request);
-  const doc = html`
-    <!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>${title} · beehive</title>
-        <link rel="stylesheet" href="${ctx.base}/console.css">
-        <script src="${ctx.base}/console.js" defer></script>
-      </head>
-      <body${options.live === undefined ? "" : html`
-        data-live="${options.live}"
-      `}>
-        <header><a class="brand" href="${ctx.base}/">beehive</a><nav>${options.crumbs ??
-          ""}</nav><span id="live">${options.live === undefined
-          ? ""
-          : "static: reload to refresh"}</span></header>
-        <main>
-    ${main}
-        </main>
-        </body>
-        </html>
-  `;
-  return respond(status, doc.text, request);
-}
-
-function notFound(ctx: Ctx, request: Request, what = "No such page."): Response {
-  return page(
-    ctx,
-    404,
-    "Not found",
-    html`
-      <h1>Not found</h1>
-      <p>${what}</p>
-    `,
-    request,
-    {
-      fragment: new URL(request.url).searchParams.get("fragment") === "main",
-    },
-  );
-}
-
-function time(at: Date | undefined, now: number): Html {
-  if (at === undefined) return html`<span class="muted">never</span>`;
-  return html`<time datetime="${at.toISOString()}" title="${at.toISOString()}">${
-    age(at, now)
-  } ago</time>`;
-}
-
-function conditionBadges(view: ObjectView): Html {
-  if (view.conditions.length === 0) return html`<span class="muted">none</span>`;
-  return html`${
-    view.conditions.map((c) => {
-      const status = c.unconfirmed ? "Unknown" : c.status;
-      return html`
-        <span class="cond s-${status}" data-condition="${c.type}" data-status="${status}"
-          title="${c.reason}${c.message === "" ? "" : `: ${c.message}`}">${c.type}=${status}</span>
-      `;
-    })
-  }`;
-}
-
-async function kindsPage(ctx: Ctx, request: Request, fragment: boolean): Promise<Response> {
-  const kinds = await listKinds(ctx.store, ctx.extraKinds);
-  const main = html`
-    <h1>Kinds</h1>
-    ${kinds.length === 0 ? html`<p class="muted">No kinds yet.</p>` : html`
-      <table>
-        <thead>
-          <tr>
-            <th>Kind</th>
-            <th>Group</th>
-            <th>Objects</th>
-          </tr>
-        </thead>
-        <tbody>${kinds.map((k) =>
-          html`
-            <tr data-kind="${kindLabel(k)}">
-              <td><a href="${kindHref(ctx, k)}">${k.kind}</a></td>
-              <td>${k.group === "" ? html`<span class="muted">(core)</span>` : k.group}</td>
-              <td>${k.objects}</td>
-            </tr>
-          `
-        )}</tbody>
-      </table>
-    `}
-    <p
-      class="muted">Kinds are found through the retained write log; a kind idle for longer than its retention may be missing.</p>
-  `;
-  return page(ctx, 200, "Kinds", main, request, { fragment });
-}
-
-function crumbsFor(ctx: Ctx, gk: GroupKind, name?: string): Html {
-  return html`<a href="${ctx.base}/">Kinds</a> / <a href="${kindHref(ctx, gk)}">${
-    kindLabel(gk)
-  }</a>${
-    name === undefined ? "" : html`
-      / ${name}
-    `
-  }`;
-}
-
-async function kindPage(
-  ctx: Ctx,
-  gk: GroupKind,
-  request: Request,
-  fragment: boolean,
-): Promise<Response> {
-  const views = (await ctx.store.objects.list(gk)).map(toView);
-  const now = Date.now();
-  const main = html`<h1>${kindLabel(gk)}</h1>
-${
-    views.length === 0 ? html`<p class="muted">No objects.</p>` : html`
-      <table>
-        <thead>
-          <tr>
-            <th>Name</th>
-            <th>ID</th>
-            <th>Generation</th>
-            <th>Ready</th>
-            <th>State</th>
-            <th>Conditions</th>
-            <th>Age</th>
-          </tr>
-        </thead>
-        <tbody>${views.map((v) =>
-          html`
-            <tr data-name="${v.name}">
-              <td><a href="${objectHref(ctx, v.id)}">${v.name}</a></td>
-              <td>${v.id}</td>
-              <td>${generationSummary(v)}</td>
-              <td>${readySummary(v.conditions)}</td>
-              <td>${stateSummary(v)}</td>
-              <td>${conditionBadges(v)}</td>
-              <td>${time(v.createdAt, now)}</td>
-            </tr>
-          `
-        )}</tbody>
-      </table>
-    `
-  }`;
-  return page(ctx, 200, kindLabel(gk), main, request, {
-    fragment,
-    live: `${kindHref(ctx, gk)}/live`,
-    crumbs: crumbsFor(ctx, gk),
   });
 }
 
@@ -618,181 +430,5 @@ async function objectPage(
     fragment,
     live: `${objectHref(ctx, id)}/live`,
     crumbs: crumbsFor(ctx, view, view.name),
-  });
-}
-
-/** A server-sent-event response fed by `start`, which returns its cleanup (run once, always). */
-function feed(
-  request: Request,
-  start: (send: (event: string, data: unknown) => void, end: () => void) => () => void,
-): Response {
-  const encoder = new TextEncoder();
-  let cleanup: (() => void) | undefined;
-  let closed = false;
-  let heartbeat: ReturnType<typeof setInterval> | undefined;
-  const finish = () => {
-    if (closed) return;
-    closed = true;
-    clearInterval(heartbeat);
-    request.signal.removeEventListener("abort", finish);
-    cleanup?.();
-  };
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const write = (text: string) => {
-        if (closed) return;
-        try {
-          controller.enqueue(encoder.encode(text));
-        } catch {
-          finish();
-        }
-      };
-      const end = () => {
-        finish();
-        try {
-          controller.close();
-        } catch {
-          // already closed by the reader
-        }
-      };
-      write("retry: 2000\n\n");
-      const stop = start(
-        (event, data) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
-        end,
-      );
-      if (closed) {
-        stop();
-        return;
-      }
-      cleanup = stop;
-      if (request.signal.aborted) {
-        end();
-        return;
-      }
-      request.signal.addEventListener("abort", end);
-      heartbeat = setInterval(() => write(": heartbeat\n\n"), HEARTBEAT_MS);
-    },
-    cancel() {
-      finish();
-    },
-  });
-  return new Response(body, {
-    headers: {
-      ...SECURITY_HEADERS,
-      "content-type": "text/event-stream; charset=utf-8",
-      "x-accel-buffering": "no",
-    },
-  });
-}
-
-/** The answer to a feed's `HEAD`: its headers, no stream. */
-function feedHead(): Response {
-  return new Response(null, {
-    headers: {
-      ...SECURITY_HEADERS,
-      "content-type": "text/event-stream; charset=utf-8",
-      "x-accel-buffering": "no",
-    },
-  });
-}
-
-function tooManyFeeds(ctx: Ctx): Response {
-  return text(
-    503,
-    `Service Unavailable: ${ctx.live.max} live feeds are open, the most this console serves ` +
-      "(the maxLiveFeeds option); reload later",
-    { "retry-after": "5" },
-  );
-}
-
-function failedData(): { message: string } {
-  return { message: "the live feed failed; reload to retry" };
-}
-
-async function kindFeed(ctx: Ctx, gk: GroupKind, request: Request): Promise<Response> {
-  if (request.method === "HEAD") return feedHead();
-  const release = ctx.live.reserve();
-  if (release === undefined) return tooManyFeeds(ctx);
-  const sink: {
-    send?: (event: string, data: unknown) => void;
-    end?: () => void;
-  } = {};
-  let unsubscribe: () => void;
-  try {
-    unsubscribe = await ctx.live.listenKind(gk, {
-      change: (change) =>
-        sink.send?.("change", {
-          type: change.type,
-          id: change.id,
-          resourceVersion: change.resourceVersion,
-        }),
-      failed: () => sink.send?.("failed", failedData()),
-      end: () => sink.end?.(),
-    });
-  } catch (error) {
-    release();
-    // A kind no client may name (above limits.fieldBytes) holds nothing to watch.
-    if (error instanceof InvalidOptionError) return notFound(ctx, request);
-    throw error;
-  }
-  return feed(request, (send, end) => {
-    sink.send = send;
-    sink.end = end;
-    return () => {
-      unsubscribe();
-      release();
-    };
-  });
-}
-
-async function objectFeed(ctx: Ctx, id: number, request: Request): Promise<Response> {
-  let gk: GroupKind;
-  try {
-    const meta = await ctx.store.objects.getMeta(id);
-    gk = { group: meta.group, kind: meta.kind };
-  } catch (error) {
-    if (error instanceof NotFoundError) return notFound(ctx, request, `No object ${id}.`);
-    throw error;
-  }
-  if (request.method === "HEAD") return feedHead();
-  const release = ctx.live.reserve();
-  if (release === undefined) return tooManyFeeds(ctx);
-  const abort = new AbortController();
-  let stream;
-  let eventsAt: number;
-  try {
-    stream = await ctx.bh.client(gk).watch(id, { signal: abort.signal });
-    eventsAt = await ctx.store.events.maxVersion(id).catch(() => 0);
-  } catch (error) {
-    abort.abort();
-    release();
-    throw error;
-  }
-  return feed(request, (send, end) => {
-    // Event runs bump no object version: a light probe notices new ones.
-    const probe = setInterval(() => {
-      ctx.store.events.maxVersion(id).then((v) => {
-        if (v !== eventsAt) {
-          eventsAt = v;
-          send("change", { type: "Event", id, resourceVersion: v });
-        }
-      }, () => {});
-    }, ctx.pollInterval);
-    void (async () => {
-      try {
-        for await (const change of stream) {
-          send("change", { type: change.type, id, resourceVersion: change.resourceVersion });
-          if (change.type === "Deleted") break;
-        }
-      } catch {
-        send("failed", failedData());
-      }
-      end();
-    })();
-    return () => {
-      clearInterval(probe);
-      abort.abort();
-      release();
-    };
   });
 }

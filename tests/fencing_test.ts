@@ -17,7 +17,7 @@ import {
   settled,
 } from "../mod.ts";
 import { type AnyCC, Thing, withHarness } from "./_beehive_harness.ts";
-import { openSqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 
 interface Call {
@@ -128,7 +128,7 @@ test("cc.fencedWrite rejects ReconcileReturnedError once the pass has returned, 
 });
 
 test("register rejects a fencedRepository without an applyFenced method", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bh = new Beehive(store);
     for (const bad of [null, 7, {}, { applyFenced: "no" }]) {

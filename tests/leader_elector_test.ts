@@ -22,7 +22,7 @@ import {
   type StopFunction,
   StoreInUseError,
 } from "../mod.ts";
-import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore, type TestStore } from "./_sqlite_driver.ts";
 import { recordingLogger, Thing } from "./_beehive_harness.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";
 import { FaultStore } from "./reliability/fault_store.ts";
@@ -33,7 +33,7 @@ const LEASE = { leaseDuration: 3_000, renewInterval: 1_000 };
 interface Replica {
   readonly name: string;
   readonly bh: Beehive;
-  readonly store: SqliteStore;
+  readonly store: TestStore;
   readonly faulty: FaultStore;
   readonly passes: string[];
   readonly logger: ReturnType<typeof recordingLogger>;
@@ -68,7 +68,7 @@ async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
       clock,
       path: join(dir, "db.sqlite"),
       async replica(name, options = {}, reconcile, register) {
-        const store = await openSqliteStore(join(dir, "db.sqlite"));
+        const store = await openTestStore(join(dir, "db.sqlite"));
         const faulty = new FaultStore(store);
         const logger = recordingLogger();
         const bh = new Beehive(faulty, {
@@ -105,7 +105,7 @@ async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
 }
 
 test("Beehive without leader election holds the store lease: isLeader and leadership() say so, stop releases it", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bh = new Beehive(store, { leaseName: "orders" });
     assert.equal(bh.isLeader, false);
@@ -132,8 +132,8 @@ test("Beehive without leader election holds the store lease: isLeader and leader
 
 test("Beehive start without election is refused with StoreInUseError while another open of the store holds the lease, and the refused one stays startable", async () => {
   const dir = mkdtempSync(join(tmpdir(), "beehive-lease-"));
-  const a = await openSqliteStore(join(dir, "db.sqlite"));
-  const b = await openSqliteStore(join(dir, "db.sqlite"));
+  const a = await openTestStore(join(dir, "db.sqlite"));
+  const b = await openTestStore(join(dir, "db.sqlite"));
   try {
     const first = new Beehive(a);
     const stopFirst = await first.start();

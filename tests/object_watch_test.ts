@@ -19,7 +19,7 @@ import {
 } from "../mod.ts";
 import type { BeehiveOptions, Client, Migrator, ObjectChange, ObjectListStream } from "../mod.ts";
 import type { RawObject } from "../store/mod.ts";
-import { openSqliteStore, testStore } from "./_sqlite_driver.ts";
+import { openTestStore, testStore } from "./_sqlite_driver.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { Other, recordingLogger, tempDir, Thing, withHarness } from "./_beehive_harness.ts";
@@ -591,7 +591,7 @@ test("watchList skips a row that does not decode and still reports its collectio
   const clock = installFakeTime();
   activeClock = clock;
   try {
-    const store = await openSqliteStore(":memory:");
+    const store = await openTestStore(":memory:");
     try {
       // A peer at schema version 2 writes; this watcher only understands version 1.
       const peer = new Beehive(store);
@@ -870,7 +870,7 @@ test("watchList opened after stop ends at once with StoppedError", async () => {
 test("watchList ends with StoreClosedError when its store closes under it", async () => {
   const clock = installFakeTime();
   try {
-    const store = await openSqliteStore(":memory:");
+    const store = await openTestStore(":memory:");
     try {
       const bh = new Beehive(store, { watchFloorInterval: 1_000 });
       const w = await bh.client(Thing).watchList();
@@ -1211,7 +1211,7 @@ test("watchList ends with WatchTooOldError when retention trims entries it had n
       // Written straight through a store, so no commit wakes the tailer before the trim. On
       // SQLite through another connection, so this process holds none of it and reads the log
       // (PostgreSQL always does, and would hear another connection's commits at once).
-      const writer = testStore === "sqlite" ? await openSqliteStore(path) : store;
+      const writer = testStore === "sqlite" ? await openTestStore(path) : store;
       try {
         for (let i = 0; i < 3; i++) {
           await writer.objects.create(Thing, { name: `x${i}`, spec: "{}" });

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { Beehive, type Migrator, settled } from "../mod.ts";
 import { type Harness, tempDir, Thing, withHarness } from "./_beehive_harness.ts";
-import { openSqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 
 /** A migrator at spec version 2: a row at version 3 is from a newer build and never decodes. */
@@ -32,7 +32,7 @@ async function withTwoHandles(
       beehive: { owedPassInterval: 3_600_000 },
       register: { migrator },
     }, async (h) => {
-      const store = await openSqliteStore(dir.file("db.sqlite"));
+      const store = await openTestStore(dir.file("db.sqlite"));
       try {
         // Registered, never started: its requeue stamps the store.
         const other = new Beehive(store);

@@ -12,7 +12,7 @@ import { Beehive, fail, InvalidOptionError, PermanentError, settled, unsettled }
 import { test } from "./_test.ts";
 import { type AnyObject, type Harness, Thing, withHarness } from "./_beehive_harness.ts";
 import { FakeMeter, FakeTracer } from "./_fake_telemetry.ts";
-import { openSqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore } from "./_sqlite_driver.ts";
 
 const KIND = "Thing.test.beehive.dev";
 
@@ -227,7 +227,7 @@ test("Telemetry beehive.queue.depth reports each kind's queue and beehive.leader
 
 test("Telemetry beehive.leader is 0 for a candidate that does not lead", async () => {
   const meter = new FakeMeter();
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const held = await store.leases.acquire({ name: "beehive", holder: "other", duration: 60_000 });
     assert.ok(held.acquired);
@@ -250,7 +250,7 @@ test("Telemetry beehive.leader is 0 for a candidate that does not lead", async (
 });
 
 test("Telemetry new Beehive refuses a meter or tracer missing the methods it uses with InvalidOptionError", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const meter = new FakeMeter();
     const partial = {

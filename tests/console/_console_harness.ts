@@ -1,5 +1,6 @@
 /**
- * Plumbing for the console tests: a fresh in-memory store with a Beehive.
+ * Plumbing for the console tests: a fresh in-memory store with a Beehive, and
+ * a reader of server-sent-event bodies.
  *
  * @module
  */
@@ -16,4 +17,19 @@ export async function withStore(
   } finally {
     await store.close();
   }
+}
+
+/** Reads a server-sent-event body until `pred(text)` holds. */
+export async function readUntil(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  pred: (text: string) => boolean,
+): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = "";
+  while (!pred(text)) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error(`the feed ended early:\n${text}`);
+    text += decoder.decode(value, { stream: true });
+  }
+  return text;
 }

@@ -10,7 +10,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { consoleHandler, toNodeListener } from "../../console/mod.ts";
 import { test } from "../_test.ts";
-import { withStore } from "./_console_harness.ts";
+import { readUntil, withStore } from "./_console_harness.ts";
 
 const Cluster = { group: "kstack.sh", kind: "Cluster" };
 const Node = { group: "kstack.sh", kind: "Node" };
@@ -176,21 +176,6 @@ test("consoleHandler refuses a malformed basePath or store", () => {
     return Promise.resolve();
   });
 });
-
-/** Reads a server-sent-event body until `pred(text)` holds. */
-async function readUntil(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  pred: (text: string) => boolean,
-): Promise<string> {
-  const decoder = new TextDecoder();
-  let text = "";
-  while (!pred(text)) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`the feed ended early:\n${text}`);
-    text += decoder.decode(value, { stream: true });
-  }
-  return text;
-}
 
 test("consoleHandler live feeds report a kind's and an object's changes and end on abort", async () => {
   await withStore(async (store, bh) => {

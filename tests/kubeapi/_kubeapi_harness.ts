@@ -12,7 +12,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { Beehive, type Store } from "../../mod.ts";
 import { type KubeApiHandler, toNodeListener } from "../../kubeapi/mod.ts";
-import { openSqliteStore, type SqliteStore } from "../_sqlite_driver.ts";
+import { openTestStore, type TestStore } from "../_sqlite_driver.ts";
 
 export const Cluster = { group: "kstack.sh", kind: "Cluster" };
 export const Node = { group: "kstack.sh", kind: "Node" };
@@ -21,9 +21,9 @@ export const CLUSTERS = "/apis/kstack.sh/v1/clusters";
 
 /** Runs `fn` over a fresh in-memory store and a Beehive on it (never started). */
 export async function withStore(
-  fn: (store: SqliteStore, bh: Beehive) => Promise<void>,
+  fn: (store: TestStore, bh: Beehive) => Promise<void>,
 ): Promise<void> {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     await fn(store, new Beehive(store));
   } finally {

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Beehive } from "../../mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
-import { openSqliteStore } from "../_sqlite_driver.ts";
+import { openTestStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { Cluster, serve } from "./_kubeapi_harness.ts";
 
@@ -53,7 +53,7 @@ test("kubectl api-resources, get, get -o json|yaml, --chunk-size, get -w and del
     `${KUBECTL} is missing: this test drives the real kubectl (>= 1.29); install it to run the suite`,
   );
   const dir = await mkdtemp(join(tmpdir(), "beehive-kubectl-"));
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   const bh = new Beehive(store, { gcInterval: 50, watchFloorInterval: 100 });
   const stop = await bh.start();
   const seen: string[] = [];

@@ -35,7 +35,7 @@ import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import process from "node:process";
 import { createInterface } from "node:readline";
 import { Beehive, type ControllerClient, type Logger, settled } from "../../mod.ts";
-import { openSqliteStore } from "../_sqlite_driver.ts";
+import { openTestStore } from "../_sqlite_driver.ts";
 import { Job, type ReplicaConfig } from "./_processes.ts";
 import { DeviceTable } from "../../examples/fenced-devices/device_table.ts";
 
@@ -83,7 +83,7 @@ const logger: Logger = {
   },
 };
 
-const store = await openSqliteStore(config.db, { busyTimeout: 30_000 });
+const store = await openTestStore(config.db, { busyTimeout: 30_000 });
 
 if (config.role === "writer") {
   const bh = new Beehive(store, { watchFloorInterval: 60_000 });

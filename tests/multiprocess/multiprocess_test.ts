@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Beehive, StoreInUseError } from "../../mod.ts";
-import { openSqliteStore, testStore } from "../_sqlite_driver.ts";
+import { openTestStore, testStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { Job, type Replica, type ReplicaEvent, withReplicas } from "./_processes.ts";
 import { DeviceTable } from "../../examples/fenced-devices/device_table.ts";
@@ -29,7 +29,7 @@ async function withDir(fn: (db: string) => Promise<void>): Promise<void> {
 
 /** Creates the schema first, so replicas starting at once do not race to migrate. */
 async function initialize(db: string): Promise<void> {
-  const store = await openSqliteStore(db);
+  const store = await openTestStore(db);
   await store.close();
 }
 
@@ -97,7 +97,7 @@ test("multiprocess: a second process's start is refused naming the holder, and a
       assert.equal(refused.error, "StoreInUseError");
       assert.ok(String(refused.message).includes(String(started.holder)), String(refused.message));
       // This process too.
-      const store = await openSqliteStore(db);
+      const store = await openTestStore(db);
       try {
         const bh = new Beehive(store);
         await assert.rejects(bh.start(), StoreInUseError);
@@ -121,7 +121,7 @@ const LEASE = { leaseDuration: 1_500, renewInterval: 300 };
 
 /** Creates Jobs from this process (a client, not a started Beehive). */
 async function createJobs(db: string, names: string[]): Promise<number[]> {
-  const store = await openSqliteStore(db);
+  const store = await openTestStore(db);
   try {
     const jobs = new Beehive(store).client(Job);
     const ids: number[] = [];
@@ -134,7 +134,7 @@ async function createJobs(db: string, names: string[]): Promise<number[]> {
 
 /** Reads every Job's status.by. */
 async function stampedBy(db: string): Promise<Map<string, string | undefined>> {
-  const store = await openSqliteStore(db);
+  const store = await openTestStore(db);
   try {
     const all = await new Beehive(store).client<unknown, { by: string }>(Job).list();
     return new Map(all.map((o) => [o.name, o.status?.by]));

@@ -41,10 +41,9 @@ import {
   WrongKindError,
 } from "../../mod.ts";
 import { createServer } from "node:http";
-import { connect } from "node:net";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { consoleHandler, toNodeListener } from "../../console/mod.ts";
-import { openSqliteStore } from "../_sqlite_driver.ts";
+import { openSqliteStore, openTestStore } from "../_sqlite_driver.ts";
 import { openSqliteStore as openSqliteFile } from "../../store/sqlite/mod.ts";
 import { cli } from "../cli/_cli_harness.ts";
 import { test } from "../_test.ts";
@@ -2223,7 +2222,7 @@ test("bad input: Client, ControllerClient and AdminClient calls with hostile arg
             m.closed = true;
           }
           // Everything acknowledged survives a reopen; nothing refused appears.
-          const store = await openSqliteStore(path);
+          const store = await openTestStore(path);
           try {
             const bh = new Beehive(store);
             await verify(m, { client: (k) => bh.client(KINDS[k]) }, true);
@@ -2450,7 +2449,7 @@ function succeeds(fn: () => unknown, label: string): void {
 }
 
 test("bad input: Beehive and register options out of range throw InvalidOptionError and register nothing", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const controllerArb = fc.constantFrom<unknown>(
       "fn",
@@ -2537,7 +2536,7 @@ function kindValid(k: unknown): boolean {
 }
 
 test("bad input: malformed kinds are refused by client, adminClient and register alike", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     await fc.assert(
       fc.asyncProperty(kindArbitrary, async (kind) => {
@@ -2601,7 +2600,7 @@ async function driveFor(
   options: Record<string, number>,
   requeueAfter: number,
 ): Promise<{ sweeps: number; passes: number; refused: boolean }> {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   let sweeps = 0, passes = 0;
   try {
     const counted = new Proxy(store, {
@@ -2693,7 +2692,7 @@ test("bad input: event text with NUL is refused with InvalidEventError", nulEven
  * checkKind checks isWellFormed, not NUL.
  */
 export async function nulKindIsRefusedAtRegister(): Promise<void> {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bh = new Beehive(store);
     for (const kind of [{ group: "a\u0000b", kind: "c" }, { group: "a", kind: "b\u0000c" }]) {
@@ -2895,7 +2894,7 @@ type SchemaWrite =
   | "status";
 
 test("bad input: hostile spec and status schemas are obeyed exactly, and every refusal writes nothing", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   let n = 0;
   try {
     await fc.assert(
@@ -3000,7 +2999,7 @@ function ofBytes(bytes: number, widths: readonly number[]): string {
 }
 
 test("bad input: limits hold at, below and above each boundary, and a refusal writes nothing", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   let n = 0;
   try {
     await fc.assert(
@@ -3159,7 +3158,7 @@ function nestedArrays(depth: number): unknown {
 type RacingOp = "update" | "updateByName" | "delete";
 
 test("bad input: conditional writers racing from one read: exactly one wins, the rest conflict and write nothing", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   let n = 0;
   try {
     await fc.assert(
