@@ -28,6 +28,8 @@ export interface NodeResponseLike {
   write(chunk: Uint8Array): unknown;
   /** Ends the response. */
   end(): unknown;
+  /** Sends the status line and headers now, before any body chunk. */
+  flushHeaders?(): unknown;
   /** Listens for the connection closing (`"close"`). */
   on(event: "close", listener: () => void): unknown;
   /** Whether the response was fully written. */
@@ -115,7 +117,9 @@ function bodyOf(req: NodeRequestLike): ReadableStream<Uint8Array> | null {
  * signal aborts when the client disconnects, which ends a live feed. The
  * request body of a method that may carry one (any but `GET` and `HEAD`) is
  * forwarded as a stream the handler reads at its own pace, bounding what it
- * reads. No request throws out
+ * reads. The status line and headers go out as soon as the handler answers,
+ * before any body chunk, as fetch servers send them (a watch or live feed
+ * with nothing to send yet still answers). No request throws out
  * of the listener: a `Host` or target that makes no URL is answered `400`, a
  * method fetch refuses (`TRACE`, `CONNECT`) `501`, and a handler that throws
  * or rejects `500` with a generic body (the handler logs its own details).
@@ -166,6 +170,10 @@ async function serve(
     res.end();
     return;
   }
+  // Node holds the head back until the first body chunk; a stream with nothing to send yet (a
+  // quiet watch) would then leave the client waiting for headers it has every right to (Go's
+  // client blocks there). The head goes out now, as fetch servers send it.
+  res.flushHeaders?.();
   const reader = response.body.getReader();
   const cancel = () => void reader.cancel().catch(() => {});
   abort.signal.addEventListener("abort", cancel);

@@ -1,7 +1,8 @@
 /**
  * toNodeListener's request bodies: forwarded on methods that carry one, read
  * at the handler's pace, absent on GET; the server keeps serving after a
- * handler stops reading a large body part-way.
+ * handler stops reading a large body part-way; a streamed response's head
+ * goes out before its first chunk.
  *
  * @module
  */
@@ -65,5 +66,37 @@ test("toNodeListener keeps serving after a handler stops reading a large body pa
     const after = await fetch(`${url}/x`, { method: "POST", body: "small" });
     assert.equal(after.status, 413);
     await after.body?.cancel();
+  });
+});
+
+test("toNodeListener sends a streamed response's status and headers before its first chunk", async () => {
+  const release = Promise.withResolvers<void>();
+  await withServer(() => {
+    // The body's first chunk waits for the client to have the head: held back until a chunk,
+    // the head would never come.
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await release.promise;
+        controller.enqueue(new TextEncoder().encode("late"));
+        controller.close();
+      },
+    }, { highWaterMark: 0 });
+    return Promise.resolve(new Response(body, { status: 202, headers: { "x-head": "early" } }));
+  }, async (url) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const noHead = new Promise<never>((_, reject) => {
+      // A bound on the failure only: a head that is sent arrives in milliseconds.
+      timer = setTimeout(() => reject(new Error("no status line or headers within 10 s")), 10_000);
+    });
+    try {
+      const response = await Promise.race([fetch(`${url}/watch`), noHead]);
+      assert.equal(response.status, 202);
+      assert.equal(response.headers.get("x-head"), "early");
+      release.resolve();
+      assert.equal(await response.text(), "late");
+    } finally {
+      clearTimeout(timer);
+      release.resolve();
+    }
   });
 });

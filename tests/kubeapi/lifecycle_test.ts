@@ -2,7 +2,9 @@
  * The real kubectl against a reconciling controller: `wait
  * --for=condition=Ready` returns once the controller makes the object
  * Ready, and `delete` waits while the controller's finalizer holds, ending
- * when it is removed.
+ * when it is removed; and `delete` returns when the object is collected
+ * before kubectl's wait opens its watch (a watch with nothing to send still
+ * answers its headers).
  *
  * @module
  */
@@ -16,7 +18,7 @@ import { Beehive, settled, unsettled } from "../../mod.ts";
 import { serveKubeApi } from "../../kubeapi/mod.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
-import { Cluster, KUBECTL, kubectlIn } from "./_kubeapi_harness.ts";
+import { Cluster, intercept, KUBECTL, kubectlIn } from "./_kubeapi_harness.ts";
 
 const FINALIZER = "kstack.sh/cleanup";
 
@@ -87,6 +89,45 @@ test("kubectl wait --for=condition=Ready returns once a controller reconciles, a
     assert.equal(await exited, 0, stderr);
     assert.match(stdout, /cluster\.kstack\.sh "prod" deleted/);
     await assert.rejects(bh.client(Cluster).getByName("prod"));
+  } finally {
+    await server.close();
+    await stop();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("kubectl delete returns when the object is collected before its wait opens a watch", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-lifecycle-"));
+  const store = await openSqliteStore(":memory:");
+  const bh = new Beehive(store, { gcInterval: 50, watchFloorInterval: 100 });
+  const stop = await bh.start();
+  // kubectl deletes, reads the object (still there, deletion pending), lists it by name and
+  // watches from the list's position. The list holds back until the collector has removed the
+  // object, so it comes back empty and the watch that follows has nothing to send, ever.
+  const collectedFirst = intercept(store, {
+    family: "objectWrites",
+    method: "maxVersion",
+  }, async (original, ...args) => {
+    const pending = await bh.client(Cluster).getByName("prod").catch(() => undefined);
+    if (pending?.deletionRequestedAt !== undefined) {
+      const stream = await bh.client(Cluster).watch(pending.id);
+      try {
+        for await (const change of stream) if (change.type === "Deleted") break;
+      } finally {
+        stream.close();
+      }
+    }
+    return await original(...args);
+  });
+  const server = await serveKubeApi({ store: collectedFirst, port: 0, pollInterval: 100 });
+  try {
+    await bh.client(Cluster).create("prod", {});
+    const config = join(dir, "kubeconfig");
+    await writeFile(config, server.kubeconfig());
+    const deleted = await kubectlIn(dir, config)("delete", "cluster", "prod");
+    assert.equal(deleted.code, 0, deleted.stderr);
+    assert.match(deleted.stdout, /cluster\.kstack\.sh "prod" deleted/);
   } finally {
     await server.close();
     await stop();
