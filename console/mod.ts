@@ -52,6 +52,7 @@ import {
   toView,
 } from "../cli/_inspect.ts";
 import { SCRIPT, STYLE } from "./_assets.ts";
+import { normalizeBasePath } from "./base_path.ts";
 import { kindFeed, kindsFeed, objectFeed } from "./_feeds.ts";
 import { checkAllowedHosts, hostAllowed, LOOPBACK_HOSTS } from "./_hosts.ts";
 import { type Html, html } from "./_html.ts";
@@ -127,29 +128,6 @@ export interface ConsoleOptions {
 export type ConsoleHandler = (request: Request) => Promise<Response>;
 
 const EVENTS_SHOWN = 20;
-function normalizeBase(basePath: unknown): string {
-  if (basePath === undefined) return "";
-  if (typeof basePath !== "string" || (basePath !== "" && !basePath.startsWith("/"))) {
-    throw new TypeError(
-      `Cannot use basePath: current value is ${
-        JSON.stringify(basePath)
-      }, expected "" or a path starting with "/"`,
-    );
-  }
-  // Kept as the encoded path: what requests carry and what links point at.
-  return basePath.replace(/\/+$/, "").split("/").map(encodeSegment).join("/");
-}
-
-/** One path segment, percent-encoded once (an already encoded one is kept). */
-function encodeSegment(segment: string): string {
-  let decoded = segment;
-  try {
-    decoded = decodeURIComponent(segment);
-  } catch {
-    // not encoded: encode it as given
-  }
-  return encodeURIComponent(decoded);
-}
 
 /**
  * Creates the console's fetch handler over `store`. Routes under `basePath`:
@@ -171,7 +149,7 @@ export function consoleHandler(options: ConsoleOptions): ConsoleHandler {
   if (typeof options !== "object" || options === null) {
     throw new TypeError("Cannot create a console: options must be an object like { store }");
   }
-  const base = normalizeBase(options.basePath);
+  const base = normalizeBasePath(options.basePath);
   const store = options.store;
   const pollInterval = positive("pollInterval", options.pollInterval, 500, false);
   const maxLiveFeeds = positive("maxLiveFeeds", options.maxLiveFeeds, 256, true);

@@ -5,6 +5,7 @@
  * @module
  */
 import { Beehive, InvalidOptionError, type Store } from "@beehive/beehive";
+import { normalizeBasePath } from "../console/base_path.ts";
 import { isAccessReview, reviewAccess } from "./_access_review.ts";
 import {
   allows,
@@ -23,8 +24,8 @@ export interface KubeApiOptions {
   /** The store to serve. The handler reads it and requests deletions; it never starts a Beehive. */
   readonly store: Store;
   /**
-   * The path prefix the API is mounted under, e.g. `"/k8s"`; requests outside
-   * it are 404. @default {""}
+   * The path prefix the API is mounted under, e.g. `"/k8s"`, plain or
+   * percent-encoded; requests outside it are 404. @default {""}
    */
   readonly basePath?: string;
   /**
@@ -50,18 +51,6 @@ export interface KubeApiAuth {
 /** A fetch handler: one request in, one response out. Never rejects. */
 export type KubeApiHandler = (request: Request) => Promise<Response>;
 
-function normalizeBase(basePath: unknown): string {
-  if (basePath === undefined) return "";
-  if (typeof basePath !== "string" || (basePath !== "" && !basePath.startsWith("/"))) {
-    throw new TypeError(
-      `Cannot use basePath: current value is ${
-        JSON.stringify(basePath)
-      }, expected "" or a path starting with "/"`,
-    );
-  }
-  return basePath.replace(/\/+$/, "");
-}
-
 /**
  * Creates the API server's fetch handler over `store`. Routes under
  * `basePath`: `/version`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`, and
@@ -82,7 +71,7 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
   if (typeof options !== "object" || options === null) {
     throw new TypeError("Cannot create a Kubernetes API handler: options must be like { store }");
   }
-  const base = normalizeBase(options.basePath);
+  const base = normalizeBasePath(options.basePath);
   const store = options.store;
   const pollInterval = options.pollInterval ?? 500;
   if (typeof pollInterval !== "number" || !(pollInterval > 0) || !Number.isFinite(pollInterval)) {

@@ -96,6 +96,18 @@ test("kubeApiHandler serves under basePath, answers NotFound outside it, and rej
   });
 });
 
+test("kubeApiHandler serves under a basePath that needs percent-encoding, given plain or encoded", async () => {
+  await withStore(async (store, bh) => {
+    await bh.client(Cluster).create("prod", {});
+    for (const basePath of ["/my api/é/", "/my%20api/%C3%A9"]) {
+      const handle = kubeApiHandler({ store, basePath });
+      const got = await call(handle, "/my%20api/%C3%A9/apis/kstack.sh/v1/clusters/prod");
+      assert.equal(got.status, 200, basePath);
+      assert.equal((await call(handle, "/my%20api/apis")).status, 404, basePath);
+    }
+  });
+});
+
 test("kubeApiHandler finds a kind stored after it started, and looks a known kind up without listing kinds", async () => {
   await withStore(async (store, bh) => {
     let scans = 0;
