@@ -1,27 +1,26 @@
 /**
  * Which kinds the API serves and how they are named: today every kind the
  * store shows a trace of (as the CLI's `kinds` command finds them), served as
- * `<group>/v1`, resource = the lowercased kind + `s`, cluster-scoped. The one
- * place that will read stored kind definitions once kinds are stored.
+ * `<group>/v1`, resource = its plural, cluster-scoped. Its names (plural,
+ * singular, short names) are the CLI's `kindNames`, the one place that will
+ * read them from stored kind definitions.
  *
  * @module
  */
 import type { GroupKind, Store } from "@beehive/beehive";
 import { listKinds } from "../cli/_inspect.ts";
+import { type KindNames, kindNames } from "../cli/_kinds.ts";
 
 /** The one version every kind is served at. */
 export const VERSION = "v1";
 
-/** A kind as the API serves it. */
-export interface ServedKind extends GroupKind {
+/**
+ * A kind as the API serves it: its names as the CLI knows them (`plural` is
+ * the URL segment), and where it is served.
+ */
+export interface ServedKind extends KindNames {
   /** `<group>/v1`. */
   readonly apiVersion: string;
-  /** The URL segment: lowercased kind + `s`. */
-  readonly plural: string;
-  /** The lowercased kind. */
-  readonly singular: string;
-  /** Always `[]` until kinds are stored with theirs. */
-  readonly shortNames: readonly string[];
   /** Always `false` until kinds can be namespaced. */
   readonly namespaced: boolean;
 }
@@ -39,16 +38,7 @@ export function isGroupName(group: string): boolean {
 export function serve(gk: GroupKind): ServedKind | undefined {
   // The core group belongs to /api/v1, whose names are Kubernetes' own.
   if (gk.group === "" || !isGroupName(gk.group) || !KIND.test(gk.kind)) return undefined;
-  const singular = gk.kind.toLowerCase();
-  return {
-    group: gk.group,
-    kind: gk.kind,
-    apiVersion: `${gk.group}/${VERSION}`,
-    plural: `${singular}s`,
-    singular,
-    shortNames: [],
-    namespaced: false,
-  };
+  return { ...kindNames(gk), apiVersion: `${gk.group}/${VERSION}`, namespaced: false };
 }
 
 /**
