@@ -15,11 +15,10 @@
  */
 import assert from "node:assert/strict";
 import { existsSync, statSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import process from "node:process";
 import { Beehive, settled } from "../../mod.ts";
-import { consoleHandler, toNodeListener } from "../../console/mod.ts";
+import { consoleHandler } from "../../console/mod.ts";
+import { type LoopbackServer, serveLoopback } from "../_loopback_server.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { tempDir } from "../_beehive_harness.ts";
 import { test } from "../_test.ts";
@@ -74,33 +73,6 @@ async function loadPlaywright(): Promise<PlaywrightCore> {
   }
 }
 
-/** Serves `handler` on 127.0.0.1 with Deno.serve under Deno, node:http under Node. */
-async function serve(
-  handler: (request: Request) => Promise<Response>,
-): Promise<{ url: string; close(): Promise<void> }> {
-  if ("Deno" in globalThis) {
-    const ready = Promise.withResolvers<number>();
-    const server = Deno.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      onListen: ({ port }) => ready.resolve(port),
-    }, handler);
-    const port = await ready.promise;
-    return { url: `http://127.0.0.1:${port}`, close: () => server.shutdown() };
-  }
-  const server = createServer(toNodeListener(handler));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      return closed;
-    },
-  };
-}
-
 // playwright-core probes /proc and the home directory, which Deno grants only
 // with -A: scripts/test runs this file as its own `deno test -A` suite, and a
 // Deno run without those permissions leaves the test out instead of failing it.
@@ -128,7 +100,7 @@ if (runnable) {
       return settled();
     });
     const stop = await bh.start();
-    let server: { url: string; close(): Promise<void> } | undefined;
+    let server: LoopbackServer | undefined;
     let browser: BrowserContext | undefined;
     try {
       const clusters = bh.client<{ up: boolean }, unknown>(Cluster);
@@ -136,7 +108,9 @@ if (runnable) {
       const prod = await clusters.create("prod", { up: false });
       for await (const change of watch) if (change.object?.observedGeneration === 1) break;
 
-      server = await serve(consoleHandler({ store, basePath: "/console", pollInterval: 200 }));
+      server = await serveLoopback(
+        consoleHandler({ store, basePath: "/console", pollInterval: 200 }),
+      );
       browser = await chromium.launchPersistentContext(dir.file("profile"), {
         executablePath: CHROMIUM,
         headless: true,
@@ -182,7 +156,7 @@ if (runnable) {
     const dir = tempDir();
     const store = await openSqliteStore(dir.file("beehive.db"));
     const bh = new Beehive(store);
-    let server: { url: string; close(): Promise<void> } | undefined;
+    let server: LoopbackServer | undefined;
     let browser: BrowserContext | undefined;
     try {
       await store.within(async (tx) => {
@@ -191,7 +165,7 @@ if (runnable) {
       });
       const handler = consoleHandler({ store, pollInterval: 100 });
       const listFetches: string[] = [];
-      server = await serve((request) => {
+      server = await serveLoopback((request) => {
         const url = new URL(request.url);
         if (url.pathname.startsWith("/kinds/") && !url.pathname.endsWith("/live")) {
           listFetches.push(url.search);

@@ -6,9 +6,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { consoleHandler, toNodeListener } from "../../console/mod.ts";
+import { consoleHandler } from "../../console/mod.ts";
+import { listenNode } from "../_loopback_server.ts";
 import { test } from "../_test.ts";
 import { readUntil, withStore } from "./_console_harness.ts";
 
@@ -212,11 +211,9 @@ test("consoleHandler live feeds report a kind's and an object's changes and end 
 test("toNodeListener serves the console over node:http and ends a feed when the client leaves", async () => {
   await withStore(async (store, bh) => {
     await bh.client(Cluster).create("prod", {});
-    const server = createServer(toNodeListener(consoleHandler({ store })));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const closed = new Promise<void>((resolve) => server.once("close", () => resolve()));
+    const server = await listenNode(consoleHandler({ store }));
     try {
-      const { port } = server.address() as AddressInfo;
+      const { port } = server;
       const page = await fetch(`http://127.0.0.1:${port}/kinds/Cluster.kstack.sh`);
       assert.equal(page.status, 200);
       assert.match(await page.text(), /data-name="prod"/);
@@ -231,9 +228,7 @@ test("toNodeListener serves the console over node:http and ends a feed when the 
       await readUntil(live.body!.getReader(), (t) => t.includes("retry:"));
       abort.abort();
     } finally {
-      server.closeAllConnections();
-      server.close();
-      await closed;
+      await server.close();
     }
   });
 });

@@ -6,31 +6,14 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createServer, request as httpRequest } from "node:http";
-import type { AddressInfo } from "node:net";
+import { request as httpRequest } from "node:http";
 import type { Store } from "../../mod.ts";
-import { consoleHandler, toNodeListener } from "../../console/mod.ts";
+import { consoleHandler } from "../../console/mod.ts";
+import { withNodeServer } from "../_loopback_server.ts";
 import { test } from "../_test.ts";
 import { withStore } from "./_console_harness.ts";
 
 const Cluster = { group: "kstack.sh", kind: "Cluster" };
-
-/** Serves `handler` on 127.0.0.1 through toNodeListener for `fn`. */
-async function withNodeServer(
-  handler: (r: Request) => Promise<Response>,
-  fn: (port: number) => Promise<void>,
-): Promise<void> {
-  const server = createServer(toNodeListener(handler));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const closed = new Promise<void>((resolve) => server.once("close", () => resolve()));
-  try {
-    await fn((server.address() as AddressInfo).port);
-  } finally {
-    server.closeAllConnections();
-    server.close();
-    await closed;
-  }
-}
 
 /** One raw request (any method, any Host), read to its end. */
 function raw(
@@ -59,7 +42,7 @@ function raw(
 
 test("toNodeListener answers a method fetch refuses with 501, another with the handler's 405", async () => {
   await withStore(async (store) => {
-    await withNodeServer(consoleHandler({ store }), async (port) => {
+    await withNodeServer(consoleHandler({ store }), async ({ port }) => {
       const trace = await raw(port, { method: "TRACE" });
       assert.equal(trace.status, 501);
       assert.match(trace.body, /Not Implemented: the TRACE method/);
@@ -74,7 +57,7 @@ test("toNodeListener answers a method fetch refuses with 501, another with the h
 
 test("toNodeListener answers a Host that makes no URL with 400 and keeps serving", async () => {
   await withStore(async (store) => {
-    await withNodeServer(consoleHandler({ store }), async (port) => {
+    await withNodeServer(consoleHandler({ store }), async ({ port }) => {
       for (const host of ["a b", "[::1", "x:99999", "a/b", "u@localhost"]) {
         const r = await raw(port, { host });
         assert.equal(r.status, 400, host);
@@ -95,7 +78,7 @@ test("toNodeListener answers a handler that throws or rejects with a generic 500
       },
     ]
   ) {
-    await withNodeServer(handler as (r: Request) => Promise<Response>, async (port) => {
+    await withNodeServer(handler as (r: Request) => Promise<Response>, async ({ port }) => {
       const r = await raw(port, {});
       assert.equal(r.status, 500);
       assert.doesNotMatch(r.body, /hunter2/);

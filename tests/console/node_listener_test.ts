@@ -7,31 +7,13 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { toNodeListener } from "../../console/mod.ts";
+import { withNodeServer } from "../_loopback_server.ts";
 import { test } from "../_test.ts";
 
-async function withServer(
-  handler: (request: Request) => Promise<Response>,
-  fn: (url: string) => Promise<void>,
-): Promise<void> {
-  const server = createServer(toNodeListener(handler));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const closed = new Promise<void>((resolve) => server.once("close", () => resolve()));
-  try {
-    await fn(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-  } finally {
-    server.closeAllConnections();
-    server.close();
-    await closed;
-  }
-}
-
 test("toNodeListener forwards the request body of DELETE, POST, PUT and PATCH to the handler", async () => {
-  await withServer(async (request) => {
+  await withNodeServer(async (request) => {
     return new Response(`${request.method} ${await request.text()}`);
-  }, async (url) => {
+  }, async ({ url }) => {
     for (const method of ["DELETE", "POST", "PUT", "PATCH"]) {
       const response = await fetch(`${url}/x`, { method, body: `{"from":"${method}"}` });
       assert.equal(await response.text(), `${method} {"from":"${method}"}`);
@@ -40,22 +22,22 @@ test("toNodeListener forwards the request body of DELETE, POST, PUT and PATCH to
 });
 
 test("toNodeListener gives a GET request no body", async () => {
-  await withServer((request) => {
+  await withNodeServer((request) => {
     return Promise.resolve(new Response(String(request.body === null)));
-  }, async (url) => {
+  }, async ({ url }) => {
     assert.equal(await (await fetch(`${url}/x`)).text(), "true");
   });
 });
 
 test("toNodeListener keeps serving after a handler stops reading a large body part-way", async () => {
   let seen = 0;
-  await withServer(async (request) => {
+  await withNodeServer(async (request) => {
     const reader = request.body!.getReader();
     const first = await reader.read();
     seen = first.value?.byteLength ?? 0;
     await reader.cancel();
     return new Response("enough", { status: 413 });
-  }, async (url) => {
+  }, async ({ url }) => {
     const big = new Uint8Array(8 * 1024 * 1024);
     const response = await fetch(`${url}/x`, { method: "POST", body: big }).catch(() => undefined);
     if (response !== undefined) {
@@ -71,7 +53,7 @@ test("toNodeListener keeps serving after a handler stops reading a large body pa
 
 test("toNodeListener sends a streamed response's status and headers before its first chunk", async () => {
   const release = Promise.withResolvers<void>();
-  await withServer(() => {
+  await withNodeServer(() => {
     // The body's first chunk waits for the client to have the head: held back until a chunk,
     // the head would never come.
     const body = new ReadableStream<Uint8Array>({
@@ -82,7 +64,7 @@ test("toNodeListener sends a streamed response's status and headers before its f
       },
     }, { highWaterMark: 0 });
     return Promise.resolve(new Response(body, { status: 202, headers: { "x-head": "early" } }));
-  }, async (url) => {
+  }, async ({ url }) => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const noHead = new Promise<never>((_, reject) => {
       // A bound on the failure only: a head that is sent arrives in milliseconds.

@@ -1,17 +1,15 @@
 /**
  * Shared pieces of the Kubernetes API tests: a store with a few objects, a
- * request helper, a line reader for watch streams and a loopback server on
- * Deno.serve or node:http.
+ * request helper, a line reader for watch streams, and running the machine's
+ * kubectl against a kubeconfig.
  *
  * @module
  */
 import { execFile } from "node:child_process";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import process from "node:process";
 import { Beehive, type Store } from "../../mod.ts";
-import { type KubeApiHandler, toNodeListener } from "../../kubeapi/mod.ts";
+import type { KubeApiHandler } from "../../kubeapi/mod.ts";
 import { openTestStore, type TestStore } from "../_sqlite_driver.ts";
 
 export const Cluster = { group: "kstack.sh", kind: "Cluster" };
@@ -105,33 +103,6 @@ export function eventsOf(response: Response): {
   };
 }
 
-/** Serves `handler` on 127.0.0.1 port 0: Deno.serve under Deno, node:http under Node. */
-export async function serve(
-  handler: KubeApiHandler,
-): Promise<{ url: string; close(): Promise<void> }> {
-  if ("Deno" in globalThis) {
-    const ready = Promise.withResolvers<number>();
-    const server = Deno.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      onListen: ({ port }) => ready.resolve(port),
-    }, handler);
-    const port = await ready.promise;
-    return { url: `http://127.0.0.1:${port}`, close: () => server.shutdown() };
-  }
-  const server = createServer(toNodeListener(handler));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      return closed;
-    },
-  };
-}
-
 /** The machine's kubectl, which the end-to-end tests drive. */
 export const KUBECTL = "/usr/bin/kubectl";
 
@@ -142,20 +113,26 @@ export interface Run {
   readonly stderr: string;
 }
 
-/** Runs kubectl with `config` as its kubeconfig, in a private cache directory under `dir`. */
+/** kubectl's environment for a run in `dir`: its own HOME, so no user's kubeconfig or cache leaks in. */
+export function kubectlEnv(dir: string): Record<string, string> {
+  return { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir };
+}
+
+/** kubectl's arguments: `config` as its kubeconfig, a private cache under `dir`, then `rest`. */
+export function kubectlArgs(dir: string, config: string, ...rest: string[]): string[] {
+  return ["--kubeconfig", config, "--cache-dir", join(dir, "cache"), ...rest];
+}
+
+/**
+ * Runs kubectl with `config` as its kubeconfig, in a private cache directory
+ * under `dir`; a request gives up after 20 s, a run is killed after 60 s.
+ */
 export function kubectlIn(dir: string, config: string) {
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir };
   return (...rest: string[]) =>
     new Promise<Run>((resolve) => {
-      const args = [
-        "--kubeconfig",
-        config,
-        "--cache-dir",
-        join(dir, "cache"),
-        "--request-timeout=20s",
-        ...rest,
-      ];
-      execFile(KUBECTL, args, { env, timeout: 60_000 }, (error, stdout, stderr) => {
+      const args = kubectlArgs(dir, config, "--request-timeout=20s", ...rest);
+      const options = { env: kubectlEnv(dir), timeout: 60_000 };
+      execFile(KUBECTL, args, options, (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
         resolve({ code, stdout, stderr });
       });

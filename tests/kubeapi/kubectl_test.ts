@@ -7,45 +7,18 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Beehive } from "../../mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
+import { serveLoopback } from "../_loopback_server.ts";
 import { openTestStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
-import { Cluster, serve } from "./_kubeapi_harness.ts";
-
-const KUBECTL = "/usr/bin/kubectl";
-
-function kubeconfig(server: string): string {
-  return [
-    "apiVersion: v1",
-    "kind: Config",
-    "clusters:",
-    "- name: beehive",
-    "  cluster:",
-    `    server: ${server}`,
-    "contexts:",
-    "- name: beehive",
-    "  context:",
-    "    cluster: beehive",
-    "    user: beehive",
-    "current-context: beehive",
-    "users:",
-    "- name: beehive",
-    "  user: {}",
-    "",
-  ].join("\n");
-}
-
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+import { kubeconfigYaml } from "../../kubeapi/_kubeconfig.ts";
+import { Cluster, KUBECTL, kubectlArgs, kubectlEnv, kubectlIn } from "./_kubeapi_harness.ts";
 
 test("kubectl api-resources, get, get -o json|yaml, --chunk-size, get -w and delete work against kubeApiHandler", async () => {
   assert.ok(
@@ -58,29 +31,14 @@ test("kubectl api-resources, get, get -o json|yaml, --chunk-size, get -w and del
   const stop = await bh.start();
   const seen: string[] = [];
   const handle = kubeApiHandler({ store, pollInterval: 100 });
-  const server = await serve((request) => {
+  const server = await serveLoopback((request) => {
     seen.push(new URL(request.url).search);
     return handle(request);
   });
   try {
     const config = join(dir, "kubeconfig");
-    await writeFile(config, kubeconfig(server.url));
-    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir };
-    const args = (rest: string[]) => [
-      "--kubeconfig",
-      config,
-      "--cache-dir",
-      join(dir, "cache"),
-      "--request-timeout=20s",
-      ...rest,
-    ];
-    const kubectl = (...rest: string[]) =>
-      new Promise<Run>((resolve) => {
-        execFile(KUBECTL, args(rest), { env, timeout: 60_000 }, (error, stdout, stderr) => {
-          const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
-          resolve({ code, stdout, stderr });
-        });
-      });
+    await writeFile(config, kubeconfigYaml({ server: server.url }));
+    const kubectl = kubectlIn(dir, config);
 
     const prod = await bh.client(Cluster).create("prod", { replicas: 3 });
     await bh.adminClient(Cluster).setCondition(prod.id, { type: "Ready", status: "True" });
@@ -124,7 +82,9 @@ test("kubectl api-resources, get, get -o json|yaml, --chunk-size, get -w and del
     ]);
     assert.ok(seen.some((q) => q.includes("continue=")), `no continued page in ${seen}`);
 
-    const watcher = spawn(KUBECTL, args(["get", "clusters", "-w"]), { env });
+    const watcher = spawn(KUBECTL, kubectlArgs(dir, config, "get", "clusters", "-w"), {
+      env: kubectlEnv(dir),
+    });
     const exited = new Promise<void>((resolve) => watcher.once("close", () => resolve()));
     let out = "";
     let created = false;

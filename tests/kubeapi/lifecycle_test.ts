@@ -13,12 +13,18 @@ import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import process from "node:process";
 import { Beehive, settled, unsettled } from "../../mod.ts";
 import { serveKubeApi } from "../../kubeapi/mod.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
-import { Cluster, intercept, KUBECTL, kubectlIn } from "./_kubeapi_harness.ts";
+import {
+  Cluster,
+  intercept,
+  KUBECTL,
+  kubectlArgs,
+  kubectlEnv,
+  kubectlIn,
+} from "./_kubeapi_harness.ts";
 
 const FINALIZER = "kstack.sh/cleanup";
 
@@ -58,16 +64,13 @@ test("kubectl wait --for=condition=Ready returns once a controller reconciles, a
     const prod = await bh.client(Cluster).getByName("prod");
     assert.deepEqual(prod.finalizers, [FINALIZER]);
 
-    const child = spawn(KUBECTL, [
-      "--kubeconfig",
-      config,
-      "--cache-dir",
-      join(dir, "cache"),
-      "delete",
-      "cluster",
-      "prod",
-      "--timeout=30s",
-    ], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir } });
+    const child = spawn(
+      KUBECTL,
+      kubectlArgs(dir, config, "delete", "cluster", "prod", "--timeout=30s"),
+      {
+        env: kubectlEnv(dir),
+      },
+    );
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));

@@ -40,9 +40,9 @@ import {
   TooLargeError,
   WrongKindError,
 } from "../../mod.ts";
-import { createServer } from "node:http";
-import { type AddressInfo, connect } from "node:net";
-import { consoleHandler, toNodeListener } from "../../console/mod.ts";
+import { connect } from "node:net";
+import { consoleHandler } from "../../console/mod.ts";
+import { listenNode } from "../_loopback_server.ts";
 import { openSqliteStore, openTestStore } from "../_sqlite_driver.ts";
 import { openSqliteStore as openSqliteFile } from "../../store/sqlite/mod.ts";
 import { cli } from "../cli/_cli_harness.ts";
@@ -3447,10 +3447,8 @@ function rawStatus(port: number, head: string): Promise<number> {
 
 test("bad input: malformed request lines and Host headers through toNodeListener never get a 500 nor stop the server", async () => {
   const store = await openSqliteStore(":memory:");
-  const server = createServer(toNodeListener(consoleHandler({ store, maxLiveFeeds: 2 })));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const closed = new Promise<void>((resolve) => server.once("close", () => resolve()));
-  const port = (server.address() as AddressInfo).port;
+  const server = await listenNode(consoleHandler({ store, maxLiveFeeds: 2 }));
+  const { port } = server;
   try {
     await new Beehive(store).client(Thing).create("a", {});
     await fc.assert(
@@ -3513,9 +3511,7 @@ test("bad input: malformed request lines and Host headers through toNodeListener
       200,
     );
   } finally {
-    server.closeAllConnections();
-    server.close();
-    await closed;
+    await server.close();
     await store.close();
     report("raw requests through toNodeListener (by status; 0 = closed without an answer)");
   }
