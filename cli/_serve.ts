@@ -1,24 +1,28 @@
 /**
  * `beehive <store> serve [--port N] [--tls] [--kubeconfig FILE]`: serves the
- * Kubernetes API over a SQLite store on loopback, writes the kubeconfig
- * kubectl reads, and runs until SIGINT, SIGTERM or the caller's signal.
+ * Kubernetes API over the store (a SQLite file or a `postgres://` url, opened
+ * as every command opens it) on loopback, writes the kubeconfig kubectl
+ * reads, and runs until SIGINT, SIGTERM or the caller's signal.
  *
  * @module
  */
-import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import process from "node:process";
+import type { Store } from "@beehive/beehive";
 import { serveKubeApi } from "@beehive/beehive/kubeapi";
-import { openSqliteStore } from "@beehive/beehive/sqlite";
+import { openStore, workingDirectory } from "./_open.ts";
 
 /** Where the command writes, and what ends it. */
 export interface ServeIo {
   stdout(text: string): void;
   stderr(text: string): void;
   signal?: AbortSignal;
+  /** Where a relative store path resolves from. @default {`INIT_CWD`, else the working directory} */
+  cwd?: string;
 }
 
-const HELP = `Usage: beehive <store> serve [--port N] [--tls] [--kubeconfig FILE]
+/** `beehive <store> serve --help`. */
+export const SERVE_HELP = `Usage: beehive <store> serve [--port N] [--tls] [--kubeconfig FILE]
 
 Serve the store's kinds as a Kubernetes API on 127.0.0.1, for kubectl.
 
@@ -89,11 +93,14 @@ export async function serveCommand(
     return 2;
   }
   if (parsed.help) {
-    io.stdout(HELP);
+    io.stdout(SERVE_HELP);
     return 0;
   }
-  if (/^postgres(ql)?:\/\//i.test(where) || (where !== ":memory:" && !existsSync(where))) {
-    io.stderr(`error: no SQLite database at ${where}\n`);
+  let store: Store;
+  try {
+    store = await openStore(where, workingDirectory(io.cwd));
+  } catch (error) {
+    io.stderr(`error: ${(error as Error).message}\n`);
     return 1;
   }
   const stop = new AbortController();
@@ -101,7 +108,6 @@ export async function serveCommand(
   io.signal?.addEventListener("abort", onSignal, { once: true });
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
-  const store = await openSqliteStore(where);
   try {
     const server = await serveKubeApi({
       store,

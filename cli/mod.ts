@@ -24,9 +24,7 @@
  *
  * @module
  */
-import { existsSync } from "node:fs";
 import { open } from "node:fs/promises";
-import { isAbsolute, resolve } from "node:path";
 import process from "node:process";
 import { pathToFileURL } from "node:url";
 import {
@@ -38,7 +36,6 @@ import {
   type Store,
 } from "@beehive/beehive";
 import type { RawObject } from "@beehive/beehive/store";
-import { openSqliteStore } from "@beehive/beehive/sqlite";
 import {
   age,
   generationSummary,
@@ -53,6 +50,7 @@ import {
   toView,
 } from "./_inspect.ts";
 import { resolveStoreKind, UnknownKindError } from "./_kinds.ts";
+import { openStore, workingDirectory } from "./_open.ts";
 import { toYaml } from "./_yaml.ts";
 
 /** Where {@linkcode main} reads and writes. Every member but the writers is optional. */
@@ -220,6 +218,7 @@ Worker.shop.example; "<kind> <name>" may be written "<kind>/<name>", as kubectl 
 
 Commands:
 ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)}${c.summary}`).join("\n")}
+  serve     Serve the store as a Kubernetes API for kubectl ('beehive <store> serve --help')
 
 Flags:
   -o, --output FMT    json or yaml: machine-readable output (default: a table)
@@ -376,6 +375,10 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
   }
   const [storeArg, name, ...rest] = parsed.positionals;
   if (parsed.help) {
+    if (parsed.positionals.includes("serve")) {
+      io.stdout((await import("./_serve.ts")).SERVE_HELP);
+      return 0;
+    }
     const named = parsed.positionals.find((p) => Object.hasOwn(COMMANDS, p));
     io.stdout(named === undefined ? HELP : commandHelp(named));
     return 0;
@@ -431,10 +434,9 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
     );
   }
   let store: Store | undefined;
-  const cwd = io.cwd ?? process.env.INIT_CWD ?? process.cwd();
-  const here = (path: string) => isAbsolute(path) ? path : resolve(cwd, path);
+  const cwd = workingDirectory(io.cwd);
   try {
-    store = await openStore(storeArg, here);
+    store = await openStore(storeArg, cwd);
     const opened = store;
     // Never started: no lease taken, so a running process keeps its store. A
     // short watch floor lets `watch` see another process's writes promptly.
@@ -497,22 +499,6 @@ function terminalSafe(text: string): string {
 function oneLine(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
   return text.replace(/\s*\n\s*/g, " ");
-}
-
-async function openStore(where: string, here: (path: string) => string): Promise<Store> {
-  if (/^postgres(ql)?:\/\//i.test(where)) {
-    // Loaded only for a url: a SQLite user needs no PostgreSQL driver.
-    const { openPostgresStore } = await import("@beehive/beehive/postgres");
-    // `?schema=name` picks the store's schema, as the store's identity names it.
-    const url = new URL(where);
-    const schema = url.searchParams.get("schema") ?? undefined;
-    url.searchParams.delete("schema");
-    return await openPostgresStore(url.href, schema === undefined ? {} : { schema });
-  }
-  if (where === ":memory:") return await openSqliteStore(where);
-  const path = here(where);
-  if (!existsSync(path)) throw new CliError(`no database at ${where}`);
-  return await openSqliteStore(path);
 }
 
 async function getRaw(store: Store, gk: GroupKind, name: string): Promise<RawObject> {

@@ -1,9 +1,11 @@
 /**
  * Plumbing for the CLI tests: run `main` in-process with captured output,
- * wait on output with a deadline, and build a fixture database.
+ * wait on output with a deadline, keep `serve` running while a test talks to
+ * it, and build a fixture database.
  *
  * @module
  */
+import assert from "node:assert/strict";
 import { Beehive, settled } from "../../mod.ts";
 import { main } from "../../cli/mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
@@ -65,6 +67,37 @@ export async function cli(
     cwd: options.cwd,
   });
   return { code, out: out.text, err };
+}
+
+/**
+ * Runs `beehive <db> serve --port 0` in-process from `cwd` until `fn` returns,
+ * handing `fn` the server's url read from the kubeconfig it prints.
+ */
+export async function whileServing(
+  db: string,
+  cwd: string | undefined,
+  fn: (url: string) => Promise<void>,
+): Promise<void> {
+  const abort = new AbortController();
+  const stdout = new Output();
+  const run = cli([db, "serve", "--port", "0"], { signal: abort.signal, stdout, cwd });
+  let served = false;
+  try {
+    await Promise.race([
+      stdout.until((t) => t.includes("current-context: beehive"), "the kubeconfig"),
+      run.then((r) => {
+        if (!served) throw new Error(`serve ended early (${r.code}): ${r.err}`);
+      }),
+    ]);
+    served = true;
+    await fn(/server: "(http:\/\/127\.0\.0\.1:\d+)"/.exec(stdout.text)![1]);
+  } finally {
+    served = true;
+    abort.abort();
+  }
+  const { code, err } = await run;
+  assert.equal(code, 0, err);
+  assert.match(err, /stopped\n$/);
 }
 
 /** The fixture's kinds. */

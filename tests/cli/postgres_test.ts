@@ -1,6 +1,6 @@
 /**
- * The CLI over a PostgreSQL store: every command takes a `postgres://` url
- * (`?schema=` picks the schema). Needs `BEEHIVE_TEST_POSTGRES_URL`, as every
+ * The CLI over a PostgreSQL store: every command, `serve` included, takes a
+ * `postgres://` url (`?schema=` picks the schema). Needs `BEEHIVE_TEST_POSTGRES_URL`, as every
  * PostgreSQL test does.
  *
  * @module
@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { Beehive } from "../../mod.ts";
 import { freshSchema, openPostgresStore, postgresUrl } from "../_postgres.ts";
 import { test } from "../_test.ts";
-import { cli } from "./_cli_harness.ts";
+import { cli, whileServing } from "./_cli_harness.ts";
 
 test("cli runs every command against a postgres:// url with ?schema=", async () => {
   const schema = freshSchema();
@@ -37,6 +37,11 @@ test("cli runs every command against a postgres:// url with ?schema=", async () 
     assert.equal(applied.out, "Worker.shop.example/w-3 created\n", applied.err);
     assert.equal((await cli([db, "requeue", "worker", "w-3"])).code, 0);
     assert.equal((await cli([db, "delete", "worker", "w-3"])).code, 0);
+    await whileServing(db, undefined, async (server) => {
+      const got = await fetch(`${server}/apis/shop.example/v1/workers/w-2`);
+      assert.equal(got.status, 200);
+      assert.equal((await got.json()).metadata.name, "w-2");
+    });
   } finally {
     await store.close();
   }

@@ -1,7 +1,8 @@
 /**
  * `beehive <store> serve` run as a program: writes a kubeconfig the real
  * kubectl uses over generated TLS with a generated token, and stops cleanly
- * on SIGTERM.
+ * on SIGTERM; in-process: a relative store path resolves from the working
+ * directory, a missing store is an error, and `--help` shows serve's usage.
  *
  * @module
  */
@@ -15,6 +16,7 @@ import { Beehive } from "../../mod.ts";
 // The CLI serves SQLite files: the store is made with the real SQLite opener whatever the test store.
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
+import { cli, whileServing } from "../cli/_cli_harness.ts";
 import { Cluster, kubectlIn } from "./_kubeapi_harness.ts";
 
 const isDeno = "Deno" in globalThis;
@@ -62,4 +64,40 @@ test("beehive serve --tls --kubeconfig writes a kubeconfig kubectl uses and stop
   assert.equal(await exited, 0, stderr);
   assert.match(stderr, /stopped\n$/);
   await rm(dir, { recursive: true, force: true });
+});
+
+test("beehive serve resolves a relative store path from the working directory and stops when its signal aborts", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-cli-serve-"));
+  try {
+    const store = await openSqliteStore(join(dir, "beehive.db"));
+    await new Beehive(store).client(Cluster).create("prod", {});
+    await store.close();
+    await whileServing("beehive.db", dir, async (url) => {
+      const list = await fetch(`${url}/apis/kstack.sh/v1/clusters`);
+      assert.equal(list.status, 200);
+      const body = await list.json();
+      assert.deepEqual(body.items.map((o: { metadata: { name: string } }) => o.metadata.name), [
+        "prod",
+      ]);
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("beehive serve reports a missing store, and --help shows serve's usage where beehive's lists serve", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-cli-serve-"));
+  try {
+    const missing = await cli(["nope.db", "serve", "--port", "0"], { cwd: dir });
+    assert.equal(missing.code, 1);
+    assert.equal(missing.err, "error: no database at nope.db\n");
+    for (const args of [["x.db", "serve", "--help"], ["serve", "--help"]]) {
+      const help = await cli(args);
+      assert.equal(help.code, 0);
+      assert.match(help.out, /^Usage: beehive <store> serve \[--port N\] \[--tls\]/);
+    }
+    assert.match((await cli(["--help"])).out, /^ {2}serve {5}Serve the store as a Kubernetes API/m);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

@@ -1,0 +1,45 @@
+/**
+ * Opening the store a CLI invocation names: a `postgres://` url (with
+ * `?schema=`), `:memory:`, or a SQLite file path resolved from the working
+ * directory. Shared by the commands and `serve`.
+ *
+ * @module
+ */
+import { existsSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import process from "node:process";
+import type { Store } from "@beehive/beehive";
+import { openSqliteStore } from "@beehive/beehive/sqlite";
+
+/** The store named on the command line does not exist: reported as it was given. */
+export class NoStoreError extends Error {
+  override readonly name = "NoStoreError";
+}
+
+/**
+ * The directory relative store paths resolve from: `cwd` when given, else
+ * `INIT_CWD` (where `deno task` or `npm run` started), else the process's.
+ */
+export function workingDirectory(cwd: string | undefined): string {
+  return cwd ?? process.env.INIT_CWD ?? process.cwd();
+}
+
+/**
+ * Opens the store `where` names; a relative path is resolved from `cwd`.
+ * @throws {NoStoreError} `where` is a path where no file is.
+ */
+export async function openStore(where: string, cwd: string): Promise<Store> {
+  if (/^postgres(ql)?:\/\//i.test(where)) {
+    // Loaded only for a url: a SQLite user needs no PostgreSQL driver.
+    const { openPostgresStore } = await import("@beehive/beehive/postgres");
+    // `?schema=name` picks the store's schema, as the store's identity names it.
+    const url = new URL(where);
+    const schema = url.searchParams.get("schema") ?? undefined;
+    url.searchParams.delete("schema");
+    return await openPostgresStore(url.href, schema === undefined ? {} : { schema });
+  }
+  if (where === ":memory:") return await openSqliteStore(where);
+  const path = isAbsolute(where) ? where : resolve(cwd, where);
+  if (!existsSync(path)) throw new NoStoreError(`no database at ${where}`);
+  return await openSqliteStore(path);
+}
