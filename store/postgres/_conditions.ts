@@ -4,7 +4,7 @@
  * @module
  */
 import type { ConditionInput, Conditions, ObjectRef } from "../../src/store.ts";
-import { normalizeConditions } from "../sqlite/_conditions.ts";
+import { normalizeConditions } from "../sql/_checks.ts";
 import { assertKind, checkRef, describe, rejectWith } from "./_rows.ts";
 import type { Session } from "./_session.ts";
 import { bumpObject } from "./_write_log.ts";

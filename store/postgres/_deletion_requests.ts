@@ -28,7 +28,7 @@ import {
   rejectWith,
 } from "./_rows.ts";
 import type { Session, WriteScope } from "./_session.ts";
-import { OP_CODE } from "../sqlite/_write_log.ts";
+import { OP_CODE } from "../sql/_write_image.ts";
 
 const UNMARKED: DeletionRequestResult = { id: undefined, marked: false, unblocked: [] };
 

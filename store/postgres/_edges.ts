@@ -13,7 +13,7 @@ import type {
   ObjectRef,
   Relation,
 } from "../../src/store.ts";
-import { checkRelation } from "../sqlite/_edges.ts";
+import { checkRelation } from "../sql/_checks.ts";
 import type { Db, PgRow } from "./_core.ts";
 import { checkId, checkIds, describe, objectNotFound, rejectWith } from "./_rows.ts";
 import type { Session } from "./_session.ts";

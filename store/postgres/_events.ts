@@ -17,7 +17,7 @@ import type {
   Snapshot,
 } from "../../src/store.ts";
 import { isStorableText } from "../../src/_text.ts";
-import { EVENT_CAP_BUDGET } from "../sqlite/_events.ts";
+import { EVENT_CAP_BUDGET } from "../sql/_checks.ts";
 import type { Db, PgRow, PgValue } from "./_core.ts";
 import { cutoff } from "./_object_writes.ts";
 import {

@@ -31,7 +31,7 @@ import {
   withConditionsOfKind,
 } from "./_rows.ts";
 import type { Session } from "./_session.ts";
-import { decodeImage, OP_NAME } from "./_write_log.ts";
+import { decodeImage, OP_NAME } from "../sql/_write_image.ts";
 
 /** A kind's position: its newest entry or its horizon, whichever is higher. */
 export async function kindPosition(db: Db, gk: GroupKind): Promise<number> {

@@ -27,9 +27,7 @@ import type {
   ReconcileLoad,
 } from "../../src/store.ts";
 import { kindName } from "../../src/_engine_keys.ts";
-import { nameTaken } from "../sqlite/_core.ts";
-import { stampVersion } from "../sqlite/_objects.ts";
-import { checkRelation } from "../sqlite/_edges.ts";
+import { checkRelation, nameTaken, stampVersion } from "../sql/_checks.ts";
 import type { Db, PgRow } from "./_core.ts";
 import {
   assertKind,
@@ -60,7 +58,8 @@ import {
   withConditionsOfKind,
 } from "./_rows.ts";
 import type { Session } from "./_session.ts";
-import { appendWrite, encodeImage } from "./_write_log.ts";
+import { appendWrite } from "./_write_log.ts";
+import { encodeImage } from "../sql/_write_image.ts";
 
 export class PostgresObjects implements Objects {
   readonly #s: Session;

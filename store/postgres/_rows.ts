@@ -1,6 +1,6 @@
 /**
- * Row reads every family shares. Decoding and argument checks are the SQLite
- * adapter's own (pure functions over rows): both stores read and refuse alike.
+ * Row reads every family shares; decoding and argument checks are the SQL
+ * stores' (`../sql/`).
  *
  * @module
  */
@@ -12,16 +12,16 @@ import type {
   RawObject,
   RawObjectMeta,
 } from "../../src/store.ts";
-import type { Row, RowArray } from "../sqlite/_core.ts";
+import type { Row, RowArray } from "../sql/_rows.ts";
 import {
-  assertKind as assertRowKind,
   decodeCondition as decodeConditionRow,
   decodeMeta as decodeMetaRow,
   OBJECT_COLUMNS,
-  objectNotFound,
-} from "../sqlite/_rows.ts";
+} from "../sql/_rows.ts";
+import { assertKind as assertRowKind, objectNotFound } from "../sql/_checks.ts";
 import type { Db, PgRow, PgRowArray } from "./_core.ts";
 
+export { decodeFinalizers, OBJECT_COLUMNS } from "../sql/_rows.ts";
 export {
   assertVersion,
   checkExcludeStalled,
@@ -37,14 +37,12 @@ export {
   checkRef,
   checkRetention,
   checkSchemaVersion,
-  decodeFinalizers,
   describe,
   isStorableText,
   nameNotFound,
-  OBJECT_COLUMNS,
   objectNotFound,
   rejectWith,
-} from "../sqlite/_rows.ts";
+} from "../sql/_checks.ts";
 
 /** Decodes an objects row (OBJECT_COLUMNS order, or keyed). */
 export function decodeMeta(row: PgRow | PgRowArray): RawObjectMeta {

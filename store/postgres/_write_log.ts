@@ -1,14 +1,11 @@
 /**
- * Appends to the object write log. Row images use the SQLite store's durable
- * format (`encodeImage`/`decodeImage`), so both stores log alike.
+ * Appends to the object write log.
  *
  * @module
  */
 import type { ObjectRef, WriteOp } from "../../src/store.ts";
-import { OP_CODE } from "../sqlite/_write_log.ts";
+import { OP_CODE } from "../sql/_write_image.ts";
 import type { Db } from "./_core.ts";
-
-export { decodeImage, encodeImage, OP_NAME } from "../sqlite/_write_log.ts";
 
 const APPEND_SQL = `INSERT INTO object_writes
   (resource_version, object_id, "group", kind, op, written_at, final, origin)

@@ -3,81 +3,11 @@
  *
  * @module
  */
-import { DuplicateConditionTypeError, InvalidConditionError } from "../../src/errors.ts";
 import type { ConditionInput, Conditions, ObjectRef } from "../../src/store.ts";
-import { assertKind, checkRef, describe, isStorableText, rejectWith } from "./_rows.ts";
+import { normalizeConditions } from "../sql/_checks.ts";
+import { assertKind, checkRef, describe, rejectWith } from "./_rows.ts";
 import type { Session } from "./_session.ts";
 import { bumpObject } from "./_write_log.ts";
-
-const STATUSES = new Set(["True", "False", "Unknown"]);
-
-interface NormalCondition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-  liveness: number;
-}
-
-/** Validates a batch before any store work. */
-export function normalizeConditions(conditions: unknown): NormalCondition[] {
-  if (!Array.isArray(conditions)) {
-    throw new TypeError(
-      `Cannot set conditions: current value is ${describe(conditions)}, expected an array`,
-    );
-  }
-  const seen = new Set<string>();
-  return conditions.map((c: ConditionInput) => {
-    if (typeof c !== "object" || c === null) {
-      throw new InvalidConditionError(
-        `Cannot set condition ${describe(c)}: expected an object with type and status`,
-      );
-    }
-    const text = (field: "type" | "reason" | "message", value: unknown): string => {
-      if (value === undefined && field !== "type") return "";
-      if (typeof value !== "string") {
-        throw new InvalidConditionError(
-          `Cannot set condition: its ${field} is ${describe(value)}, expected a string`,
-        );
-      }
-      if (!isStorableText(value)) {
-        throw new InvalidConditionError(
-          `Cannot set condition: its ${field} ${
-            JSON.stringify(value)
-          } is not well-formed UTF-16 without NUL`,
-        );
-      }
-      return value;
-    };
-    const type = text("type", c.type);
-    if (type === "") throw new InvalidConditionError("Cannot set condition: its type is empty");
-    if (typeof c.status !== "string" || !STATUSES.has(c.status)) {
-      throw new InvalidConditionError(
-        `Cannot set condition "${type}": its status is ${
-          describe(c.status)
-        }, expected "True", "False" or "Unknown"`,
-      );
-    }
-    if (c.liveness !== undefined && typeof c.liveness !== "boolean") {
-      throw new InvalidConditionError(
-        `Cannot set condition "${type}": liveness is ${describe(c.liveness)}, expected a boolean`,
-      );
-    }
-    if (seen.has(type)) {
-      throw new DuplicateConditionTypeError(
-        `Cannot set conditions: type "${type}" appears twice in one write`,
-      );
-    }
-    seen.add(type);
-    return {
-      type,
-      status: c.status,
-      reason: text("reason", c.reason),
-      message: text("message", c.message),
-      liveness: c.liveness ? 1 : 0,
-    };
-  });
-}
 
 const UPSERT_SQL = `INSERT INTO conditions
   (object_id, type, status, reason, message, liveness, open_epoch, transitioned_at, updated_at)

@@ -5,15 +5,8 @@
  *
  * @module
  */
-import {
-  BeehiveError,
-  FencedError,
-  NameTakenError,
-  StoreClosedError,
-  StoreError,
-} from "../../src/errors.ts";
+import { BeehiveError, FencedError, StoreClosedError, StoreError } from "../../src/errors.ts";
 import type { Logger } from "../../src/logger.ts";
-import { kindName } from "../../src/_engine_keys.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 import type { LockFiles } from "./_lock_files.ts";
@@ -395,14 +388,4 @@ export class Core {
     if (failure.code !== undefined) return failure.code === 787;
     return failure.message.includes("FOREIGN KEY constraint failed");
   }
-}
-
-/** Builds the error a create reports for a name held within its kind. */
-export function nameTaken(group: string, kind: string, name: string, cause: unknown) {
-  return new NameTakenError(
-    `Cannot create ${
-      kindName({ group, kind })
-    } "${name}": the name is already in use for this kind`,
-    { cause },
-  );
 }

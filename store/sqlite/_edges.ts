@@ -15,18 +15,8 @@ import type {
 } from "../../src/store.ts";
 import type { Db, Row } from "./_core.ts";
 import { checkId, checkIds, describe, ID_CHUNK, objectNotFound, rejectWith } from "./_rows.ts";
+import { checkRelation } from "../sql/_checks.ts";
 import type { Session } from "./_session.ts";
-
-/** Checks a relation. @throws {TypeError} */
-export function checkRelation(relation: unknown): asserts relation is Relation {
-  if (relation !== "owned_by" && relation !== "depends_on") {
-    throw new TypeError(
-      `Cannot use relation: current value is ${
-        describe(relation)
-      }, expected "owned_by" or "depends_on"`,
-    );
-  }
-}
 
 function checkEdge(edge: unknown): asserts edge is EdgeKey {
   const e = edge as EdgeKey;

@@ -28,6 +28,7 @@ import {
   rejectWith,
 } from "./_rows.ts";
 import type { Session } from "./_session.ts";
+import { EVENT_CAP_BUDGET } from "../sql/_checks.ts";
 import { isStorableText } from "../../src/_text.ts";
 
 const EVENT_COLUMNS =
@@ -50,9 +51,6 @@ const EXTEND_SQL = `UPDATE events SET count = count + 1, last_at = ?, message = 
 
 const INSERT_SQL = `INSERT INTO events (id, object_id, category, type, reason, message, detail,
   count, first_at, last_at, resource_version) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`;
-
-/** Timelines trimmed by the cap per sweep when the caller leaves it to the store. */
-export const EVENT_CAP_BUDGET = 256;
 
 function decodeEvent(row: Row): RawEvent {
   return {

@@ -7,7 +7,6 @@ import {
   DeletionPendingError,
   InvalidObservedGenerationError,
   ObservedGenerationFutureError,
-  SchemaVersionDowngradeError,
   StoreError,
 } from "../../src/errors.ts";
 import type {
@@ -27,7 +26,8 @@ import type {
   RawObjectMeta,
   ReconcileLoad,
 } from "../../src/store.ts";
-import { type Db, nameTaken } from "./_core.ts";
+import type { Db } from "./_core.ts";
+import { checkRelation, nameTaken, stampVersion } from "../sql/_checks.ts";
 import { kindName } from "../../src/_engine_keys.ts";
 import {
   assertKind,
@@ -60,18 +60,6 @@ import {
 } from "./_rows.ts";
 import type { Session } from "./_session.ts";
 import { appendWrite } from "./_write_log.ts";
-import { checkRelation } from "./_edges.ts";
-
-/** The stamp a write leaves: 0 keeps the stored tag, and the tag never goes down. */
-export function stampVersion(stored: number, incoming: number, what: string, id: ObjectId) {
-  if (incoming === 0) return stored;
-  if (incoming < stored) {
-    throw new SchemaVersionDowngradeError(
-      `Cannot write the ${what} of object ${id} at schema version ${incoming}: it is stored at version ${stored}, and versions never go down`,
-    );
-  }
-  return incoming;
-}
 
 // Lands only on a row of the ref's kind, at or past the generation, not yet observed at it.
 const SETTLE_SQL =

@@ -1,0 +1,358 @@
+/**
+ * The argument checks and refusals every family shares: each runs once, in
+ * the shared family, before any statement, whatever the dialect.
+ *
+ * @module
+ */
+import {
+  ConflictError,
+  DuplicateConditionTypeError,
+  InvalidConditionError,
+  InvalidNameError,
+  InvalidOptionError,
+  NameTakenError,
+  NotFoundError,
+  SchemaVersionDowngradeError,
+  WrongKindError,
+} from "../../src/errors.ts";
+import type { ConditionInput, GroupKind, ObjectId, ObjectRef, Relation } from "../../src/store.ts";
+import { isStorableText } from "../../src/_text.ts";
+import { describe } from "../../src/_values.ts";
+import { kindName } from "../../src/_engine_keys.ts";
+import type { Row } from "./_rows.ts";
+
+/** The error for an id that names nothing. */
+export function objectNotFound(id: ObjectId): NotFoundError {
+  return new NotFoundError(`Cannot find object ${id}: no object has that id`);
+}
+
+/** The error for a name not held within a kind. */
+export function nameNotFound(gk: GroupKind, name: string): NotFoundError {
+  return new NotFoundError(
+    `Cannot find ${kindName(gk)} "${name}": no object of that kind has that name`,
+  );
+}
+
+/**
+ * Checks that `id` is an object of `ref`'s kind, from a row's kind columns.
+ * @throws {NotFoundError} `row` is undefined.
+ * @throws {WrongKindError} the row is of another kind.
+ */
+export function assertKind<R extends Row>(ref: ObjectRef, row: R | undefined): asserts row is R {
+  if (row === undefined) throw objectNotFound(ref.id);
+  if (row.group !== ref.group || row.kind !== ref.kind) {
+    throw new WrongKindError(
+      `Cannot use object ${ref.id} as ${kindName(ref)}: it is a ${
+        kindName({ group: row.group as string, kind: row.kind as string })
+      }`,
+    );
+  }
+}
+
+export { isStorableText } from "../../src/_text.ts";
+export { attempt as rejectWith, describe } from "../../src/_values.ts";
+
+/** Checks an id argument. @throws {TypeError} not a positive safe integer. */
+export function checkId(id: unknown, what = "id"): asserts id is ObjectId {
+  if (typeof id !== "number" || !Number.isSafeInteger(id) || id < 1) {
+    throw new TypeError(
+      `Cannot use ${what}: current value is ${describe(id)}, expected a positive safe integer`,
+    );
+  }
+}
+
+/** Checks a list of ids. @throws {TypeError} */
+export function checkIds(ids: unknown, what = "ids"): asserts ids is ObjectId[] {
+  if (!Array.isArray(ids)) {
+    throw new TypeError(`Cannot use ${what}: current value is ${describe(ids)}, expected an array`);
+  }
+  for (const id of ids) checkId(id, `an element of ${what}`);
+}
+
+/** Checks a kind argument. @throws {InvalidOptionError} */
+export function checkGroupKind(gk: unknown): asserts gk is GroupKind {
+  const value = gk as GroupKind;
+  if (
+    typeof value !== "object" || value === null || typeof value.group !== "string" ||
+    typeof value.kind !== "string"
+  ) {
+    throw new InvalidOptionError(
+      `Cannot use kind: current value is ${describe(gk)}, expected { group, kind } strings`,
+    );
+  }
+  if (value.kind === "") {
+    throw new InvalidOptionError(`Cannot use kind: the kind must not be empty`);
+  }
+  if (!isStorableText(value.group) || !isStorableText(value.kind)) {
+    throw new InvalidOptionError(
+      `Cannot use kind ${
+        JSON.stringify(value)
+      }: group and kind must be well-formed UTF-16 without NUL`,
+    );
+  }
+}
+
+/** Checks an id-keyed, kind-scoped reference. */
+export function checkRef(ref: unknown): asserts ref is ObjectRef {
+  checkGroupKind(ref);
+  checkId((ref as ObjectRef).id);
+}
+
+/** Checks a name. @throws {InvalidNameError} empty or not well-formed UTF-16. */
+export function checkName(name: unknown): asserts name is string {
+  if (typeof name !== "string") {
+    throw new TypeError(`Cannot use name: current value is ${describe(name)}, expected a string`);
+  }
+  if (name === "") throw new InvalidNameError("Cannot use name: it must not be empty");
+  if (!isStorableText(name)) {
+    throw new InvalidNameError(
+      `Cannot use name ${JSON.stringify(name)}: it must be well-formed UTF-16 without NUL`,
+    );
+  }
+}
+
+/** Checks a JSON text argument. @throws {TypeError} */
+export function checkJsonText(text: unknown, what: string): asserts text is string {
+  if (typeof text !== "string") {
+    throw new TypeError(
+      `Cannot write ${what}: current value is ${describe(text)}, expected JSON text`,
+    );
+  }
+}
+
+/** Checks a schema version. @throws {TypeError} */
+export function checkSchemaVersion(v: unknown, what: string): number {
+  if (v === undefined) return 0;
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) {
+    throw new TypeError(
+      `Cannot use ${what}: current value is ${describe(v)}, expected an integer >= 0`,
+    );
+  }
+  return v;
+}
+
+/** Checks a list of finalizers. @throws {InvalidOptionError} */
+export function checkFinalizers(finalizers: unknown): string[] {
+  if (finalizers === undefined) return [];
+  if (!Array.isArray(finalizers)) {
+    throw new InvalidOptionError(
+      `Cannot use finalizers: current value is ${describe(finalizers)}, expected an array`,
+    );
+  }
+  for (const f of finalizers) {
+    if (typeof f !== "string" || f === "" || !isStorableText(f)) {
+      throw new InvalidOptionError(
+        `Cannot use finalizer ${
+          describe(f)
+        }: expected a non-empty string, well-formed UTF-16 without NUL`,
+      );
+    }
+  }
+  return [...new Set(finalizers as string[])];
+}
+
+function checkInteger(value: unknown, what: string, min: number): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
+    throw new TypeError(
+      `Cannot use ${what}: current value is ${describe(value)}, expected an integer >= ${min}`,
+    );
+  }
+  return value;
+}
+
+/** Checks a tail page's bounds: a position >= 0 and an integer limit. */
+export function checkPage(options: unknown): { after: number; limit: number } {
+  const o = options as { after?: unknown; limit?: unknown } | undefined;
+  if (typeof o !== "object" || o === null) {
+    throw new TypeError(
+      `Cannot read a page: current options are ${describe(options)}, expected { after, limit }`,
+    );
+  }
+  return {
+    after: checkInteger(o.after, "after", 0),
+    limit: checkInteger(o.limit, "limit", Number.MIN_SAFE_INTEGER),
+  };
+}
+
+/** Checks retention bounds: each a finite number >= 0. */
+export function checkRetention<K extends string>(
+  options: unknown,
+  keys: readonly K[],
+): Record<K, number> {
+  const o = options as Record<string, unknown> | undefined;
+  if (typeof o !== "object" || o === null) {
+    throw new TypeError(
+      `Cannot sweep: current options are ${describe(options)}, expected an object`,
+    );
+  }
+  const out = {} as Record<K, number>;
+  for (const k of keys) {
+    const v = o[k] ?? 0;
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
+      throw new InvalidOptionError(
+        `Cannot sweep with ${k}: current value is ${describe(v)}, expected a finite number >= 0`,
+      );
+    }
+    out[k] = v;
+  }
+  return out;
+}
+
+/** Checks a `resourceVersion` precondition: omitted, or an integer >= 1. @throws {TypeError} */
+export function checkPrecondition(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  return checkInteger(value, "resourceVersion", 1);
+}
+
+/**
+ * Refuses a write whose precondition names another resource version than the row's.
+ * @throws {ConflictError}
+ */
+export function assertVersion(id: ObjectId, stored: number, expected: number | undefined): void {
+  if (expected === undefined || expected === stored) return;
+  throw new ConflictError(
+    `Cannot write object ${id} at resource version ${expected}: it has moved on to ${stored}`,
+    { resourceVersion: stored },
+  );
+}
+
+/** Checks an id-ordered page: `after` >= 0 (default 0), `limit` >= 1 or omitted. @throws {TypeError} */
+export function checkListPage(page: unknown): { after: number; limit: number | undefined } {
+  if (page === undefined) return { after: 0, limit: undefined };
+  const o = page as { after?: unknown; limit?: unknown };
+  if (typeof o !== "object" || o === null) {
+    throw new TypeError(
+      `Cannot list a page: current options are ${describe(page)}, expected { after, limit }`,
+    );
+  }
+  return {
+    after: o.after === undefined ? 0 : checkInteger(o.after, "after", 0),
+    limit: o.limit === undefined ? undefined : checkInteger(o.limit, "limit", 1),
+  };
+}
+
+/** Checks options carrying `excludeStalled`; resolves it. @throws {TypeError} */
+export function checkExcludeStalled(
+  options: { readonly excludeStalled?: boolean } | undefined,
+  what: string,
+): boolean {
+  if (options === undefined) return false;
+  if (typeof options !== "object" || options === null) {
+    throw new TypeError(
+      `Cannot ${what}: current value of options is ${describe(options)}, expected an object`,
+    );
+  }
+  const v = options.excludeStalled;
+  if (v !== undefined && typeof v !== "boolean") {
+    throw new TypeError(
+      `Cannot ${what}: current value of excludeStalled is ${describe(v)}, expected a boolean`,
+    );
+  }
+  return v === true;
+}
+
+/** Timelines trimmed by the cap per sweep when the caller leaves it to the store. */
+export const EVENT_CAP_BUDGET = 256;
+
+/** The stamp a write leaves: 0 keeps the stored tag, and the tag never goes down. */
+export function stampVersion(stored: number, incoming: number, what: string, id: ObjectId) {
+  if (incoming === 0) return stored;
+  if (incoming < stored) {
+    throw new SchemaVersionDowngradeError(
+      `Cannot write the ${what} of object ${id} at schema version ${incoming}: it is stored at version ${stored}, and versions never go down`,
+    );
+  }
+  return incoming;
+}
+
+/** Checks a relation. @throws {TypeError} */
+export function checkRelation(relation: unknown): asserts relation is Relation {
+  if (relation !== "owned_by" && relation !== "depends_on") {
+    throw new TypeError(
+      `Cannot use relation: current value is ${
+        describe(relation)
+      }, expected "owned_by" or "depends_on"`,
+    );
+  }
+}
+
+/** Builds the error a create reports for a name held within its kind. */
+export function nameTaken(group: string, kind: string, name: string, cause: unknown) {
+  return new NameTakenError(
+    `Cannot create ${
+      kindName({ group, kind })
+    } "${name}": the name is already in use for this kind`,
+    { cause },
+  );
+}
+
+const STATUSES = new Set(["True", "False", "Unknown"]);
+
+/** A condition as checked, ready to store. */
+export interface NormalCondition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+  liveness: number;
+}
+
+/** Validates a batch before any store work. */
+export function normalizeConditions(conditions: unknown): NormalCondition[] {
+  if (!Array.isArray(conditions)) {
+    throw new TypeError(
+      `Cannot set conditions: current value is ${describe(conditions)}, expected an array`,
+    );
+  }
+  const seen = new Set<string>();
+  return conditions.map((c: ConditionInput) => {
+    if (typeof c !== "object" || c === null) {
+      throw new InvalidConditionError(
+        `Cannot set condition ${describe(c)}: expected an object with type and status`,
+      );
+    }
+    const text = (field: "type" | "reason" | "message", value: unknown): string => {
+      if (value === undefined && field !== "type") return "";
+      if (typeof value !== "string") {
+        throw new InvalidConditionError(
+          `Cannot set condition: its ${field} is ${describe(value)}, expected a string`,
+        );
+      }
+      if (!isStorableText(value)) {
+        throw new InvalidConditionError(
+          `Cannot set condition: its ${field} ${
+            JSON.stringify(value)
+          } is not well-formed UTF-16 without NUL`,
+        );
+      }
+      return value;
+    };
+    const type = text("type", c.type);
+    if (type === "") throw new InvalidConditionError("Cannot set condition: its type is empty");
+    if (typeof c.status !== "string" || !STATUSES.has(c.status)) {
+      throw new InvalidConditionError(
+        `Cannot set condition "${type}": its status is ${
+          describe(c.status)
+        }, expected "True", "False" or "Unknown"`,
+      );
+    }
+    if (c.liveness !== undefined && typeof c.liveness !== "boolean") {
+      throw new InvalidConditionError(
+        `Cannot set condition "${type}": liveness is ${describe(c.liveness)}, expected a boolean`,
+      );
+    }
+    if (seen.has(type)) {
+      throw new DuplicateConditionTypeError(
+        `Cannot set conditions: type "${type}" appears twice in one write`,
+      );
+    }
+    seen.add(type);
+    return {
+      type,
+      status: c.status,
+      reason: text("reason", c.reason),
+      message: text("message", c.message),
+      liveness: c.liveness ? 1 : 0,
+    };
+  });
+}
