@@ -9,6 +9,7 @@ import pg from "pg";
 import { BeehiveError, FencedError, StoreClosedError, StoreError } from "../../src/errors.ts";
 import type { Logger } from "../../src/logger.ts";
 import type { Fence } from "../../src/store.ts";
+import { AsyncLock } from "../sql/_lock.ts";
 
 /** A value a statement binds. */
 export type PgValue = number | string | boolean | null | readonly (number | string)[];
@@ -105,37 +106,6 @@ export class Db {
   /** Runs statements that bind nothing (a simple query: several may share one round trip). */
   async exec(sql: string): Promise<unknown> {
     return await this.#client.query(sql);
-  }
-}
-
-/** A FIFO async mutex. */
-export class AsyncLock {
-  #held = false;
-  readonly #waiters: (() => void)[] = [];
-
-  /** Resolves once the caller holds the lock. */
-  acquire(): Promise<void> {
-    if (!this.#held) {
-      this.#held = true;
-      return Promise.resolve();
-    }
-    const { promise, resolve } = Promise.withResolvers<void>();
-    this.#waiters.push(resolve);
-    return promise;
-  }
-
-  /** Takes the lock if it is free; false when it is held. */
-  tryAcquire(): boolean {
-    if (this.#held) return false;
-    this.#held = true;
-    return true;
-  }
-
-  /** Hands the lock to the next waiter, or frees it. */
-  release(): void {
-    const next = this.#waiters.shift();
-    if (next === undefined) this.#held = false;
-    else next();
   }
 }
 

@@ -40,7 +40,8 @@ import { PostgresReconcileOwed } from "./_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
 import { migrations } from "./_schema.ts";
 import { brokenClients, releaseClient } from "./_connections.ts";
-import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
+import { RootSession, runOutermost, type Session, type TxSession } from "./_session.ts";
+import { runHooks } from "../sql/_frames.ts";
 
 /** How a {@linkcode PostgresStore} is opened. */
 export interface PostgresStoreOptions {

@@ -12,6 +12,7 @@ import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 import type { LockFiles } from "./_lock_files.ts";
 import type { Checkpointer } from "./_checkpointer.ts";
 import { CommitJournal } from "./_journal.ts";
+import { AsyncLock } from "../sql/_lock.ts";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, SqlValue>;
@@ -103,39 +104,6 @@ export class Db {
   }
 }
 
-/** A FIFO async mutex: the writer connection's owner. */
-export class WriterLock {
-  #held = false;
-  readonly #waiters: (() => void)[] = [];
-
-  /** Whether nobody holds the lock: no transaction is open on the writer. */
-  get free(): boolean {
-    return !this.#held;
-  }
-
-  /** Takes the lock now if it is free; reports whether it did. */
-  tryAcquire(): boolean {
-    if (this.#held) return false;
-    this.#held = true;
-    return true;
-  }
-
-  /** Resolves once the caller holds the lock. */
-  acquire(): Promise<void> {
-    if (this.tryAcquire()) return Promise.resolve();
-    const { promise, resolve } = Promise.withResolvers<void>();
-    this.#waiters.push(resolve);
-    return promise;
-  }
-
-  /** Hands the lock to the next waiter, or frees it. */
-  release(): void {
-    const next = this.#waiters.shift();
-    if (next === undefined) this.#held = false;
-    else next();
-  }
-}
-
 const COUNTER_SQL = "SELECT value FROM resource_version_seq WHERE id = 1";
 // MAX with the table's highest id: a row another writer inserted past the counter is never reused.
 const COUNTERS_SQL = `SELECT value,
@@ -152,7 +120,10 @@ export type IdTable = "objects" | "events";
 export class Core {
   readonly writer: Db;
   readonly reader: Db;
-  readonly lock = new WriterLock();
+  /** The writer connection's owner: one write group at a time. */
+  readonly lock = new AsyncLock();
+  /** Where the commit journal stood when the running group member's savepoint opened. */
+  memberMark = 0;
   readonly driver: Driver;
   readonly logger: StoreLogger | undefined;
   /** This open's number, for the liveness downgrade. */

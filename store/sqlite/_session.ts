@@ -8,9 +8,18 @@
  * @module
  */
 import { ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
+import {
+  afterCommit,
+  Frame,
+  isUnwound,
+  markUnwound,
+  runHooks,
+  TxState,
+  unwindFrame,
+} from "../sql/_frames.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
-import { submitWrite } from "./_write_group.ts";
+import { submitWrite } from "./_dialect.ts";
 import { Scope, type WriteScope } from "./_write_scope.ts";
 
 export type { WriteScope };
@@ -26,77 +35,13 @@ export interface Session {
   write<T>(fn: (scope: WriteScope) => T): Promise<T>;
 }
 
-/** A registered afterCommit hook and the frame that owns it. */
-interface Hook {
-  readonly frame: Frame;
-  readonly fn: () => void | Promise<void>;
-}
-
-/** One outermost transaction's shared state. */
-export class TxState {
+/** One outermost SQLite transaction's state: the frames' shared state and its highest draw. */
+export class SqliteTxState extends TxState {
   drawn = 0;
-  readonly hooks: Hook[] = [];
-  done = false;
-  committed = false;
-  #savepoints = 0;
-
-  nextSavepoint(): string {
-    return `bh_sp_${++this.#savepoints}`;
-  }
 }
 
-/** One frame of a transaction: the outermost, or a savepoint. */
-export class Frame {
-  readonly state: TxState;
-  readonly parent: Frame | undefined;
-  ended = false;
-  /** The nested frame opened on this one and still open. */
-  child: Frame | undefined;
-  /** Where the commit journal stood when this frame's savepoint opened. */
-  journalMark = 0;
-
-  constructor(state: TxState, parent: Frame | undefined) {
-    this.state = state;
-    this.parent = parent;
-  }
-
-  /** Whether `this` is `frame` or nested inside it. */
-  within(frame: Frame): boolean {
-    if (this === frame) return true;
-    for (let f = this.parent; f !== undefined; f = f.parent) {
-      if (f === frame) return true;
-    }
-    return false;
-  }
-
-  /** Refuses a frame that cannot run statements now. */
-  assertLive(): void {
-    if (this.ended || this.state.done) {
-      throw new StaleTxError(
-        "Cannot use the transaction handle: its frame has already ended",
-      );
-    }
-    if (this.child !== undefined) {
-      throw new StaleTxError(
-        "Cannot use the transaction handle: a nested frame opened on it is still open; use that frame's handle",
-      );
-    }
-  }
-}
-
-/** Runs hooks in order, awaiting each; a failing hook is reported and skipped. */
-export async function runHooks(
-  core: Core,
-  hooks: readonly (() => void | Promise<void>)[],
-): Promise<void> {
-  for (const fn of hooks) {
-    try {
-      await fn();
-    } catch (error) {
-      core.report("beehive store: an afterCommit hook failed", error);
-    }
-  }
-}
+/** A frame of a SQLite transaction. */
+export type SqliteFrame = Frame<SqliteTxState>;
 
 /** The session of a root store handle; a fenced handle checks its fence in every write. */
 export class RootSession implements Session {
@@ -143,7 +88,7 @@ export class RootSession implements Session {
     }
   }
 
-  /** Queues the unit for the next group commit (see `_write_group.ts`). */
+  /** Queues the unit for the next group commit (see `../sql/_write_group.ts`). */
   write<T>(fn: (scope: WriteScope) => T): Promise<T> {
     const core = this.core;
     try {
@@ -155,6 +100,7 @@ export class RootSession implements Session {
     let value: T;
     submitWrite(core, {
       fence: this.fence,
+      transaction: false,
       run() {
         const scope = new Scope(core);
         try {
@@ -174,9 +120,9 @@ export class RootSession implements Session {
 /** The session of one transaction frame's handle. */
 export class TxSession implements Session {
   readonly core: Core;
-  readonly frame: Frame;
+  readonly frame: SqliteFrame;
 
-  constructor(core: Core, frame: Frame) {
+  constructor(core: Core, frame: SqliteFrame) {
     this.core = core;
     this.frame = frame;
   }
@@ -222,15 +168,7 @@ export class TxSession implements Session {
 
   /** Registers a hook against this frame. */
   afterCommit(fn: () => void | Promise<void>): void {
-    // A frame that unwound (itself or through an ancestor) has nothing left to commit.
-    if (isUnwound(this.frame)) return;
-    const state = this.frame.state;
-    if (!state.done) {
-      state.hooks.push({ frame: this.frame, fn });
-      return;
-    }
-    // After the transaction ended: run now if it committed.
-    if (state.committed) void runHooks(this.core, [fn]);
+    afterCommit(this.frame, fn, this.core);
   }
 
   /** Opens a nested frame (a savepoint) and runs `fn` in it. */
@@ -256,7 +194,7 @@ export class TxSession implements Session {
     } catch (error) {
       throw core.translate(error);
     }
-    frame.journalMark = core.journal.mark();
+    frame.mark = core.journal.mark();
     parent.child = frame;
     let result: T | undefined;
     let failure: unknown;
@@ -300,41 +238,13 @@ export class TxSession implements Session {
   }
 }
 
-/** Frames whose writes were rolled back; their handles' late hooks never run. */
-const unwoundFrames = new WeakSet<Frame>();
-
-/** Whether `frame` or a frame enclosing it was rolled back. */
-function isUnwound(frame: Frame): boolean {
-  for (let f: Frame | undefined = frame; f !== undefined; f = f.parent) {
-    if (unwoundFrames.has(f)) return true;
-  }
-  return false;
-}
-
-function unwind(core: Core, frame: Frame, savepoint: string): void {
-  const state = frame.state;
-  for (let i = state.hooks.length - 1; i >= 0; i--) {
-    if (state.hooks[i].frame.within(frame)) state.hooks.splice(i, 1);
-  }
-  markUnwound(frame);
-  frame.ended = true;
-  if (frame.parent !== undefined && frame.parent.child === frame) frame.parent.child = undefined;
-  if (!state.done) core.rollbackToSavepoint(savepoint, frame.journalMark);
-}
-
-function markUnwound(frame: Frame): void {
-  unwoundFrames.add(frame);
-  let f = frame.child;
-  while (f !== undefined) {
-    unwoundFrames.add(f);
-    f.ended = true;
-    f = f.child;
-  }
+function unwind(core: Core, frame: SqliteFrame, savepoint: string): void {
+  if (unwindFrame(frame)) core.rollbackToSavepoint(savepoint, frame.mark);
 }
 
 /**
  * Runs `fn` as an outermost transaction in the next write group (see
- * `_write_group.ts`): it commits when it resolves and rolls back (alone) when
+ * `../sql/_write_group.ts`): it commits when it resolves and rolls back (alone) when
  * it rejects; resolves after the commit and its hooks.
  */
 export function runOutermost<T>(
@@ -348,7 +258,7 @@ export function runOutermost<T>(
     return Promise.reject(core.translate(error));
   }
   const { promise, resolve, reject } = Promise.withResolvers<T>();
-  const state = new TxState();
+  const state = new SqliteTxState();
   const frame = new Frame(state, undefined);
   const unwound = () => {
     frame.ended = true;
@@ -358,6 +268,7 @@ export function runOutermost<T>(
   let value: T;
   submitWrite(core, {
     fence,
+    transaction: true,
     async run() {
       try {
         value = await fn(new TxSession(core, frame));

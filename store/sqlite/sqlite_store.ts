@@ -48,7 +48,8 @@ import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
 import { MemoryTail } from "./_kind_tails.ts";
 import { type KindTail, openKindTailSymbol } from "../../src/_kind_tail.ts";
-import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
+import { RootSession, runOutermost, type Session, type TxSession } from "./_session.ts";
+import { runHooks } from "../sql/_frames.ts";
 
 /** How a {@linkcode SqliteStore} is opened. */
 export interface SqliteStoreOptions {

@@ -1,0 +1,107 @@
+/**
+ * SQLite's side of the shared write group (`../sql/_write_group.ts`): its
+ * policy — a group waits {@linkcode GROUP_TURNS} promise turns for company,
+ * takes up to {@linkcode MAX_GROUP} members, and transactions queue like any
+ * write — and its transaction steps, all synchronous on the writer
+ * connection: `BEGIN IMMEDIATE`, the versions readied, a `bh_member`
+ * savepoint per member, the counter published just before `COMMIT`.
+ *
+ * @module
+ */
+import type { Fence } from "../../src/store.ts";
+import {
+  type GroupPolicy,
+  type GroupTransactions,
+  type Member,
+  WriteGroup,
+} from "../sql/_write_group.ts";
+import type { Core } from "./_core.ts";
+
+/** The most members one commit takes; the rest form the next group. */
+export const MAX_GROUP = 256;
+
+/**
+ * How many promise-reaction turns a group waits after its first member
+ * queued: enough for a caller resumed by the last commit, a pass that just
+ * returned and the pass after it to reach their next writes and join. No
+ * timer is involved, so a fake clock changes nothing.
+ */
+export const GROUP_TURNS = 16;
+
+/** Calls `fn` after `turns` promise-reaction turns (a promise reaction cannot be faked). */
+function afterTurns(turns: number, fn: () => void): void {
+  const hop = () => {
+    if (--turns <= 0) fn();
+    else void Promise.resolve().then(hop);
+  };
+  void Promise.resolve().then(hop);
+}
+
+const POLICY: GroupPolicy = {
+  window: (start) => afterTurns(GROUP_TURNS, start),
+  cap: MAX_GROUP,
+  transactionsJoin: true,
+};
+
+/** Rolls the writer's transaction back, ignoring a transaction SQLite already ended. */
+export function rollbackQuietly(core: Core): void {
+  core.journal.aborted();
+  try {
+    core.writer.exec("ROLLBACK");
+  } catch {
+    // SQLite already rolled back (e.g. SQLITE_FULL); nothing is left to undo.
+  }
+}
+
+/** The shared transaction on the writer; the open transaction is the core itself. */
+function transactions(core: Core): GroupTransactions<Core> {
+  return {
+    lock: core.lock,
+    begin(): Core {
+      // A write queued behind a close is refused; the transaction in flight has finished.
+      core.assertOpen();
+      core.writer.exec("BEGIN IMMEDIATE");
+      try {
+        core.beginVersions();
+      } catch (error) {
+        rollbackQuietly(core);
+        throw error;
+      }
+      return core;
+    },
+    checkFence(_: Core, fence: Fence): void {
+      core.checkFence(fence);
+    },
+    openMember(): void {
+      // A fixed name is safe: members run one after another.
+      core.writer.exec("SAVEPOINT bh_member");
+      core.memberMark = core.journal.mark();
+    },
+    closeMember(_: Core, failed: boolean): void {
+      if (failed) core.rollbackToSavepoint("bh_member", core.memberMark);
+      else core.writer.exec("RELEASE bh_member");
+    },
+    commit(_: Core, drawn: number): void {
+      core.publish(drawn);
+      core.writer.exec("COMMIT");
+    },
+    abort(): void {
+      rollbackQuietly(core);
+    },
+    finish(_: Core, drawn: number | undefined): void {
+      if (drawn === undefined) return;
+      core.committed(drawn);
+      core.checkpointer?.committed();
+    },
+    translate: (error) => core.translate(error),
+  };
+}
+
+const groups = new WeakMap<Core, WriteGroup<Core>>();
+
+/** Queues `member` for the next group commit of `core`. */
+export function submitWrite(core: Core, member: Member<Core>): void {
+  let group = groups.get(core);
+  if (group === undefined) groups.set(core, group = new WriteGroup(transactions(core), POLICY));
+  group.submit(member);
+}
