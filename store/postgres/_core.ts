@@ -119,10 +119,11 @@ export const pgTypes = {
 };
 
 /** SQLSTATE codes the adapter branches on. */
-const UNIQUE_VIOLATION = "23505";
-const FOREIGN_KEY_VIOLATION = "23503";
+export const UNIQUE_VIOLATION = "23505";
+export const FOREIGN_KEY_VIOLATION = "23503";
 
-function sqlState(error: unknown): string | undefined {
+/** The SQLSTATE code of a client error, if it carries one. */
+export function sqlState(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === "string" ? code : undefined;
 }

@@ -1,5 +1,7 @@
 /**
- * PostgreSQL's side of the shared write group (`../sql/_write_group.ts`): its
+ * The PostgreSQL dialect: its spelling for the shared families, how it runs
+ * the statements their bodies yield, and its side of the shared write group
+ * (`../sql/_write_group.ts`): its
  * policy — a group waits one microtask for company (callers resumed together
  * submit together), takes up to {@linkcode MAX_GROUP} members, and a
  * transaction that finds the writer free runs at once, alone — and its
@@ -18,7 +20,17 @@ import {
   WriteGroup,
 } from "../sql/_write_group.ts";
 import { MemberSavepoint, releaseClient, rollbackQuietly } from "./_connections.ts";
-import { type Core, Db, type PgClient } from "./_core.ts";
+import type { Dialect } from "../sql/_dialect.ts";
+import type { Query } from "../sql/_query.ts";
+import {
+  type Core,
+  Db,
+  FOREIGN_KEY_VIOLATION,
+  type PgClient,
+  type PgValue,
+  sqlState,
+  UNIQUE_VIOLATION,
+} from "./_core.ts";
 import { Draws } from "./_write_scope.ts";
 
 /** The most members one commit takes; the rest form the next group. */
@@ -97,4 +109,37 @@ export function submitWrite(core: Core, member: Member<PgTx>): void {
   let group = groups.get(core);
   if (group === undefined) groups.set(core, group = new WriteGroup(transactions(core), POLICY));
   group.submit(member);
+}
+
+/** PostgreSQL's spelling and abilities, for the shared families. */
+export const postgresDialect: Dialect = {
+  name: "PostgreSQL",
+  inIds: " = ANY(?::bigint[])",
+  ids: (ids) => ids,
+  inKinds: " IN (SELECT * FROM unnest(?::text[], ?::text[]))",
+  kinds: (kinds) => [kinds.map((k) => k.group), kinds.map((k) => k.kind)],
+  isDistinct: "IS DISTINCT FROM",
+  greatest: "GREATEST",
+  noLimit: null,
+  indexedBy: () => "",
+  forUpdate: " FOR UPDATE",
+  isUniqueViolation: (error) => sqlState(error) === UNIQUE_VIOLATION,
+  isForeignKeyViolation: (error) => sqlState(error) === FOREIGN_KEY_VIOLATION,
+};
+
+/** Runs one statement a family body yielded, on `db`. */
+export function runQuery(db: Db, query: Query): Promise<unknown> {
+  const params = query.params as PgValue[];
+  switch (query.op) {
+    case "rows":
+      return db.rows(query.sql, ...params);
+    case "row":
+      return db.row(query.sql, ...params);
+    case "all":
+      return db.all(query.sql, ...params);
+    case "get":
+      return db.get(query.sql, ...params);
+    case "run":
+      return db.run(query.sql, ...params);
+  }
 }

@@ -21,7 +21,10 @@ import type { Fence } from "../../src/store.ts";
 import { type Core, Db } from "./_core.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import { isServerError, releaseClient, rollbackQuietly } from "./_connections.ts";
-import { submitWrite } from "./_dialect.ts";
+import { postgresDialect, runQuery, submitWrite } from "./_dialect.ts";
+import type { Dialect } from "../sql/_dialect.ts";
+import { driveAsync, type Q } from "../sql/_query.ts";
+import type { SqlSession, WriteScope as SqlWriteScope } from "../sql/_session.ts";
 import { type Draws, Scope, type WriteScope } from "./_write_scope.ts";
 
 export type { WriteScope } from "./_write_scope.ts";
@@ -380,4 +383,28 @@ export function runOutermost<T>(
     },
   });
   return promise;
+}
+
+/** A session as the shared families see it: bodies driven one round trip at a time. */
+export class PgSql implements SqlSession {
+  readonly dialect: Dialect = postgresDialect;
+  readonly epoch: number;
+  readonly #s: Session;
+
+  constructor(session: Session) {
+    this.#s = session;
+    this.epoch = session.core.epoch;
+  }
+
+  read<T>(body: () => Q<T>): Promise<T> {
+    return this.#s.read((db) => driveAsync(body(), db, runQuery));
+  }
+
+  readSnapshot<T>(body: () => Q<T>): Promise<T> {
+    return this.#s.readSnapshot((db) => driveAsync(body(), db, runQuery));
+  }
+
+  write<T>(body: (scope: SqlWriteScope) => Q<T>): Promise<T> {
+    return this.#s.write((scope) => driveAsync(body(scope), scope.db, runQuery));
+  }
 }

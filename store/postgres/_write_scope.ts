@@ -15,6 +15,8 @@ export interface WriteScope {
   draw(): number;
   /** `n` consecutive resource versions; returns the first. */
   drawMany(n: number): number;
+  /** The version `draw` returns next, without taking it. */
+  peekVersion(): number;
 }
 
 /** Version draws above the committed counter, within one write transaction. */
@@ -63,4 +65,8 @@ export class Scope implements WriteScope {
     this.#draws.drawn = first + n - 1;
     return first;
   };
+
+  peekVersion(): number {
+    return this.#draws.next;
+  }
 }

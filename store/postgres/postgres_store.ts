@@ -30,17 +30,17 @@ import { PostgresConditions } from "./_conditions.ts";
 import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
 import { PostgresDeletionRequests } from "./_deletion_requests.ts";
 import { PostgresDependencies } from "./_dependencies.ts";
-import { PostgresDriverCursors } from "./_driver_cursors.ts";
+import { SqlDriverCursors } from "../sql/_driver_cursors.ts";
 import { PostgresEdges } from "./_edges.ts";
 import { PostgresEvents } from "./_events.ts";
 import { HeldLocks, PostgresLeases } from "./_leases.ts";
 import { PostgresObjectWrites } from "./_object_writes.ts";
 import { PostgresObjects } from "./_objects.ts";
-import { PostgresReconcileOwed } from "./_reconcile_owed.ts";
+import { SqlReconcileOwed } from "../sql/_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
 import { migrations } from "./_schema.ts";
 import { brokenClients, releaseClient } from "./_connections.ts";
-import { RootSession, runOutermost, type Session, type TxSession } from "./_session.ts";
+import { PgSql, RootSession, runOutermost, type Session, type TxSession } from "./_session.ts";
 import { runHooks } from "../sql/_frames.ts";
 
 /** How a {@linkcode PostgresStore} is opened. */
@@ -97,6 +97,8 @@ const heldLocks = new WeakMap<Core, HeldLocks>();
 /** Families bound to one session; shared by the root handle and transaction handles. */
 class Families {
   readonly #session: Session;
+  /** The session as the shared families see it. */
+  readonly #sql: PgSql;
   #objects?: Objects;
   #conditions?: Conditions;
   #edges?: Edges;
@@ -110,6 +112,7 @@ class Families {
 
   constructor(session: Session) {
     this.#session = session;
+    this.#sql = new PgSql(session);
   }
 
   get objects(): Objects {
@@ -128,7 +131,7 @@ class Families {
     return this.#dependencies ??= new PostgresDependencies(this.#session);
   }
   get driverCursors(): DriverCursors {
-    return this.#driverCursors ??= new PostgresDriverCursors(this.#session);
+    return this.#driverCursors ??= new SqlDriverCursors(this.#sql);
   }
   get events(): Events {
     return this.#events ??= new PostgresEvents(this.#session);
@@ -137,7 +140,7 @@ class Families {
     return this.#objectWrites ??= new PostgresObjectWrites(this.#session);
   }
   get reconcileOwed(): ReconcileOwed {
-    return this.#reconcileOwed ??= new PostgresReconcileOwed(this.#session);
+    return this.#reconcileOwed ??= new SqlReconcileOwed(this.#sql);
   }
   get leases(): Leases {
     return this.#leases ??= new PostgresLeases(

@@ -1,5 +1,7 @@
 /**
- * SQLite's side of the shared write group (`../sql/_write_group.ts`): its
+ * The SQLite dialect: its spelling for the shared families, how it runs the
+ * statements their bodies yield, and its side of the shared write group
+ * (`../sql/_write_group.ts`): its
  * policy — a group waits {@linkcode GROUP_TURNS} promise turns for company,
  * takes up to {@linkcode MAX_GROUP} members, and transactions queue like any
  * write — and its transaction steps, all synchronous on the writer
@@ -15,7 +17,10 @@ import {
   type Member,
   WriteGroup,
 } from "../sql/_write_group.ts";
-import type { Core } from "./_core.ts";
+import type { Dialect } from "../sql/_dialect.ts";
+import type { Query } from "../sql/_query.ts";
+import type { Core, Db } from "./_core.ts";
+import type { SqlValue } from "./_driver.ts";
 
 /** The most members one commit takes; the rest form the next group. */
 export const MAX_GROUP = 256;
@@ -104,4 +109,47 @@ export function submitWrite(core: Core, member: Member<Core>): void {
   let group = groups.get(core);
   if (group === undefined) groups.set(core, group = new WriteGroup(transactions(core), POLICY));
   group.submit(member);
+}
+
+const dialects = new WeakMap<Core, Dialect>();
+
+/** SQLite's spelling and abilities for the shared families, one per open store. */
+export function sqliteDialect(core: Core): Dialect {
+  let dialect = dialects.get(core);
+  if (dialect === undefined) dialects.set(core, dialect = newDialect(core));
+  return dialect;
+}
+
+function newDialect(core: Core): Dialect {
+  return {
+    name: "SQLite",
+    inIds: " IN (SELECT value FROM json_each(?))",
+    ids: (ids) => JSON.stringify(ids),
+    inKinds: " IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))",
+    kinds: (kinds) => [JSON.stringify(kinds.map((k) => [k.group, k.kind]))],
+    isDistinct: "IS NOT",
+    greatest: "max",
+    noLimit: -1,
+    indexedBy: (index) => ` INDEXED BY ${index}`,
+    forUpdate: "",
+    isUniqueViolation: (error) => core.isUniqueViolation(error),
+    isForeignKeyViolation: (error) => core.isForeignKeyViolation(error),
+  };
+}
+
+/** Runs one statement a family body yielded, on `db`. */
+export function runQuery(db: Db, query: Query): unknown {
+  const params = query.params as SqlValue[];
+  switch (query.op) {
+    case "rows":
+      return db.rows(query.sql, ...params);
+    case "row":
+      return db.row(query.sql, ...params);
+    case "all":
+      return db.all(query.sql, ...params);
+    case "get":
+      return db.get(query.sql, ...params);
+    case "run":
+      return db.run(query.sql, ...params);
+  }
 }

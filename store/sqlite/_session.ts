@@ -19,7 +19,10 @@ import {
 } from "../sql/_frames.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
-import { submitWrite } from "./_dialect.ts";
+import { runQuery, submitWrite } from "./_dialect.ts";
+import type { Dialect } from "../sql/_dialect.ts";
+import { driveSync, type Q } from "../sql/_query.ts";
+import type { SqlSession, WriteScope as SqlWriteScope } from "../sql/_session.ts";
 import { Scope, type WriteScope } from "./_write_scope.ts";
 
 export type { WriteScope };
@@ -300,4 +303,29 @@ export function runOutermost<T>(
     },
   });
   return promise;
+}
+
+/** A session as the shared families see it: bodies driven synchronously on the session's connection. */
+export class SqliteSql implements SqlSession {
+  readonly dialect: Dialect;
+  readonly epoch: number;
+  readonly #s: Session;
+
+  constructor(session: Session, dialect: Dialect) {
+    this.#s = session;
+    this.dialect = dialect;
+    this.epoch = session.core.epoch;
+  }
+
+  read<T>(body: () => Q<T>): Promise<T> {
+    return this.#s.read((db) => driveSync(body(), db, runQuery));
+  }
+
+  readSnapshot<T>(body: () => Q<T>): Promise<T> {
+    return this.#s.readSnapshot((db) => driveSync(body(), db, runQuery));
+  }
+
+  write<T>(body: (scope: SqlWriteScope) => Q<T>): Promise<T> {
+    return this.#s.write((scope) => driveSync(body(scope), scope.db, runQuery));
+  }
 }

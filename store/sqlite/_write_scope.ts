@@ -15,6 +15,8 @@ export interface WriteScope {
   draw(): number;
   /** `n` consecutive resource versions; resolves to the first. */
   drawMany(n: number): number;
+  /** The version `draw` returns next, without taking it. */
+  peekVersion(): number;
   /** Runs `write` with the next version, drawn only if `write` returns true; returns it or `undefined`. */
   drawIf(write: (rv: number) => boolean): number | undefined;
   /** Runs `insert` with the next id of `table`, taken only if `insert` returns; returns the id. */
@@ -46,6 +48,10 @@ export class Scope implements WriteScope {
     if (first + n - 1 > this.drawn) this.drawn = first + n - 1;
     return first;
   };
+
+  peekVersion(): number {
+    return this.#core.peekVersion();
+  }
 
   drawIf = (write: (rv: number) => boolean): number | undefined => {
     if (!write(this.#core.peekVersion())) return undefined;

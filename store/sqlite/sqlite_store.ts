@@ -37,18 +37,19 @@ import { SqliteDeletionRequests } from "./_deletion_requests.ts";
 import { SqliteDependencies } from "./_dependencies.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
-import { SqliteDriverCursors } from "./_driver_cursors.ts";
+import { SqlDriverCursors } from "../sql/_driver_cursors.ts";
 import { SqliteEdges } from "./_edges.ts";
 import { SqliteEvents } from "./_events.ts";
 import { SqliteObjectWrites } from "./_object_writes.ts";
 import { SqliteObjects } from "./_objects.ts";
-import { SqliteReconcileOwed } from "./_reconcile_owed.ts";
+import { SqlReconcileOwed } from "../sql/_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
 import { MemoryTail } from "./_kind_tails.ts";
 import { type KindTail, openKindTailSymbol } from "../../src/_kind_tail.ts";
-import { RootSession, runOutermost, type Session, type TxSession } from "./_session.ts";
+import { RootSession, runOutermost, type Session, SqliteSql, type TxSession } from "./_session.ts";
+import { sqliteDialect } from "./_dialect.ts";
 import { runHooks } from "../sql/_frames.ts";
 
 /** How a {@linkcode SqliteStore} is opened. */
@@ -100,6 +101,8 @@ const probes = new WeakMap<Core, CommitProbe>();
 /** Families bound to one session; shared by the root handle and transaction handles. */
 class Families {
   readonly #session: Session;
+  /** The session as the shared families see it. */
+  readonly #sql: SqliteSql;
   #objects?: Objects;
   #conditions?: Conditions;
   #edges?: Edges;
@@ -113,6 +116,7 @@ class Families {
 
   constructor(session: Session) {
     this.#session = session;
+    this.#sql = new SqliteSql(session, sqliteDialect(session.core));
   }
 
   get objects(): Objects {
@@ -131,7 +135,7 @@ class Families {
     return this.#dependencies ??= new SqliteDependencies(this.#session);
   }
   get driverCursors(): DriverCursors {
-    return this.#driverCursors ??= new SqliteDriverCursors(this.#session);
+    return this.#driverCursors ??= new SqlDriverCursors(this.#sql);
   }
   get events(): Events {
     return this.#events ??= new SqliteEvents(this.#session);
@@ -140,7 +144,7 @@ class Families {
     return this.#objectWrites ??= new SqliteObjectWrites(this.#session);
   }
   get reconcileOwed(): ReconcileOwed {
-    return this.#reconcileOwed ??= new SqliteReconcileOwed(this.#session);
+    return this.#reconcileOwed ??= new SqlReconcileOwed(this.#sql);
   }
   get leases(): Leases {
     return this.#leases ??= new SqliteLeases(this.#session, this.#session.core.locks);

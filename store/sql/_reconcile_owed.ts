@@ -4,22 +4,25 @@
  * @module
  */
 import type { GroupKind, ObjectId, ObjectRef, ReconcileOwed } from "../../src/store.ts";
-import {
-  assertKind,
-  checkGroupKind,
-  checkId,
-  checkRef,
-  describe,
-  ID_CHUNK,
-  rejectWith,
-} from "./_rows.ts";
-import type { Session } from "./_session.ts";
+import { assertKind, checkGroupKind, checkId, checkRef, describe, rejectWith } from "./_checks.ts";
+import { ID_CHUNK } from "./_rows.ts";
+import { q } from "./_query.ts";
+import type { SqlSession } from "./_session.ts";
 
-export class SqliteReconcileOwed implements ReconcileOwed {
-  readonly #s: Session;
+export class SqlReconcileOwed implements ReconcileOwed {
+  readonly #s: SqlSession;
+  readonly #decrement: string;
+  readonly #owed: string;
+  readonly #stamp: string;
 
-  constructor(session: Session) {
+  constructor(session: SqlSession) {
     this.#s = session;
+    const d = session.dialect;
+    this.#decrement =
+      `UPDATE objects SET reconcile_owed = ${d.greatest}(reconcile_owed - ?, 0) WHERE id = ?`;
+    this.#owed = `SELECT id FROM objects${d.indexedBy("idx_objects_owed")}
+      WHERE "group" = ? AND kind = ? AND reconcile_owed <> 0 ORDER BY id`;
+    this.#stamp = `UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id${d.inIds}`;
   }
 
   decrement(ref: ObjectRef, observed: number): Promise<void> {
@@ -32,19 +35,16 @@ export class SqliteReconcileOwed implements ReconcileOwed {
           }: expected an integer >= 0`,
         );
       }
-      return this.#s.write(({ db }) => {
-        const row = db.get(
+      const decrement = this.#decrement;
+      return this.#s.write(function* () {
+        const row = yield* q.get(
           `SELECT "group", kind, reconcile_owed FROM objects WHERE id = ?`,
           ref.id,
         );
         if (row === undefined) return; // collected: nothing is owed any more
         assertKind(ref, row);
-        if (observed === 0 || row.reconcile_owed === 0) return;
-        db.run(
-          "UPDATE objects SET reconcile_owed = max(reconcile_owed - ?, 0) WHERE id = ?",
-          observed,
-          ref.id,
-        );
+        if (observed === 0 || Number(row.reconcile_owed) === 0) return;
+        yield* q.run(decrement, observed, ref.id);
       });
     });
   }
@@ -52,14 +52,10 @@ export class SqliteReconcileOwed implements ReconcileOwed {
   listIds(gk: GroupKind): Promise<ObjectId[]> {
     return rejectWith(() => {
       checkGroupKind(gk);
-      return this.#s.read((db) =>
-        db.all(
-          `SELECT id FROM objects INDEXED BY idx_objects_owed
-           WHERE "group" = ? AND kind = ? AND reconcile_owed <> 0 ORDER BY id`,
-          gk.group,
-          gk.kind,
-        ).map((r) => Number(r.id))
-      );
+      const owed = this.#owed;
+      return this.#s.read(function* () {
+        return (yield* q.rows(owed, gk.group, gk.kind)).map((r) => Number(r[0]));
+      });
     });
   }
 
@@ -71,13 +67,11 @@ export class SqliteReconcileOwed implements ReconcileOwed {
       const ids = [...new Set(refs.map((r) => r?.id))];
       ids.forEach((id) => checkId(id));
       if (ids.length === 0) return Promise.resolve();
-      return this.#s.write(({ db }) => {
+      const d = this.#s.dialect;
+      const stamp = this.#stamp;
+      return this.#s.write(function* () {
         for (let i = 0; i < ids.length; i += ID_CHUNK) {
-          db.run(
-            `UPDATE objects SET reconcile_owed = reconcile_owed + 1
-             WHERE id IN (SELECT value FROM json_each(?))`,
-            JSON.stringify(ids.slice(i, i + ID_CHUNK)),
-          );
+          yield* q.run(stamp, d.ids(ids.slice(i, i + ID_CHUNK)));
         }
       });
     });
@@ -89,16 +83,16 @@ export class SqliteReconcileOwed implements ReconcileOwed {
         throw new TypeError(`Cannot sweep: current value is ${describe(keep)}, expected an array`);
       }
       keep.forEach(checkGroupKind);
-      const kinds = JSON.stringify(keep.map((k) => [k.group, k.kind]));
-      const where = `reconcile_owed <> 0
-        AND ("group", kind) NOT IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`;
+      const d = this.#s.dialect;
+      const kinds = d.kinds(keep);
+      const where = `reconcile_owed <> 0 AND ("group", kind) NOT${d.inKinds}`;
       // An idle sweep is a read: the write transaction opens only when a row is due.
-      return this.#s.read((db) => db.get(`SELECT 1 FROM objects WHERE ${where} LIMIT 1`, kinds))
+      return this.#s.read(() => q.get(`SELECT 1 FROM objects WHERE ${where} LIMIT 1`, ...kinds))
         .then((due) =>
           due === undefined
             ? 0
-            : this.#s.write(({ db }) =>
-              db.run(`UPDATE objects SET reconcile_owed = 0 WHERE ${where}`, kinds)
+            : this.#s.write(() =>
+              q.run(`UPDATE objects SET reconcile_owed = 0 WHERE ${where}`, ...kinds)
             )
         );
     });

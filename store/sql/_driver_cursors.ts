@@ -4,8 +4,9 @@
  * @module
  */
 import type { DriverCursors } from "../../src/store.ts";
-import { describe, isStorableText, rejectWith } from "./_rows.ts";
-import type { Session } from "./_session.ts";
+import { describe, isStorableText, rejectWith } from "./_checks.ts";
+import { q } from "./_query.ts";
+import type { SqlSession } from "./_session.ts";
 
 function checkCursorName(name: unknown): asserts name is string {
   if (typeof name !== "string" || name === "" || !isStorableText(name)) {
@@ -17,18 +18,18 @@ function checkCursorName(name: unknown): asserts name is string {
   }
 }
 
-export class PostgresDriverCursors implements DriverCursors {
-  readonly #s: Session;
+export class SqlDriverCursors implements DriverCursors {
+  readonly #s: SqlSession;
 
-  constructor(session: Session) {
+  constructor(session: SqlSession) {
     this.#s = session;
   }
 
   get(name: string): Promise<number | undefined> {
     return rejectWith(() => {
       checkCursorName(name);
-      return this.#s.read(async (db) => {
-        const row = await db.get("SELECT cursor FROM driver_cursors WHERE name = ?", name);
+      return this.#s.read(function* () {
+        const row = yield* q.get("SELECT cursor FROM driver_cursors WHERE name = ?", name);
         return row === undefined ? undefined : Number(row.cursor);
       });
     });
@@ -44,8 +45,8 @@ export class PostgresDriverCursors implements DriverCursors {
           }, expected an integer >= 0`,
         );
       }
-      return this.#s.write(async ({ db, now }) => {
-        await db.run(
+      return this.#s.write(function* ({ now }) {
+        yield* q.run(
           `INSERT INTO driver_cursors (name, cursor, updated_at) VALUES (?, ?, ?)
            ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at
            WHERE excluded.cursor > driver_cursors.cursor`,

@@ -1,0 +1,39 @@
+/**
+ * What truly differs between the SQL stores, as the shared families see it:
+ * the SQL fragments each database spells its own way, how an id list or a
+ * kind list is bound, error classification, and capability flags. Beginning,
+ * committing and fencing a transaction are the dialect's side of the write
+ * group (`_write_group.ts`); statements reach the database through the
+ * session that drives a family body (`_query.ts`).
+ *
+ * @module
+ */
+import type { GroupKind, ObjectId } from "../../src/store.ts";
+
+/** One SQL database's spelling and abilities. */
+export interface Dialect {
+  /** The store's name in messages ("SQLite", "PostgreSQL"). */
+  readonly name: string;
+  /** `col IN <this>`-style membership in a bound id list: ` IN (SELECT value FROM json_each(?))` or ` = ANY(?::bigint[])`. */
+  readonly inIds: string;
+  /** Binds an id list for {@linkcode Dialect.inIds}. */
+  ids(ids: readonly ObjectId[]): unknown;
+  /** A row-value membership in a bound kind list: `("group", kind) IN <this>`. */
+  readonly inKinds: string;
+  /** Binds a kind list for {@linkcode Dialect.inKinds} (one or more parameters). */
+  kinds(kinds: readonly GroupKind[]): unknown[];
+  /** Null-safe inequality: `IS NOT` or `IS DISTINCT FROM`. */
+  readonly isDistinct: string;
+  /** The larger of two values: `max` or `GREATEST`. */
+  readonly greatest: string;
+  /** The `LIMIT` bound that means no limit. */
+  readonly noLimit: number | null;
+  /** An index hint after a table name (SQLite's `INDEXED BY`); empty where the planner takes none. */
+  indexedBy(index: string): string;
+  /** A row lock for a read inside a write transaction (` FOR UPDATE`); empty where the transaction already holds the database. */
+  readonly forUpdate: string;
+  /** Whether a driver error is a unique-constraint violation. */
+  isUniqueViolation(error: unknown): boolean;
+  /** Whether a driver error is a foreign-key violation. */
+  isForeignKeyViolation(error: unknown): boolean;
+}
