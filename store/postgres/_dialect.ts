@@ -122,7 +122,9 @@ export const postgresDialect: Dialect = {
   greatest: "GREATEST",
   noLimit: null,
   indexedBy: () => "",
+  joinInOrder: "JOIN",
   forUpdate: " FOR UPDATE",
+  cheapSnapshots: false,
   isUniqueViolation: (error) => sqlState(error) === UNIQUE_VIOLATION,
   isForeignKeyViolation: (error) => sqlState(error) === FOREIGN_KEY_VIOLATION,
 };

@@ -35,7 +35,7 @@ import { PostgresEdges } from "./_edges.ts";
 import { PostgresEvents } from "./_events.ts";
 import { HeldLocks, PostgresLeases } from "./_leases.ts";
 import { PostgresObjectWrites } from "./_object_writes.ts";
-import { PostgresObjects } from "./_objects.ts";
+import { SqlObjects } from "../sql/_objects.ts";
 import { SqlReconcileOwed } from "../sql/_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
 import { migrations } from "./_schema.ts";
@@ -116,7 +116,7 @@ class Families {
   }
 
   get objects(): Objects {
-    return this.#objects ??= new PostgresObjects(this.#session);
+    return this.#objects ??= new SqlObjects(this.#sql);
   }
   get conditions(): Conditions {
     return this.#conditions ??= new PostgresConditions(this.#session);

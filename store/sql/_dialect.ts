@@ -30,8 +30,15 @@ export interface Dialect {
   readonly noLimit: number | null;
   /** An index hint after a table name (SQLite's `INDEXED BY`); empty where the planner takes none. */
   indexedBy(index: string): string;
+  /** A join whose tables are scanned in the order written (SQLite's `CROSS JOIN`), or a plain `JOIN`. */
+  readonly joinInOrder: string;
   /** A row lock for a read inside a write transaction (` FOR UPDATE`); empty where the transaction already holds the database. */
   readonly forUpdate: string;
+  /**
+   * Whether a read transaction costs nothing (SQLite: in-process `BEGIN`),
+   * so a multi-statement read may take one snapshot where one would help.
+   */
+  readonly cheapSnapshots: boolean;
   /** Whether a driver error is a unique-constraint violation. */
   isUniqueViolation(error: unknown): boolean;
   /** Whether a driver error is a foreign-key violation. */

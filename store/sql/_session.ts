@@ -6,11 +6,27 @@
  *
  * @module
  */
+import type { TailWrite } from "../../src/_kind_tail.ts";
 import type { Dialect } from "./_dialect.ts";
 import type { Q } from "./_query.ts";
 
-/** What a write unit may use besides its statements: one clock reading and version draws. */
+/** Where a store keeps the write-log entries of the open transaction for readers tailing from memory. */
+export interface WriteJournal {
+  /** Whether anyone reads this transaction's entries. */
+  readonly active: boolean;
+  /** Keeps one entry. */
+  logged(write: TailWrite): void;
+}
+
+/**
+ * What a write unit may use besides its statements: one clock reading,
+ * version draws, and (where the dialect assigns them) row ids.
+ */
 export interface WriteScope {
+  /** The store open the unit's write-log entries carry as their origin. */
+  readonly origin: number;
+  /** The open transaction's journal, on a store that tails from memory. */
+  readonly journal: WriteJournal | undefined;
   /** `Date.now()` read once for the whole unit. */
   readonly now: number;
   /** The next resource version. */
@@ -19,7 +35,17 @@ export interface WriteScope {
   drawMany(n: number): number;
   /** The version {@linkcode WriteScope.draw} returns next, without taking it. */
   peekVersion(): number;
+  /**
+   * The id the next row of `table` takes, where the store hands ids out
+   * itself (SQLite); `undefined` where the database assigns them on insert.
+   */
+  peekId(table: IdTable): number | undefined;
+  /** Takes the id {@linkcode WriteScope.peekId} returned: its insert succeeded. */
+  takeId(table: IdTable): void;
 }
+
+/** The tables whose ids a store may hand out itself. */
+export type IdTable = "objects" | "events";
 
 /** How a shared family reaches the database. */
 export interface SqlSession {

@@ -267,6 +267,16 @@ export class Core {
     return id;
   }
 
+  /** The id the next row of `table` takes, inside a write transaction. */
+  peekId(table: IdTable): number {
+    return this.#nextId[table];
+  }
+
+  /** Takes the id `peekId` returned: its row was inserted. */
+  takeId(table: IdTable): void {
+    this.#nextId[table]++;
+  }
+
   /** The version `takeVersion` returns next, without taking it. */
   peekVersion(): number {
     return this.#next;

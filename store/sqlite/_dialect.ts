@@ -131,7 +131,9 @@ function newDialect(core: Core): Dialect {
     greatest: "max",
     noLimit: -1,
     indexedBy: (index) => ` INDEXED BY ${index}`,
+    joinInOrder: "CROSS JOIN",
     forUpdate: "",
+    cheapSnapshots: true,
     isUniqueViolation: (error) => core.isUniqueViolation(error),
     isForeignKeyViolation: (error) => core.isForeignKeyViolation(error),
   };

@@ -41,7 +41,7 @@ import { SqlDriverCursors } from "../sql/_driver_cursors.ts";
 import { SqliteEdges } from "./_edges.ts";
 import { SqliteEvents } from "./_events.ts";
 import { SqliteObjectWrites } from "./_object_writes.ts";
-import { SqliteObjects } from "./_objects.ts";
+import { SqlObjects } from "../sql/_objects.ts";
 import { SqlReconcileOwed } from "../sql/_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
@@ -120,7 +120,7 @@ class Families {
   }
 
   get objects(): Objects {
-    return this.#objects ??= new SqliteObjects(this.#session);
+    return this.#objects ??= new SqlObjects(this.#sql);
   }
   get conditions(): Conditions {
     return this.#conditions ??= new SqliteConditions(this.#session);

@@ -26,8 +26,6 @@ import type {
   RawObjectMeta,
   ReconcileLoad,
 } from "../../src/store.ts";
-import type { Db } from "./_core.ts";
-import { checkRelation, nameTaken, stampVersion } from "../sql/_checks.ts";
 import { kindName } from "../../src/_engine_keys.ts";
 import {
   assertKind,
@@ -42,23 +40,27 @@ import {
   checkName,
   checkPrecondition,
   checkRef,
+  checkRelation,
   checkSchemaVersion,
-  decodeFinalizers,
-  decodeMeta,
   describe,
-  ID_CHUNK,
   nameNotFound,
-  OBJECT_COLUMNS,
+  nameTaken,
   objectNotFound,
+  rejectWith,
+  stampVersion,
+} from "./_checks.ts";
+import type { Dialect } from "./_dialect.ts";
+import { type Q, q } from "./_query.ts";
+import {
   OBJECTS_OF_KIND,
   readConditions,
   readMeta,
   readObject,
-  rejectWith,
   withConditions,
   withConditionsOfKind,
-} from "./_rows.ts";
-import type { Session } from "./_session.ts";
+} from "./_reads.ts";
+import { decodeFinalizers, decodeMeta, ID_CHUNK, OBJECT_COLUMNS } from "./_rows.ts";
+import type { SqlSession, WriteScope } from "./_session.ts";
 import { appendWrite } from "./_write_log.ts";
 
 // Lands only on a row of the ref's kind, at or past the generation, not yet observed at it.
@@ -67,11 +69,46 @@ const SETTLE_SQL =
   WHERE id = ? AND "group" = ? AND kind = ? AND generation >= ?
     AND (observed_generation IS NULL OR observed_generation < ?)`;
 
-export class SqliteObjects implements Objects {
-  readonly #s: Session;
+const INSERT_COLUMNS = `"group", kind, name, spec, spec_version, resource_version,
+  finalizers, created_at, updated_at`;
 
-  constructor(session: Session) {
+/** The statements whose spelling depends on the dialect, built once per family. */
+class Statements {
+  readonly listIds: string;
+  readonly listIdsActive: string;
+  readonly unsettled: string;
+  readonly byIds: string;
+  readonly finalizersForUpdate: string;
+
+  constructor(d: Dialect) {
+    this.listIds = `SELECT id FROM objects WHERE "group" = ? AND kind = ? ORDER BY id`;
+    this.listIdsActive = `SELECT id FROM objects WHERE "group" = ? AND kind = ?
+      AND stalled_generation ${d.isDistinct} generation ORDER BY id`;
+    this.unsettled = `SELECT id FROM objects${d.indexedBy("idx_objects_unsettled")}
+      WHERE "group" = ? AND kind = ?
+        AND (observed_generation IS NULL OR observed_generation < generation)
+        AND stalled_generation ${d.isDistinct} generation
+      ORDER BY id`;
+    this.byIds = `SELECT ${OBJECT_COLUMNS} FROM objects
+      WHERE id${d.inIds} AND "group" = ? AND kind = ? ORDER BY id`;
+    this.finalizersForUpdate =
+      `SELECT "group", kind, name, finalizers, deletion_requested_at FROM objects
+       WHERE id = ?${d.forUpdate}`;
+  }
+}
+
+/** A boolean column as either driver returns it (1 or true). */
+function truthy(value: unknown): boolean {
+  return value === 1 || value === true;
+}
+
+export class SqlObjects implements Objects {
+  readonly #s: SqlSession;
+  readonly #sql: Statements;
+
+  constructor(session: SqlSession) {
     this.#s = session;
+    this.#sql = new Statements(session.dialect);
   }
 
   create(gk: GroupKind, input: ObjectsCreateInput): Promise<RawObject> {
@@ -83,15 +120,15 @@ export class SqliteObjects implements Objects {
       const finalizerList = checkFinalizers(input.finalizers);
       const finalizers = JSON.stringify(finalizerList);
       const { group, kind } = gk;
-      return this.#s.write(({ db, now, draw, insertWithId }) => {
-        const rv = draw();
-        let id: ObjectId;
+      const d = this.#s.dialect;
+      return this.#s.write(function* (scope) {
+        const now = scope.now;
+        const rv = scope.draw();
+        let id = scope.peekId("objects");
         try {
-          id = insertWithId("objects", (id) =>
-            db.run(
-              `INSERT INTO objects (id, "group", kind, name, spec, spec_version, resource_version,
-                 finalizers, created_at, updated_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          if (id !== undefined) {
+            yield* q.run(
+              `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
               id,
               group,
               kind,
@@ -102,11 +139,26 @@ export class SqliteObjects implements Objects {
               finalizers,
               now,
               now,
-            ));
-        } catch (error) {
-          if (this.#s.core.isUniqueViolation(error)) {
-            throw nameTaken(group, kind, input.name, error);
+            );
+            scope.takeId("objects");
+          } else {
+            const row = yield* q.row(
+              `INSERT INTO objects (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+               RETURNING id`,
+              group,
+              kind,
+              input.name,
+              input.spec,
+              specVersion,
+              rv,
+              finalizers,
+              now,
+              now,
+            );
+            id = Number(row![0]);
           }
+        } catch (error) {
+          if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, error);
           throw error;
         }
         // The row is what was just inserted, with the columns' defaults.
@@ -130,7 +182,7 @@ export class SqliteObjects implements Objects {
           updatedAt: new Date(now),
           conditions: [],
         };
-        appendWrite(db, rv, object, "create", now, object);
+        yield* appendWrite(scope, rv, object, "create", object);
         return object;
       });
     });
@@ -139,15 +191,18 @@ export class SqliteObjects implements Objects {
   get(id: ObjectId): Promise<RawObject> {
     return rejectWith(() => {
       checkId(id);
-      return this.#s.read((db) => readObject(db, id, this.#s.core.epoch));
+      const epoch = this.#s.epoch;
+      return this.#s.read(() => readObject(id, epoch));
     });
   }
 
   getByName(ref: ObjectNameRef): Promise<RawObject> {
     return rejectWith(() => {
       checkNameRef(ref);
-      return this.#s.read((db) => {
-        return withConditions(db, [readMetaByName(db, ref)], this.#s.core.epoch)[0];
+      const d = this.#s.dialect;
+      const epoch = this.#s.epoch;
+      return this.#s.read(function* () {
+        return (yield* withConditions(d, [yield* readMetaByName(ref)], epoch))[0];
       });
     });
   }
@@ -155,8 +210,8 @@ export class SqliteObjects implements Objects {
   getMeta(id: ObjectId): Promise<RawObjectMeta> {
     return rejectWith(() => {
       checkId(id);
-      return this.#s.read((db) => {
-        const meta = readMeta(db, id);
+      return this.#s.read(function* () {
+        const meta = yield* readMeta(id);
         if (meta === undefined) throw objectNotFound(id);
         return meta;
       });
@@ -166,16 +221,20 @@ export class SqliteObjects implements Objects {
   getMetaByName(ref: ObjectNameRef): Promise<RawObjectMeta> {
     return rejectWith(() => {
       checkNameRef(ref);
-      return this.#s.read((db) => readMetaByName(db, ref));
+      return this.#s.read(() => readMetaByName(ref));
     });
   }
 
   getForReconcile(id: ObjectId): Promise<ReconcileLoad> {
     return rejectWith(() => {
       checkId(id);
-      return this.#s.readSnapshot((db) => {
-        // One snapshot: the cursor read with the row can lag it, never lead it.
-        const row = db.row(
+      const s = this.#s;
+      const d = s.dialect;
+      const epoch = s.epoch;
+      // One statement reads the row and the cursor together: the cursor can lag the row,
+      // never lead it. Where a snapshot is cheap (SQLite) the conditions are read in it too.
+      const body = function* (): Q<ReconcileLoad> {
+        const row = yield* q.row(
           `SELECT ${OBJECT_COLUMNS}, EXISTS (SELECT 1 FROM edges
              WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies,
              stalled_generation, (SELECT value FROM resource_version_seq WHERE id = 1) AS cursor
@@ -183,15 +242,16 @@ export class SqliteObjects implements Objects {
           id,
         );
         if (row === undefined) throw objectNotFound(id);
-        const object = withConditions(db, [decodeMeta(row)], this.#s.core.epoch)[0];
+        const object = (yield* withConditions(d, [decodeMeta(row)], epoch))[0];
         // has_dependencies, stalled_generation and cursor follow the 17 object columns.
         return {
           object,
           cursor: Number(row[19]),
-          hasDependencies: row[17] === 1,
+          hasDependencies: truthy(row[17]),
           stalledGeneration: row[18] === null ? undefined : Number(row[18]),
         };
-      });
+      };
+      return d.cheapSnapshots ? s.readSnapshot(body) : s.read(body);
     });
   }
 
@@ -199,20 +259,22 @@ export class SqliteObjects implements Objects {
     return rejectWith(() => {
       checkGroupKind(gk);
       const p = checkListPage(page);
-      return this.#s.read((db) => {
+      const d = this.#s.dialect;
+      const epoch = this.#s.epoch;
+      return this.#s.read(function* () {
         if (p.after === 0 && p.limit === undefined) {
-          const metas = db.rows(OBJECTS_OF_KIND, gk.group, gk.kind).map(decodeMeta);
-          return withConditionsOfKind(db, metas, gk, this.#s.core.epoch);
+          const metas = (yield* q.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
+          return yield* withConditionsOfKind(metas, gk, epoch);
         }
-        const metas = db.rows(
+        const metas = (yield* q.rows(
           `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND id > ?
            ORDER BY id LIMIT ?`,
           gk.group,
           gk.kind,
           p.after,
-          p.limit ?? -1,
-        ).map(decodeMeta);
-        return withConditions(db, metas, this.#s.core.epoch);
+          p.limit ?? d.noLimit,
+        )).map(decodeMeta);
+        return yield* withConditions(d, metas, epoch);
       });
     });
   }
@@ -221,7 +283,18 @@ export class SqliteObjects implements Objects {
     return rejectWith(() => {
       checkGroupKind(gk);
       checkIds(ids);
-      return this.#s.read((db) => listByIds(db, gk, ids, this.#s.core.epoch));
+      const d = this.#s.dialect;
+      const epoch = this.#s.epoch;
+      const byIds = this.#sql.byIds;
+      return this.#s.read(function* () {
+        const metas: RawObjectMeta[] = [];
+        for (let i = 0; i < ids.length; i += ID_CHUNK) {
+          const rows = yield* q.rows(byIds, d.ids(ids.slice(i, i + ID_CHUNK)), gk.group, gk.kind);
+          for (const row of rows) metas.push(decodeMeta(row));
+        }
+        if (ids.length > ID_CHUNK) metas.sort((a, b) => a.id - b.id);
+        return yield* withConditions(d, metas, epoch);
+      });
     });
   }
 
@@ -235,10 +308,12 @@ export class SqliteObjects implements Objects {
       checkId(edge?.toId, "toId");
       checkRelation(edge.relation);
       const p = checkListPage(page);
-      return this.#s.read((db) => {
+      const d = this.#s.dialect;
+      const epoch = this.#s.epoch;
+      return this.#s.read(function* () {
         // Driven by the edges into toId, already in from_id order: cost tracks those edges.
-        const metas = db.rows(
-          `SELECT ${OBJECT_COLUMNS} FROM edges CROSS JOIN objects ON id = from_id
+        const metas = (yield* q.rows(
+          `SELECT ${OBJECT_COLUMNS} FROM edges ${d.joinInOrder} objects ON id = from_id
            WHERE to_id = ? AND relation = ? AND from_id > ? AND "group" = ? AND kind = ?
            ORDER BY from_id LIMIT ?`,
           edge.toId,
@@ -246,9 +321,9 @@ export class SqliteObjects implements Objects {
           p.after,
           gk.group,
           gk.kind,
-          p.limit ?? -1,
-        ).map(decodeMeta);
-        return withConditions(db, metas, this.#s.core.epoch);
+          p.limit ?? d.noLimit,
+        )).map(decodeMeta);
+        return yield* withConditions(d, metas, epoch);
       });
     });
   }
@@ -257,33 +332,20 @@ export class SqliteObjects implements Objects {
     return rejectWith(() => {
       checkGroupKind(gk);
       const excludeStalled = checkExcludeStalled(options, "list ids");
-      return this.#s.read((db) =>
-        db.all(
-          `SELECT id FROM objects WHERE "group" = ? AND kind = ?${
-            excludeStalled ? " AND stalled_generation IS NOT generation" : ""
-          } ORDER BY id`,
-          gk.group,
-          gk.kind,
-        )
-          .map((r) => Number(r.id))
-      );
+      const sql = excludeStalled ? this.#sql.listIdsActive : this.#sql.listIds;
+      return this.#s.read(function* () {
+        return (yield* q.rows(sql, gk.group, gk.kind)).map((r) => Number(r[0]));
+      });
     });
   }
 
   listUnsettledIds(gk: GroupKind): Promise<ObjectId[]> {
     return rejectWith(() => {
       checkGroupKind(gk);
-      return this.#s.read((db) =>
-        db.all(
-          `SELECT id FROM objects INDEXED BY idx_objects_unsettled
-           WHERE "group" = ? AND kind = ?
-             AND (observed_generation IS NULL OR observed_generation < generation)
-             AND stalled_generation IS NOT generation
-           ORDER BY id`,
-          gk.group,
-          gk.kind,
-        ).map((r) => Number(r.id))
-      );
+      const sql = this.#sql.unsettled;
+      return this.#s.read(function* () {
+        return (yield* q.rows(sql, gk.group, gk.kind)).map((r) => Number(r[0]));
+      });
     });
   }
 
@@ -293,11 +355,12 @@ export class SqliteObjects implements Objects {
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
-      return this.#s.write((scope) => {
-        const row = scope.db.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
+      const epoch = this.#s.epoch;
+      return this.#s.write(function* (scope) {
+        const row = yield* q.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
         assertKind(ref, row && { group: row[1], kind: row[2] });
         const meta = decodeMeta(row!);
-        return this.#updateSpec(scope.db, scope, meta, input.spec, version, expected);
+        return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
       });
     });
   }
@@ -311,61 +374,12 @@ export class SqliteObjects implements Objects {
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
-      return this.#s.write((scope) => {
-        const meta = readMetaByName(scope.db, ref);
-        return this.#updateSpec(scope.db, scope, meta, input.spec, version, expected);
+      const epoch = this.#s.epoch;
+      return this.#s.write(function* (scope) {
+        const meta = yield* readMetaByName(ref);
+        return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
       });
     });
-  }
-
-  #updateSpec(
-    db: Db,
-    scope: { now: number; draw(): number },
-    stored: RawObjectMeta,
-    spec: string,
-    incoming: number,
-    expected: number | undefined,
-  ): ObjectsUpdateSpecResult {
-    // The order is contractual: precondition, deletion mark, version stamp, byte compare.
-    assertVersion(stored.id, stored.resourceVersion, expected);
-    if (stored.deletionRequestedAt !== undefined) {
-      throw new DeletionPendingError(
-        `Cannot update the spec of ${
-          kindName(stored)
-        } "${stored.name}" (id ${stored.id}): its deletion is pending`,
-      );
-    }
-    const version = stampVersion(stored.specVersion, incoming, "spec", stored.id);
-    const epoch = this.#s.core.epoch;
-    if (version === stored.specVersion && spec === stored.spec) {
-      return {
-        object: { ...stored, conditions: readConditions(db, stored.id, epoch) },
-        changed: false,
-      };
-    }
-    const rv = scope.draw();
-    db.run(
-      `UPDATE objects SET spec = ?, spec_version = ?, generation = ?, resource_version = ?,
-         updated_at = ?
-       WHERE id = ?`,
-      spec,
-      version,
-      stored.generation + 1,
-      rv,
-      scope.now,
-      stored.id,
-    );
-    const object: RawObject = {
-      ...stored,
-      spec,
-      specVersion: version,
-      generation: stored.generation + 1,
-      resourceVersion: rv,
-      updatedAt: new Date(scope.now),
-      conditions: readConditions(db, stored.id, epoch),
-    };
-    appendWrite(db, rv, stored, "update", scope.now, object);
-    return { object, changed: true };
   }
 
   updateStatus(ref: ObjectRef, input: ObjectsUpdateStatusInput): Promise<boolean> {
@@ -373,8 +387,8 @@ export class SqliteObjects implements Objects {
       checkRef(ref);
       checkJsonText(input?.status, "status");
       const incoming = checkSchemaVersion(input.statusVersion, "statusVersion");
-      return this.#s.write(({ db, now, draw }) => {
-        const row = db.get(
+      return this.#s.write(function* (scope) {
+        const row = yield* q.get(
           `SELECT "group", kind, status, status_version FROM objects WHERE id = ?`,
           ref.id,
         );
@@ -382,17 +396,17 @@ export class SqliteObjects implements Objects {
         const stored = Number(row.status_version);
         const version = stampVersion(stored, incoming, "status", ref.id);
         if (version === stored && input.status === row.status) return false;
-        const rv = draw();
-        db.run(
+        const rv = scope.draw();
+        yield* q.run(
           `UPDATE objects SET status = ?, status_version = ?, resource_version = ?, updated_at = ?
            WHERE id = ?`,
           input.status,
           version,
           rv,
-          now,
+          scope.now,
           ref.id,
         );
-        appendWrite(db, rv, ref, "update", now);
+        yield* appendWrite(scope, rv, ref, "update");
         return true;
       });
     });
@@ -408,27 +422,28 @@ export class SqliteObjects implements Objects {
           } for object ${ref.id}: a generation is an integer >= 1`,
         );
       }
-      return this.#s.write(({ db, now, drawIf }) => {
-        // One statement when it lands; the gate read below only explains a write that did not.
-        const rv = drawIf((rv) =>
-          db.run(
-            SETTLE_SQL,
-            generation,
-            now,
-            rv,
-            ref.id,
-            ref.group,
-            ref.kind,
-            generation,
-            generation,
-          ) ===
-            1
+      return this.#s.write(function* (scope) {
+        // One statement when it lands (the version is drawn only then); the gate read
+        // below only explains a write that did not.
+        const changed = yield* q.run(
+          SETTLE_SQL,
+          generation,
+          scope.now,
+          scope.peekVersion(),
+          ref.id,
+          ref.group,
+          ref.kind,
+          generation,
+          generation,
         );
-        if (rv !== undefined) {
-          appendWrite(db, rv, ref, "update", now);
+        if (changed === 1) {
+          yield* appendWrite(scope, scope.draw(), ref, "update");
           return true;
         }
-        const row = db.get(`SELECT "group", kind, generation FROM objects WHERE id = ?`, ref.id);
+        const row = yield* q.get(
+          `SELECT "group", kind, generation FROM objects WHERE id = ?`,
+          ref.id,
+        );
         assertKind(ref, row);
         if (generation > Number(row.generation)) {
           throw new ObservedGenerationFutureError(
@@ -444,11 +459,9 @@ export class SqliteObjects implements Objects {
     return rejectWith(() => {
       checkRef(ref);
       const [checked] = checkFinalizers([finalizer]);
-      return this.#s.write(({ db, now, draw }) => {
-        const row = db.get(
-          `SELECT "group", kind, name, finalizers, deletion_requested_at FROM objects WHERE id = ?`,
-          ref.id,
-        );
+      const read = this.#sql.finalizersForUpdate;
+      return this.#s.write(function* (scope) {
+        const row = yield* q.get(read, ref.id);
         assertKind(ref, row);
         if (row.deletion_requested_at !== null) {
           throw new DeletionPendingError(
@@ -459,15 +472,15 @@ export class SqliteObjects implements Objects {
         }
         const finalizers = decodeFinalizers(row.finalizers, ref.id);
         if (finalizers.includes(checked)) return false;
-        const rv = draw();
-        db.run(
+        const rv = scope.draw();
+        yield* q.run(
           "UPDATE objects SET finalizers = ?, resource_version = ?, updated_at = ? WHERE id = ?",
           JSON.stringify([...finalizers, checked]),
           rv,
-          now,
+          scope.now,
           ref.id,
         );
-        appendWrite(db, rv, ref, "update", now);
+        yield* appendWrite(scope, rv, ref, "update");
         return true;
       });
     });
@@ -486,8 +499,8 @@ export class SqliteObjects implements Objects {
           } for object ${ref.id}: a generation is an integer >= 1 or undefined`,
         );
       }
-      return this.#s.write(({ db }) => {
-        const row = db.get(
+      return this.#s.write(function* () {
+        const row = yield* q.get(
           `SELECT "group", kind, generation, stalled_generation FROM objects WHERE id = ?`,
           ref.id,
         );
@@ -499,7 +512,7 @@ export class SqliteObjects implements Objects {
         }
         const stored = row.stalled_generation === null ? undefined : Number(row.stalled_generation);
         if (stored === generation) return false;
-        db.run(
+        yield* q.run(
           "UPDATE objects SET stalled_generation = ? WHERE id = ?",
           generation ?? null,
           ref.id,
@@ -517,8 +530,8 @@ export class SqliteObjects implements Objects {
           `Cannot delete finalizer: current value is ${describe(finalizer)}, expected a string`,
         );
       }
-      return this.#s.write(({ db, now, draw }) => {
-        const row = db.get(
+      return this.#s.write(function* (scope) {
+        const row = yield* q.get(
           `SELECT "group", kind, finalizers, deletion_requested_at FROM objects WHERE id = ?`,
           ref.id,
         );
@@ -526,15 +539,15 @@ export class SqliteObjects implements Objects {
         const finalizers = decodeFinalizers(row.finalizers, ref.id);
         if (!finalizers.includes(finalizer)) return false;
         const remaining = finalizers.filter((f) => f !== finalizer);
-        const rv = draw();
-        db.run(
+        const rv = scope.draw();
+        yield* q.run(
           "UPDATE objects SET finalizers = ?, resource_version = ?, updated_at = ? WHERE id = ?",
           JSON.stringify(remaining),
           rv,
-          now,
+          scope.now,
           ref.id,
         );
-        appendWrite(db, rv, ref, "update", now);
+        yield* appendWrite(scope, rv, ref, "update");
         return remaining.length === 0 && row.deletion_requested_at !== null;
       });
     });
@@ -543,20 +556,22 @@ export class SqliteObjects implements Objects {
   delete(id: ObjectId): Promise<void> {
     return rejectWith(() => {
       checkId(id);
-      return this.#s.write(({ db, now, draw }) => {
+      const d = this.#s.dialect;
+      const epoch = this.#s.epoch;
+      return this.#s.write(function* (scope) {
         // The image is read before the delete cascades its conditions and edges away.
-        const object = readObject(db, id, this.#s.core.epoch);
-        const ownerRow = db.get(
+        const object = yield* readObject(id, epoch);
+        const ownerRow = yield* q.get(
           `SELECT e.to_id AS id, o."group" AS "group", o.kind AS kind
            FROM edges e JOIN objects o ON o.id = e.to_id
            WHERE e.from_id = ? AND e.relation = 'owned_by' ORDER BY e.to_id LIMIT 1`,
           id,
         );
-        db.run("DELETE FROM edges WHERE from_id = ? AND to_id = ?", id, id);
+        yield* q.run("DELETE FROM edges WHERE from_id = ? AND to_id = ?", id, id);
         try {
-          db.run("DELETE FROM objects WHERE id = ?", id);
+          yield* q.run("DELETE FROM objects WHERE id = ?", id);
         } catch (error) {
-          if (this.#s.core.isForeignKeyViolation(error)) {
+          if (d.isForeignKeyViolation(error)) {
             throw new StoreError(
               `Cannot delete object ${id}: other objects still hold edges pointing at it`,
               { cause: error },
@@ -564,17 +579,67 @@ export class SqliteObjects implements Objects {
           }
           throw error;
         }
-        const rv = draw();
+        const rv = scope.draw();
         const owner = ownerRow === undefined ? undefined : {
           id: Number(ownerRow.id),
           group: ownerRow.group as string,
           kind: ownerRow.kind as string,
         };
         const image = { ...object, resourceVersion: rv, ...(owner ? { owner } : {}) };
-        appendWrite(db, rv, object, "delete", now, image);
+        yield* appendWrite(scope, rv, object, "delete", image);
       });
     });
   }
+}
+
+/** The spec update both spellings of `updateSpec` share, on the stored row. */
+function* updateSpec(
+  scope: WriteScope,
+  epoch: number,
+  stored: RawObjectMeta,
+  spec: string,
+  incoming: number,
+  expected: number | undefined,
+): Q<ObjectsUpdateSpecResult> {
+  // The order is contractual: precondition, deletion mark, version stamp, byte compare.
+  assertVersion(stored.id, stored.resourceVersion, expected);
+  if (stored.deletionRequestedAt !== undefined) {
+    throw new DeletionPendingError(
+      `Cannot update the spec of ${
+        kindName(stored)
+      } "${stored.name}" (id ${stored.id}): its deletion is pending`,
+    );
+  }
+  const version = stampVersion(stored.specVersion, incoming, "spec", stored.id);
+  if (version === stored.specVersion && spec === stored.spec) {
+    return {
+      object: { ...stored, conditions: yield* readConditions(stored.id, epoch) },
+      changed: false,
+    };
+  }
+  const rv = scope.draw();
+  yield* q.run(
+    `UPDATE objects SET spec = ?, spec_version = ?, generation = ?, resource_version = ?,
+       updated_at = ?
+     WHERE id = ?`,
+    spec,
+    version,
+    stored.generation + 1,
+    rv,
+    scope.now,
+    stored.id,
+  );
+  const object: RawObject = {
+    ...stored,
+    spec,
+    specVersion: version,
+    generation: stored.generation + 1,
+    resourceVersion: rv,
+    updatedAt: new Date(scope.now),
+    conditions: yield* readConditions(stored.id, epoch),
+  };
+  yield* appendWrite(scope, rv, stored, "update", object);
+  return { object, changed: true };
 }
 
 function checkNameRef(ref: unknown): asserts ref is ObjectNameRef {
@@ -582,8 +647,8 @@ function checkNameRef(ref: unknown): asserts ref is ObjectNameRef {
   checkName((ref as ObjectNameRef).name);
 }
 
-function readMetaByName(db: Db, ref: ObjectNameRef): RawObjectMeta {
-  const row = db.row(
+function* readMetaByName(ref: ObjectNameRef): Q<RawObjectMeta> {
+  const row = yield* q.row(
     `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND name = ?`,
     ref.group,
     ref.kind,
@@ -591,27 +656,4 @@ function readMetaByName(db: Db, ref: ObjectNameRef): RawObjectMeta {
   );
   if (row === undefined) throw nameNotFound(ref, ref.name);
   return decodeMeta(row);
-}
-
-/** The objects of kind `gk` among `ids`, ordered by id, with conditions. */
-export function listByIds(
-  db: Db,
-  gk: GroupKind,
-  ids: readonly ObjectId[],
-  epoch: number,
-): RawObject[] {
-  const metas: RawObjectMeta[] = [];
-  for (let i = 0; i < ids.length; i += ID_CHUNK) {
-    const rows = db.rows(
-      `SELECT ${OBJECT_COLUMNS} FROM objects
-       WHERE id IN (SELECT value FROM json_each(?)) AND "group" = ? AND kind = ?
-       ORDER BY id`,
-      JSON.stringify(ids.slice(i, i + ID_CHUNK)),
-      gk.group,
-      gk.kind,
-    );
-    for (const row of rows) metas.push(decodeMeta(row));
-  }
-  if (ids.length > ID_CHUNK) metas.sort((a, b) => a.id - b.id);
-  return withConditions(db, metas, epoch);
 }
