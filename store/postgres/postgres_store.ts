@@ -26,13 +26,13 @@ import type {
   Store,
 } from "../../src/store.ts";
 import { CommitListener } from "./_commit_listener.ts";
-import { PostgresConditions } from "./_conditions.ts";
+import { SqlConditions } from "../sql/_conditions.ts";
 import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
-import { PostgresDeletionRequests } from "./_deletion_requests.ts";
-import { PostgresDependencies } from "./_dependencies.ts";
+import { SqlDeletionRequests } from "../sql/_deletion_requests.ts";
+import { SqlDependencies } from "../sql/_dependencies.ts";
 import { SqlDriverCursors } from "../sql/_driver_cursors.ts";
-import { PostgresEdges } from "./_edges.ts";
-import { PostgresEvents } from "./_events.ts";
+import { SqlEdges } from "../sql/_edges.ts";
+import { SqlEvents } from "../sql/_events.ts";
 import { HeldLocks, PostgresLeases } from "./_leases.ts";
 import { PostgresObjectWrites } from "./_object_writes.ts";
 import { SqlObjects } from "../sql/_objects.ts";
@@ -119,22 +119,22 @@ class Families {
     return this.#objects ??= new SqlObjects(this.#sql);
   }
   get conditions(): Conditions {
-    return this.#conditions ??= new PostgresConditions(this.#session);
+    return this.#conditions ??= new SqlConditions(this.#sql);
   }
   get edges(): Edges {
-    return this.#edges ??= new PostgresEdges(this.#session);
+    return this.#edges ??= new SqlEdges(this.#sql);
   }
   get deletionRequests(): DeletionRequests {
-    return this.#deletionRequests ??= new PostgresDeletionRequests(this.#session);
+    return this.#deletionRequests ??= new SqlDeletionRequests(this.#sql);
   }
   get dependencies(): Dependencies {
-    return this.#dependencies ??= new PostgresDependencies(this.#session);
+    return this.#dependencies ??= new SqlDependencies(this.#sql);
   }
   get driverCursors(): DriverCursors {
     return this.#driverCursors ??= new SqlDriverCursors(this.#sql);
   }
   get events(): Events {
-    return this.#events ??= new PostgresEvents(this.#session);
+    return this.#events ??= new SqlEvents(this.#sql);
   }
   get objectWrites(): ObjectWrites {
     return this.#objectWrites ??= new PostgresObjectWrites(this.#session);

@@ -18,10 +18,22 @@ export interface Dialect {
   readonly inIds: string;
   /** Binds an id list for {@linkcode Dialect.inIds}. */
   ids(ids: readonly ObjectId[]): unknown;
+  /** `col IN <this>`-style membership in a bound text list. */
+  readonly inTexts: string;
+  /** Binds a text list for {@linkcode Dialect.inTexts}. */
+  texts(texts: readonly string[]): unknown;
+  /**
+   * Where the database binds arrays (PostgreSQL): a row source of one array
+   * parameter per column, `FROM unnest(?::text[], …) AS alias (a, …)`, so many
+   * rows go in one statement. Absent where each row is its own statement (SQLite).
+   */
+  readonly unnest?: (types: readonly string[], alias: string, columns: readonly string[]) => string;
   /** A row-value membership in a bound kind list: `("group", kind) IN <this>`. */
   readonly inKinds: string;
   /** Binds a kind list for {@linkcode Dialect.inKinds} (one or more parameters). */
   kinds(kinds: readonly GroupKind[]): unknown[];
+  /** A placeholder for an integer the database must not guess the type of: `?` or `?::bigint`. */
+  readonly bigint: string;
   /** Null-safe inequality: `IS NOT` or `IS DISTINCT FROM`. */
   readonly isDistinct: string;
   /** The larger of two values: `max` or `GREATEST`. */
@@ -35,10 +47,12 @@ export interface Dialect {
   /** A row lock for a read inside a write transaction (` FOR UPDATE`); empty where the transaction already holds the database. */
   readonly forUpdate: string;
   /**
-   * Whether a read transaction costs nothing (SQLite: in-process `BEGIN`),
-   * so a multi-statement read may take one snapshot where one would help.
+   * Whether statements run in-process (SQLite): a statement, or a read
+   * transaction around several, costs no round trip, so a family may take one
+   * snapshot, or read with two point lookups, where a server dialect saves
+   * the round trip instead.
    */
-  readonly cheapSnapshots: boolean;
+  readonly inProcess: boolean;
   /** Whether a driver error is a unique-constraint violation. */
   isUniqueViolation(error: unknown): boolean;
   /** Whether a driver error is a foreign-key violation. */

@@ -59,7 +59,7 @@ import {
   withConditions,
   withConditionsOfKind,
 } from "./_reads.ts";
-import { decodeFinalizers, decodeMeta, ID_CHUNK, OBJECT_COLUMNS } from "./_rows.ts";
+import { decodeFinalizers, decodeMeta, ID_CHUNK, OBJECT_COLUMNS, truthy } from "./_rows.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
 import { appendWrite } from "./_write_log.ts";
 
@@ -95,11 +95,6 @@ class Statements {
       `SELECT "group", kind, name, finalizers, deletion_requested_at FROM objects
        WHERE id = ?${d.forUpdate}`;
   }
-}
-
-/** A boolean column as either driver returns it (1 or true). */
-function truthy(value: unknown): boolean {
-  return value === 1 || value === true;
 }
 
 export class SqlObjects implements Objects {
@@ -251,7 +246,7 @@ export class SqlObjects implements Objects {
           stalledGeneration: row[18] === null ? undefined : Number(row[18]),
         };
       };
-      return d.cheapSnapshots ? s.readSnapshot(body) : s.read(body);
+      return d.inProcess ? s.readSnapshot(body) : s.read(body);
     });
   }
 

@@ -101,3 +101,8 @@ export function decodeCondition(r: RowArray, epoch: number): RawCondition {
 
 /** Ids per batched statement: bounds the JSON array bound as one parameter. */
 export const ID_CHUNK = 30_000;
+
+/** A boolean column as either driver returns it (SQLite 1/0, PostgreSQL true/false). */
+export function truthy(value: unknown): boolean {
+  return value === 1 || value === true;
+}

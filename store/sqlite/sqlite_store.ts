@@ -30,16 +30,16 @@ import type {
 import { CommitProbe } from "./_commit_probe.ts";
 import { SqliteLeases } from "./_leases.ts";
 import { LockFiles } from "./_lock_files.ts";
-import { SqliteConditions } from "./_conditions.ts";
+import { SqlConditions } from "../sql/_conditions.ts";
 import { Core, Db } from "./_core.ts";
 import type { Logger } from "../../src/logger.ts";
-import { SqliteDeletionRequests } from "./_deletion_requests.ts";
-import { SqliteDependencies } from "./_dependencies.ts";
+import { SqlDeletionRequests } from "../sql/_deletion_requests.ts";
+import { SqlDependencies } from "../sql/_dependencies.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
 import { SqlDriverCursors } from "../sql/_driver_cursors.ts";
-import { SqliteEdges } from "./_edges.ts";
-import { SqliteEvents } from "./_events.ts";
+import { SqlEdges } from "../sql/_edges.ts";
+import { SqlEvents } from "../sql/_events.ts";
 import { SqliteObjectWrites } from "./_object_writes.ts";
 import { SqlObjects } from "../sql/_objects.ts";
 import { SqlReconcileOwed } from "../sql/_reconcile_owed.ts";
@@ -123,22 +123,22 @@ class Families {
     return this.#objects ??= new SqlObjects(this.#sql);
   }
   get conditions(): Conditions {
-    return this.#conditions ??= new SqliteConditions(this.#session);
+    return this.#conditions ??= new SqlConditions(this.#sql);
   }
   get edges(): Edges {
-    return this.#edges ??= new SqliteEdges(this.#session);
+    return this.#edges ??= new SqlEdges(this.#sql);
   }
   get deletionRequests(): DeletionRequests {
-    return this.#deletionRequests ??= new SqliteDeletionRequests(this.#session);
+    return this.#deletionRequests ??= new SqlDeletionRequests(this.#sql);
   }
   get dependencies(): Dependencies {
-    return this.#dependencies ??= new SqliteDependencies(this.#session);
+    return this.#dependencies ??= new SqlDependencies(this.#sql);
   }
   get driverCursors(): DriverCursors {
     return this.#driverCursors ??= new SqlDriverCursors(this.#sql);
   }
   get events(): Events {
-    return this.#events ??= new SqliteEvents(this.#session);
+    return this.#events ??= new SqlEvents(this.#sql);
   }
   get objectWrites(): ObjectWrites {
     return this.#objectWrites ??= new SqliteObjectWrites(this.#session);

@@ -11,42 +11,46 @@ import type {
   ObjectId,
   StalePos,
 } from "../../src/store.ts";
+import { checkGroupKind, checkId, describe, rejectWith } from "./_checks.ts";
+import type { Dialect } from "./_dialect.ts";
 import { decodeRef } from "./_edges.ts";
-import { checkGroupKind, checkId, describe, rejectWith } from "./_rows.ts";
-import type { Session } from "./_session.ts";
+import { q } from "./_query.ts";
+import type { SqlSession } from "./_session.ts";
 
 // Every write is in the log above its highest horizon, and a row's version is its
 // latest write's: the targets moved in a window are the log's entries in it that
 // are still their object's current version. Cost tracks the window's writes
-// (CROSS JOIN pins the log as the driving table).
-const STALE_FROM_LOG_SQL = `SELECT l.resource_version AS tv, l.object_id AS tid, d.id AS id,
-    d."group" AS "group", d.kind AS kind
+// (an in-order join pins the log as the driving table).
+const staleFromLog = (d: Dialect) =>
+  `SELECT l.resource_version AS tv, l.object_id AS tid,
+    d.id AS id, d."group" AS "group", d.kind AS kind
   FROM object_writes l
-  CROSS JOIN objects t ON t.id = l.object_id AND t.resource_version = l.resource_version
-  CROSS JOIN edges e ON e.to_id = l.object_id AND e.relation = 'depends_on'
-  CROSS JOIN objects d ON d.id = e.from_id
+  ${d.joinInOrder} objects t ON t.id = l.object_id AND t.resource_version = l.resource_version
+  ${d.joinInOrder} edges e ON e.to_id = l.object_id AND e.relation = 'depends_on'
+  ${d.joinInOrder} objects d ON d.id = e.from_id
   LEFT JOIN dependency_watermarks w ON w.object_id = d.id
   WHERE l.resource_version >= ? AND l.resource_version <= ?
-    AND (l.resource_version, l.object_id, d.id) > (?, ?, ?)
+    AND (l.resource_version, l.object_id, d.id) > (${d.bigint}, ${d.bigint}, ${d.bigint})
     AND d.id <> l.object_id
-    AND (d."group", d.kind) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))
+    AND (d."group", d.kind)${d.inKinds}
     AND (w.reconciled_against IS NULL OR w.reconciled_against < l.resource_version)
   ORDER BY l.resource_version, d.id
   LIMIT ?`;
 
 // At or below the horizon the log may have lost a target's latest write: the
 // depends_on edges lead to every target. Cost tracks the dependency graph.
-const STALE_FROM_EDGES_SQL = `SELECT t.resource_version AS tv, t.id AS tid, d.id AS id,
-    d."group" AS "group", d.kind AS kind
+const staleFromEdges = (d: Dialect) =>
+  `SELECT t.resource_version AS tv, t.id AS tid,
+    d.id AS id, d."group" AS "group", d.kind AS kind
   FROM edges e
   JOIN objects t ON t.id = e.to_id
   JOIN objects d ON d.id = e.from_id
   LEFT JOIN dependency_watermarks w ON w.object_id = d.id
   WHERE e.relation = 'depends_on'
     AND t.resource_version >= ? AND t.resource_version <= ?
-    AND (t.resource_version, t.id, d.id) > (?, ?, ?)
+    AND (t.resource_version, t.id, d.id) > (${d.bigint}, ${d.bigint}, ${d.bigint})
     AND d.id <> t.id
-    AND (d."group", d.kind) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))
+    AND (d."group", d.kind)${d.inKinds}
     AND (w.reconciled_against IS NULL OR w.reconciled_against < t.resource_version)
   ORDER BY t.resource_version, t.id, d.id
   LIMIT ?`;
@@ -78,11 +82,25 @@ function checkPos(pos: unknown): StalePos {
   };
 }
 
-export class SqliteDependencies implements Dependencies {
-  readonly #s: Session;
+export class SqlDependencies implements Dependencies {
+  readonly #s: SqlSession;
+  readonly #fromLog: string;
+  readonly #fromEdges: string;
+  readonly #watermark: string;
 
-  constructor(session: Session) {
+  constructor(session: SqlSession) {
     this.#s = session;
+    const d = session.dialect;
+    this.#fromLog = staleFromLog(d);
+    this.#fromEdges = staleFromEdges(d);
+    this.#watermark =
+      `INSERT INTO dependency_watermarks (object_id, reconciled_against, reconciled_at)
+       SELECT ${d.bigint}, ${d.bigint}, ${d.bigint} WHERE EXISTS (
+         SELECT 1 FROM edges WHERE from_id = ? AND relation = 'depends_on')
+       ON CONFLICT (object_id) DO UPDATE SET
+         reconciled_against = excluded.reconciled_against,
+         reconciled_at = excluded.reconciled_at
+       WHERE excluded.reconciled_against > dependency_watermarks.reconciled_against`;
   }
 
   listStaleSince(
@@ -107,29 +125,38 @@ export class SqliteDependencies implements Dependencies {
       if (kinds.length === 0 || limit <= 0) {
         return Promise.resolve({ dependents: [], position: after });
       }
-      const kindList = JSON.stringify(kinds.map((k) => [k.group, k.kind]));
-      // The horizon and the scans see one snapshot, or a sweep between them could hide a target.
-      return this.#s.readSnapshot((db) => {
-        const h = db.get(HORIZON_SQL)?.h;
-        const horizon = h === null || h === undefined ? 0 : Number(h);
+      const s = this.#s;
+      const d = s.dialect;
+      const kindList = d.kinds(kinds);
+      const fromLog = this.#fromLog;
+      const fromEdges = this.#fromEdges;
+      // In-process, the log answers a recent window cheaply, and the horizon and the scans
+      // see one snapshot (or a sweep between them could hide a target). Over a network, the
+      // edges scan answers the whole window in one statement and one round trip.
+      const body = function* () {
+        let horizon = Infinity;
+        if (d.inProcess) {
+          const h = (yield* q.get(HORIZON_SQL))?.h;
+          horizon = h === null || h === undefined ? 0 : Number(h);
+        }
         const scan = (sql: string, low: number, high: number, n: number) =>
-          db.all(
+          q.all(
             sql,
             low,
             high,
             after.targetVersion,
             after.targetId,
             after.dependentId,
-            kindList,
+            ...kindList,
             n,
           );
         const low = after.targetVersion;
         const rows = low <= horizon
-          ? scan(STALE_FROM_EDGES_SQL, low, Math.min(through, horizon), limit)
+          ? yield* scan(fromEdges, low, Math.min(through, horizon), limit)
           : [];
         if (rows.length < limit && through > horizon) {
           rows.push(
-            ...scan(STALE_FROM_LOG_SQL, Math.max(low, horizon + 1), through, limit - rows.length),
+            ...(yield* scan(fromLog, Math.max(low, horizon + 1), through, limit - rows.length)),
           );
         }
         if (rows.length === 0) return { dependents: [], position: after };
@@ -142,7 +169,8 @@ export class SqliteDependencies implements Dependencies {
             dependentId: Number(last.id),
           },
         };
-      });
+      };
+      return d.inProcess ? s.readSnapshot(body) : s.read(body);
     });
   }
 
@@ -150,22 +178,11 @@ export class SqliteDependencies implements Dependencies {
     return rejectWith(() => {
       checkId(id);
       checkCount(cursor, "cursor");
-      return this.#s.write(({ db, now }) => {
+      const watermark = this.#watermark;
+      return this.#s.write(function* ({ now }) {
         // Gated on an outgoing depends_on edge: a dependency-free object is never stale,
         // and the gate closes by itself once the object is collected.
-        db.run(
-          `INSERT INTO dependency_watermarks (object_id, reconciled_against, reconciled_at)
-           SELECT ?, ?, ? WHERE EXISTS (
-             SELECT 1 FROM edges WHERE from_id = ? AND relation = 'depends_on')
-           ON CONFLICT (object_id) DO UPDATE SET
-             reconciled_against = excluded.reconciled_against,
-             reconciled_at = excluded.reconciled_at
-           WHERE excluded.reconciled_against > dependency_watermarks.reconciled_against`,
-          id,
-          cursor,
-          now,
-          id,
-        );
+        yield* q.run(watermark, id, cursor, now, id);
       });
     });
   }

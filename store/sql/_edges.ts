@@ -13,10 +13,18 @@ import type {
   ObjectRef,
   Relation,
 } from "../../src/store.ts";
-import { checkRelation } from "../sql/_checks.ts";
-import type { Db, PgRow } from "./_core.ts";
-import { checkId, checkIds, describe, objectNotFound, rejectWith } from "./_rows.ts";
-import type { Session } from "./_session.ts";
+import {
+  checkId,
+  checkIds,
+  checkRelation,
+  describe,
+  objectNotFound,
+  rejectWith,
+} from "./_checks.ts";
+import type { Dialect } from "./_dialect.ts";
+import { type Q, q } from "./_query.ts";
+import { ID_CHUNK, type Row, truthy } from "./_rows.ts";
+import type { SqlSession } from "./_session.ts";
 
 function checkEdge(edge: unknown): asserts edge is EdgeKey {
   const e = edge as EdgeKey;
@@ -31,30 +39,34 @@ function checkEdge(edge: unknown): asserts edge is EdgeKey {
 }
 
 /** Decodes `id, group, kind` columns. */
-export function decodeRef(row: PgRow): ObjectRef {
+export function decodeRef(row: Row): ObjectRef {
   return { id: Number(row.id), group: row.group as string, kind: row.kind as string };
 }
 
 /** The deletion-pending `depends_on` targets of `fromIds`, excluding self-edges. */
-export async function unblockedTargets(
-  db: Db,
-  fromIds: readonly ObjectId[],
-): Promise<ObjectRef[]> {
-  if (fromIds.length === 0) return [];
-  return (await db.all(
-    `SELECT DISTINCT t.id AS id, t."group" AS "group", t.kind AS kind
-     FROM edges e JOIN objects t ON t.id = e.to_id
-     WHERE e.from_id = ANY(?::bigint[]) AND e.relation = 'depends_on'
-       AND e.to_id <> e.from_id AND t.deletion_requested_at IS NOT NULL
-     ORDER BY t.id`,
-    fromIds,
-  )).map(decodeRef);
+export function* unblockedTargets(d: Dialect, fromIds: readonly ObjectId[]): Q<ObjectRef[]> {
+  const seen = new Map<ObjectId, ObjectRef>();
+  for (let i = 0; i < fromIds.length; i += ID_CHUNK) {
+    const rows = yield* q.all(
+      `SELECT DISTINCT t.id AS id, t."group" AS "group", t.kind AS kind
+       FROM edges e JOIN objects t ON t.id = e.to_id
+       WHERE e.from_id${d.inIds} AND e.relation = 'depends_on'
+         AND e.to_id <> e.from_id AND t.deletion_requested_at IS NOT NULL
+       ORDER BY t.id`,
+      d.ids(fromIds.slice(i, i + ID_CHUNK)),
+    );
+    for (const row of rows) seen.set(Number(row.id), decodeRef(row));
+  }
+  return [...seen.values()].sort((a, b) => a.id - b.id);
 }
 
-export class PostgresEdges implements Edges {
-  readonly #s: Session;
+const NEW_EDGE = `NOT EXISTS (SELECT 1 FROM edges
+  WHERE from_id = ? AND to_id = ? AND relation = 'depends_on')`;
 
-  constructor(session: Session) {
+export class SqlEdges implements Edges {
+  readonly #s: SqlSession;
+
+  constructor(session: SqlSession) {
     this.#s = session;
   }
 
@@ -62,30 +74,24 @@ export class PostgresEdges implements Edges {
     return rejectWith(() => {
       checkEdge(edge);
       const { fromId, toId, relation } = edge;
-      return this.#s.write(async ({ db }) => {
-        const rows = await db.all(
-          `SELECT id, "group", kind, deletion_requested_at FROM objects WHERE id = ANY(?::bigint[])`,
-          [fromId, toId],
-        );
-        if (!rows.some((r) => Number(r.id) === fromId)) throw objectNotFound(fromId);
-        const to = rows.find((r) => Number(r.id) === toId);
-        if (to === undefined) throw objectNotFound(toId);
+      const d = this.#s.dialect;
+      return this.#s.write(function* () {
+        const to = yield* bothEnds(d, fromId, toId);
         let stamped = false;
         if (relation === "depends_on" && fromId !== toId) {
           // The stamp and the watermark reset happen only for a new edge, before
           // the insert: a stamp must never be separable from its edge.
-          stamped = await db.run(
-            `UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id = ? AND NOT EXISTS (
-               SELECT 1 FROM edges WHERE from_id = ? AND to_id = ? AND relation = 'depends_on')`,
+          stamped = (yield* q.run(
+            `UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id = ? AND ${NEW_EDGE}`,
             fromId,
             fromId,
             toId,
-          ) > 0;
+          )) > 0;
           if (stamped) {
-            await db.run("DELETE FROM dependency_watermarks WHERE object_id = ?", fromId);
+            yield* q.run("DELETE FROM dependency_watermarks WHERE object_id = ?", fromId);
           }
         }
-        await db.run(
+        yield* q.run(
           `INSERT INTO edges (from_id, to_id, relation) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
           fromId,
           toId,
@@ -104,15 +110,15 @@ export class PostgresEdges implements Edges {
     return rejectWith(() => {
       checkEdge(edge);
       const { fromId, toId, relation } = edge;
-      return this.#s.write(async ({ db }): Promise<EdgesDeleteResult> => {
-        const removed = await db.run(
+      return this.#s.write(function* (): Q<EdgesDeleteResult> {
+        const removed = yield* q.run(
           "DELETE FROM edges WHERE from_id = ? AND to_id = ? AND relation = ?",
           fromId,
           toId,
           relation,
         );
         if (removed === 0 || relation !== "depends_on") return { to: undefined, unblocked: false };
-        const row = await db.get(
+        const row = yield* q.get(
           `SELECT t."group" AS "group", t.kind AS kind,
              t.deletion_requested_at IS NOT NULL AS to_pending,
              (SELECT deletion_requested_at IS NOT NULL FROM objects WHERE id = ?) AS from_pending
@@ -120,7 +126,11 @@ export class PostgresEdges implements Edges {
           fromId,
           toId,
         );
-        if (row === undefined || row.to_pending !== true || row.from_pending !== false) {
+        // from_pending is NULL when the source is gone: only a source still live unblocks.
+        if (
+          row === undefined || !truthy(row.to_pending) ||
+          !(row.from_pending === 0 || row.from_pending === false)
+        ) {
           return { to: undefined, unblocked: false };
         }
         return { to: { group: row.group as string, kind: row.kind as string }, unblocked: true };
@@ -131,8 +141,8 @@ export class PostgresEdges implements Edges {
   deleteFinalizingDependsOn(toId: ObjectId): Promise<void> {
     return rejectWith(() => {
       checkId(toId, "toId");
-      return this.#s.write(async ({ db }) => {
-        await db.run(
+      return this.#s.write(function* () {
+        yield* q.run(
           `DELETE FROM edges WHERE to_id = ? AND relation = 'depends_on' AND EXISTS (
              SELECT 1 FROM objects o WHERE o.id = edges.from_id AND o.deletion_requested_at IS NOT NULL)`,
           toId,
@@ -144,14 +154,15 @@ export class PostgresEdges implements Edges {
   hasIncoming(id: ObjectId): Promise<boolean> {
     return rejectWith(() => {
       checkId(id);
-      return this.#s.read(async (db) =>
-        (await db.get(
+      return this.#s.read(function* () {
+        const row = yield* q.get(
           `SELECT EXISTS (SELECT 1 FROM edges e WHERE e.to_id = ? AND (e.relation = 'owned_by'
              OR NOT EXISTS (SELECT 1 FROM objects o
                WHERE o.id = e.from_id AND o.deletion_requested_at IS NOT NULL))) AS v`,
           id,
-        ))!.v === true
-      );
+        );
+        return truthy(row!.v);
+      });
     });
   }
 
@@ -159,15 +170,15 @@ export class PostgresEdges implements Edges {
     return rejectWith(() => {
       checkId(query?.toId, "toId");
       checkRelation(query.relation);
-      return this.#s.read(async (db) =>
-        (await db.all(
+      return this.#s.read(function* () {
+        return (yield* q.all(
           `SELECT e.from_id AS id, o."group" AS "group", o.kind AS kind
            FROM edges e JOIN objects o ON o.id = e.from_id
            WHERE e.to_id = ? AND e.relation = ? ORDER BY e.from_id`,
           query.toId,
           query.relation,
-        )).map(decodeRef)
-      );
+        )).map(decodeRef);
+      });
     });
   }
 
@@ -175,15 +186,15 @@ export class PostgresEdges implements Edges {
     return rejectWith(() => {
       checkId(fromId, "fromId");
       checkRelation(relation);
-      return this.#s.read(async (db) =>
-        (await db.all(
+      return this.#s.read(function* () {
+        return (yield* q.all(
           `SELECT e.to_id AS id, o."group" AS "group", o.kind AS kind
            FROM edges e JOIN objects o ON o.id = e.to_id
            WHERE e.from_id = ? AND e.relation = ? ORDER BY e.to_id`,
           fromId,
           relation,
-        )).map(decodeRef)
-      );
+        )).map(decodeRef);
+      });
     });
   }
 
@@ -194,7 +205,8 @@ export class PostgresEdges implements Edges {
     return rejectWith(() => {
       checkIds(toIds, "toIds");
       checkRelation(relation);
-      return this.#s.read((db) => group(db, toIds, relation, "to_id", "from_id"));
+      const d = this.#s.dialect;
+      return this.#s.read(() => group(d, toIds, relation, "to_id", "from_id"));
     });
   }
 
@@ -205,33 +217,62 @@ export class PostgresEdges implements Edges {
     return rejectWith(() => {
       checkIds(fromIds, "fromIds");
       checkRelation(relation);
-      return this.#s.read((db) => group(db, fromIds, relation, "from_id", "to_id"));
+      const d = this.#s.dialect;
+      return this.#s.read(() => group(d, fromIds, relation, "from_id", "to_id"));
     });
   }
 }
 
-async function group(
-  db: Db,
+const TO_SQL = `SELECT id, "group", kind, deletion_requested_at FROM objects WHERE id = ?`;
+
+/**
+ * Both ends of a new edge, checked to exist; returns the target's row. In-process, two
+ * point lookups; over a network, one statement for both.
+ */
+function* bothEnds(d: Dialect, fromId: ObjectId, toId: ObjectId): Q<Row> {
+  if (d.inProcess) {
+    if ((yield* q.get("SELECT 1 FROM objects WHERE id = ?", fromId)) === undefined) {
+      throw objectNotFound(fromId);
+    }
+    const to = yield* q.get(TO_SQL, toId);
+    if (to === undefined) throw objectNotFound(toId);
+    return to;
+  }
+  const rows = yield* q.all(
+    `SELECT id, "group", kind, deletion_requested_at FROM objects WHERE id${d.inIds}`,
+    d.ids([fromId, toId]),
+  );
+  if (!rows.some((r) => Number(r.id) === fromId)) throw objectNotFound(fromId);
+  const to = rows.find((r) => Number(r.id) === toId);
+  if (to === undefined) throw objectNotFound(toId);
+  return to;
+}
+
+function* group(
+  d: Dialect,
   ids: readonly ObjectId[],
   relation: Relation,
   key: "to_id" | "from_id",
   other: "to_id" | "from_id",
-): Promise<Map<ObjectId, ObjectRef[]>> {
+): Q<Map<ObjectId, ObjectRef[]>> {
   const out = new Map<ObjectId, ObjectRef[]>();
-  if (ids.length === 0) return out;
-  const rows = await db.all(
-    `SELECT e.${key} AS route, e.${other} AS id, o."group" AS "group", o.kind AS kind
-     FROM edges e JOIN objects o ON o.id = e.${other}
-     WHERE e.${key} = ANY(?::bigint[]) AND e.relation = ?
-     ORDER BY e.${key}, e.${other}`,
-    [...new Set(ids)],
-    relation,
-  );
-  for (const row of rows) {
-    const route = Number(row.route);
-    let list = out.get(route);
-    if (list === undefined) out.set(route, list = []);
-    list.push(decodeRef(row));
+  // Deduplicated first: an id named in two chunks would otherwise list its edges twice.
+  const unique = [...new Set(ids)];
+  for (let i = 0; i < unique.length; i += ID_CHUNK) {
+    const rows = yield* q.all(
+      `SELECT e.${key} AS route, e.${other} AS id, o."group" AS "group", o.kind AS kind
+       FROM edges e JOIN objects o ON o.id = e.${other}
+       WHERE e.${key}${d.inIds} AND e.relation = ?
+       ORDER BY e.${key}, e.${other}`,
+      d.ids(unique.slice(i, i + ID_CHUNK)),
+      relation,
+    );
+    for (const row of rows) {
+      const route = Number(row.route);
+      let list = out.get(route);
+      if (list === undefined) out.set(route, list = []);
+      list.push(decodeRef(row));
+    }
   }
   return out;
 }
