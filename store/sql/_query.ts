@@ -25,28 +25,56 @@ export interface Query {
 /** A family body (or a step of one) that yields statements and returns `T`. */
 export type Q<T> = Generator<Query, T, unknown>;
 
-/** The statements a body yields, with their results typed. */
+/**
+ * One statement as an iterator a body delegates to (`yield*`): it yields the
+ * statement once and returns what the body was resumed with. A plain object
+ * rather than a generator: cheaper to make, one per statement.
+ */
+class Step<T> {
+  readonly #query: Query;
+  #sent = false;
+
+  constructor(query: Query) {
+    this.#query = query;
+  }
+
+  next(result?: unknown): IteratorResult<Query, T> {
+    if (this.#sent) return { done: true, value: result as T };
+    this.#sent = true;
+    return { done: false, value: this.#query };
+  }
+
+  /** A driver error thrown back into the body: it surfaces at the body's `yield*`. */
+  throw(error: unknown): never {
+    throw error;
+  }
+
+  return(value: T): IteratorResult<Query, T> {
+    this.#sent = true;
+    return { done: true, value };
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+}
+
+function step<T>(op: Op, sql: string, params: unknown[]): Q<T> {
+  return new Step<T>({ op, sql, params }) as unknown as Q<T>;
+}
+
+/** The statements a body yields (`yield* q.row(…)`), with their results typed. */
 export const q = {
   /** Every row of `sql`, as arrays in column order. */
-  *rows(sql: string, ...params: unknown[]): Q<RowArray[]> {
-    return (yield { op: "rows", sql, params }) as RowArray[];
-  },
+  rows: (sql: string, ...params: unknown[]): Q<RowArray[]> => step("rows", sql, params),
   /** The first row of `sql` as an array in column order, or `undefined`. */
-  *row(sql: string, ...params: unknown[]): Q<RowArray | undefined> {
-    return (yield { op: "row", sql, params }) as RowArray | undefined;
-  },
+  row: (sql: string, ...params: unknown[]): Q<RowArray | undefined> => step("row", sql, params),
   /** Every row of `sql`, keyed by column name. */
-  *all(sql: string, ...params: unknown[]): Q<Row[]> {
-    return (yield { op: "all", sql, params }) as Row[];
-  },
+  all: (sql: string, ...params: unknown[]): Q<Row[]> => step("all", sql, params),
   /** The first row of `sql` keyed by column name, or `undefined`. */
-  *get(sql: string, ...params: unknown[]): Q<Row | undefined> {
-    return (yield { op: "get", sql, params }) as Row | undefined;
-  },
+  get: (sql: string, ...params: unknown[]): Q<Row | undefined> => step("get", sql, params),
   /** Runs `sql` and returns how many rows it changed. */
-  *run(sql: string, ...params: unknown[]): Q<number> {
-    return (yield { op: "run", sql, params }) as number;
-  },
+  run: (sql: string, ...params: unknown[]): Q<number> => step("run", sql, params),
 };
 
 /** Drives `body` to its end on a synchronous connection `conn`, without yielding to the event loop. */

@@ -104,8 +104,9 @@ export function* readMeta(id: ObjectId): Q<RawObjectMeta | undefined> {
 
 /** Reads one object row by id with conditions. @throws {NotFoundError} */
 export function* readObject(id: ObjectId, epoch: number): Q<RawObject> {
-  const meta = yield* readMeta(id);
-  if (meta === undefined) throw objectNotFound(id);
+  const row = yield* q.row(META_BY_ID, id);
+  if (row === undefined) throw objectNotFound(id);
+  const meta = decodeMeta(row);
   (meta as { conditions?: RawCondition[] }).conditions = yield* readConditions(id, epoch);
   return meta as RawObject;
 }

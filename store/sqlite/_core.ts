@@ -13,6 +13,7 @@ import type { LockFiles } from "./_lock_files.ts";
 import type { Checkpointer } from "./_checkpointer.ts";
 import { CommitJournal } from "./_journal.ts";
 import { AsyncLock } from "../sql/_lock.ts";
+import type { Query } from "../sql/_query.ts";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, SqlValue>;
@@ -64,6 +65,10 @@ export class Db {
 
   /** Every row of `sql`, as arrays in column order. */
   rows(sql: string, ...params: SqlValue[]): RowArray[] {
+    return this.#rows(sql, params);
+  }
+
+  #rows(sql: string, params: SqlValue[]): RowArray[] {
     const { stmt, arrays } = this.#arrayStmt(sql);
     const rows = stmt.all(...params);
     return arrays ? rows as unknown as RowArray[] : rows.map((r) => Object.values(r));
@@ -71,10 +76,31 @@ export class Db {
 
   /** The first row of `sql` as an array in column order, or `undefined`. */
   row(sql: string, ...params: SqlValue[]): RowArray | undefined {
+    return this.#row(sql, params);
+  }
+
+  #row(sql: string, params: SqlValue[]): RowArray | undefined {
     const { stmt, arrays } = this.#arrayStmt(sql);
     const row = stmt.get(...params);
     if (row === undefined || arrays) return row as unknown as RowArray | undefined;
     return Object.values(row);
+  }
+
+  /** Runs one statement a shared family body yielded (`../sql/_query.ts`). */
+  query(query: Query): unknown {
+    const params = query.params as SqlValue[];
+    switch (query.op) {
+      case "rows":
+        return this.#rows(query.sql, params);
+      case "row":
+        return this.#row(query.sql, params);
+      case "all":
+        return this.stmt(query.sql).all(...params);
+      case "get":
+        return this.stmt(query.sql).get(...params);
+      case "run":
+        return Number(this.stmt(query.sql).run(...params).changes);
+    }
   }
 
   /** Runs statements that bind nothing. */

@@ -20,7 +20,6 @@ import {
 import type { Dialect } from "../sql/_dialect.ts";
 import type { Query } from "../sql/_query.ts";
 import type { Core, Db } from "./_core.ts";
-import type { SqlValue } from "./_driver.ts";
 
 /** The most members one commit takes; the rest form the next group. */
 export const MAX_GROUP = 256;
@@ -144,17 +143,5 @@ function newDialect(core: Core): Dialect {
 
 /** Runs one statement a family body yielded, on `db`. */
 export function runQuery(db: Db, query: Query): unknown {
-  const params = query.params as SqlValue[];
-  switch (query.op) {
-    case "rows":
-      return db.rows(query.sql, ...params);
-    case "row":
-      return db.row(query.sql, ...params);
-    case "all":
-      return db.all(query.sql, ...params);
-    case "get":
-      return db.get(query.sql, ...params);
-    case "run":
-      return db.run(query.sql, ...params);
-  }
+  return db.query(query);
 }
