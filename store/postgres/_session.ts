@@ -396,6 +396,14 @@ export class PgSql implements SqlSession {
     this.epoch = session.core.epoch;
   }
 
+  get inTransaction(): boolean {
+    return this.#s instanceof TxSession;
+  }
+
+  assertOpen(): void {
+    this.#s.core.assertOpen();
+  }
+
   read<T>(body: () => Q<T>): Promise<T> {
     return this.#s.read((db) => driveAsync(body(), db, runQuery));
   }

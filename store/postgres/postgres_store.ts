@@ -33,7 +33,8 @@ import { SqlDependencies } from "../sql/_dependencies.ts";
 import { SqlDriverCursors } from "../sql/_driver_cursors.ts";
 import { SqlEdges } from "../sql/_edges.ts";
 import { SqlEvents } from "../sql/_events.ts";
-import { HeldLocks, PostgresLeases } from "./_leases.ts";
+import { HeldLocks } from "./_held_locks.ts";
+import { SqlLeases } from "../sql/_leases.ts";
 import { PostgresObjectWrites } from "./_object_writes.ts";
 import { SqlObjects } from "../sql/_objects.ts";
 import { SqlReconcileOwed } from "../sql/_reconcile_owed.ts";
@@ -143,10 +144,7 @@ class Families {
     return this.#reconcileOwed ??= new SqlReconcileOwed(this.#sql);
   }
   get leases(): Leases {
-    return this.#leases ??= new PostgresLeases(
-      this.#session,
-      heldLocks.get(this.#session.core)!,
-    );
+    return this.#leases ??= new SqlLeases(this.#sql, heldLocks.get(this.#session.core)!);
   }
 }
 

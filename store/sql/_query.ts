@@ -77,6 +77,16 @@ export const q = {
   run: (sql: string, ...params: unknown[]): Q<number> => step("run", sql, params),
 };
 
+/** A step that runs no statement and returns `value` at once (a dialect answering from memory). */
+export function done<T>(value: T): Q<T> {
+  return {
+    next: () => ({ done: true, value }),
+    [Symbol.iterator]() {
+      return this;
+    },
+  } as unknown as Q<T>;
+}
+
 /** Drives `body` to its end on a synchronous connection `conn`, without yielding to the event loop. */
 export function driveSync<C, T>(body: Q<T>, conn: C, run: (conn: C, query: Query) => unknown): T {
   let step = body.next();

@@ -52,6 +52,10 @@ export interface SqlSession {
   readonly dialect: Dialect;
   /** This open's number: the liveness downgrade's epoch, and the write log's origin. */
   readonly epoch: number;
+  /** Whether the session is a transaction frame's (no lease may be held from it). */
+  readonly inTransaction: boolean;
+  /** Refuses new work once the store is closing. @throws {StoreClosedError} */
+  assertOpen(): void;
   /** Runs a body of reads. */
   read<T>(body: () => Q<T>): Promise<T>;
   /** Runs a body of reads that must see one snapshot. */

@@ -317,6 +317,14 @@ export class SqliteSql implements SqlSession {
     this.epoch = session.core.epoch;
   }
 
+  get inTransaction(): boolean {
+    return this.#s instanceof TxSession;
+  }
+
+  assertOpen(): void {
+    this.#s.core.assertOpen();
+  }
+
   read<T>(body: () => Q<T>): Promise<T> {
     return this.#s.read((db) => driveSync(body(), db, runQuery));
   }

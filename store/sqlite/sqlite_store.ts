@@ -28,7 +28,7 @@ import type {
   Store,
 } from "../../src/store.ts";
 import { CommitProbe } from "./_commit_probe.ts";
-import { SqliteLeases } from "./_leases.ts";
+import { SqlLeases } from "../sql/_leases.ts";
 import { LockFiles } from "./_lock_files.ts";
 import { SqlConditions } from "../sql/_conditions.ts";
 import { Core, Db } from "./_core.ts";
@@ -147,7 +147,7 @@ class Families {
     return this.#reconcileOwed ??= new SqlReconcileOwed(this.#sql);
   }
   get leases(): Leases {
-    return this.#leases ??= new SqliteLeases(this.#session, this.#session.core.locks);
+    return this.#leases ??= new SqlLeases(this.#sql, this.#session.core.locks);
   }
 }
 
