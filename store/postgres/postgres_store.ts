@@ -35,7 +35,7 @@ import { SqlEdges } from "../sql/_edges.ts";
 import { SqlEvents } from "../sql/_events.ts";
 import { HeldLocks } from "./_held_locks.ts";
 import { SqlLeases } from "../sql/_leases.ts";
-import { PostgresObjectWrites } from "./_object_writes.ts";
+import { SqlObjectWrites } from "../sql/_object_writes.ts";
 import { SqlObjects } from "../sql/_objects.ts";
 import { SqlReconcileOwed } from "../sql/_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
@@ -138,7 +138,7 @@ class Families {
     return this.#events ??= new SqlEvents(this.#sql);
   }
   get objectWrites(): ObjectWrites {
-    return this.#objectWrites ??= new PostgresObjectWrites(this.#session);
+    return this.#objectWrites ??= new SqlObjectWrites(this.#sql);
   }
   get reconcileOwed(): ReconcileOwed {
     return this.#reconcileOwed ??= new SqlReconcileOwed(this.#sql);

@@ -40,7 +40,7 @@ import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
 import { SqlDriverCursors } from "../sql/_driver_cursors.ts";
 import { SqlEdges } from "../sql/_edges.ts";
 import { SqlEvents } from "../sql/_events.ts";
-import { SqliteObjectWrites } from "./_object_writes.ts";
+import { SqlObjectWrites } from "../sql/_object_writes.ts";
 import { SqlObjects } from "../sql/_objects.ts";
 import { SqlReconcileOwed } from "../sql/_reconcile_owed.ts";
 import { describe, rejectWith } from "./_rows.ts";
@@ -141,7 +141,7 @@ class Families {
     return this.#events ??= new SqlEvents(this.#sql);
   }
   get objectWrites(): ObjectWrites {
-    return this.#objectWrites ??= new SqliteObjectWrites(this.#session);
+    return this.#objectWrites ??= new SqlObjectWrites(this.#sql);
   }
   get reconcileOwed(): ReconcileOwed {
     return this.#reconcileOwed ??= new SqlReconcileOwed(this.#sql);
