@@ -26,19 +26,10 @@ import type {
   Store,
 } from "../../src/store.ts";
 import { CommitListener } from "./_commit_listener.ts";
-import { SqlConditions } from "../sql/_conditions.ts";
 import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
-import { SqlDeletionRequests } from "../sql/_deletion_requests.ts";
-import { SqlDependencies } from "../sql/_dependencies.ts";
-import { SqlDriverCursors } from "../sql/_driver_cursors.ts";
-import { SqlEdges } from "../sql/_edges.ts";
-import { SqlEvents } from "../sql/_events.ts";
 import { HeldLocks } from "./_held_locks.ts";
-import { SqlLeases } from "../sql/_leases.ts";
-import { SqlObjectWrites } from "../sql/_object_writes.ts";
-import { SqlObjects } from "../sql/_objects.ts";
-import { SqlReconcileOwed } from "../sql/_reconcile_owed.ts";
-import { describe, rejectWith } from "./_rows.ts";
+import { describe, rejectWith } from "../sql/_checks.ts";
+import { Families } from "../sql/_families.ts";
 import { migrations } from "./_schema.ts";
 import { brokenClients, releaseClient } from "./_connections.ts";
 import { PgSql, RootSession, runOutermost, type Session, type TxSession } from "./_session.ts";
@@ -95,59 +86,6 @@ function idleSetting(ms: number | undefined): string {
 const listeners = new WeakMap<Core, CommitListener>();
 const heldLocks = new WeakMap<Core, HeldLocks>();
 
-/** Families bound to one session; shared by the root handle and transaction handles. */
-class Families {
-  readonly #session: Session;
-  /** The session as the shared families see it. */
-  readonly #sql: PgSql;
-  #objects?: Objects;
-  #conditions?: Conditions;
-  #edges?: Edges;
-  #deletionRequests?: DeletionRequests;
-  #dependencies?: Dependencies;
-  #driverCursors?: DriverCursors;
-  #events?: Events;
-  #objectWrites?: ObjectWrites;
-  #reconcileOwed?: ReconcileOwed;
-  #leases?: Leases;
-
-  constructor(session: Session) {
-    this.#session = session;
-    this.#sql = new PgSql(session);
-  }
-
-  get objects(): Objects {
-    return this.#objects ??= new SqlObjects(this.#sql);
-  }
-  get conditions(): Conditions {
-    return this.#conditions ??= new SqlConditions(this.#sql);
-  }
-  get edges(): Edges {
-    return this.#edges ??= new SqlEdges(this.#sql);
-  }
-  get deletionRequests(): DeletionRequests {
-    return this.#deletionRequests ??= new SqlDeletionRequests(this.#sql);
-  }
-  get dependencies(): Dependencies {
-    return this.#dependencies ??= new SqlDependencies(this.#sql);
-  }
-  get driverCursors(): DriverCursors {
-    return this.#driverCursors ??= new SqlDriverCursors(this.#sql);
-  }
-  get events(): Events {
-    return this.#events ??= new SqlEvents(this.#sql);
-  }
-  get objectWrites(): ObjectWrites {
-    return this.#objectWrites ??= new SqlObjectWrites(this.#sql);
-  }
-  get reconcileOwed(): ReconcileOwed {
-    return this.#reconcileOwed ??= new SqlReconcileOwed(this.#sql);
-  }
-  get leases(): Leases {
-    return this.#leases ??= new SqlLeases(this.#sql, heldLocks.get(this.#session.core)!);
-  }
-}
-
 /** Tables whose rows churn: the write log, events and conditions. */
 const CHURN_TABLES = ["object_writes", "events", "conditions", "objects", "edges"];
 /** A table is vacuumed when this many of its rows are dead, and at least 1 in 8. */
@@ -200,7 +138,7 @@ class PostgresTx extends Families implements Store {
   readonly #session: TxSession;
 
   constructor(identity: string, session: TxSession) {
-    super(session);
+    super(new PgSql(session), heldLocks.get(session.core)!);
     this.identity = identity;
     this.origin = session.core.epoch;
     this.#session = session;
@@ -296,7 +234,7 @@ export class PostgresStore implements Store {
     if (!listeners.has(core)) listeners.set(core, new CommitListener(core));
     if (!heldLocks.has(core)) heldLocks.set(core, new HeldLocks(core));
     const session = new RootSession(core, fence);
-    const families = new Families(session);
+    const families = new Families(new PgSql(session), heldLocks.get(core)!);
     this.identity = identity;
     this.origin = core.epoch;
     this.objects = families.objects;

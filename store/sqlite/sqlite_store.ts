@@ -28,22 +28,13 @@ import type {
   Store,
 } from "../../src/store.ts";
 import { CommitProbe } from "./_commit_probe.ts";
-import { SqlLeases } from "../sql/_leases.ts";
 import { LockFiles } from "./_lock_files.ts";
-import { SqlConditions } from "../sql/_conditions.ts";
 import { Core, Db } from "./_core.ts";
 import type { Logger } from "../../src/logger.ts";
-import { SqlDeletionRequests } from "../sql/_deletion_requests.ts";
-import { SqlDependencies } from "../sql/_dependencies.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
-import { SqlDriverCursors } from "../sql/_driver_cursors.ts";
-import { SqlEdges } from "../sql/_edges.ts";
-import { SqlEvents } from "../sql/_events.ts";
-import { SqlObjectWrites } from "../sql/_object_writes.ts";
-import { SqlObjects } from "../sql/_objects.ts";
-import { SqlReconcileOwed } from "../sql/_reconcile_owed.ts";
-import { describe, rejectWith } from "./_rows.ts";
+import { describe, rejectWith } from "../sql/_checks.ts";
+import { Families } from "../sql/_families.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
 import { MemoryTail } from "./_kind_tails.ts";
@@ -98,59 +89,6 @@ const FREE_PAGE_FLOOR = 256;
 /** Each open store's commit probe, shared by its root, fenced and transaction handles. */
 const probes = new WeakMap<Core, CommitProbe>();
 
-/** Families bound to one session; shared by the root handle and transaction handles. */
-class Families {
-  readonly #session: Session;
-  /** The session as the shared families see it. */
-  readonly #sql: SqliteSql;
-  #objects?: Objects;
-  #conditions?: Conditions;
-  #edges?: Edges;
-  #deletionRequests?: DeletionRequests;
-  #dependencies?: Dependencies;
-  #driverCursors?: DriverCursors;
-  #events?: Events;
-  #objectWrites?: ObjectWrites;
-  #reconcileOwed?: ReconcileOwed;
-  #leases?: Leases;
-
-  constructor(session: Session) {
-    this.#session = session;
-    this.#sql = new SqliteSql(session, sqliteDialect(session.core));
-  }
-
-  get objects(): Objects {
-    return this.#objects ??= new SqlObjects(this.#sql);
-  }
-  get conditions(): Conditions {
-    return this.#conditions ??= new SqlConditions(this.#sql);
-  }
-  get edges(): Edges {
-    return this.#edges ??= new SqlEdges(this.#sql);
-  }
-  get deletionRequests(): DeletionRequests {
-    return this.#deletionRequests ??= new SqlDeletionRequests(this.#sql);
-  }
-  get dependencies(): Dependencies {
-    return this.#dependencies ??= new SqlDependencies(this.#sql);
-  }
-  get driverCursors(): DriverCursors {
-    return this.#driverCursors ??= new SqlDriverCursors(this.#sql);
-  }
-  get events(): Events {
-    return this.#events ??= new SqlEvents(this.#sql);
-  }
-  get objectWrites(): ObjectWrites {
-    return this.#objectWrites ??= new SqlObjectWrites(this.#sql);
-  }
-  get reconcileOwed(): ReconcileOwed {
-    return this.#reconcileOwed ??= new SqlReconcileOwed(this.#sql);
-  }
-  get leases(): Leases {
-    return this.#leases ??= new SqlLeases(this.#sql, this.#session.core.locks);
-  }
-}
-
 function reclaim(session: Session, maxPages: number): Promise<number> {
   return rejectWith(() => {
     if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
@@ -188,7 +126,7 @@ class SqliteTx extends Families implements Store {
   readonly #session: TxSession;
 
   constructor(identity: string, session: TxSession) {
-    super(session);
+    super(new SqliteSql(session, sqliteDialect(session.core)), session.core.locks);
     this.identity = identity;
     this.origin = session.core.epoch;
     this.#session = session;
@@ -279,7 +217,7 @@ export class SqliteStore implements Store {
     root?: SqliteStore,
   ) {
     const session = new RootSession(core, fence);
-    const families = new Families(session);
+    const families = new Families(new SqliteSql(session, sqliteDialect(core)), core.locks);
     this.identity = identity;
     this.origin = core.epoch;
     this.objects = families.objects;
