@@ -21,13 +21,11 @@ import {
 } from "../sql/_write_group.ts";
 import { MemberSavepoint, releaseClient, rollbackQuietly } from "./_connections.ts";
 import type { Dialect } from "../sql/_dialect.ts";
-import type { Query } from "../sql/_query.ts";
 import {
   type Core,
   Db,
   FOREIGN_KEY_VIOLATION,
   type PgClient,
-  type PgValue,
   sqlState,
   UNIQUE_VIOLATION,
 } from "./_core.ts";
@@ -133,20 +131,3 @@ export const postgresDialect: Dialect = {
   isUniqueViolation: (error) => sqlState(error) === UNIQUE_VIOLATION,
   isForeignKeyViolation: (error) => sqlState(error) === FOREIGN_KEY_VIOLATION,
 };
-
-/** Runs one statement a family body yielded, on `db`. */
-export function runQuery(db: Db, query: Query): Promise<unknown> {
-  const params = query.params as PgValue[];
-  switch (query.op) {
-    case "rows":
-      return db.rows(query.sql, ...params);
-    case "row":
-      return db.row(query.sql, ...params);
-    case "all":
-      return db.all(query.sql, ...params);
-    case "get":
-      return db.get(query.sql, ...params);
-    case "run":
-      return db.run(query.sql, ...params);
-  }
-}

@@ -21,9 +21,9 @@ import type { Fence } from "../../src/store.ts";
 import { type Core, Db } from "./_core.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import { isServerError, releaseClient, rollbackQuietly } from "./_connections.ts";
-import { postgresDialect, runQuery, submitWrite } from "./_dialect.ts";
+import { postgresDialect, submitWrite } from "./_dialect.ts";
 import type { Dialect } from "../sql/_dialect.ts";
-import { driveAsync, type Q } from "../sql/_query.ts";
+import { driveAsync, type Q, runOn } from "../sql/_query.ts";
 import type { SqlSession, WriteScope as SqlWriteScope } from "../sql/_session.ts";
 import { type Draws, Scope, type WriteScope } from "./_write_scope.ts";
 
@@ -405,14 +405,14 @@ export class PgSql implements SqlSession {
   }
 
   read<T>(body: () => Q<T>): Promise<T> {
-    return this.#s.read((db) => driveAsync(body(), db, runQuery));
+    return this.#s.read((db) => driveAsync(body(), db, runOn));
   }
 
   readSnapshot<T>(body: () => Q<T>): Promise<T> {
-    return this.#s.readSnapshot((db) => driveAsync(body(), db, runQuery));
+    return this.#s.readSnapshot((db) => driveAsync(body(), db, runOn));
   }
 
   write<T>(body: (scope: SqlWriteScope) => Q<T>): Promise<T> {
-    return this.#s.write((scope) => driveAsync(body(scope), scope.db, runQuery));
+    return this.#s.write((scope) => driveAsync(body(scope), scope.db, runOn));
   }
 }

@@ -28,7 +28,14 @@ import type {
 import { CommitListener } from "./_commit_listener.ts";
 import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
 import { HeldLocks } from "./_held_locks.ts";
-import { describe, rejectWith } from "../sql/_checks.ts";
+import {
+  checkFenceOption,
+  checkHook,
+  checkMaxPages,
+  checkTransactionFn,
+  describe,
+  rejectWith,
+} from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
 import { migrations } from "./_schema.ts";
 import { brokenClients, releaseClient } from "./_connections.ts";
@@ -100,11 +107,7 @@ const PAGE = 8192;
  */
 function reclaim(session: Session, maxPages: number): Promise<number> {
   return rejectWith(async () => {
-    if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
-      throw new TypeError(
-        `Cannot reclaim space: maxPages is ${describe(maxPages)}, expected an integer`,
-      );
-    }
+    checkMaxPages(maxPages);
     if (maxPages <= 0) return 0;
     const core = session.core;
     const due = await session.read(async (db) =>
@@ -145,18 +148,16 @@ class PostgresTx extends Families implements Store {
   }
 
   within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    if (typeof fn !== "function") {
-      return Promise.reject(
-        new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`),
-      );
+    try {
+      checkTransactionFn(fn);
+    } catch (error) {
+      return Promise.reject(error);
     }
     return this.#session.nested((s) => fn(new PostgresTx(this.identity, s)));
   }
 
   afterCommit(fn: () => void | Promise<void>): void {
-    if (typeof fn !== "function") {
-      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
-    }
+    checkHook(fn);
     this.#session.afterCommit(fn);
   }
 
@@ -166,11 +167,7 @@ class PostgresTx extends Families implements Store {
 
   reclaimSpace(maxPages: number): Promise<number> {
     return rejectWith(() => {
-      if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
-        throw new TypeError(
-          `Cannot reclaim space: maxPages is ${describe(maxPages)}, expected an integer`,
-        );
-      }
+      checkMaxPages(maxPages);
       // VACUUM cannot run inside a transaction; the check still refuses a stale handle.
       return this.#session.read(() => Promise.resolve(0));
     });
@@ -301,10 +298,10 @@ export class PostgresStore implements Store {
   }
 
   within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    if (typeof fn !== "function") {
-      return Promise.reject(
-        new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`),
-      );
+    try {
+      checkTransactionFn(fn);
+    } catch (error) {
+      return Promise.reject(error);
     }
     return runOutermost(
       this.#core,
@@ -314,9 +311,7 @@ export class PostgresStore implements Store {
   }
 
   afterCommit(fn: () => void | Promise<void>): void {
-    if (typeof fn !== "function") {
-      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
-    }
+    checkHook(fn);
     void runHooks(this.#core, [fn]);
   }
 
@@ -339,16 +334,7 @@ export class PostgresStore implements Store {
    * that is over rejects with `FencedError` and commits nothing.
    */
   fenced(fence: Fence): Store {
-    if (
-      typeof fence !== "object" || fence === null || typeof fence.lease !== "string" ||
-      fence.lease === "" || !Number.isSafeInteger(fence.epoch) || fence.epoch < 0
-    ) {
-      throw new TypeError(
-        `Cannot fence the store: fence is ${
-          describe(fence)
-        }, expected { lease: string, epoch: integer >= 0 }`,
-      );
-    }
+    checkFenceOption(fence);
     return new PostgresStore(this.identity, this.#core, { ...fence }, this.#root ?? this);
   }
 

@@ -356,3 +356,41 @@ export function normalizeConditions(conditions: unknown): NormalCondition[] {
     };
   });
 }
+
+/** Checks a transaction body. @throws {TypeError} */
+export function checkTransactionFn(fn: unknown): asserts fn is (...args: never[]) => unknown {
+  if (typeof fn !== "function") {
+    throw new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`);
+  }
+}
+
+/** Checks an afterCommit hook. @throws {TypeError} */
+export function checkHook(fn: unknown): asserts fn is () => void | Promise<void> {
+  if (typeof fn !== "function") {
+    throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
+  }
+}
+
+/** Checks a fence to write under. @throws {TypeError} */
+export function checkFenceOption(fence: unknown): void {
+  const f = fence as { lease?: unknown; epoch?: unknown } | null;
+  if (
+    typeof f !== "object" || f === null || typeof f.lease !== "string" ||
+    f.lease === "" || !Number.isSafeInteger(f.epoch) || (f.epoch as number) < 0
+  ) {
+    throw new TypeError(
+      `Cannot fence the store: fence is ${
+        describe(fence)
+      }, expected { lease: string, epoch: integer >= 0 }`,
+    );
+  }
+}
+
+/** Checks a reclaim bound. @throws {TypeError} */
+export function checkMaxPages(maxPages: unknown): asserts maxPages is number {
+  if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
+    throw new TypeError(
+      `Cannot reclaim space: maxPages is ${describe(maxPages)}, expected an integer`,
+    );
+  }
+}

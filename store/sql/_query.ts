@@ -87,6 +87,16 @@ export function done<T>(value: T): Q<T> {
   } as unknown as Q<T>;
 }
 
+/** A connection that runs a yielded statement: each dialect's `Db`. */
+export interface Runs<R> {
+  query(query: Query): R;
+}
+
+/** Runs `query` on `conn` (the runner both drives take). */
+export function runOn<R>(conn: Runs<R>, query: Query): R {
+  return conn.query(query);
+}
+
 /** Drives `body` to its end on a synchronous connection `conn`, without yielding to the event loop. */
 export function driveSync<C, T>(body: Q<T>, conn: C, run: (conn: C, query: Query) => unknown): T {
   let step = body.next();

@@ -5,7 +5,6 @@
  *
  * @module
  */
-import { BeehiveError, FencedError, StoreClosedError, StoreError } from "../../src/errors.ts";
 import type { Logger } from "../../src/logger.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
@@ -13,6 +12,7 @@ import type { LockFiles } from "./_lock_files.ts";
 import type { Checkpointer } from "./_checkpointer.ts";
 import { CommitJournal } from "./_journal.ts";
 import { AsyncLock } from "../sql/_lock.ts";
+import { FENCE_SQL, refuseStaleFence, StoreState } from "../sql/_store_state.ts";
 import type { Query } from "../sql/_query.ts";
 
 /** A row as a driver returns it. */
@@ -143,7 +143,7 @@ const PUBLISH_SQL =
 export type IdTable = "objects" | "events";
 
 /** Everything one open store shares between its root handle and its transactions. */
-export class Core {
+export class Core extends StoreState {
   readonly writer: Db;
   readonly reader: Db;
   /** The writer connection's owner: one write group at a time. */
@@ -151,7 +151,6 @@ export class Core {
   /** Where the commit journal stood when the running group member's savepoint opened. */
   memberMark = 0;
   readonly driver: Driver;
-  readonly logger: StoreLogger | undefined;
   /** This open's number, for the liveness downgrade. */
   readonly epoch: number;
   /** The lease lock files. */
@@ -170,9 +169,6 @@ export class Core {
   #seen: number | undefined;
   /** The writer's `PRAGMA data_version` at the last commit probe. */
   #probeSeen: number | undefined;
-  #closing = false;
-  #closed = false;
-
   constructor(
     driver: Driver,
     writer: Db,
@@ -181,43 +177,24 @@ export class Core {
     locks: LockFiles,
     logger: StoreLogger | undefined,
   ) {
+    super(logger);
     this.driver = driver;
     this.writer = writer;
     this.reader = reader;
     this.epoch = epoch;
     this.locks = locks;
-    this.logger = logger;
     writer.journal = this.journal;
-  }
-
-  get closing(): boolean {
-    return this.#closing;
-  }
-
-  /** Refuses new work; a transaction already running may finish. */
-  markClosing(): void {
-    this.#closing = true;
   }
 
   /** Closes both connections. */
   close(): void {
-    this.#closed = true;
+    this.markClosed();
     try {
       this.locks.close();
       this.reader.close();
     } finally {
       this.writer.close();
     }
-  }
-
-  /** Rejects new work once close was called. */
-  assertOpen(): void {
-    if (this.#closing) throw new StoreClosedError("Cannot use the store: it is closed");
-  }
-
-  /** Rejects work once the connections are gone. */
-  assertConnected(): void {
-    if (this.#closed) throw new StoreClosedError("Cannot use the store: it is closed");
   }
 
   /**
@@ -352,33 +329,11 @@ export class Core {
    */
   checkFence(fence: Fence | undefined): void {
     if (fence === undefined) return;
-    const row = this.writer.get("SELECT epoch, holder FROM leases WHERE name = ?", fence.lease);
-    const epoch = row === undefined ? 0 : Number(row.epoch);
-    if (epoch > fence.epoch) {
-      throw new FencedError(
-        `Cannot write: lease "${fence.lease}" is at epoch ${epoch} (held by ${
-          row!.holder === null ? "nobody" : JSON.stringify(row!.holder)
-        }), and this write carries epoch ${fence.epoch} from a term that is over`,
-      );
-    }
+    refuseStaleFence(fence, this.writer.get(FENCE_SQL, fence.lease));
   }
 
-  /** Reports a failure from a hook or another place with no caller to reject. */
-  report(message: string, error: unknown): void {
-    this.logger?.error(message, { error });
-  }
-
-  /**
-   * Translates anything a driver threw into a {@linkcode BeehiveError}.
-   * Beehive errors pass through untouched.
-   */
-  translate(error: unknown): BeehiveError {
-    if (error instanceof BeehiveError) return error;
-    if (this.#closed || this.#closing) {
-      return new StoreClosedError("Cannot use the store: it is closed", { cause: error });
-    }
-    const failure = this.driver.describeFailure(error);
-    return new StoreError(`SQLite store failure: ${failure.message}`, { cause: error });
+  protected describeFailure(error: unknown): string {
+    return `SQLite store failure: ${this.driver.describeFailure(error).message}`;
   }
 
   /** Whether a driver error is a UNIQUE constraint violation. */

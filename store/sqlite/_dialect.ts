@@ -18,8 +18,7 @@ import {
   WriteGroup,
 } from "../sql/_write_group.ts";
 import type { Dialect } from "../sql/_dialect.ts";
-import type { Query } from "../sql/_query.ts";
-import type { Core, Db } from "./_core.ts";
+import type { Core } from "./_core.ts";
 
 /** The most members one commit takes; the rest form the next group. */
 export const MAX_GROUP = 256;
@@ -139,9 +138,4 @@ function newDialect(core: Core): Dialect {
     isUniqueViolation: (error) => core.isUniqueViolation(error),
     isForeignKeyViolation: (error) => core.isForeignKeyViolation(error),
   };
-}
-
-/** Runs one statement a family body yielded, on `db`. */
-export function runQuery(db: Db, query: Query): unknown {
-  return db.query(query);
 }

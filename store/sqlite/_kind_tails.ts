@@ -14,8 +14,8 @@ import type { GroupKind } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
 import type { CommitBatch, JournalReader } from "./_journal.ts";
 import { readKindPage } from "../sql/_object_writes.ts";
-import { driveSync } from "../sql/_query.ts";
-import { runQuery, sqliteDialect } from "./_dialect.ts";
+import { driveSync, runOn } from "../sql/_query.ts";
+import { sqliteDialect } from "./_dialect.ts";
 import type { Session } from "./_session.ts";
 
 /** The most entries a tail holds for a reader that falls behind; past that it reads the log. */
@@ -125,7 +125,7 @@ export class MemoryTail implements KindTail, JournalReader {
     const page = driveSync(
       readKindPage(sqliteDialect(this.#core), this.gk, after, limit),
       db,
-      runQuery,
+      runOn,
     );
     if (limit > 0 && page.writes.length < limit) {
       // Every batch handed out so far is at or below this snapshot's counter.

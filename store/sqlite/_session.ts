@@ -19,9 +19,9 @@ import {
 } from "../sql/_frames.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
-import { runQuery, submitWrite } from "./_dialect.ts";
+import { submitWrite } from "./_dialect.ts";
 import type { Dialect } from "../sql/_dialect.ts";
-import { driveSync, type Q } from "../sql/_query.ts";
+import { driveSync, type Q, runOn } from "../sql/_query.ts";
 import type { SqlSession, WriteScope as SqlWriteScope } from "../sql/_session.ts";
 import { Scope, type WriteScope } from "./_write_scope.ts";
 
@@ -326,14 +326,14 @@ export class SqliteSql implements SqlSession {
   }
 
   read<T>(body: () => Q<T>): Promise<T> {
-    return this.#s.read((db) => driveSync(body(), db, runQuery));
+    return this.#s.read((db) => driveSync(body(), db, runOn));
   }
 
   readSnapshot<T>(body: () => Q<T>): Promise<T> {
-    return this.#s.readSnapshot((db) => driveSync(body(), db, runQuery));
+    return this.#s.readSnapshot((db) => driveSync(body(), db, runOn));
   }
 
   write<T>(body: (scope: SqlWriteScope) => Q<T>): Promise<T> {
-    return this.#s.write((scope) => driveSync(body(scope), scope.db, runQuery));
+    return this.#s.write((scope) => driveSync(body(scope), scope.db, runOn));
   }
 }

@@ -33,7 +33,14 @@ import { Core, Db } from "./_core.ts";
 import type { Logger } from "../../src/logger.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
-import { describe, rejectWith } from "../sql/_checks.ts";
+import {
+  checkFenceOption,
+  checkHook,
+  checkMaxPages,
+  checkTransactionFn,
+  describe,
+  rejectWith,
+} from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
@@ -91,11 +98,7 @@ const probes = new WeakMap<Core, CommitProbe>();
 
 function reclaim(session: Session, maxPages: number): Promise<number> {
   return rejectWith(() => {
-    if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
-      throw new TypeError(
-        `Cannot reclaim space: maxPages is ${describe(maxPages)}, expected an integer`,
-      );
-    }
+    checkMaxPages(maxPages);
     if (maxPages <= 0) return Promise.resolve(0);
     // An idle reclaim is a read: the write transaction opens only above the floor.
     return session.read((db) => {
@@ -137,9 +140,7 @@ class SqliteTx extends Families implements Store {
   }
 
   afterCommit(fn: () => void | Promise<void>): void {
-    if (typeof fn !== "function") {
-      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
-    }
+    checkHook(fn);
     this.#session.afterCommit(fn);
   }
 
@@ -307,10 +308,10 @@ export class SqliteStore implements Store {
   }
 
   within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    if (typeof fn !== "function") {
-      return Promise.reject(
-        new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`),
-      );
+    try {
+      checkTransactionFn(fn);
+    } catch (error) {
+      return Promise.reject(error);
     }
     return runOutermost(
       this.#core,
@@ -320,9 +321,7 @@ export class SqliteStore implements Store {
   }
 
   afterCommit(fn: () => void | Promise<void>): void {
-    if (typeof fn !== "function") {
-      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
-    }
+    checkHook(fn);
     void runHooks(this.#core, [fn]);
   }
 
@@ -340,16 +339,7 @@ export class SqliteStore implements Store {
    * that is over rejects with `FencedError` and commits nothing.
    */
   fenced(fence: Fence): Store {
-    if (
-      typeof fence !== "object" || fence === null || typeof fence.lease !== "string" ||
-      fence.lease === "" || !Number.isSafeInteger(fence.epoch) || fence.epoch < 0
-    ) {
-      throw new TypeError(
-        `Cannot fence the store: fence is ${
-          describe(fence)
-        }, expected { lease: string, epoch: integer >= 0 }`,
-      );
-    }
+    checkFenceOption(fence);
     return new SqliteStore(this.identity, this.#core, undefined, { ...fence }, this.#root ?? this);
   }
 
