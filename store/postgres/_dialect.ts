@@ -17,7 +17,7 @@ import {
   type GroupPolicy,
   type GroupTransactions,
   type Member,
-  WriteGroup,
+  writeGroupOf,
 } from "../sql/_write_group.ts";
 import { MemberSavepoint, releaseClient, rollbackQuietly } from "./_connections.ts";
 import type { Dialect } from "../sql/_dialect.ts";
@@ -97,16 +97,12 @@ function transactions(core: Core): GroupTransactions<PgTx> {
   };
 }
 
-const groups = new WeakMap<Core, WriteGroup<PgTx>>();
-
 /**
  * Queues `member` for the next group commit of `core`. The caller has checked
  * the store is open and counts the write as work in flight.
  */
 export function submitWrite(core: Core, member: Member<PgTx>): void {
-  let group = groups.get(core);
-  if (group === undefined) groups.set(core, group = new WriteGroup(transactions(core), POLICY));
-  group.submit(member);
+  writeGroupOf(core, transactions, POLICY).submit(member);
 }
 
 /** PostgreSQL's spelling and abilities, for the shared families. */

@@ -260,3 +260,23 @@ export class WriteGroup<Tx> {
     return failures;
   }
 }
+
+/** Each open store's write group, keyed by its core. */
+const groups = new WeakMap<object, WriteGroup<unknown>>();
+
+/**
+ * The write group of the store `core` belongs to, made on first use from the
+ * dialect's transaction steps and policy.
+ */
+export function writeGroupOf<C extends object, Tx>(
+  core: C,
+  transactions: (core: C) => GroupTransactions<Tx>,
+  policy: GroupPolicy,
+): WriteGroup<Tx> {
+  let group = groups.get(core) as WriteGroup<Tx> | undefined;
+  if (group === undefined) {
+    group = new WriteGroup(transactions(core), policy);
+    groups.set(core, group as WriteGroup<unknown>);
+  }
+  return group;
+}

@@ -15,7 +15,7 @@ import {
   type GroupPolicy,
   type GroupTransactions,
   type Member,
-  WriteGroup,
+  writeGroupOf,
 } from "../sql/_write_group.ts";
 import type { Dialect } from "../sql/_dialect.ts";
 import type { Core } from "./_core.ts";
@@ -100,13 +100,9 @@ function transactions(core: Core): GroupTransactions<Core> {
   };
 }
 
-const groups = new WeakMap<Core, WriteGroup<Core>>();
-
 /** Queues `member` for the next group commit of `core`. */
 export function submitWrite(core: Core, member: Member<Core>): void {
-  let group = groups.get(core);
-  if (group === undefined) groups.set(core, group = new WriteGroup(transactions(core), POLICY));
-  group.submit(member);
+  writeGroupOf(core, transactions, POLICY).submit(member);
 }
 
 const dialects = new WeakMap<Core, Dialect>();
