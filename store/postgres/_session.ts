@@ -7,24 +7,21 @@
  *
  * @module
  */
-import { ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
 import {
   afterCommit,
-  Frame,
-  isUnwound,
-  markUnwound,
-  runHooks,
+  type Frame,
+  outermostMember,
+  runNested,
+  type SavepointSteps,
   TxState,
-  unwindFrame,
 } from "../sql/_frames.ts";
 import type { Fence } from "../../src/store.ts";
 import { type Core, Db } from "./_core.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import { isServerError, releaseClient, rollbackQuietly } from "./_connections.ts";
-import { postgresDialect, submitWrite } from "./_dialect.ts";
-import type { Dialect } from "../sql/_dialect.ts";
-import { driveAsync, type Q, runOn } from "../sql/_query.ts";
-import type { SqlSession, WriteScope as SqlWriteScope } from "../sql/_session.ts";
+import { type PgTx, postgresDialect, submitWrite } from "./_dialect.ts";
+import { driveAsync } from "../sql/_query.ts";
+import { BodySession, type SqlSession } from "../sql/_session.ts";
 import { type Draws, Scope, type WriteScope } from "./_write_scope.ts";
 
 export type { WriteScope } from "./_write_scope.ts";
@@ -229,85 +226,39 @@ export class TxSession implements Session {
   }
 
   /** Opens a nested frame (a savepoint) and runs `fn` in it. */
-  async nested<T>(fn: (session: TxSession) => Promise<T>): Promise<T> {
+  nested<T>(fn: (session: TxSession) => Promise<T>): Promise<T> {
     const core = this.core;
-    const parent = this.frame;
-    const state = parent.state;
-    try {
-      core.assertConnected();
-      if (parent.child !== undefined && !parent.ended && !state.done) {
-        throw new ConcurrentNestedTxError(
-          "Cannot open a nested transaction frame: a sibling frame on the same handle is still open",
-        );
-      }
-      parent.assertLive();
-    } catch (error) {
-      throw core.translate(error);
-    }
-    const frame = new Frame(state, parent);
-    const name = state.nextSavepoint();
-    // Claimed before the savepoint's round trip, so a sibling opened meanwhile is refused.
-    parent.child = frame;
-    const draws = { next: state.draws.next, drawn: state.draws.drawn };
-    // Queued, not awaited: fn starts at once, and its units queue behind the savepoint.
-    let opened: unknown;
-    const savepoint = state.exclusive(() => state.db.exec(`SAVEPOINT ${name}`)).then(
-      () => true,
-      (error) => {
-        opened = error;
-        return false;
-      },
-    );
-    let result: T | undefined;
-    let failure: unknown;
-    let failed = false;
-    try {
-      result = await fn(new TxSession(core, frame));
-      if (!await savepoint) throw core.translate(opened);
-      if (frame.child !== undefined) {
-        throw new ConcurrentNestedTxError(
-          "Cannot commit the transaction frame: a frame nested in it is still open",
-        );
-      }
-    } catch (error) {
-      failed = true;
-      failure = error;
-    }
-    if (state.done || isUnwound(frame)) {
-      // An enclosing frame already ended and took this savepoint with it.
-      markUnwound(frame);
-      if (failed) throw failure;
-      throw new StaleTxError(
-        "Cannot commit the nested transaction frame: an enclosing frame ended while it was open",
-      );
-    }
-    if (failed) {
-      try {
-        await unwind(frame, name);
-        state.draws.next = draws.next;
-        state.draws.drawn = draws.drawn;
-      } catch (error) {
-        core.report("beehive store: rolling back a savepoint failed", error);
-      }
-      throw failure;
-    }
-    frame.ended = true;
-    parent.child = undefined;
-    try {
-      await state.exclusive(() => state.db.exec(`RELEASE ${name}`));
-    } catch (error) {
-      throw core.translate(error);
-    }
-    return result as T;
+    return runNested(core, this.frame, SAVEPOINTS, (frame) => fn(new TxSession(core, frame)));
   }
 }
 
-async function unwind(frame: PgFrame, savepoint: string): Promise<void> {
-  const state = frame.state;
-  if (unwindFrame(frame)) {
-    await state.exclusive(() => state.db.exec(`ROLLBACK TO ${savepoint}; RELEASE ${savepoint}`));
-  }
-}
+/** The draws as each nested frame's savepoint opened, returned when the frame unwinds. */
+const drawsAtOpen = new WeakMap<PgFrame, { readonly next: number; readonly drawn: number }>();
+
+/**
+ * PostgreSQL's savepoints on the transaction's connection: queued, not
+ * awaited (`fn` starts at once, and its units queue behind the savepoint).
+ */
+const SAVEPOINTS: SavepointSteps<PgTxState> = {
+  open(frame, name) {
+    const state = frame.state;
+    drawsAtOpen.set(frame, state.draws.mark());
+    return state.exclusive(() => state.db.exec(`SAVEPOINT ${name}`)).then(
+      () => undefined,
+      (error) => error ?? new Error("SAVEPOINT failed"),
+    );
+  },
+  async rollback(frame, name) {
+    const state = frame.state;
+    await state.exclusive(() => state.db.exec(`ROLLBACK TO ${name}; RELEASE ${name}`));
+    // Versions drawn by a frame that unwound are returned: none was seen outside.
+    state.draws.restore(drawsAtOpen.get(frame)!);
+  },
+  async release(frame, name) {
+    const state = frame.state;
+    await state.exclusive(() => state.db.exec(`RELEASE ${name}`));
+  },
+};
 
 /**
  * Runs `fn` as an outermost transaction in the write group (see
@@ -327,92 +278,19 @@ export function runOutermost<T>(
     return Promise.reject(core.translate(error));
   }
   core.enter();
-  const { promise, resolve, reject } = Promise.withResolvers<T>();
-  let state: PgTxState;
-  let frame: PgFrame;
-  const unwound = () => {
-    frame.ended = true;
-    state.done = true;
-    markUnwound(frame);
-  };
-  let value: T;
-  submitWrite(core, {
-    fence,
-    transaction: true,
-    async run(tx) {
-      state = new PgTxState(tx.db, tx.draws);
-      frame = new Frame(state, undefined);
-      let failed = false;
-      let failure: unknown;
-      try {
-        value = await fn(new TxSession(core, frame));
-        if (frame.child !== undefined) {
-          throw new ConcurrentNestedTxError(
-            "Cannot commit the transaction: a nested frame is still open",
-          );
-        }
-      } catch (error) {
-        failed = true;
-        // fn's own rejection reaches the caller as it was thrown.
-        failure = error;
-      }
-      if (failed) unwound();
-      else {
-        frame.ended = true;
-        state.done = true;
-      }
-      // Units it left running hold the connection: they finish before the rollback or the next member.
-      await state.exclusive(() => Promise.resolve());
-      if (failed) throw failure;
-      return tx.draws.drawn;
-    },
-    async committed() {
-      state.committed = true;
-      core.leave();
-      await runHooks(core, state.hooks.map((h) => h.fn));
-      resolve(value);
-    },
-    failed(error) {
-      // A member that ran to its end lost its writes with the group's commit.
-      if (state !== undefined) {
-        if (!state.done) unwound();
-        else markUnwound(frame);
-      }
-      core.leave();
-      reject(error);
-    },
+  const { member, promise } = outermostMember<PgTx, PgTxState, T>(core, fence, {
+    begin: (tx) => new PgTxState(tx.db, tx.draws),
+    run: (frame) => fn(new TxSession(core, frame)),
+    // Units it left running hold the connection.
+    settle: (state) => state.exclusive(() => Promise.resolve()),
+    drawn: (tx) => tx.draws.drawn,
+    over: () => core.leave(),
   });
+  submitWrite(core, member);
   return promise;
 }
 
-/** A session as the shared families see it: bodies driven one round trip at a time. */
-export class PgSql implements SqlSession {
-  readonly dialect: Dialect = postgresDialect;
-  readonly epoch: number;
-  readonly #s: Session;
-
-  constructor(session: Session) {
-    this.#s = session;
-    this.epoch = session.core.epoch;
-  }
-
-  get inTransaction(): boolean {
-    return this.#s instanceof TxSession;
-  }
-
-  assertOpen(): void {
-    this.#s.core.assertOpen();
-  }
-
-  read<T>(body: () => Q<T>): Promise<T> {
-    return this.#s.read((db) => driveAsync(body(), db, runOn));
-  }
-
-  readSnapshot<T>(body: () => Q<T>): Promise<T> {
-    return this.#s.readSnapshot((db) => driveAsync(body(), db, runOn));
-  }
-
-  write<T>(body: (scope: SqlWriteScope) => Q<T>): Promise<T> {
-    return this.#s.write((scope) => driveAsync(body(scope), scope.db, runOn));
-  }
+/** `session` as the shared families see it: bodies driven one round trip at a time. */
+export function sqlSession(session: Session): SqlSession {
+  return new BodySession(session, postgresDialect, session instanceof TxSession, driveAsync);
 }

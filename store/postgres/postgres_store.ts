@@ -37,9 +37,10 @@ import {
   rejectWith,
 } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
+import { SqlTx, type TxHandleParts } from "../sql/_tx_handle.ts";
 import { migrations } from "./_schema.ts";
 import { brokenClients, releaseClient } from "./_connections.ts";
-import { PgSql, RootSession, runOutermost, type Session, type TxSession } from "./_session.ts";
+import { RootSession, runOutermost, type Session, sqlSession, type TxSession } from "./_session.ts";
 import { runHooks } from "../sql/_frames.ts";
 
 /** How a {@linkcode PostgresStore} is opened. */
@@ -134,59 +135,20 @@ function reclaim(session: Session, maxPages: number): Promise<number> {
   });
 }
 
-/** A transaction handle: a `Store` whose calls join one transaction frame. */
-class PostgresTx extends Families implements Store {
-  readonly identity: string;
-  readonly origin: number;
-  readonly #session: TxSession;
-
-  constructor(identity: string, session: TxSession) {
-    super(new PgSql(session), heldLocks.get(session.core)!);
-    this.identity = identity;
-    this.origin = session.core.epoch;
-    this.#session = session;
-  }
-
-  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    try {
-      checkTransactionFn(fn);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.#session.nested((s) => fn(new PostgresTx(this.identity, s)));
-  }
-
-  afterCommit(fn: () => void | Promise<void>): void {
-    checkHook(fn);
-    this.#session.afterCommit(fn);
-  }
-
-  getLatestResourceVersion(): Promise<number> {
-    return this.#session.read((db) => this.#session.core.latestVersion(db));
-  }
-
-  reclaimSpace(maxPages: number): Promise<number> {
-    return rejectWith(() => {
-      checkMaxPages(maxPages);
-      // VACUUM cannot run inside a transaction; the check still refuses a stale handle.
-      return this.#session.read(() => Promise.resolve(0));
-    });
-  }
-
-  /** The outermost transaction's fence applies: a transaction is checked once, when it begins. */
-  fenced(_fence: Fence): Store {
-    return this;
-  }
-
-  watchCommits(listener: () => void): () => void {
-    return listeners.get(this.#session.core)!.subscribe(listener);
-  }
-
-  close(): Promise<void> {
-    return Promise.reject(
-      new BeehiveError("Cannot close the store through a transaction handle; close the root store"),
-    );
-  }
+/** What PostgreSQL's transaction handles read of the store's own machinery. */
+function txParts(core: Core): TxHandleParts<TxSession> {
+  return {
+    sql: sqlSession,
+    locks: heldLocks.get(core)!,
+    latestVersion: (session) => session.read((db) => core.latestVersion(db)),
+    reclaimSpace: (session, maxPages) =>
+      rejectWith(() => {
+        checkMaxPages(maxPages);
+        // VACUUM cannot run inside a transaction; the check still refuses a stale handle.
+        return session.read(() => Promise.resolve(0));
+      }),
+    watchCommits: (listener) => listeners.get(core)!.subscribe(listener),
+  };
 }
 
 /**
@@ -222,6 +184,7 @@ export class PostgresStore implements Store {
   readonly leases: Leases;
   readonly #core: Core;
   readonly #session: RootSession;
+  readonly #txParts: TxHandleParts<TxSession>;
   /** The handle `openPostgresStore` returned, which owns the pool; undefined on that one. */
   readonly #root: PostgresStore | undefined;
   #closed: Promise<void> | undefined;
@@ -231,7 +194,7 @@ export class PostgresStore implements Store {
     if (!listeners.has(core)) listeners.set(core, new CommitListener(core));
     if (!heldLocks.has(core)) heldLocks.set(core, new HeldLocks(core));
     const session = new RootSession(core, fence);
-    const families = new Families(new PgSql(session), heldLocks.get(core)!);
+    const families = new Families(sqlSession(session), heldLocks.get(core)!);
     this.identity = identity;
     this.origin = core.epoch;
     this.objects = families.objects;
@@ -246,6 +209,7 @@ export class PostgresStore implements Store {
     this.leases = families.leases;
     this.#core = core;
     this.#session = session;
+    this.#txParts = txParts(core);
     this.#root = root;
   }
 
@@ -305,7 +269,7 @@ export class PostgresStore implements Store {
     }
     return runOutermost(
       this.#core,
-      (s) => fn(new PostgresTx(this.identity, s)),
+      (s) => fn(new SqlTx(this.identity, this.origin, s, this.#txParts)),
       this.#session.fence,
     );
   }

@@ -117,7 +117,7 @@ export function driveSync<C, T>(body: Q<T>, conn: C, run: (conn: C, query: Query
 export async function driveAsync<C, T>(
   body: Q<T>,
   conn: C,
-  run: (conn: C, query: Query) => Promise<unknown>,
+  run: (conn: C, query: Query) => unknown,
 ): Promise<T> {
   let step = body.next();
   while (!step.done) {

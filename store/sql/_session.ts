@@ -8,7 +8,7 @@
  */
 import type { TailWrite } from "../../src/_kind_tail.ts";
 import type { Dialect } from "./_dialect.ts";
-import type { Q } from "./_query.ts";
+import { type Q, type Query, runOn, type Runs } from "./_query.ts";
 
 /** Where a store keeps the write-log entries of the open transaction for readers tailing from memory. */
 export interface WriteJournal {
@@ -62,4 +62,61 @@ export interface SqlSession {
   readSnapshot<T>(body: () => Q<T>): Promise<T>;
   /** Runs a write unit atomically. */
   write<T>(body: (scope: WriteScope) => Q<T>): Promise<T>;
+}
+
+/** A dialect's own session, as {@linkcode BodySession} drives bodies through it. */
+export interface DriverSession<C, S extends WriteScope & { readonly db: C }> {
+  readonly core: { readonly epoch: number; assertOpen(): void };
+  /** Runs `fn` on a connection for reads. */
+  read(fn: (db: C) => unknown): Promise<unknown>;
+  /** Runs `fn` on a connection inside one snapshot. */
+  readSnapshot(fn: (db: C) => unknown): Promise<unknown>;
+  /** Runs `fn` as one atomic write unit. */
+  write(fn: (scope: S) => unknown): Promise<unknown>;
+}
+
+/** How a dialect drives a body on a connection: `driveSync` or `driveAsync`. */
+export type Drive = <C, T>(
+  body: Q<T>,
+  conn: C,
+  run: (conn: C, query: Query) => unknown,
+) => unknown;
+
+/** A dialect session as the shared families see it: each body driven on the session's connection. */
+export class BodySession<C extends Runs<unknown>, S extends WriteScope & { readonly db: C }>
+  implements SqlSession {
+  readonly dialect: Dialect;
+  readonly epoch: number;
+  readonly inTransaction: boolean;
+  readonly #s: DriverSession<C, S>;
+  readonly #drive: Drive;
+
+  constructor(
+    session: DriverSession<C, S>,
+    dialect: Dialect,
+    inTransaction: boolean,
+    drive: Drive,
+  ) {
+    this.#s = session;
+    this.dialect = dialect;
+    this.epoch = session.core.epoch;
+    this.inTransaction = inTransaction;
+    this.#drive = drive;
+  }
+
+  assertOpen(): void {
+    this.#s.core.assertOpen();
+  }
+
+  read<T>(body: () => Q<T>): Promise<T> {
+    return this.#s.read((db) => this.#drive(body(), db, runOn)) as Promise<T>;
+  }
+
+  readSnapshot<T>(body: () => Q<T>): Promise<T> {
+    return this.#s.readSnapshot((db) => this.#drive(body(), db, runOn)) as Promise<T>;
+  }
+
+  write<T>(body: (scope: WriteScope) => Q<T>): Promise<T> {
+    return this.#s.write((scope) => this.#drive(body(scope), scope.db, runOn)) as Promise<T>;
+  }
 }

@@ -7,22 +7,19 @@
  *
  * @module
  */
-import { ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
 import {
   afterCommit,
-  Frame,
-  isUnwound,
-  markUnwound,
-  runHooks,
+  type Frame,
+  outermostMember,
+  runNested,
+  type SavepointSteps,
   TxState,
-  unwindFrame,
 } from "../sql/_frames.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
-import { submitWrite } from "./_dialect.ts";
-import type { Dialect } from "../sql/_dialect.ts";
-import { driveSync, type Q, runOn } from "../sql/_query.ts";
-import type { SqlSession, WriteScope as SqlWriteScope } from "../sql/_session.ts";
+import { sqliteDialect, submitWrite } from "./_dialect.ts";
+import { driveSync } from "../sql/_query.ts";
+import { BodySession, type SqlSession } from "../sql/_session.ts";
 import { Scope, type WriteScope } from "./_write_scope.ts";
 
 export type { WriteScope };
@@ -175,74 +172,22 @@ export class TxSession implements Session {
   }
 
   /** Opens a nested frame (a savepoint) and runs `fn` in it. */
-  async nested<T>(fn: (session: TxSession) => Promise<T>): Promise<T> {
+  nested<T>(fn: (session: TxSession) => Promise<T>): Promise<T> {
     const core = this.core;
-    const parent = this.frame;
-    try {
-      core.assertConnected();
-      if (parent.child !== undefined && !parent.ended && !parent.state.done) {
-        throw new ConcurrentNestedTxError(
-          "Cannot open a nested transaction frame: a sibling frame on the same handle is still open",
-        );
-      }
-      parent.assertLive();
-    } catch (error) {
-      throw core.translate(error);
-    }
-    const frame = new Frame(parent.state, parent);
-    const state = parent.state;
-    const name = state.nextSavepoint();
-    try {
-      core.writer.exec(`SAVEPOINT ${name}`);
-    } catch (error) {
-      throw core.translate(error);
-    }
-    frame.mark = core.journal.mark();
-    parent.child = frame;
-    let result: T | undefined;
-    let failure: unknown;
-    let failed = false;
-    try {
-      result = await fn(new TxSession(core, frame));
-      if (frame.child !== undefined) {
-        throw new ConcurrentNestedTxError(
-          "Cannot commit the transaction frame: a frame nested in it is still open",
-        );
-      }
-    } catch (error) {
-      failed = true;
-      failure = error;
-    }
-    if (state.done || isUnwound(frame)) {
-      // An enclosing frame already ended and took this savepoint with it: nothing is ours to touch.
-      markUnwound(frame);
-      if (failed) throw failure;
-      throw new StaleTxError(
-        "Cannot commit the nested transaction frame: an enclosing frame ended while it was open",
-      );
-    }
-    if (failed) {
-      try {
-        unwind(core, frame, name);
-      } catch (error) {
-        core.report("beehive store: rolling back a savepoint failed", error);
-      }
-      // fn's own rejection reaches the caller as it was thrown.
-      throw failure;
-    }
-    frame.ended = true;
-    parent.child = undefined;
-    try {
-      core.writer.exec(`RELEASE ${name}`);
-    } catch (error) {
-      throw core.translate(error);
-    }
-    return result as T;
+    return runNested(core, this.frame, savepoints(core), (frame) => fn(new TxSession(core, frame)));
   }
 }
 
-function unwind(core: Core, frame: SqliteFrame, savepoint: string): void {
-  if (unwindFrame(frame)) core.rollbackToSavepoint(savepoint, frame.mark);
+/** SQLite's savepoints on the writer: set at once, the journal marked where each opened. */
+function savepoints(core: Core): SavepointSteps<SqliteTxState> {
+  return {
+    open(frame, name) {
+      core.writer.exec(`SAVEPOINT ${name}`);
+      frame.mark = core.journal.mark();
+    },
+    rollback: (frame, name) => core.rollbackToSavepoint(name, frame.mark),
+    release: (_, name) => core.writer.exec(`RELEASE ${name}`),
+  };
 }
 
 /**
@@ -260,80 +205,21 @@ export function runOutermost<T>(
   } catch (error) {
     return Promise.reject(core.translate(error));
   }
-  const { promise, resolve, reject } = Promise.withResolvers<T>();
-  const state = new SqliteTxState();
-  const frame = new Frame(state, undefined);
-  const unwound = () => {
-    frame.ended = true;
-    state.done = true;
-    markUnwound(frame);
-  };
-  let value: T;
-  submitWrite(core, {
-    fence,
-    transaction: true,
-    async run() {
-      try {
-        value = await fn(new TxSession(core, frame));
-      } catch (error) {
-        unwound();
-        // fn's own rejection reaches the caller as it was thrown.
-        throw error;
-      }
-      if (frame.child !== undefined) {
-        unwound();
-        throw new ConcurrentNestedTxError(
-          "Cannot commit the transaction: a nested frame is still open",
-        );
-      }
-      frame.ended = true;
-      state.done = true;
-      return state.drawn;
-    },
-    async committed() {
-      state.committed = true;
-      await runHooks(core, state.hooks.map((h) => h.fn));
-      resolve(value);
-    },
-    failed(error) {
-      // A member that ran to its end lost its writes with the group's commit.
-      if (!state.done) unwound();
-      else markUnwound(frame);
-      reject(error);
-    },
+  const { member, promise } = outermostMember<Core, SqliteTxState, T>(core, fence, {
+    begin: () => new SqliteTxState(),
+    run: (frame) => fn(new TxSession(core, frame)),
+    drawn: (_, state) => state.drawn,
   });
+  submitWrite(core, member);
   return promise;
 }
 
-/** A session as the shared families see it: bodies driven synchronously on the session's connection. */
-export class SqliteSql implements SqlSession {
-  readonly dialect: Dialect;
-  readonly epoch: number;
-  readonly #s: Session;
-
-  constructor(session: Session, dialect: Dialect) {
-    this.#s = session;
-    this.dialect = dialect;
-    this.epoch = session.core.epoch;
-  }
-
-  get inTransaction(): boolean {
-    return this.#s instanceof TxSession;
-  }
-
-  assertOpen(): void {
-    this.#s.core.assertOpen();
-  }
-
-  read<T>(body: () => Q<T>): Promise<T> {
-    return this.#s.read((db) => driveSync(body(), db, runOn));
-  }
-
-  readSnapshot<T>(body: () => Q<T>): Promise<T> {
-    return this.#s.readSnapshot((db) => driveSync(body(), db, runOn));
-  }
-
-  write<T>(body: (scope: SqlWriteScope) => Q<T>): Promise<T> {
-    return this.#s.write((scope) => driveSync(body(scope), scope.db, runOn));
-  }
+/** `session` as the shared families see it: bodies driven synchronously on its connection. */
+export function sqlSession(session: Session): SqlSession {
+  return new BodySession(
+    session,
+    sqliteDialect(session.core),
+    session instanceof TxSession,
+    driveSync,
+  );
 }

@@ -42,12 +42,12 @@ import {
   rejectWith,
 } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
+import { SqlTx, type TxHandleParts } from "../sql/_tx_handle.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
 import { MemoryTail } from "./_kind_tails.ts";
 import { type KindTail, openKindTailSymbol } from "../../src/_kind_tail.ts";
-import { RootSession, runOutermost, type Session, SqliteSql, type TxSession } from "./_session.ts";
-import { sqliteDialect } from "./_dialect.ts";
+import { RootSession, runOutermost, type Session, sqlSession, type TxSession } from "./_session.ts";
 import { runHooks } from "../sql/_frames.ts";
 
 /** How a {@linkcode SqliteStore} is opened. */
@@ -122,54 +122,15 @@ function drain(session: Session, maxPages: number): Promise<number> {
   });
 }
 
-/** A transaction handle: a `Store` whose calls join one transaction frame. */
-class SqliteTx extends Families implements Store {
-  readonly identity: string;
-  readonly origin: number;
-  readonly #session: TxSession;
-
-  constructor(identity: string, session: TxSession) {
-    super(new SqliteSql(session, sqliteDialect(session.core)), session.core.locks);
-    this.identity = identity;
-    this.origin = session.core.epoch;
-    this.#session = session;
-  }
-
-  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    return this.#session.nested((s) => fn(new SqliteTx(this.identity, s)));
-  }
-
-  afterCommit(fn: () => void | Promise<void>): void {
-    checkHook(fn);
-    this.#session.afterCommit(fn);
-  }
-
-  getLatestResourceVersion(): Promise<number> {
-    return this.#session.read((db) => this.#session.core.latestVersion(db));
-  }
-
-  reclaimSpace(maxPages: number): Promise<number> {
-    return reclaim(this.#session, maxPages);
-  }
-
-  /** The outermost transaction's fence applies: a transaction is checked once, when it begins. */
-  fenced(_fence: Fence): Store {
-    return this;
-  }
-
-  watchCommits(listener: () => void): () => void {
-    return this.#probe.subscribe(listener);
-  }
-
-  get #probe(): CommitProbe {
-    return probes.get(this.#session.core)!;
-  }
-
-  close(): Promise<void> {
-    return Promise.reject(
-      new BeehiveError("Cannot close the store through a transaction handle; close the root store"),
-    );
-  }
+/** What SQLite's transaction handles read of the store's own machinery. */
+function txParts(core: Core): TxHandleParts<TxSession> {
+  return {
+    sql: sqlSession,
+    locks: core.locks,
+    latestVersion: (session) => session.read((db) => core.latestVersion(db)),
+    reclaimSpace: reclaim,
+    watchCommits: (listener) => probes.get(core)!.subscribe(listener),
+  };
 }
 
 /**
@@ -204,6 +165,7 @@ export class SqliteStore implements Store {
   readonly leases: Leases;
   readonly #core: Core;
   readonly #session: RootSession;
+  readonly #txParts: TxHandleParts<TxSession>;
   readonly #tempDir: string | undefined;
   /** The handle `openSqliteStore` returned, which owns the connections; undefined on that one. */
   readonly #root: SqliteStore | undefined;
@@ -218,7 +180,7 @@ export class SqliteStore implements Store {
     root?: SqliteStore,
   ) {
     const session = new RootSession(core, fence);
-    const families = new Families(new SqliteSql(session, sqliteDialect(core)), core.locks);
+    const families = new Families(sqlSession(session), core.locks);
     this.identity = identity;
     this.origin = core.epoch;
     this.objects = families.objects;
@@ -233,6 +195,7 @@ export class SqliteStore implements Store {
     this.leases = families.leases;
     this.#core = core;
     this.#session = session;
+    this.#txParts = txParts(core);
     this.#tempDir = tempDir;
     this.#root = root;
     if (!probes.has(core)) probes.set(core, new CommitProbe(core));
@@ -315,7 +278,7 @@ export class SqliteStore implements Store {
     }
     return runOutermost(
       this.#core,
-      (s) => fn(new SqliteTx(this.identity, s)),
+      (s) => fn(new SqlTx(this.identity, this.origin, s, this.#txParts)),
       this.#session.fence,
     );
   }
