@@ -155,8 +155,6 @@ export class Core extends StoreState {
   readonly pool: pg.Pool;
   /** The schema the store's tables live in. */
   readonly schema: string;
-  /** This open's number (`store_epoch`), for the liveness downgrade and `origin`. */
-  readonly epoch: number;
   /** The NOTIFY channel commits are announced on. */
   readonly channel: string;
   /**
@@ -177,11 +175,10 @@ export class Core extends StoreState {
     epoch: number,
     logger: Logger | undefined,
   ) {
-    super(logger);
+    super(epoch, logger);
     this.pool = pool;
     this.connection = connection;
     this.schema = schema;
-    this.epoch = epoch;
     this.channel = channelName(schema);
   }
 

@@ -8,10 +8,10 @@
  * @module
  */
 import {
-  afterCommit,
   type Frame,
+  FrameSession,
   outermostMember,
-  runNested,
+  RootSessionBase,
   type SavepointSteps,
   TxState,
 } from "../sql/_frames.ts";
@@ -65,15 +65,7 @@ export class PgTxState extends TxState {
 export type PgFrame = Frame<PgTxState>;
 
 /** The session of a root store handle; a fenced handle checks its fence in every write. */
-export class RootSession implements Session {
-  readonly core: Core;
-  readonly fence: Fence | undefined;
-
-  constructor(core: Core, fence?: Fence) {
-    this.core = core;
-    this.fence = fence;
-  }
-
+export class RootSession extends RootSessionBase<Core> implements Session {
   async read<T>(fn: (db: Db) => Promise<T>): Promise<T> {
     const core = this.core;
     try {
@@ -166,15 +158,7 @@ export class RootSession implements Session {
 }
 
 /** The session of one transaction frame's handle. */
-export class TxSession implements Session {
-  readonly core: Core;
-  readonly frame: PgFrame;
-
-  constructor(core: Core, frame: PgFrame) {
-    this.core = core;
-    this.frame = frame;
-  }
-
+export class TxSession extends FrameSession<Core, PgTxState, TxSession> implements Session {
   async read<T>(fn: (db: Db) => Promise<T>): Promise<T> {
     const core = this.core;
     try {
@@ -220,15 +204,12 @@ export class TxSession implements Session {
     }
   }
 
-  /** Registers a hook against this frame. */
-  afterCommit(fn: () => void | Promise<void>): void {
-    afterCommit(this.frame, fn, this.core);
+  protected savepoints(): SavepointSteps<PgTxState> {
+    return SAVEPOINTS;
   }
 
-  /** Opens a nested frame (a savepoint) and runs `fn` in it. */
-  nested<T>(fn: (session: TxSession) => Promise<T>): Promise<T> {
-    const core = this.core;
-    return runNested(core, this.frame, SAVEPOINTS, (frame) => fn(new TxSession(core, frame)));
+  protected on(frame: PgFrame): TxSession {
+    return new TxSession(this.core, frame);
   }
 }
 

@@ -320,3 +320,42 @@ export function outermostMember<Tx, S extends TxState, T>(
   };
   return { member, promise };
 }
+
+/** What a transaction frame's session shares across stores: its frame, its hooks and its nesting. */
+export abstract class FrameSession<C extends FrameHost, S extends TxState, Self> {
+  readonly core: C;
+  readonly frame: Frame<S>;
+
+  constructor(core: C, frame: Frame<S>) {
+    this.core = core;
+    this.frame = frame;
+  }
+
+  /** Registers a hook against this frame. */
+  afterCommit(fn: () => void | Promise<void>): void {
+    afterCommit(this.frame, fn, this.core);
+  }
+
+  /** Opens a nested frame (a savepoint) and runs `fn` in it. */
+  nested<T>(fn: (session: Self) => Promise<T>): Promise<T> {
+    return runNested(this.core, this.frame, this.savepoints(), (frame) => fn(this.on(frame)));
+  }
+
+  /** The dialect's savepoint steps. */
+  protected abstract savepoints(): SavepointSteps<S>;
+
+  /** A session of the same kind on `frame`. */
+  protected abstract on(frame: Frame<S>): Self;
+}
+
+/** What a root handle's session shares across stores: its store and the fence its writes carry. */
+export abstract class RootSessionBase<C> {
+  readonly core: C;
+  /** Checked inside every write transaction of a fenced handle. */
+  readonly fence: Fence | undefined;
+
+  constructor(core: C, fence?: Fence) {
+    this.core = core;
+    this.fence = fence;
+  }
+}

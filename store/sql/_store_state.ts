@@ -30,11 +30,14 @@ export function refuseStaleFence(fence: Fence, row: Row | undefined): void {
 
 /** The lifecycle and error handling one open store's handles share. */
 export abstract class StoreState {
+  /** This open's number (`store_epoch`): the liveness downgrade's epoch and the write log's origin. */
+  readonly epoch: number;
   readonly logger: Logger | undefined;
   #closing = false;
   #closed = false;
 
-  constructor(logger: Logger | undefined) {
+  constructor(epoch: number, logger: Logger | undefined) {
+    this.epoch = epoch;
     this.logger = logger;
   }
 

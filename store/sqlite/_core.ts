@@ -151,8 +151,6 @@ export class Core extends StoreState {
   /** Where the commit journal stood when the running group member's savepoint opened. */
   memberMark = 0;
   readonly driver: Driver;
-  /** This open's number, for the liveness downgrade. */
-  readonly epoch: number;
   /** The lease lock files. */
   readonly locks: LockFiles;
   /** The background checkpointer, for a store on the `node:sqlite` driver. */
@@ -169,6 +167,7 @@ export class Core extends StoreState {
   #seen: number | undefined;
   /** The writer's `PRAGMA data_version` at the last commit probe. */
   #probeSeen: number | undefined;
+
   constructor(
     driver: Driver,
     writer: Db,
@@ -177,11 +176,10 @@ export class Core extends StoreState {
     locks: LockFiles,
     logger: StoreLogger | undefined,
   ) {
-    super(logger);
+    super(epoch, logger);
     this.driver = driver;
     this.writer = writer;
     this.reader = reader;
-    this.epoch = epoch;
     this.locks = locks;
     writer.journal = this.journal;
   }

@@ -8,10 +8,10 @@
  * @module
  */
 import {
-  afterCommit,
   type Frame,
+  FrameSession,
   outermostMember,
-  runNested,
+  RootSessionBase,
   type SavepointSteps,
   TxState,
 } from "../sql/_frames.ts";
@@ -44,15 +44,7 @@ export class SqliteTxState extends TxState {
 export type SqliteFrame = Frame<SqliteTxState>;
 
 /** The session of a root store handle; a fenced handle checks its fence in every write. */
-export class RootSession implements Session {
-  readonly core: Core;
-  readonly fence: Fence | undefined;
-
-  constructor(core: Core, fence?: Fence) {
-    this.core = core;
-    this.fence = fence;
-  }
-
+export class RootSession extends RootSessionBase<Core> implements Session {
   /**
    * The connection a read runs on: the writer while no transaction holds it
    * (it sees only what is committed, and its page cache stays warm across its
@@ -118,15 +110,7 @@ export class RootSession implements Session {
 }
 
 /** The session of one transaction frame's handle. */
-export class TxSession implements Session {
-  readonly core: Core;
-  readonly frame: SqliteFrame;
-
-  constructor(core: Core, frame: SqliteFrame) {
-    this.core = core;
-    this.frame = frame;
-  }
-
+export class TxSession extends FrameSession<Core, SqliteTxState, TxSession> implements Session {
   read<T>(fn: (db: Db) => T): Promise<T> {
     try {
       this.core.assertConnected();
@@ -166,15 +150,12 @@ export class TxSession implements Session {
     }
   }
 
-  /** Registers a hook against this frame. */
-  afterCommit(fn: () => void | Promise<void>): void {
-    afterCommit(this.frame, fn, this.core);
+  protected savepoints(): SavepointSteps<SqliteTxState> {
+    return savepoints(this.core);
   }
 
-  /** Opens a nested frame (a savepoint) and runs `fn` in it. */
-  nested<T>(fn: (session: TxSession) => Promise<T>): Promise<T> {
-    const core = this.core;
-    return runNested(core, this.frame, savepoints(core), (frame) => fn(new TxSession(core, frame)));
+  protected on(frame: SqliteFrame): TxSession {
+    return new TxSession(this.core, frame);
   }
 }
 
