@@ -4,9 +4,17 @@
  * @module
  */
 import type { ConditionInput, Conditions, ObjectRef } from "../../src/store.ts";
-import { assertKind, checkRef, describe, normalizeConditions, rejectWith } from "./_checks.ts";
+import {
+  assertKind,
+  checkRef,
+  describe,
+  type NormalCondition,
+  normalizeConditions,
+  rejectWith,
+} from "./_checks.ts";
 import { q } from "./_query.ts";
-import type { SqlSession } from "./_session.ts";
+import type { SqlSession, WriteScope } from "./_session.ts";
+import type { Dialect } from "./_dialect.ts";
 import { bumpObject } from "./_write_log.ts";
 
 const UPSERT_INTO = `INSERT INTO conditions
@@ -59,53 +67,7 @@ export class SqlConditions implements Conditions {
       const epoch = this.#s.epoch;
       const storedSql = this.#stored;
       const upsertMany = this.#upsertMany;
-      return this.#s.write(function* (scope) {
-        assertKind(ref, yield* q.get(KIND_SQL, ref.id));
-        const stored = new Map(
-          (yield* q.all(storedSql, ref.id, d.texts(batch.map((c) => c.type)))).map((
-            row,
-          ) => [row.type as string, row]),
-        );
-        const changed = batch.filter((c) => {
-          const s = stored.get(c.type);
-          // A liveness row from an earlier open is never a match: re-confirming must rewrite it.
-          return s === undefined || (s.liveness === 1 && Number(s.open_epoch) < epoch) ||
-            s.status !== c.status || s.reason !== c.reason || s.message !== c.message ||
-            s.liveness !== c.liveness;
-        });
-        if (changed.length === 0) return;
-        const now = scope.now;
-        if (upsertMany !== undefined) {
-          yield* q.run(
-            upsertMany,
-            ref.id,
-            epoch,
-            now,
-            now,
-            changed.map((c) => c.type),
-            changed.map((c) => c.status),
-            changed.map((c) => c.reason),
-            changed.map((c) => c.message),
-            changed.map((c) => c.liveness),
-          );
-        } else {
-          for (const c of changed) {
-            yield* q.run(
-              UPSERT_ONE,
-              ref.id,
-              c.type,
-              c.status,
-              c.reason,
-              c.message,
-              c.liveness,
-              epoch,
-              now,
-              now,
-            );
-          }
-        }
-        yield* bumpObject(scope, ref, scope.draw());
-      });
+      return this.#s.write((scope) => setBody(scope, d, ref, batch, epoch, storedSql, upsertMany));
     });
   }
 
@@ -117,15 +79,73 @@ export class SqlConditions implements Conditions {
           `Cannot delete condition: current value is ${describe(type)}, expected a string`,
         );
       }
-      return this.#s.write(function* (scope) {
-        assertKind(ref, yield* q.get(KIND_SQL, ref.id));
-        const removed = yield* q.run(
-          "DELETE FROM conditions WHERE object_id = ? AND type = ?",
-          ref.id,
-          type,
-        );
-        if (removed > 0) yield* bumpObject(scope, ref, scope.draw());
-      });
+      return this.#s.write((scope) => deleteBody(scope, ref, type));
     });
   }
+}
+
+function* setBody(
+  scope: WriteScope,
+  d: Dialect,
+  ref: ObjectRef,
+  batch: NormalCondition[],
+  epoch: number,
+  storedSql: string,
+  upsertMany: string | undefined,
+) {
+  assertKind(ref, yield* q.get(KIND_SQL, ref.id));
+  const stored = new Map(
+    (yield* q.all(storedSql, ref.id, d.texts(batch.map((c) => c.type)))).map((
+      row,
+    ) => [row.type as string, row]),
+  );
+  const changed = batch.filter((c) => {
+    const s = stored.get(c.type);
+    // A liveness row from an earlier open is never a match: re-confirming must rewrite it.
+    return s === undefined || (s.liveness === 1 && Number(s.open_epoch) < epoch) ||
+      s.status !== c.status || s.reason !== c.reason || s.message !== c.message ||
+      s.liveness !== c.liveness;
+  });
+  if (changed.length === 0) return;
+  const now = scope.now;
+  if (upsertMany !== undefined) {
+    yield* q.run(
+      upsertMany,
+      ref.id,
+      epoch,
+      now,
+      now,
+      changed.map((c) => c.type),
+      changed.map((c) => c.status),
+      changed.map((c) => c.reason),
+      changed.map((c) => c.message),
+      changed.map((c) => c.liveness),
+    );
+  } else {
+    for (const c of changed) {
+      yield* q.run(
+        UPSERT_ONE,
+        ref.id,
+        c.type,
+        c.status,
+        c.reason,
+        c.message,
+        c.liveness,
+        epoch,
+        now,
+        now,
+      );
+    }
+  }
+  yield* bumpObject(scope, ref, scope.draw());
+}
+
+function* deleteBody(scope: WriteScope, ref: ObjectRef, type: string) {
+  assertKind(ref, yield* q.get(KIND_SQL, ref.id));
+  const removed = yield* q.run(
+    "DELETE FROM conditions WHERE object_id = ? AND type = ?",
+    ref.id,
+    type,
+  );
+  if (removed > 0) yield* bumpObject(scope, ref, scope.draw());
 }

@@ -15,7 +15,7 @@ import { checkGroupKind, checkId, describe, rejectWith } from "./_checks.ts";
 import type { Dialect } from "./_dialect.ts";
 import { decodeRef } from "./_edges.ts";
 import { q } from "./_query.ts";
-import type { SqlSession } from "./_session.ts";
+import type { SqlSession, WriteScope } from "./_session.ts";
 
 // Every write is in the log above its highest horizon, and a row's version is its
 // latest write's: the targets moved in a window are the log's entries in it that
@@ -133,43 +133,7 @@ export class SqlDependencies implements Dependencies {
       // In-process, the log answers a recent window cheaply, and the horizon and the scans
       // see one snapshot (or a sweep between them could hide a target). Over a network, the
       // edges scan answers the whole window in one statement and one round trip.
-      const body = function* () {
-        let horizon = Infinity;
-        if (d.inProcess) {
-          const h = (yield* q.get(HORIZON_SQL))?.h;
-          horizon = h === null || h === undefined ? 0 : Number(h);
-        }
-        const scan = (sql: string, low: number, high: number, n: number) =>
-          q.all(
-            sql,
-            low,
-            high,
-            after.targetVersion,
-            after.targetId,
-            after.dependentId,
-            ...kindList,
-            n,
-          );
-        const low = after.targetVersion;
-        const rows = low <= horizon
-          ? yield* scan(fromEdges, low, Math.min(through, horizon), limit)
-          : [];
-        if (rows.length < limit && through > horizon) {
-          rows.push(
-            ...(yield* scan(fromLog, Math.max(low, horizon + 1), through, limit - rows.length)),
-          );
-        }
-        if (rows.length === 0) return { dependents: [], position: after };
-        const last = rows[rows.length - 1];
-        return {
-          dependents: rows.map(decodeRef),
-          position: {
-            targetVersion: Number(last.tv),
-            targetId: Number(last.tid),
-            dependentId: Number(last.id),
-          },
-        };
-      };
+      const body = () => staleBody(d, fromLog, fromEdges, kindList, after, through, limit);
       return d.inProcess ? s.readSnapshot(body) : s.read(body);
     });
   }
@@ -179,11 +143,57 @@ export class SqlDependencies implements Dependencies {
       checkId(id);
       checkCount(cursor, "cursor");
       const watermark = this.#watermark;
-      return this.#s.write(function* ({ now }) {
-        // Gated on an outgoing depends_on edge: a dependency-free object is never stale,
-        // and the gate closes by itself once the object is collected.
-        yield* q.run(watermark, id, cursor, now, id);
-      });
+      return this.#s.write((scope) => watermarkBody(scope, watermark, id, cursor));
     });
   }
+}
+
+function* staleBody(
+  d: Dialect,
+  fromLog: string,
+  fromEdges: string,
+  kindList: unknown[],
+  after: StalePos,
+  through: number,
+  limit: number,
+) {
+  let horizon = Infinity;
+  if (d.inProcess) {
+    const h = (yield* q.get(HORIZON_SQL))?.h;
+    horizon = h === null || h === undefined ? 0 : Number(h);
+  }
+  const scan = (sql: string, low: number, high: number, n: number) =>
+    q.all(
+      sql,
+      low,
+      high,
+      after.targetVersion,
+      after.targetId,
+      after.dependentId,
+      ...kindList,
+      n,
+    );
+  const low = after.targetVersion;
+  const rows = low <= horizon ? yield* scan(fromEdges, low, Math.min(through, horizon), limit) : [];
+  if (rows.length < limit && through > horizon) {
+    rows.push(
+      ...(yield* scan(fromLog, Math.max(low, horizon + 1), through, limit - rows.length)),
+    );
+  }
+  if (rows.length === 0) return { dependents: [], position: after };
+  const last = rows[rows.length - 1];
+  return {
+    dependents: rows.map(decodeRef),
+    position: {
+      targetVersion: Number(last.tv),
+      targetId: Number(last.tid),
+      dependentId: Number(last.id),
+    },
+  };
+}
+
+function* watermarkBody({ now }: WriteScope, watermark: string, id: ObjectId, cursor: number) {
+  // Gated on an outgoing depends_on edge: a dependency-free object is never stale,
+  // and the gate closes by itself once the object is collected.
+  yield* q.run(watermark, id, cursor, now, id);
 }

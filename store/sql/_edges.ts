@@ -75,34 +75,7 @@ export class SqlEdges implements Edges {
       checkEdge(edge);
       const { fromId, toId, relation } = edge;
       const d = this.#s.dialect;
-      return this.#s.write(function* () {
-        const to = yield* bothEnds(d, fromId, toId);
-        let stamped = false;
-        if (relation === "depends_on" && fromId !== toId) {
-          // The stamp and the watermark reset happen only for a new edge, before
-          // the insert: a stamp must never be separable from its edge.
-          stamped = (yield* q.run(
-            `UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id = ? AND ${NEW_EDGE}`,
-            fromId,
-            fromId,
-            toId,
-          )) > 0;
-          if (stamped) {
-            yield* q.run("DELETE FROM dependency_watermarks WHERE object_id = ?", fromId);
-          }
-        }
-        yield* q.run(
-          `INSERT INTO edges (from_id, to_id, relation) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
-          fromId,
-          toId,
-          relation,
-        );
-        return {
-          to: { group: to.group as string, kind: to.kind as string },
-          toDeleting: to.deletion_requested_at !== null,
-          reconcileOwedStamped: stamped,
-        };
-      });
+      return this.#s.write(() => addBody(d, fromId, toId, relation));
     });
   }
 
@@ -110,59 +83,21 @@ export class SqlEdges implements Edges {
     return rejectWith(() => {
       checkEdge(edge);
       const { fromId, toId, relation } = edge;
-      return this.#s.write(function* (): Q<EdgesDeleteResult> {
-        const removed = yield* q.run(
-          "DELETE FROM edges WHERE from_id = ? AND to_id = ? AND relation = ?",
-          fromId,
-          toId,
-          relation,
-        );
-        if (removed === 0 || relation !== "depends_on") return { to: undefined, unblocked: false };
-        const row = yield* q.get(
-          `SELECT t."group" AS "group", t.kind AS kind,
-             t.deletion_requested_at IS NOT NULL AS to_pending,
-             (SELECT deletion_requested_at IS NOT NULL FROM objects WHERE id = ?) AS from_pending
-           FROM objects t WHERE t.id = ?`,
-          fromId,
-          toId,
-        );
-        // from_pending is NULL when the source is gone: only a source still live unblocks.
-        if (
-          row === undefined || !truthy(row.to_pending) ||
-          !(row.from_pending === 0 || row.from_pending === false)
-        ) {
-          return { to: undefined, unblocked: false };
-        }
-        return { to: { group: row.group as string, kind: row.kind as string }, unblocked: true };
-      });
+      return this.#s.write(() => deleteBody(fromId, toId, relation));
     });
   }
 
   deleteFinalizingDependsOn(toId: ObjectId): Promise<void> {
     return rejectWith(() => {
       checkId(toId, "toId");
-      return this.#s.write(function* () {
-        yield* q.run(
-          `DELETE FROM edges WHERE to_id = ? AND relation = 'depends_on' AND EXISTS (
-             SELECT 1 FROM objects o WHERE o.id = edges.from_id AND o.deletion_requested_at IS NOT NULL)`,
-          toId,
-        );
-      });
+      return this.#s.write(() => deleteFinalizingBody(toId));
     });
   }
 
   hasIncoming(id: ObjectId): Promise<boolean> {
     return rejectWith(() => {
       checkId(id);
-      return this.#s.read(function* () {
-        const row = yield* q.get(
-          `SELECT EXISTS (SELECT 1 FROM edges e WHERE e.to_id = ? AND (e.relation = 'owned_by'
-             OR NOT EXISTS (SELECT 1 FROM objects o
-               WHERE o.id = e.from_id AND o.deletion_requested_at IS NOT NULL))) AS v`,
-          id,
-        );
-        return truthy(row!.v);
-      });
+      return this.#s.read(() => hasIncomingBody(id));
     });
   }
 
@@ -170,15 +105,7 @@ export class SqlEdges implements Edges {
     return rejectWith(() => {
       checkId(query?.toId, "toId");
       checkRelation(query.relation);
-      return this.#s.read(function* () {
-        return (yield* q.all(
-          `SELECT e.from_id AS id, o."group" AS "group", o.kind AS kind
-           FROM edges e JOIN objects o ON o.id = e.from_id
-           WHERE e.to_id = ? AND e.relation = ? ORDER BY e.from_id`,
-          query.toId,
-          query.relation,
-        )).map(decodeRef);
-      });
+      return this.#s.read(() => incomingBody(query));
     });
   }
 
@@ -186,15 +113,7 @@ export class SqlEdges implements Edges {
     return rejectWith(() => {
       checkId(fromId, "fromId");
       checkRelation(relation);
-      return this.#s.read(function* () {
-        return (yield* q.all(
-          `SELECT e.to_id AS id, o."group" AS "group", o.kind AS kind
-           FROM edges e JOIN objects o ON o.id = e.to_id
-           WHERE e.from_id = ? AND e.relation = ? ORDER BY e.to_id`,
-          fromId,
-          relation,
-        )).map(decodeRef);
-      });
+      return this.#s.read(() => outgoingBody(fromId, relation));
     });
   }
 
@@ -275,4 +194,97 @@ function* group(
     }
   }
   return out;
+}
+
+function* addBody(d: Dialect, fromId: ObjectId, toId: ObjectId, relation: Relation) {
+  const to = yield* bothEnds(d, fromId, toId);
+  let stamped = false;
+  if (relation === "depends_on" && fromId !== toId) {
+    // The stamp and the watermark reset happen only for a new edge, before
+    // the insert: a stamp must never be separable from its edge.
+    stamped = (yield* q.run(
+      `UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id = ? AND ${NEW_EDGE}`,
+      fromId,
+      fromId,
+      toId,
+    )) > 0;
+    if (stamped) {
+      yield* q.run("DELETE FROM dependency_watermarks WHERE object_id = ?", fromId);
+    }
+  }
+  yield* q.run(
+    `INSERT INTO edges (from_id, to_id, relation) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
+    fromId,
+    toId,
+    relation,
+  );
+  return {
+    to: { group: to.group as string, kind: to.kind as string },
+    toDeleting: to.deletion_requested_at !== null,
+    reconcileOwedStamped: stamped,
+  };
+}
+
+function* deleteBody(fromId: ObjectId, toId: ObjectId, relation: Relation): Q<EdgesDeleteResult> {
+  const removed = yield* q.run(
+    "DELETE FROM edges WHERE from_id = ? AND to_id = ? AND relation = ?",
+    fromId,
+    toId,
+    relation,
+  );
+  if (removed === 0 || relation !== "depends_on") return { to: undefined, unblocked: false };
+  const row = yield* q.get(
+    `SELECT t."group" AS "group", t.kind AS kind,
+       t.deletion_requested_at IS NOT NULL AS to_pending,
+       (SELECT deletion_requested_at IS NOT NULL FROM objects WHERE id = ?) AS from_pending
+     FROM objects t WHERE t.id = ?`,
+    fromId,
+    toId,
+  );
+  // from_pending is NULL when the source is gone: only a source still live unblocks.
+  if (
+    row === undefined || !truthy(row.to_pending) ||
+    !(row.from_pending === 0 || row.from_pending === false)
+  ) {
+    return { to: undefined, unblocked: false };
+  }
+  return { to: { group: row.group as string, kind: row.kind as string }, unblocked: true };
+}
+
+function* deleteFinalizingBody(toId: ObjectId) {
+  yield* q.run(
+    `DELETE FROM edges WHERE to_id = ? AND relation = 'depends_on' AND EXISTS (
+       SELECT 1 FROM objects o WHERE o.id = edges.from_id AND o.deletion_requested_at IS NOT NULL)`,
+    toId,
+  );
+}
+
+function* hasIncomingBody(id: ObjectId) {
+  const row = yield* q.get(
+    `SELECT EXISTS (SELECT 1 FROM edges e WHERE e.to_id = ? AND (e.relation = 'owned_by'
+       OR NOT EXISTS (SELECT 1 FROM objects o
+         WHERE o.id = e.from_id AND o.deletion_requested_at IS NOT NULL))) AS v`,
+    id,
+  );
+  return truthy(row!.v);
+}
+
+function* incomingBody(query: IncomingEdgeQuery) {
+  return (yield* q.all(
+    `SELECT e.from_id AS id, o."group" AS "group", o.kind AS kind
+     FROM edges e JOIN objects o ON o.id = e.from_id
+     WHERE e.to_id = ? AND e.relation = ? ORDER BY e.from_id`,
+    query.toId,
+    query.relation,
+  )).map(decodeRef);
+}
+
+function* outgoingBody(fromId: ObjectId, relation: Relation) {
+  return (yield* q.all(
+    `SELECT e.to_id AS id, o."group" AS "group", o.kind AS kind
+     FROM edges e JOIN objects o ON o.id = e.to_id
+     WHERE e.from_id = ? AND e.relation = ? ORDER BY e.to_id`,
+    fromId,
+    relation,
+  )).map(decodeRef);
 }

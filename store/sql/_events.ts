@@ -31,7 +31,7 @@ import {
 import type { Dialect } from "./_dialect.ts";
 import { type Q, q } from "./_query.ts";
 import type { Row } from "./_rows.ts";
-import type { SqlSession } from "./_session.ts";
+import type { SqlSession, WriteScope } from "./_session.ts";
 
 const EVENT_COLUMNS =
   "id, object_id, category, type, reason, message, detail, count, first_at, last_at, resource_version";
@@ -229,46 +229,9 @@ export class SqlEvents implements Events {
       }
       const detail = input.detail ?? null;
       const probe = this.#addProbe;
-      return this.#s.write(function* (scope) {
-        const now = scope.now;
-        const latest = yield* q.get(probe, category, ref.id);
-        assertKind(ref, latest);
-        const rv = scope.draw();
-        if (latest.run_id !== null && latest.type === input.type && latest.reason === reason) {
-          yield* q.run(EXTEND_SQL, now, message, detail, rv, latest.run_id);
-          return;
-        }
-        const id = scope.peekId("events");
-        if (id === undefined) {
-          yield* q.run(
-            INSERT_SQL,
-            ref.id,
-            category,
-            input.type,
-            reason,
-            message,
-            detail,
-            now,
-            now,
-            rv,
-          );
-        } else {
-          yield* q.run(
-            INSERT_WITH_ID_SQL,
-            id,
-            ref.id,
-            category,
-            input.type,
-            reason,
-            message,
-            detail,
-            now,
-            now,
-            rv,
-          );
-          scope.takeId("events");
-        }
-      });
+      return this.#s.write((scope) =>
+        addBody(scope, probe, ref, input, reason, category, message, detail)
+      );
     });
   }
 
@@ -279,10 +242,7 @@ export class SqlEvents implements Events {
         throw new TypeError(`Cannot read events: category is ${describe(category)}`);
       }
       const latest = this.#latest;
-      return this.#s.read(function* () {
-        const row = yield* q.get(latest, id, categoryParam(category));
-        return row === undefined ? undefined : decodeEvent(row);
-      });
+      return this.#s.read(() => latestBody(latest, id, category));
     });
   }
 
@@ -290,9 +250,7 @@ export class SqlEvents implements Events {
     return rejectWith(() => {
       checkId(id);
       const [sql, params] = renderList(id, query);
-      return this.#s.read(function* () {
-        return (yield* q.all(sql, ...params)).map(decodeEvent);
-      });
+      return this.#s.read(() => listBody(sql, params));
     });
   }
 
@@ -305,26 +263,7 @@ export class SqlEvents implements Events {
         throw new TypeError(`Cannot read events: category is ${describe(category)}`);
       }
       const since = this.#since;
-      return this.#s.readSnapshot(function* () {
-        const events = limit <= 0 ? [] : (yield* q.all(since, id, after, limit)).map(decodeEvent);
-        const h = category === undefined
-          ? yield* q.get(
-            "SELECT MAX(trimmed_through) AS t FROM events_horizon WHERE object_id = ?",
-            id,
-          )
-          : yield* q.get(
-            "SELECT trimmed_through AS t FROM events_horizon WHERE object_id = ? AND category = ?",
-            id,
-            categoryParam(category),
-          );
-        const trimmedThrough = h?.t === null || h === undefined ? 0 : Number(h.t);
-        // The log cascades with its object: an empty page there means "gone", not "quiet".
-        if (
-          events.length === 0 && trimmedThrough === 0 &&
-          (yield* q.get("SELECT 1 FROM objects WHERE id = ?", id)) === undefined
-        ) throw objectNotFound(id);
-        return { events, trimmedThrough };
-      });
+      return this.#s.readSnapshot(() => sinceBody(since, id, after, limit, category));
     });
   }
 
@@ -339,10 +278,7 @@ export class SqlEvents implements Events {
     return rejectWith(() => {
       checkId(id);
       const [sql, params] = renderList(id, query);
-      return this.#s.readSnapshot(function* () {
-        const items = (yield* q.all(sql, ...params)).map(decodeEvent);
-        return { items, resourceVersion: yield* maxVersion(id) };
-      });
+      return this.#s.readSnapshot(() => snapshotBody(sql, params, id));
     });
   }
 
@@ -361,60 +297,159 @@ export class SqlEvents implements Events {
       }
       const budget = capBudget > 0 ? capBudget : EVENT_CAP_BUDGET;
       const cutAt = this.#cutAt;
-      return this.#s.write(function* (scope) {
-        let deleted = 0;
-        if (perTimeline > 0) {
-          const timelines = yield* q.all(
-            `SELECT object_id, category FROM events GROUP BY object_id, category
-             HAVING COUNT(*) > ? LIMIT ?`,
-            perTimeline,
-            budget,
-          );
-          for (const t of timelines) {
-            const objectId = Number(t.object_id);
-            const category = t.category as string;
-            const cut = (yield* q.get(
-              `SELECT last_at, id FROM events WHERE object_id = ? AND category = ?
-               ORDER BY last_at DESC, id DESC LIMIT 1 OFFSET ?`,
-              objectId,
-              category,
-              perTimeline,
-            ))!;
-            const lastAt = Number(cut.last_at);
-            const cutId = Number(cut.id);
-            const through = (yield* q.get(
-              `SELECT MAX(resource_version) AS v FROM events
-               WHERE object_id = ? AND category = ? AND ${cutAt}`,
-              objectId,
-              category,
-              lastAt,
-              cutId,
-            ))!.v;
-            // The horizon rises in the same transaction as the trim it covers.
-            yield* raiseHorizon(objectId, category, Number(through));
-            deleted += yield* q.run(
-              `DELETE FROM events WHERE object_id = ? AND category = ? AND ${cutAt}`,
-              objectId,
-              category,
-              lastAt,
-              cutId,
-            );
-          }
-        }
-        if (maxAge > 0) {
-          const horizon = cutoff(scope.now, maxAge);
-          const aged = yield* q.all(
-            `SELECT object_id, category, MAX(resource_version) AS v FROM events
-             WHERE last_at < ? GROUP BY object_id, category`,
-            horizon,
-          );
-          for (const t of aged) {
-            yield* raiseHorizon(Number(t.object_id), t.category as string, Number(t.v));
-          }
-          deleted += yield* q.run("DELETE FROM events WHERE last_at < ?", horizon);
-        }
-        return deleted;
-      });
+      return this.#s.write((scope) => sweepBody(scope, cutAt, perTimeline, maxAge, budget));
     });
   }
+}
+
+function* addBody(
+  scope: WriteScope,
+  probe: string,
+  ref: ObjectRef,
+  input: EventsAddInput,
+  reason: string,
+  category: string,
+  message: string,
+  detail: string | null,
+) {
+  const now = scope.now;
+  const latest = yield* q.get(probe, category, ref.id);
+  assertKind(ref, latest);
+  const rv = scope.draw();
+  if (latest.run_id !== null && latest.type === input.type && latest.reason === reason) {
+    yield* q.run(EXTEND_SQL, now, message, detail, rv, latest.run_id);
+    return;
+  }
+  const id = scope.peekId("events");
+  if (id === undefined) {
+    yield* q.run(
+      INSERT_SQL,
+      ref.id,
+      category,
+      input.type,
+      reason,
+      message,
+      detail,
+      now,
+      now,
+      rv,
+    );
+  } else {
+    yield* q.run(
+      INSERT_WITH_ID_SQL,
+      id,
+      ref.id,
+      category,
+      input.type,
+      reason,
+      message,
+      detail,
+      now,
+      now,
+      rv,
+    );
+    scope.takeId("events");
+  }
+}
+
+function* latestBody(latest: string, id: ObjectId, category: string) {
+  const row = yield* q.get(latest, id, categoryParam(category));
+  return row === undefined ? undefined : decodeEvent(row);
+}
+
+function* listBody(sql: string, params: unknown[]) {
+  return (yield* q.all(sql, ...params)).map(decodeEvent);
+}
+
+function* sinceBody(
+  since: string,
+  id: ObjectId,
+  after: number,
+  limit: number,
+  category: string | undefined,
+) {
+  const events = limit <= 0 ? [] : (yield* q.all(since, id, after, limit)).map(decodeEvent);
+  const h = category === undefined
+    ? yield* q.get(
+      "SELECT MAX(trimmed_through) AS t FROM events_horizon WHERE object_id = ?",
+      id,
+    )
+    : yield* q.get(
+      "SELECT trimmed_through AS t FROM events_horizon WHERE object_id = ? AND category = ?",
+      id,
+      categoryParam(category),
+    );
+  const trimmedThrough = h?.t === null || h === undefined ? 0 : Number(h.t);
+  // The log cascades with its object: an empty page there means "gone", not "quiet".
+  if (
+    events.length === 0 && trimmedThrough === 0 &&
+    (yield* q.get("SELECT 1 FROM objects WHERE id = ?", id)) === undefined
+  ) throw objectNotFound(id);
+  return { events, trimmedThrough };
+}
+
+function* snapshotBody(sql: string, params: unknown[], id: ObjectId) {
+  const items = (yield* q.all(sql, ...params)).map(decodeEvent);
+  return { items, resourceVersion: yield* maxVersion(id) };
+}
+
+function* sweepBody(
+  scope: WriteScope,
+  cutAt: string,
+  perTimeline: number,
+  maxAge: number,
+  budget: number,
+) {
+  let deleted = 0;
+  if (perTimeline > 0) {
+    const timelines = yield* q.all(
+      `SELECT object_id, category FROM events GROUP BY object_id, category
+       HAVING COUNT(*) > ? LIMIT ?`,
+      perTimeline,
+      budget,
+    );
+    for (const t of timelines) {
+      const objectId = Number(t.object_id);
+      const category = t.category as string;
+      const cut = (yield* q.get(
+        `SELECT last_at, id FROM events WHERE object_id = ? AND category = ?
+         ORDER BY last_at DESC, id DESC LIMIT 1 OFFSET ?`,
+        objectId,
+        category,
+        perTimeline,
+      ))!;
+      const lastAt = Number(cut.last_at);
+      const cutId = Number(cut.id);
+      const through = (yield* q.get(
+        `SELECT MAX(resource_version) AS v FROM events
+         WHERE object_id = ? AND category = ? AND ${cutAt}`,
+        objectId,
+        category,
+        lastAt,
+        cutId,
+      ))!.v;
+      // The horizon rises in the same transaction as the trim it covers.
+      yield* raiseHorizon(objectId, category, Number(through));
+      deleted += yield* q.run(
+        `DELETE FROM events WHERE object_id = ? AND category = ? AND ${cutAt}`,
+        objectId,
+        category,
+        lastAt,
+        cutId,
+      );
+    }
+  }
+  if (maxAge > 0) {
+    const horizon = cutoff(scope.now, maxAge);
+    const aged = yield* q.all(
+      `SELECT object_id, category, MAX(resource_version) AS v FROM events
+       WHERE last_at < ? GROUP BY object_id, category`,
+      horizon,
+    );
+    for (const t of aged) {
+      yield* raiseHorizon(Number(t.object_id), t.category as string, Number(t.v));
+    }
+    deleted += yield* q.run("DELETE FROM events WHERE last_at < ?", horizon);
+  }
+  return deleted;
 }

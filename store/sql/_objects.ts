@@ -114,72 +114,10 @@ export class SqlObjects implements Objects {
       const specVersion = checkSchemaVersion(input.specVersion, "specVersion");
       const finalizerList = checkFinalizers(input.finalizers);
       const finalizers = JSON.stringify(finalizerList);
-      const { group, kind } = gk;
       const d = this.#s.dialect;
-      return this.#s.write(function* (scope) {
-        const now = scope.now;
-        const rv = scope.draw();
-        let id = scope.peekId("objects");
-        try {
-          if (id !== undefined) {
-            yield* q.run(
-              `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-              id,
-              group,
-              kind,
-              input.name,
-              input.spec,
-              specVersion,
-              rv,
-              finalizers,
-              now,
-              now,
-            );
-            scope.takeId("objects");
-          } else {
-            const row = yield* q.row(
-              `INSERT INTO objects (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-               RETURNING id`,
-              group,
-              kind,
-              input.name,
-              input.spec,
-              specVersion,
-              rv,
-              finalizers,
-              now,
-              now,
-            );
-            id = Number(row![0]);
-          }
-        } catch (error) {
-          if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, error);
-          throw error;
-        }
-        // The row is what was just inserted, with the columns' defaults.
-        const object: RawObject = {
-          id,
-          group,
-          kind,
-          name: input.name,
-          spec: input.spec,
-          status: undefined,
-          specVersion,
-          statusVersion: 0,
-          generation: 1,
-          observedGeneration: undefined,
-          observedAt: undefined,
-          resourceVersion: rv,
-          deletionRequestedAt: undefined,
-          reconcileOwed: 0,
-          finalizers: finalizerList,
-          createdAt: new Date(now),
-          updatedAt: new Date(now),
-          conditions: [],
-        };
-        yield* appendWrite(scope, rv, object, "create", object);
-        return object;
-      });
+      return this.#s.write((scope) =>
+        createBody(scope, d, gk, input, specVersion, finalizerList, finalizers)
+      );
     });
   }
 
@@ -196,20 +134,14 @@ export class SqlObjects implements Objects {
       checkNameRef(ref);
       const d = this.#s.dialect;
       const epoch = this.#s.epoch;
-      return this.#s.read(function* () {
-        return (yield* withConditions(d, [yield* readMetaByName(ref)], epoch))[0];
-      });
+      return this.#s.read(() => getByNameBody(d, ref, epoch));
     });
   }
 
   getMeta(id: ObjectId): Promise<RawObjectMeta> {
     return rejectWith(() => {
       checkId(id);
-      return this.#s.read(function* () {
-        const meta = yield* readMeta(id);
-        if (meta === undefined) throw objectNotFound(id);
-        return meta;
-      });
+      return this.#s.read(() => getMetaBody(id));
     });
   }
 
@@ -228,24 +160,7 @@ export class SqlObjects implements Objects {
       const epoch = s.epoch;
       // One statement reads the row and the cursor together: the cursor can lag the row,
       // never lead it. Where a snapshot is cheap (SQLite) the conditions are read in it too.
-      const body = function* (): Q<ReconcileLoad> {
-        const row = yield* q.row(
-          `SELECT ${OBJECT_COLUMNS}, EXISTS (SELECT 1 FROM edges
-             WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies,
-             stalled_generation, (SELECT value FROM resource_version_seq WHERE id = 1) AS cursor
-           FROM objects WHERE id = ?`,
-          id,
-        );
-        if (row === undefined) throw objectNotFound(id);
-        const object = (yield* withConditions(d, [decodeMeta(row)], epoch))[0];
-        // has_dependencies, stalled_generation and cursor follow the 17 object columns.
-        return {
-          object,
-          cursor: Number(row[19]),
-          hasDependencies: truthy(row[17]),
-          stalledGeneration: row[18] === null ? undefined : Number(row[18]),
-        };
-      };
+      const body = () => reconcileLoad(d, id, epoch);
       return d.inProcess ? s.readSnapshot(body) : s.read(body);
     });
   }
@@ -256,21 +171,7 @@ export class SqlObjects implements Objects {
       const p = checkListPage(page);
       const d = this.#s.dialect;
       const epoch = this.#s.epoch;
-      return this.#s.read(function* () {
-        if (p.after === 0 && p.limit === undefined) {
-          const metas = (yield* q.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
-          return yield* withConditionsOfKind(metas, gk, epoch);
-        }
-        const metas = (yield* q.rows(
-          `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND id > ?
-           ORDER BY id LIMIT ?`,
-          gk.group,
-          gk.kind,
-          p.after,
-          p.limit ?? d.noLimit,
-        )).map(decodeMeta);
-        return yield* withConditions(d, metas, epoch);
-      });
+      return this.#s.read(() => listBody(d, gk, p, epoch));
     });
   }
 
@@ -281,15 +182,7 @@ export class SqlObjects implements Objects {
       const d = this.#s.dialect;
       const epoch = this.#s.epoch;
       const byIds = this.#sql.byIds;
-      return this.#s.read(function* () {
-        const metas: RawObjectMeta[] = [];
-        for (let i = 0; i < ids.length; i += ID_CHUNK) {
-          const rows = yield* q.rows(byIds, d.ids(ids.slice(i, i + ID_CHUNK)), gk.group, gk.kind);
-          for (const row of rows) metas.push(decodeMeta(row));
-        }
-        if (ids.length > ID_CHUNK) metas.sort((a, b) => a.id - b.id);
-        return yield* withConditions(d, metas, epoch);
-      });
+      return this.#s.read(() => listByIdsBody(d, byIds, gk, ids, epoch));
     });
   }
 
@@ -305,21 +198,7 @@ export class SqlObjects implements Objects {
       const p = checkListPage(page);
       const d = this.#s.dialect;
       const epoch = this.#s.epoch;
-      return this.#s.read(function* () {
-        // Driven by the edges into toId, already in from_id order: cost tracks those edges.
-        const metas = (yield* q.rows(
-          `SELECT ${OBJECT_COLUMNS} FROM edges ${d.joinInOrder} objects ON id = from_id
-           WHERE to_id = ? AND relation = ? AND from_id > ? AND "group" = ? AND kind = ?
-           ORDER BY from_id LIMIT ?`,
-          edge.toId,
-          edge.relation,
-          p.after,
-          gk.group,
-          gk.kind,
-          p.limit ?? d.noLimit,
-        )).map(decodeMeta);
-        return yield* withConditions(d, metas, epoch);
-      });
+      return this.#s.read(() => incomingBody(d, gk, edge, p, epoch));
     });
   }
 
@@ -328,9 +207,7 @@ export class SqlObjects implements Objects {
       checkGroupKind(gk);
       const excludeStalled = checkExcludeStalled(options, "list ids");
       const sql = excludeStalled ? this.#sql.listIdsActive : this.#sql.listIds;
-      return this.#s.read(function* () {
-        return (yield* q.rows(sql, gk.group, gk.kind)).map((r) => Number(r[0]));
-      });
+      return this.#s.read(() => idsBody(sql, gk));
     });
   }
 
@@ -338,9 +215,7 @@ export class SqlObjects implements Objects {
     return rejectWith(() => {
       checkGroupKind(gk);
       const sql = this.#sql.unsettled;
-      return this.#s.read(function* () {
-        return (yield* q.rows(sql, gk.group, gk.kind)).map((r) => Number(r[0]));
-      });
+      return this.#s.read(() => idsBody2(sql, gk));
     });
   }
 
@@ -351,12 +226,7 @@ export class SqlObjects implements Objects {
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
       const epoch = this.#s.epoch;
-      return this.#s.write(function* (scope) {
-        const row = yield* q.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
-        assertKind(ref, row && { group: row[1], kind: row[2] });
-        const meta = decodeMeta(row!);
-        return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
-      });
+      return this.#s.write((scope) => updateSpecBody(scope, ref, input, version, expected, epoch));
     });
   }
 
@@ -370,10 +240,9 @@ export class SqlObjects implements Objects {
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
       const epoch = this.#s.epoch;
-      return this.#s.write(function* (scope) {
-        const meta = yield* readMetaByName(ref);
-        return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
-      });
+      return this.#s.write((scope) =>
+        updateSpecByNameBody(scope, ref, input, version, expected, epoch)
+      );
     });
   }
 
@@ -382,28 +251,7 @@ export class SqlObjects implements Objects {
       checkRef(ref);
       checkJsonText(input?.status, "status");
       const incoming = checkSchemaVersion(input.statusVersion, "statusVersion");
-      return this.#s.write(function* (scope) {
-        const row = yield* q.get(
-          `SELECT "group", kind, status, status_version FROM objects WHERE id = ?`,
-          ref.id,
-        );
-        assertKind(ref, row);
-        const stored = Number(row.status_version);
-        const version = stampVersion(stored, incoming, "status", ref.id);
-        if (version === stored && input.status === row.status) return false;
-        const rv = scope.draw();
-        yield* q.run(
-          `UPDATE objects SET status = ?, status_version = ?, resource_version = ?, updated_at = ?
-           WHERE id = ?`,
-          input.status,
-          version,
-          rv,
-          scope.now,
-          ref.id,
-        );
-        yield* appendWrite(scope, rv, ref, "update");
-        return true;
-      });
+      return this.#s.write((scope) => updateStatusBody(scope, ref, input, incoming));
     });
   }
 
@@ -417,36 +265,7 @@ export class SqlObjects implements Objects {
           } for object ${ref.id}: a generation is an integer >= 1`,
         );
       }
-      return this.#s.write(function* (scope) {
-        // One statement when it lands (the version is drawn only then); the gate read
-        // below only explains a write that did not.
-        const changed = yield* q.run(
-          SETTLE_SQL,
-          generation,
-          scope.now,
-          scope.peekVersion(),
-          ref.id,
-          ref.group,
-          ref.kind,
-          generation,
-          generation,
-        );
-        if (changed === 1) {
-          yield* appendWrite(scope, scope.draw(), ref, "update");
-          return true;
-        }
-        const row = yield* q.get(
-          `SELECT "group", kind, generation FROM objects WHERE id = ?`,
-          ref.id,
-        );
-        assertKind(ref, row);
-        if (generation > Number(row.generation)) {
-          throw new ObservedGenerationFutureError(
-            `Cannot record observed generation ${generation} for object ${ref.id}: its generation is ${row.generation}`,
-          );
-        }
-        return false;
-      });
+      return this.#s.write((scope) => settleBody(scope, ref, generation));
     });
   }
 
@@ -455,29 +274,7 @@ export class SqlObjects implements Objects {
       checkRef(ref);
       const [checked] = checkFinalizers([finalizer]);
       const read = this.#sql.finalizersForUpdate;
-      return this.#s.write(function* (scope) {
-        const row = yield* q.get(read, ref.id);
-        assertKind(ref, row);
-        if (row.deletion_requested_at !== null) {
-          throw new DeletionPendingError(
-            `Cannot add finalizer ${JSON.stringify(checked)} to ${
-              kindName(ref)
-            } "${row.name}" (id ${ref.id}): its deletion is pending`,
-          );
-        }
-        const finalizers = decodeFinalizers(row.finalizers, ref.id);
-        if (finalizers.includes(checked)) return false;
-        const rv = scope.draw();
-        yield* q.run(
-          "UPDATE objects SET finalizers = ?, resource_version = ?, updated_at = ? WHERE id = ?",
-          JSON.stringify([...finalizers, checked]),
-          rv,
-          scope.now,
-          ref.id,
-        );
-        yield* appendWrite(scope, rv, ref, "update");
-        return true;
-      });
+      return this.#s.write((scope) => addFinalizerBody(scope, read, ref, checked));
     });
   }
 
@@ -494,26 +291,7 @@ export class SqlObjects implements Objects {
           } for object ${ref.id}: a generation is an integer >= 1 or undefined`,
         );
       }
-      return this.#s.write(function* () {
-        const row = yield* q.get(
-          `SELECT "group", kind, generation, stalled_generation FROM objects WHERE id = ?`,
-          ref.id,
-        );
-        assertKind(ref, row);
-        if (generation !== undefined && generation > Number(row.generation)) {
-          throw new ObservedGenerationFutureError(
-            `Cannot record stalled generation ${generation} for object ${ref.id}: its generation is ${row.generation}`,
-          );
-        }
-        const stored = row.stalled_generation === null ? undefined : Number(row.stalled_generation);
-        if (stored === generation) return false;
-        yield* q.run(
-          "UPDATE objects SET stalled_generation = ? WHERE id = ?",
-          generation ?? null,
-          ref.id,
-        );
-        return true;
-      });
+      return this.#s.write(() => stalledBody(ref, generation));
     });
   }
 
@@ -525,26 +303,7 @@ export class SqlObjects implements Objects {
           `Cannot delete finalizer: current value is ${describe(finalizer)}, expected a string`,
         );
       }
-      return this.#s.write(function* (scope) {
-        const row = yield* q.get(
-          `SELECT "group", kind, finalizers, deletion_requested_at FROM objects WHERE id = ?`,
-          ref.id,
-        );
-        assertKind(ref, row);
-        const finalizers = decodeFinalizers(row.finalizers, ref.id);
-        if (!finalizers.includes(finalizer)) return false;
-        const remaining = finalizers.filter((f) => f !== finalizer);
-        const rv = scope.draw();
-        yield* q.run(
-          "UPDATE objects SET finalizers = ?, resource_version = ?, updated_at = ? WHERE id = ?",
-          JSON.stringify(remaining),
-          rv,
-          scope.now,
-          ref.id,
-        );
-        yield* appendWrite(scope, rv, ref, "update");
-        return remaining.length === 0 && row.deletion_requested_at !== null;
-      });
+      return this.#s.write((scope) => deleteFinalizerBody(scope, ref, finalizer));
     });
   }
 
@@ -553,36 +312,7 @@ export class SqlObjects implements Objects {
       checkId(id);
       const d = this.#s.dialect;
       const epoch = this.#s.epoch;
-      return this.#s.write(function* (scope) {
-        // The image is read before the delete cascades its conditions and edges away.
-        const object = yield* readObject(id, epoch);
-        const ownerRow = yield* q.get(
-          `SELECT e.to_id AS id, o."group" AS "group", o.kind AS kind
-           FROM edges e JOIN objects o ON o.id = e.to_id
-           WHERE e.from_id = ? AND e.relation = 'owned_by' ORDER BY e.to_id LIMIT 1`,
-          id,
-        );
-        yield* q.run("DELETE FROM edges WHERE from_id = ? AND to_id = ?", id, id);
-        try {
-          yield* q.run("DELETE FROM objects WHERE id = ?", id);
-        } catch (error) {
-          if (d.isForeignKeyViolation(error)) {
-            throw new StoreError(
-              `Cannot delete object ${id}: other objects still hold edges pointing at it`,
-              { cause: error },
-            );
-          }
-          throw error;
-        }
-        const rv = scope.draw();
-        const owner = ownerRow === undefined ? undefined : {
-          id: Number(ownerRow.id),
-          group: ownerRow.group as string,
-          kind: ownerRow.kind as string,
-        };
-        const image = { ...object, resourceVersion: rv, ...(owner ? { owner } : {}) };
-        yield* appendWrite(scope, rv, object, "delete", image);
-      });
+      return this.#s.write((scope) => deleteBody(scope, d, id, epoch));
     });
   }
 }
@@ -651,4 +381,356 @@ function* readMetaByName(ref: ObjectNameRef): Q<RawObjectMeta> {
   );
   if (row === undefined) throw nameNotFound(ref, ref.name);
   return decodeMeta(row);
+}
+
+function* createBody(
+  scope: WriteScope,
+  d: Dialect,
+  gk: GroupKind,
+  input: ObjectsCreateInput,
+  specVersion: number,
+  finalizerList: string[],
+  finalizers: string,
+): Q<RawObject> {
+  const { group, kind } = gk;
+  const now = scope.now;
+  const rv = scope.draw();
+  let id = scope.peekId("objects");
+  try {
+    if (id !== undefined) {
+      yield* q.run(
+        `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        id,
+        group,
+        kind,
+        input.name,
+        input.spec,
+        specVersion,
+        rv,
+        finalizers,
+        now,
+        now,
+      );
+      scope.takeId("objects");
+    } else {
+      const row = yield* q.row(
+        `INSERT INTO objects (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         RETURNING id`,
+        group,
+        kind,
+        input.name,
+        input.spec,
+        specVersion,
+        rv,
+        finalizers,
+        now,
+        now,
+      );
+      id = Number(row![0]);
+    }
+  } catch (error) {
+    if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, error);
+    throw error;
+  }
+  // The row is what was just inserted, with the columns' defaults.
+  const object: RawObject = {
+    id,
+    group,
+    kind,
+    name: input.name,
+    spec: input.spec,
+    status: undefined,
+    specVersion,
+    statusVersion: 0,
+    generation: 1,
+    observedGeneration: undefined,
+    observedAt: undefined,
+    resourceVersion: rv,
+    deletionRequestedAt: undefined,
+    reconcileOwed: 0,
+    finalizers: finalizerList,
+    createdAt: new Date(now),
+    updatedAt: new Date(now),
+    conditions: [],
+  };
+  yield* appendWrite(scope, rv, object, "create", object);
+  return object;
+}
+
+function* getByNameBody(d: Dialect, ref: ObjectNameRef, epoch: number) {
+  return (yield* withConditions(d, [yield* readMetaByName(ref)], epoch))[0];
+}
+
+function* getMetaBody(id: ObjectId) {
+  const meta = yield* readMeta(id);
+  if (meta === undefined) throw objectNotFound(id);
+  return meta;
+}
+
+function* reconcileLoad(d: Dialect, id: ObjectId, epoch: number): Q<ReconcileLoad> {
+  const row = yield* q.row(
+    `SELECT ${OBJECT_COLUMNS}, EXISTS (SELECT 1 FROM edges
+       WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies,
+       stalled_generation, (SELECT value FROM resource_version_seq WHERE id = 1) AS cursor
+     FROM objects WHERE id = ?`,
+    id,
+  );
+  if (row === undefined) throw objectNotFound(id);
+  const object = (yield* withConditions(d, [decodeMeta(row)], epoch))[0];
+  // has_dependencies, stalled_generation and cursor follow the 17 object columns.
+  return {
+    object,
+    cursor: Number(row[19]),
+    hasDependencies: truthy(row[17]),
+    stalledGeneration: row[18] === null ? undefined : Number(row[18]),
+  };
+}
+
+function* listBody(
+  d: Dialect,
+  gk: GroupKind,
+  p: { after: number; limit: number | undefined },
+  epoch: number,
+) {
+  if (p.after === 0 && p.limit === undefined) {
+    const metas = (yield* q.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
+    return yield* withConditionsOfKind(metas, gk, epoch);
+  }
+  const metas = (yield* q.rows(
+    `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND id > ?
+     ORDER BY id LIMIT ?`,
+    gk.group,
+    gk.kind,
+    p.after,
+    p.limit ?? d.noLimit,
+  )).map(decodeMeta);
+  return yield* withConditions(d, metas, epoch);
+}
+
+function* listByIdsBody(
+  d: Dialect,
+  byIds: string,
+  gk: GroupKind,
+  ids: readonly ObjectId[],
+  epoch: number,
+) {
+  const metas: RawObjectMeta[] = [];
+  for (let i = 0; i < ids.length; i += ID_CHUNK) {
+    const rows = yield* q.rows(byIds, d.ids(ids.slice(i, i + ID_CHUNK)), gk.group, gk.kind);
+    for (const row of rows) metas.push(decodeMeta(row));
+  }
+  if (ids.length > ID_CHUNK) metas.sort((a, b) => a.id - b.id);
+  return yield* withConditions(d, metas, epoch);
+}
+
+function* incomingBody(
+  d: Dialect,
+  gk: GroupKind,
+  edge: IncomingEdgeQuery,
+  p: { after: number; limit: number | undefined },
+  epoch: number,
+) {
+  // Driven by the edges into toId, already in from_id order: cost tracks those edges.
+  const metas = (yield* q.rows(
+    `SELECT ${OBJECT_COLUMNS} FROM edges ${d.joinInOrder} objects ON id = from_id
+     WHERE to_id = ? AND relation = ? AND from_id > ? AND "group" = ? AND kind = ?
+     ORDER BY from_id LIMIT ?`,
+    edge.toId,
+    edge.relation,
+    p.after,
+    gk.group,
+    gk.kind,
+    p.limit ?? d.noLimit,
+  )).map(decodeMeta);
+  return yield* withConditions(d, metas, epoch);
+}
+
+function* idsBody(sql: string, gk: GroupKind) {
+  return (yield* q.rows(sql, gk.group, gk.kind)).map((r) => Number(r[0]));
+}
+
+function* idsBody2(sql: string, gk: GroupKind) {
+  return (yield* q.rows(sql, gk.group, gk.kind)).map((r) => Number(r[0]));
+}
+
+function* updateSpecBody(
+  scope: WriteScope,
+  ref: ObjectRef,
+  input: ObjectsUpdateSpecInput,
+  version: number,
+  expected: number | undefined,
+  epoch: number,
+) {
+  const row = yield* q.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
+  assertKind(ref, row && { group: row[1], kind: row[2] });
+  const meta = decodeMeta(row!);
+  return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
+}
+
+function* updateSpecByNameBody(
+  scope: WriteScope,
+  ref: ObjectNameRef,
+  input: ObjectsUpdateSpecInput,
+  version: number,
+  expected: number | undefined,
+  epoch: number,
+) {
+  const meta = yield* readMetaByName(ref);
+  return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
+}
+
+function* updateStatusBody(
+  scope: WriteScope,
+  ref: ObjectRef,
+  input: ObjectsUpdateStatusInput,
+  incoming: number,
+) {
+  const row = yield* q.get(
+    `SELECT "group", kind, status, status_version FROM objects WHERE id = ?`,
+    ref.id,
+  );
+  assertKind(ref, row);
+  const stored = Number(row.status_version);
+  const version = stampVersion(stored, incoming, "status", ref.id);
+  if (version === stored && input.status === row.status) return false;
+  const rv = scope.draw();
+  yield* q.run(
+    `UPDATE objects SET status = ?, status_version = ?, resource_version = ?, updated_at = ?
+     WHERE id = ?`,
+    input.status,
+    version,
+    rv,
+    scope.now,
+    ref.id,
+  );
+  yield* appendWrite(scope, rv, ref, "update");
+  return true;
+}
+
+function* settleBody(scope: WriteScope, ref: ObjectRef, generation: number) {
+  // One statement when it lands (the version is drawn only then); the gate read
+  // below only explains a write that did not.
+  const changed = yield* q.run(
+    SETTLE_SQL,
+    generation,
+    scope.now,
+    scope.peekVersion(),
+    ref.id,
+    ref.group,
+    ref.kind,
+    generation,
+    generation,
+  );
+  if (changed === 1) {
+    yield* appendWrite(scope, scope.draw(), ref, "update");
+    return true;
+  }
+  const row = yield* q.get(
+    `SELECT "group", kind, generation FROM objects WHERE id = ?`,
+    ref.id,
+  );
+  assertKind(ref, row);
+  if (generation > Number(row.generation)) {
+    throw new ObservedGenerationFutureError(
+      `Cannot record observed generation ${generation} for object ${ref.id}: its generation is ${row.generation}`,
+    );
+  }
+  return false;
+}
+
+function* addFinalizerBody(scope: WriteScope, read: string, ref: ObjectRef, checked: string) {
+  const row = yield* q.get(read, ref.id);
+  assertKind(ref, row);
+  if (row.deletion_requested_at !== null) {
+    throw new DeletionPendingError(
+      `Cannot add finalizer ${JSON.stringify(checked)} to ${
+        kindName(ref)
+      } "${row.name}" (id ${ref.id}): its deletion is pending`,
+    );
+  }
+  const finalizers = decodeFinalizers(row.finalizers, ref.id);
+  if (finalizers.includes(checked)) return false;
+  const rv = scope.draw();
+  yield* q.run(
+    "UPDATE objects SET finalizers = ?, resource_version = ?, updated_at = ? WHERE id = ?",
+    JSON.stringify([...finalizers, checked]),
+    rv,
+    scope.now,
+    ref.id,
+  );
+  yield* appendWrite(scope, rv, ref, "update");
+  return true;
+}
+
+function* stalledBody(ref: ObjectRef, generation: number | undefined) {
+  const row = yield* q.get(
+    `SELECT "group", kind, generation, stalled_generation FROM objects WHERE id = ?`,
+    ref.id,
+  );
+  assertKind(ref, row);
+  if (generation !== undefined && generation > Number(row.generation)) {
+    throw new ObservedGenerationFutureError(
+      `Cannot record stalled generation ${generation} for object ${ref.id}: its generation is ${row.generation}`,
+    );
+  }
+  const stored = row.stalled_generation === null ? undefined : Number(row.stalled_generation);
+  if (stored === generation) return false;
+  yield* q.run(
+    "UPDATE objects SET stalled_generation = ? WHERE id = ?",
+    generation ?? null,
+    ref.id,
+  );
+  return true;
+}
+
+function* deleteFinalizerBody(scope: WriteScope, ref: ObjectRef, finalizer: string) {
+  const row = yield* q.get(
+    `SELECT "group", kind, finalizers, deletion_requested_at FROM objects WHERE id = ?`,
+    ref.id,
+  );
+  assertKind(ref, row);
+  const finalizers = decodeFinalizers(row.finalizers, ref.id);
+  if (!finalizers.includes(finalizer)) return false;
+  const remaining = finalizers.filter((f) => f !== finalizer);
+  const rv = scope.draw();
+  yield* q.run(
+    "UPDATE objects SET finalizers = ?, resource_version = ?, updated_at = ? WHERE id = ?",
+    JSON.stringify(remaining),
+    rv,
+    scope.now,
+    ref.id,
+  );
+  yield* appendWrite(scope, rv, ref, "update");
+  return remaining.length === 0 && row.deletion_requested_at !== null;
+}
+
+function* deleteBody(scope: WriteScope, d: Dialect, id: ObjectId, epoch: number) {
+  // The image is read before the delete cascades its conditions and edges away.
+  const object = yield* readObject(id, epoch);
+  const ownerRow = yield* q.get(
+    `SELECT e.to_id AS id, o."group" AS "group", o.kind AS kind
+     FROM edges e JOIN objects o ON o.id = e.to_id
+     WHERE e.from_id = ? AND e.relation = 'owned_by' ORDER BY e.to_id LIMIT 1`,
+    id,
+  );
+  yield* q.run("DELETE FROM edges WHERE from_id = ? AND to_id = ?", id, id);
+  try {
+    yield* q.run("DELETE FROM objects WHERE id = ?", id);
+  } catch (error) {
+    if (d.isForeignKeyViolation(error)) {
+      throw new StoreError(
+        `Cannot delete object ${id}: other objects still hold edges pointing at it`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+  const rv = scope.draw();
+  const owner = ownerRow === undefined ? undefined : {
+    id: Number(ownerRow.id),
+    group: ownerRow.group as string,
+    kind: ownerRow.kind as string,
+  };
+  const image = { ...object, resourceVersion: rv, ...(owner ? { owner } : {}) };
+  yield* appendWrite(scope, rv, object, "delete", image);
 }

@@ -8,6 +8,7 @@ import { assertKind, checkGroupKind, checkId, checkRef, describe, rejectWith } f
 import { ID_CHUNK } from "./_rows.ts";
 import { q } from "./_query.ts";
 import type { SqlSession } from "./_session.ts";
+import type { Dialect } from "./_dialect.ts";
 
 export class SqlReconcileOwed implements ReconcileOwed {
   readonly #s: SqlSession;
@@ -36,16 +37,7 @@ export class SqlReconcileOwed implements ReconcileOwed {
         );
       }
       const decrement = this.#decrement;
-      return this.#s.write(function* () {
-        const row = yield* q.get(
-          `SELECT "group", kind, reconcile_owed FROM objects WHERE id = ?`,
-          ref.id,
-        );
-        if (row === undefined) return; // collected: nothing is owed any more
-        assertKind(ref, row);
-        if (observed === 0 || Number(row.reconcile_owed) === 0) return;
-        yield* q.run(decrement, observed, ref.id);
-      });
+      return this.#s.write(() => decrementBody(decrement, ref, observed));
     });
   }
 
@@ -53,9 +45,7 @@ export class SqlReconcileOwed implements ReconcileOwed {
     return rejectWith(() => {
       checkGroupKind(gk);
       const owed = this.#owed;
-      return this.#s.read(function* () {
-        return (yield* q.rows(owed, gk.group, gk.kind)).map((r) => Number(r[0]));
-      });
+      return this.#s.read(() => owedBody(owed, gk));
     });
   }
 
@@ -69,11 +59,7 @@ export class SqlReconcileOwed implements ReconcileOwed {
       if (ids.length === 0) return Promise.resolve();
       const d = this.#s.dialect;
       const stamp = this.#stamp;
-      return this.#s.write(function* () {
-        for (let i = 0; i < ids.length; i += ID_CHUNK) {
-          yield* q.run(stamp, d.ids(ids.slice(i, i + ID_CHUNK)));
-        }
-      });
+      return this.#s.write(() => stampBody(d, stamp, ids));
     });
   }
 
@@ -96,5 +82,26 @@ export class SqlReconcileOwed implements ReconcileOwed {
             )
         );
     });
+  }
+}
+
+function* decrementBody(decrement: string, ref: ObjectRef, observed: number) {
+  const row = yield* q.get(
+    `SELECT "group", kind, reconcile_owed FROM objects WHERE id = ?`,
+    ref.id,
+  );
+  if (row === undefined) return; // collected: nothing is owed any more
+  assertKind(ref, row);
+  if (observed === 0 || Number(row.reconcile_owed) === 0) return;
+  yield* q.run(decrement, observed, ref.id);
+}
+
+function* owedBody(owed: string, gk: GroupKind) {
+  return (yield* q.rows(owed, gk.group, gk.kind)).map((r) => Number(r[0]));
+}
+
+function* stampBody(d: Dialect, stamp: string, ids: ObjectId[]) {
+  for (let i = 0; i < ids.length; i += ID_CHUNK) {
+    yield* q.run(stamp, d.ids(ids.slice(i, i + ID_CHUNK)));
   }
 }
