@@ -59,9 +59,7 @@ export class SqlConditions implements Conditions {
       const batch = normalizeConditions(conditions);
       if (batch.length === 0) {
         // Nothing to write, but the scope is still checked (and a closed store refuses).
-        return this.#s.read(function* () {
-          assertKind(ref, yield* q.get(KIND_SQL, ref.id));
-        });
+        return this.#s.read(() => kindCheckBody(ref));
       }
       const d = this.#s.dialect;
       const epoch = this.#s.epoch;
@@ -148,4 +146,8 @@ function* deleteBody(scope: WriteScope, ref: ObjectRef, type: string) {
     type,
   );
   if (removed > 0) yield* bumpObject(scope, ref, scope.draw());
+}
+
+function* kindCheckBody(ref: ObjectRef) {
+  assertKind(ref, yield* q.get(KIND_SQL, ref.id));
 }

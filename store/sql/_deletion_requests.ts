@@ -111,22 +111,10 @@ export class SqlDeletionRequests implements DeletionRequests {
       }
       const expected = checkPrecondition(options?.resourceVersion);
       const d = this.#s.dialect;
-      const probe = function* (): Q<boolean> {
-        const row = yield* q.get(
-          `SELECT "group", kind, deletion_requested_at, resource_version FROM objects WHERE id = ?`,
-          ref.id,
-        );
-        assertKind(ref, row);
-        assertVersion(ref.id, Number(row.resource_version), expected);
-        return row.deletion_requested_at !== null;
-      };
+      const probe = () => createProbe(ref, expected);
       // The idempotent answer needs no write transaction.
       if (await this.#s.read(probe)) return UNMARKED;
-      return this.#s.write(function* (scope) {
-        if (yield* probe()) return UNMARKED;
-        yield* mark(d, scope, [ref], scope.draw());
-        return { id: ref.id, marked: true, unblocked: yield* unblockedTargets(d, [ref.id]) };
-      });
+      return this.#s.write((scope) => createBody(scope, d, ref, probe));
     });
   }
 
@@ -135,28 +123,9 @@ export class SqlDeletionRequests implements DeletionRequests {
       checkGroupKind(ref);
       checkName(ref.name);
       const d = this.#s.dialect;
-      const probe = function* (): Q<ObjectRef | undefined> {
-        const row = yield* q.get(
-          `SELECT id, "group", kind, deletion_requested_at FROM objects
-           WHERE "group" = ? AND kind = ? AND name = ?`,
-          ref.group,
-          ref.kind,
-          ref.name,
-        );
-        if (row === undefined) throw nameNotFound(ref, ref.name);
-        return row.deletion_requested_at === null ? decodeRef(row) : undefined;
-      };
+      const probe = () => byNameProbe(ref);
       if (await this.#s.read(probe) === undefined) return UNMARKED;
-      return this.#s.write(function* (scope) {
-        const target = yield* probe();
-        if (target === undefined) return UNMARKED;
-        yield* mark(d, scope, [target], scope.draw());
-        return {
-          id: target.id,
-          marked: true,
-          unblocked: yield* unblockedTargets(d, [target.id]),
-        };
-      });
+      return this.#s.write((scope) => createByNameBody(scope, d, probe));
     });
   }
 
@@ -171,17 +140,7 @@ export class SqlDeletionRequests implements DeletionRequests {
       const probe = await this.#s.read(() => children(ownerId));
       // A re-cascade over a deleting subtree costs one read and no write.
       if (probe.every((r) => truthy(r.pending))) return read(probe);
-      return this.#s.write(function* (scope) {
-        const rows = yield* children(ownerId);
-        const toMark = rows.filter((r) => !truthy(r.pending)).map(decodeRef);
-        if (toMark.length === 0) return read(rows);
-        yield* mark(d, scope, toMark, scope.drawMany(toMark.length));
-        const marked = new Set(toMark.map((r) => r.id));
-        return {
-          children: rows.map((r) => ({ ref: decodeRef(r), marked: marked.has(Number(r.id)) })),
-          unblocked: yield* unblockedTargets(d, [...marked]),
-        };
-      });
+      return this.#s.write((scope) => cascadeBody(scope, d, ownerId, read));
     });
   }
 
@@ -189,9 +148,67 @@ export class SqlDeletionRequests implements DeletionRequests {
     return rejectWith(() => {
       const excludeStalled = checkExcludeStalled(options, "list deletion requests");
       const sql = `${excludeStalled ? this.#listActive : this.#list} ORDER BY id`;
-      return this.#s.read(function* () {
-        return (yield* q.all(sql)).map(decodeRef);
-      });
+      return this.#s.read(() => listBody(sql));
     });
   }
+}
+
+function* createProbe(ref: ObjectRef, expected: number | undefined): Q<boolean> {
+  const row = yield* q.get(
+    `SELECT "group", kind, deletion_requested_at, resource_version FROM objects WHERE id = ?`,
+    ref.id,
+  );
+  assertKind(ref, row);
+  assertVersion(ref.id, Number(row.resource_version), expected);
+  return row.deletion_requested_at !== null;
+}
+
+function* createBody(scope: WriteScope, d: Dialect, ref: ObjectRef, probe: () => Q<boolean>) {
+  if (yield* probe()) return UNMARKED;
+  yield* mark(d, scope, [ref], scope.draw());
+  return { id: ref.id, marked: true, unblocked: yield* unblockedTargets(d, [ref.id]) };
+}
+
+function* byNameProbe(ref: ObjectNameRef): Q<ObjectRef | undefined> {
+  const row = yield* q.get(
+    `SELECT id, "group", kind, deletion_requested_at FROM objects
+     WHERE "group" = ? AND kind = ? AND name = ?`,
+    ref.group,
+    ref.kind,
+    ref.name,
+  );
+  if (row === undefined) throw nameNotFound(ref, ref.name);
+  return row.deletion_requested_at === null ? decodeRef(row) : undefined;
+}
+
+function* createByNameBody(scope: WriteScope, d: Dialect, probe: () => Q<ObjectRef | undefined>) {
+  const target = yield* probe();
+  if (target === undefined) return UNMARKED;
+  yield* mark(d, scope, [target], scope.draw());
+  return {
+    id: target.id,
+    marked: true,
+    unblocked: yield* unblockedTargets(d, [target.id]),
+  };
+}
+
+function* cascadeBody(
+  scope: WriteScope,
+  d: Dialect,
+  ownerId: ObjectId,
+  read: (rows: Row[]) => DeletionCascadeResult,
+) {
+  const rows = yield* children(ownerId);
+  const toMark = rows.filter((r) => !truthy(r.pending)).map(decodeRef);
+  if (toMark.length === 0) return read(rows);
+  yield* mark(d, scope, toMark, scope.drawMany(toMark.length));
+  const marked = new Set(toMark.map((r) => r.id));
+  return {
+    children: rows.map((r) => ({ ref: decodeRef(r), marked: marked.has(Number(r.id)) })),
+    unblocked: yield* unblockedTargets(d, [...marked]),
+  };
+}
+
+function* listBody(sql: string) {
+  return (yield* q.all(sql)).map(decodeRef);
 }

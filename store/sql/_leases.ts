@@ -20,7 +20,7 @@ import type {
 import { describe, isStorableText, rejectWith } from "./_checks.ts";
 import type { Maybe } from "./_write_group.ts";
 import { type Q, q } from "./_query.ts";
-import type { SqlSession } from "./_session.ts";
+import type { SqlSession, WriteScope } from "./_session.ts";
 
 /** The locks that keep held leases alive: a dialect's own, one per lease name. */
 export interface LeaseLocks {
@@ -131,17 +131,7 @@ export class SqlLeases implements Leases {
     return rejectWith(() => {
       checkText(name, "name");
       const locks = this.#locks;
-      return this.#s.read(function* () {
-        const row = yield* read(name);
-        if (row === undefined) return undefined;
-        // A held lock whose holder died reads as free: nothing holds its lock.
-        if (
-          row.holder !== undefined && row.expiresAt === undefined && !(yield* live(locks, row, 0))
-        ) {
-          return { ...strip(row), holder: undefined, acquiredAt: undefined };
-        }
-        return strip(row);
-      });
+      return this.#s.read(() => getBody(locks, name));
     });
   }
 
@@ -155,28 +145,7 @@ export class SqlLeases implements Leases {
       checkText(holder, "holder");
       checkDuration(duration);
       const locks = this.#locks;
-      return this.#s.write(function* ({ now }): Q<LeaseAcquireResult> {
-        const row = yield* read(name);
-        const expiresAt = now + Math.ceil(duration);
-        if (row?.holder === holder && row.expiresAt !== undefined) {
-          yield* q.run(
-            "UPDATE leases SET expires_at = ? WHERE name = ? AND epoch = ?",
-            expiresAt,
-            name,
-            row.epoch,
-          );
-          return { acquired: true, lease: strip({ ...row, expiresAt }) };
-        }
-        // Probed inside the write transaction: a holder taking the lock now records itself
-        // only after this commit, and then sees this lease.
-        if (yield* live(locks, row, now)) return { acquired: false, lease: strip(row!) };
-        const epoch = (row?.epoch ?? 0) + 1;
-        yield* q.run(UPSERT, name, holder, epoch, now, expiresAt, processId());
-        return {
-          acquired: true,
-          lease: { name, holder, epoch, acquiredAt: now, expiresAt },
-        };
-      });
+      return this.#s.write((scope) => acquireBody(scope, locks, name, holder, duration));
     });
   }
 
@@ -185,15 +154,7 @@ export class SqlLeases implements Leases {
       checkTerm(input);
       checkDuration(input.duration);
       const { name, holder, epoch, duration } = input;
-      return this.#s.write(function* ({ now }) {
-        const row = yield* read(name);
-        if (row?.holder !== holder || row.epoch !== epoch || row.expiresAt === undefined) {
-          return undefined;
-        }
-        const expiresAt = now + Math.ceil(duration);
-        yield* q.run("UPDATE leases SET expires_at = ? WHERE name = ?", expiresAt, name);
-        return strip({ ...row, expiresAt });
-      });
+      return this.#s.write((scope) => renewBody(scope, name, holder, epoch, duration));
     });
   }
 
@@ -201,9 +162,7 @@ export class SqlLeases implements Leases {
     return rejectWith(() => {
       checkTerm(input);
       const { name, holder, epoch } = input;
-      return this.#s.write(function* () {
-        return (yield* q.run(`${FREE} AND expires_at IS NOT NULL`, name, holder, epoch)) > 0;
-      });
+      return this.#s.write(() => releaseBody(name, holder, epoch));
     });
   }
 
@@ -229,24 +188,14 @@ export class SqlLeases implements Leases {
     }
     let lease: RawLease;
     try {
-      lease = await this.#s.write(function* ({ now }) {
-        const row = yield* read(name);
-        if (row?.holder !== undefined && row.expiresAt !== undefined && row.expiresAt > now) {
-          throw inUse(row);
-        }
-        const epoch = (row?.epoch ?? 0) + 1;
-        yield* q.run(UPSERT, name, holder, epoch, now, null, processId());
-        return { name, holder, epoch, acquiredAt: now, expiresAt: undefined };
-      });
+      lease = await this.#s.write((scope) => holdBody(scope, name, holder));
     } catch (error) {
       await locks.unlock(name);
       throw error;
     }
     let released: Promise<void> | undefined;
     const release = () =>
-      released ??= this.#s.write(function* () {
-        yield* q.run(`${FREE} AND expires_at IS NULL`, name, holder, lease.epoch);
-      }).catch(() => {
+      released ??= this.#s.write(() => freeBody(name, holder, lease.epoch)).catch(() => {
         // A closed store already dropped the lock; a failed write leaves a row whose lock is free.
       }).finally(() => locks.unlock(name));
     return { lease, release };
@@ -258,4 +207,79 @@ function* live(locks: LeaseLocks, row: LeaseRow | undefined, now: number): Q<boo
   if (row?.holder === undefined) return false;
   if (row.expiresAt === undefined) return yield* locks.isLocked(row.name);
   return row.expiresAt > now;
+}
+
+function* getBody(locks: LeaseLocks, name: string) {
+  const row = yield* read(name);
+  if (row === undefined) return undefined;
+  // A held lock whose holder died reads as free: nothing holds its lock.
+  if (
+    row.holder !== undefined && row.expiresAt === undefined && !(yield* live(locks, row, 0))
+  ) {
+    return { ...strip(row), holder: undefined, acquiredAt: undefined };
+  }
+  return strip(row);
+}
+
+function* acquireBody(
+  { now }: WriteScope,
+  locks: LeaseLocks,
+  name: string,
+  holder: string,
+  duration: number,
+): Q<LeaseAcquireResult> {
+  const row = yield* read(name);
+  const expiresAt = now + Math.ceil(duration);
+  if (row?.holder === holder && row.expiresAt !== undefined) {
+    yield* q.run(
+      "UPDATE leases SET expires_at = ? WHERE name = ? AND epoch = ?",
+      expiresAt,
+      name,
+      row.epoch,
+    );
+    return { acquired: true, lease: strip({ ...row, expiresAt }) };
+  }
+  // Probed inside the write transaction: a holder taking the lock now records itself
+  // only after this commit, and then sees this lease.
+  if (yield* live(locks, row, now)) return { acquired: false, lease: strip(row!) };
+  const epoch = (row?.epoch ?? 0) + 1;
+  yield* q.run(UPSERT, name, holder, epoch, now, expiresAt, processId());
+  return {
+    acquired: true,
+    lease: { name, holder, epoch, acquiredAt: now, expiresAt },
+  };
+}
+
+function* renewBody(
+  { now }: WriteScope,
+  name: string,
+  holder: string,
+  epoch: number,
+  duration: number,
+) {
+  const row = yield* read(name);
+  if (row?.holder !== holder || row.epoch !== epoch || row.expiresAt === undefined) {
+    return undefined;
+  }
+  const expiresAt = now + Math.ceil(duration);
+  yield* q.run("UPDATE leases SET expires_at = ? WHERE name = ?", expiresAt, name);
+  return strip({ ...row, expiresAt });
+}
+
+function* releaseBody(name: string, holder: string, epoch: number) {
+  return (yield* q.run(`${FREE} AND expires_at IS NOT NULL`, name, holder, epoch)) > 0;
+}
+
+function* holdBody({ now }: WriteScope, name: string, holder: string) {
+  const row = yield* read(name);
+  if (row?.holder !== undefined && row.expiresAt !== undefined && row.expiresAt > now) {
+    throw inUse(row);
+  }
+  const epoch = (row?.epoch ?? 0) + 1;
+  yield* q.run(UPSERT, name, holder, epoch, now, null, processId());
+  return { name, holder, epoch, acquiredAt: now, expiresAt: undefined };
+}
+
+function* freeBody(name: string, holder: string, epoch: number) {
+  yield* q.run(`${FREE} AND expires_at IS NULL`, name, holder, epoch);
 }

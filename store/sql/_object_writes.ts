@@ -21,7 +21,7 @@ import type { Dialect } from "./_dialect.ts";
 import { type Q, q } from "./_query.ts";
 import { OBJECTS_OF_KIND, readMeta, withConditions, withConditionsOfKind } from "./_reads.ts";
 import { decodeMeta, OBJECT_COLUMNS, type Row } from "./_rows.ts";
-import type { SqlSession } from "./_session.ts";
+import type { SqlSession, WriteScope } from "./_session.ts";
 import { decodeImage, OP_NAME } from "./_write_image.ts";
 
 /** A kind's position: its newest entry or its horizon, whichever is higher. */
@@ -168,20 +168,7 @@ export class SqlObjectWrites implements ObjectWrites {
   listSinceAll(options: ObjectWritesListSinceOptions): Promise<ObjectWritesListSinceResult> {
     return rejectWith(() => {
       const { after, limit } = checkPage(options);
-      const body = function* (): Q<ObjectWritesListSinceResult> {
-        if (limit <= 0) return { writes: [], trimmedThrough: 0 };
-        const rows = yield* q.all(
-          `SELECT resource_version, object_id, "group", kind, op, origin FROM object_writes
-           WHERE resource_version > ? ORDER BY resource_version LIMIT ?`,
-          after,
-          limit,
-        );
-        if (rows.length === 0) return { writes: [], trimmedThrough: 0 };
-        const h = yield* q.get(
-          "SELECT COALESCE(MAX(trimmed_through), 0) AS t FROM object_writes_horizon",
-        );
-        return { writes: rows.map((r) => decodeWrite(r, undefined)), trimmedThrough: Number(h!.t) };
-      };
+      const body = () => sinceAllBody(after, limit);
       // In-process, the two reads run back to back on one connection; over a network,
       // a pooled read could see a sweep land between them.
       return this.#s.dialect.inProcess ? this.#s.read(body) : this.#s.readSnapshot(body);
@@ -196,22 +183,13 @@ export class SqlObjectWrites implements ObjectWrites {
   }
 
   maxVersionAll(): Promise<ObjectWritesMaxVersionAllResult> {
-    return this.#s.read(function* () {
-      const row = (yield* q.row(
-        `SELECT COALESCE((SELECT MAX(resource_version) FROM object_writes), 0),
-           COALESCE((SELECT MAX(trimmed_through) FROM object_writes_horizon), 0)`,
-      ))!;
-      return { at: Number(row[0]), trimmedThrough: Number(row[1]) };
-    });
+    return this.#s.read(() => maxVersionAllBody());
   }
 
   snapshot(gk: GroupKind): Promise<Snapshot<RawObject>> {
     return rejectWith(() => {
       checkGroupKind(gk);
-      return this.#snapshot(gk, function* (epoch) {
-        const metas = (yield* q.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
-        return yield* withConditionsOfKind(metas, gk, epoch);
-      });
+      return this.#snapshot(gk, (epoch) => kindRows(gk, epoch));
     });
   }
 
@@ -220,13 +198,7 @@ export class SqlObjectWrites implements ObjectWrites {
       checkGroupKind(gk);
       checkId(id);
       const d = this.#s.dialect;
-      return this.#snapshot(gk, function* (epoch) {
-        const meta = yield* readMeta(id);
-        const metas = meta !== undefined && meta.group === gk.group && meta.kind === gk.kind
-          ? [meta]
-          : [];
-        return yield* withConditions(d, metas, epoch);
-      });
+      return this.#snapshot(gk, (epoch) => rowById(d, gk, id, epoch));
     });
   }
 
@@ -235,18 +207,7 @@ export class SqlObjectWrites implements ObjectWrites {
       checkGroupKind(gk);
       checkId(ownerId, "ownerId");
       const d = this.#s.dialect;
-      return this.#snapshot(gk, function* (epoch) {
-        const metas = (yield* q.rows(
-          `SELECT ${OBJECT_COLUMNS} FROM objects
-           WHERE id IN (SELECT from_id FROM edges WHERE to_id = ? AND relation = 'owned_by')
-             AND "group" = ? AND kind = ?
-           ORDER BY id`,
-          ownerId,
-          gk.group,
-          gk.kind,
-        )).map(decodeMeta);
-        return yield* withConditions(d, metas, epoch);
-      });
+      return this.#snapshot(gk, (epoch) => ownedRows(d, gk, ownerId, epoch));
     });
   }
 
@@ -256,10 +217,7 @@ export class SqlObjectWrites implements ObjectWrites {
     read: (epoch: number) => Q<RawObject[]>,
   ): Promise<Snapshot<RawObject>> {
     const epoch = this.#s.epoch;
-    return this.#s.readSnapshot(function* () {
-      const items = yield* read(epoch);
-      return { items, resourceVersion: yield* kindPosition(gk) };
-    });
+    return this.#s.readSnapshot(() => snapshotBody(gk, read, epoch));
   }
 
   sweep(options: ObjectWritesSweepOptions): Promise<number> {
@@ -276,54 +234,112 @@ export class SqlObjectWrites implements ObjectWrites {
 
   async #sweep(perKind: number, maxAge: number): Promise<number> {
     // An idle sweep is a read: the write transaction opens only when something is due.
-    const due = await this.#s.read(function* () {
-      if (maxAge > 0 && (yield* oldestBefore(cutoff(Date.now(), maxAge)))) return true;
-      return perKind > 0 &&
-        (yield* q.get(
-            `SELECT 1 FROM object_writes GROUP BY "group", kind HAVING COUNT(*) > ? LIMIT 1`,
-            perKind,
-          )) !== undefined;
-    });
+    const due = await this.#s.read(() => sweepDue(perKind, maxAge));
     if (!due) return 0;
-    return this.#s.write(function* ({ now }) {
-      let deleted = 0;
-      if (maxAge > 0) {
-        const through = yield* agedThrough(cutoff(now, maxAge));
-        if (through > 0) {
-          // Each kind's horizon rises to its highest entry the cut removes.
-          const highest = yield* q.all(
-            `SELECT "group", kind, MAX(resource_version) AS through FROM object_writes
-             WHERE resource_version <= ? GROUP BY "group", kind`,
-            through,
-          );
-          for (const r of highest) {
-            yield* raiseHorizon(r.group as string, r.kind as string, Number(r.through));
-          }
-          deleted += yield* q.run("DELETE FROM object_writes WHERE resource_version <= ?", through);
-        }
-      }
-      if (perKind > 0) {
-        const kinds = yield* q.all(`SELECT DISTINCT "group", kind FROM object_writes`);
-        for (const k of kinds) {
-          const cut = yield* q.get(
-            `SELECT resource_version FROM object_writes WHERE "group" = ? AND kind = ?
-               ORDER BY resource_version DESC LIMIT 1 OFFSET ?`,
-            k.group,
-            k.kind,
-            perKind,
-          );
-          if (cut === undefined) continue;
-          const through = Number(cut.resource_version);
-          yield* raiseHorizon(k.group as string, k.kind as string, through);
-          deleted += yield* q.run(
-            `DELETE FROM object_writes WHERE "group" = ? AND kind = ? AND resource_version <= ?`,
-            k.group,
-            k.kind,
-            through,
-          );
-        }
-      }
-      return deleted;
-    });
+    return this.#s.write((scope) => sweepBody(scope, perKind, maxAge));
   }
+}
+
+function* sinceAllBody(after: number, limit: number): Q<ObjectWritesListSinceResult> {
+  if (limit <= 0) return { writes: [], trimmedThrough: 0 };
+  const rows = yield* q.all(
+    `SELECT resource_version, object_id, "group", kind, op, origin FROM object_writes
+     WHERE resource_version > ? ORDER BY resource_version LIMIT ?`,
+    after,
+    limit,
+  );
+  if (rows.length === 0) return { writes: [], trimmedThrough: 0 };
+  const h = yield* q.get(
+    "SELECT COALESCE(MAX(trimmed_through), 0) AS t FROM object_writes_horizon",
+  );
+  return { writes: rows.map((r) => decodeWrite(r, undefined)), trimmedThrough: Number(h!.t) };
+}
+
+function* maxVersionAllBody() {
+  const row = (yield* q.row(
+    `SELECT COALESCE((SELECT MAX(resource_version) FROM object_writes), 0),
+       COALESCE((SELECT MAX(trimmed_through) FROM object_writes_horizon), 0)`,
+  ))!;
+  return { at: Number(row[0]), trimmedThrough: Number(row[1]) };
+}
+
+function* kindRows(gk: GroupKind, epoch: number) {
+  const metas = (yield* q.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
+  return yield* withConditionsOfKind(metas, gk, epoch);
+}
+
+function* rowById(d: Dialect, gk: GroupKind, id: ObjectId, epoch: number) {
+  const meta = yield* readMeta(id);
+  const metas = meta !== undefined && meta.group === gk.group && meta.kind === gk.kind
+    ? [meta]
+    : [];
+  return yield* withConditions(d, metas, epoch);
+}
+
+function* ownedRows(d: Dialect, gk: GroupKind, ownerId: ObjectId, epoch: number) {
+  const metas = (yield* q.rows(
+    `SELECT ${OBJECT_COLUMNS} FROM objects
+     WHERE id IN (SELECT from_id FROM edges WHERE to_id = ? AND relation = 'owned_by')
+       AND "group" = ? AND kind = ?
+     ORDER BY id`,
+    ownerId,
+    gk.group,
+    gk.kind,
+  )).map(decodeMeta);
+  return yield* withConditions(d, metas, epoch);
+}
+
+function* snapshotBody(gk: GroupKind, read: (epoch: number) => Q<RawObject[]>, epoch: number) {
+  const items = yield* read(epoch);
+  return { items, resourceVersion: yield* kindPosition(gk) };
+}
+
+function* sweepDue(perKind: number, maxAge: number) {
+  if (maxAge > 0 && (yield* oldestBefore(cutoff(Date.now(), maxAge)))) return true;
+  return perKind > 0 &&
+    (yield* q.get(
+        `SELECT 1 FROM object_writes GROUP BY "group", kind HAVING COUNT(*) > ? LIMIT 1`,
+        perKind,
+      )) !== undefined;
+}
+
+function* sweepBody({ now }: WriteScope, perKind: number, maxAge: number) {
+  let deleted = 0;
+  if (maxAge > 0) {
+    const through = yield* agedThrough(cutoff(now, maxAge));
+    if (through > 0) {
+      // Each kind's horizon rises to its highest entry the cut removes.
+      const highest = yield* q.all(
+        `SELECT "group", kind, MAX(resource_version) AS through FROM object_writes
+         WHERE resource_version <= ? GROUP BY "group", kind`,
+        through,
+      );
+      for (const r of highest) {
+        yield* raiseHorizon(r.group as string, r.kind as string, Number(r.through));
+      }
+      deleted += yield* q.run("DELETE FROM object_writes WHERE resource_version <= ?", through);
+    }
+  }
+  if (perKind > 0) {
+    const kinds = yield* q.all(`SELECT DISTINCT "group", kind FROM object_writes`);
+    for (const k of kinds) {
+      const cut = yield* q.get(
+        `SELECT resource_version FROM object_writes WHERE "group" = ? AND kind = ?
+           ORDER BY resource_version DESC LIMIT 1 OFFSET ?`,
+        k.group,
+        k.kind,
+        perKind,
+      );
+      if (cut === undefined) continue;
+      const through = Number(cut.resource_version);
+      yield* raiseHorizon(k.group as string, k.kind as string, through);
+      deleted += yield* q.run(
+        `DELETE FROM object_writes WHERE "group" = ? AND kind = ? AND resource_version <= ?`,
+        k.group,
+        k.kind,
+        through,
+      );
+    }
+  }
+  return deleted;
 }
