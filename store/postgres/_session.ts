@@ -253,11 +253,8 @@ export function runOutermost<T>(
   fn: (session: TxSession) => Promise<T>,
   fence?: Fence,
 ): Promise<T> {
-  try {
-    core.assertOpen();
-  } catch (error) {
-    return Promise.reject(core.translate(error));
-  }
+  const refused = core.refusal();
+  if (refused !== undefined) return refused;
   core.enter();
   const { member, promise } = outermostMember<PgTx, PgTxState, T>(core, fence, {
     begin: (tx) => new PgTxState(tx.db, tx.draws),

@@ -60,6 +60,13 @@ export abstract class StoreState {
     if (this.#closing) throw new StoreClosedError("Cannot use the store: it is closed");
   }
 
+  /** A rejection for new work once close was called (a closed store's error), else undefined. */
+  refusal(): Promise<never> | undefined {
+    return this.#closing
+      ? Promise.reject(new StoreClosedError("Cannot use the store: it is closed"))
+      : undefined;
+  }
+
   /** Rejects work once the connections are gone. */
   assertConnected(): void {
     if (this.#closed) throw new StoreClosedError("Cannot use the store: it is closed");

@@ -181,11 +181,8 @@ export function runOutermost<T>(
   fn: (session: TxSession) => Promise<T>,
   fence?: Fence,
 ): Promise<T> {
-  try {
-    core.assertOpen();
-  } catch (error) {
-    return Promise.reject(core.translate(error));
-  }
+  const refused = core.refusal();
+  if (refused !== undefined) return refused;
   const { member, promise } = outermostMember<Core, SqliteTxState, T>(core, fence, {
     begin: () => new SqliteTxState(),
     run: (frame) => fn(new TxSession(core, frame)),
