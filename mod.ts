@@ -29,8 +29,8 @@
  *
  * @module
  */
-export * from "./src/errors.ts";
-export { Beehive } from "./src/beehive.ts";
+export * from "./src/model/errors.ts";
+export { Beehive } from "./src/engine/beehive.ts";
 export type {
   Controller,
   Leadership,
@@ -38,8 +38,8 @@ export type {
   StartOptions,
   StopFunction,
   StopOptions,
-} from "./src/beehive.ts";
-export { Client } from "./src/client.ts";
+} from "./src/engine/beehive.ts";
+export { Client } from "./src/clients/client.ts";
 export type {
   CreateOptions,
   CreateResult,
@@ -48,19 +48,23 @@ export type {
   PreconditionOptions,
   ReadOptions,
   RequeueOptions,
-} from "./src/client.ts";
-export { defineKind } from "./src/kind.ts";
-export type { Kind, KindDefinition } from "./src/kind.ts";
+} from "./src/clients/client.ts";
+export { defineKind } from "./src/model/kind.ts";
+export type { Kind, KindDefinition } from "./src/model/kind.ts";
 export type {
   StandardFailure,
   StandardProps,
   StandardResult,
   StandardSchema,
   StandardSuccess,
-} from "./src/standard_schema.ts";
-export { AdminClient } from "./src/admin_client.ts";
-export type { ControllerClient, ControllerTx, ControllerWrites } from "./src/controller_client.ts";
-export { BeehiveObject, eventDetail } from "./src/object.ts";
+} from "./src/model/standard_schema.ts";
+export { AdminClient } from "./src/clients/admin_client.ts";
+export type {
+  ControllerClient,
+  ControllerTx,
+  ControllerWrites,
+} from "./src/clients/controller_client.ts";
+export { BeehiveObject, eventDetail } from "./src/model/object.ts";
 export type {
   Condition,
   ConditionWrite,
@@ -68,9 +72,9 @@ export type {
   EventType,
   EventWrite,
   LoadKey,
-} from "./src/object.ts";
-export { fail, ReconcileResult, settled, unsettled } from "./src/result.ts";
-export { generateName } from "./src/generate_name.ts";
+} from "./src/model/object.ts";
+export { fail, ReconcileResult, settled, unsettled } from "./src/model/result.ts";
+export { generateName } from "./src/model/generate_name.ts";
 export type {
   BeehiveOptions,
   ControllerOptions,
@@ -79,16 +83,16 @@ export type {
   Limits,
   RegisterOptions,
   WriteLogRetention,
-} from "./src/options.ts";
-export type { Migrator } from "./src/migrator.ts";
-export type { Schedule } from "./src/work_queue.ts";
-export { ScheduleStream } from "./src/schedule_stream.ts";
-export { ObjectListStream, ObjectStream } from "./src/object_watch.ts";
-export { WatchStream } from "./src/watch_stream.ts";
-export type { ChangeType, ObjectChange, WatchOptions } from "./src/object_watch.ts";
-export { EventStream } from "./src/event_watch.ts";
-export type { EventStreamRetention, EventWatchOptions } from "./src/event_watch.ts";
-export type { LogLevel } from "./src/logger_levels.ts";
+} from "./src/engine/options.ts";
+export type { Migrator } from "./src/model/migrator.ts";
+export type { Schedule } from "./src/engine/work_queue.ts";
+export { ScheduleStream } from "./src/engine/schedule_stream.ts";
+export { ObjectListStream, ObjectStream } from "./src/watches/object_watch.ts";
+export { WatchStream } from "./src/watches/watch_stream.ts";
+export type { ChangeType, ObjectChange, WatchOptions } from "./src/watches/object_watch.ts";
+export { EventStream } from "./src/watches/event_watch.ts";
+export type { EventStreamRetention, EventWatchOptions } from "./src/watches/event_watch.ts";
+export type { LogLevel } from "./src/telemetry/logger_levels.ts";
 export type {
   PassReport,
   TelemetryAttributes,
@@ -102,6 +106,6 @@ export type {
   TelemetrySpan,
   TelemetrySpanOptions,
   TelemetryTracer,
-} from "./src/telemetry.ts";
+} from "./src/telemetry/telemetry.ts";
 export type * from "./src/store.ts";
-export type * from "./src/logger.ts";
+export type * from "./src/telemetry/logger.ts";

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { encodeJson } from "../src/codec.ts";
+import { encodeJson } from "../src/model/_codec.ts";
 
 const small = { replicas: 3, image: "nginx:1.27", labels: { app: "web", tier: "std" } };
 const wide = {

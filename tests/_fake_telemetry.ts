@@ -12,7 +12,7 @@ import type {
   TelemetrySpan,
   TelemetrySpanOptions,
   TelemetryTracer,
-} from "../src/telemetry.ts";
+} from "../src/telemetry/telemetry.ts";
 
 /** One recorded measurement. */
 export interface Measurement {

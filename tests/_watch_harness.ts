@@ -6,7 +6,7 @@
  * @module
  */
 import { Beehive, type BeehiveOptions, type GroupKind, type Store, StoreError } from "../mod.ts";
-import { type KindTail, openKindTail, openKindTailSymbol } from "../src/_kind_tail.ts";
+import { type KindTail, openKindTail, openKindTailSymbol } from "../src/watches/kind_tail.ts";
 import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";
 import { type LogLine, recordingLogger } from "./_beehive_harness.ts";

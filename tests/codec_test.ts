@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { test } from "./_test.ts";
-import { DecodeError, encodeJson, KindCodec } from "../src/codec.ts";
-import { SchemaVersionDowngradeError } from "../src/errors.ts";
-import type { Migrator } from "../src/migrator.ts";
+import { DecodeError, encodeJson, KindCodec } from "../src/model/_codec.ts";
+import { SchemaVersionDowngradeError } from "../src/model/errors.ts";
+import type { Migrator } from "../src/model/migrator.ts";
 
 interface Call {
   column: "spec" | "status";

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { NotFoundError, settled, type Store } from "../mod.ts";
 import type { SqliteStore } from "./_sqlite_driver.ts";
-import { PUSH_BURST } from "../src/work_queue.ts";
+import { PUSH_BURST } from "../src/engine/work_queue.ts";
 import { test } from "./_test.ts";
 import { type Harness, Other, tempDir, Thing, withHarness } from "./_beehive_harness.ts";
 

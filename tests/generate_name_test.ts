@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "./_test.ts";
 import { installFakeTime } from "./_fake_time.ts";
-import { generateName } from "../src/generate_name.ts";
+import { generateName } from "../src/model/generate_name.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "./_test.ts";
-import { filterLogger, isLogLevel, type LogLevel } from "../src/logger_levels.ts";
-import type { Logger } from "../src/logger.ts";
+import { filterLogger, isLogLevel, type LogLevel } from "../src/telemetry/logger_levels.ts";
+import type { Logger } from "../src/telemetry/logger.ts";
 
 type Line = [LogLevel, string, Record<string, unknown> | undefined];
 

@@ -30,7 +30,11 @@ import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { Other, recordingLogger, tempDir, Thing, withHarness } from "./_beehive_harness.ts";
 import { settle, type WatchHive, withWatchHive } from "./_watch_harness.ts";
-import { WATCH_DRAIN_GAP, WATCH_DRAIN_SHARE, WATCH_TAKE_WAIT } from "../src/object_watch.ts";
+import {
+  WATCH_DRAIN_GAP,
+  WATCH_DRAIN_SHARE,
+  WATCH_TAKE_WAIT,
+} from "../src/watches/object_watch.ts";
 import { notApplicable, test } from "./_test.ts";
 
 interface Spec {
@@ -1283,7 +1287,7 @@ test("watchList keeps running when retention trims only what it already read", a
 });
 
 test("watchList merge table: create+update is Added, update+delete and create+delete are Deleted, a stale send never wins", async () => {
-  const { mergeChange, changeType } = await import("../src/object_watch.ts");
+  const { mergeChange, changeType } = await import("../src/watches/object_watch.ts");
   const row = { id: 1 } as unknown as RawObject;
   const at = (rv: number, op: "create" | "update" | "delete") => ({
     id: 1,

@@ -9,9 +9,9 @@ import {
   resolveBeehiveOptions,
   type ResolvedControllerOptions,
   resolveRegisterOptions,
-} from "../src/options.ts";
-import { InvalidOptionError } from "../src/errors.ts";
-import type { Migrator } from "../src/migrator.ts";
+} from "../src/engine/options.ts";
+import { InvalidOptionError } from "../src/model/errors.ts";
+import type { Migrator } from "../src/model/migrator.ts";
 import { FakeMeter, FakeTracer } from "./_fake_telemetry.ts";
 
 const BASE: ResolvedControllerOptions = {

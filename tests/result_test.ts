@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "./_test.ts";
-import { fail, ReconcileResult, resultInfo, settled, unsettled } from "../src/result.ts";
-import { InvalidResultError } from "../src/errors.ts";
+import { fail, ReconcileResult, resultInfo, settled, unsettled } from "../src/model/result.ts";
+import { InvalidResultError } from "../src/model/errors.ts";
 
 test("settled reports a settled outcome with no delay and no error", () => {
   const r = settled();

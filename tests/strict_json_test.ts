@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { settled } from "../mod.ts";
 import type { GroupKind } from "../mod.ts";
-import { encodeJson } from "../src/codec.ts";
+import { encodeJson } from "../src/model/_codec.ts";
 import { test } from "./_test.ts";
 import { withBeehive } from "./_plain.ts";
 

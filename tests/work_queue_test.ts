@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { test } from "./_test.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";
-import { type AlarmKind, PUSH_BURST, type Schedule, WorkQueue } from "../src/work_queue.ts";
+import { type AlarmKind, PUSH_BURST, type Schedule, WorkQueue } from "../src/engine/work_queue.ts";
 
 /** Runs `fn` under fake time, then stops the queues it made and uninstalls the clock. */
 async function withQueue(

@@ -6,7 +6,7 @@
  * @module
  */
 import pg from "pg";
-import type { Logger } from "../../src/logger.ts";
+import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Fence } from "../../src/store.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import type { Query } from "../sql/_query.ts";

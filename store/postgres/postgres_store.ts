@@ -9,8 +9,8 @@ import {
   InvalidOptionError,
   SchemaVersionDowngradeError,
   StoreError,
-} from "../../src/errors.ts";
-import type { Logger } from "../../src/logger.ts";
+} from "../../src/model/errors.ts";
+import type { Logger } from "../../src/telemetry/logger.ts";
 import type {
   Conditions,
   DeletionRequests,

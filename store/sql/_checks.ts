@@ -14,11 +14,11 @@ import {
   NotFoundError,
   SchemaVersionDowngradeError,
   WrongKindError,
-} from "../../src/errors.ts";
+} from "../../src/model/errors.ts";
 import type { ConditionInput, GroupKind, ObjectId, ObjectRef, Relation } from "../../src/store.ts";
-import { isStorableText } from "../../src/_text.ts";
-import { describe } from "../../src/_values.ts";
-import { kindName } from "../../src/_engine_keys.ts";
+import { isStorableText } from "../../src/model/_text.ts";
+import { describe } from "../../src/model/_values.ts";
+import { kindName } from "../../src/model/_kind_keys.ts";
 import type { Row } from "./_rows.ts";
 
 /** The error for an id that names nothing. */
@@ -49,8 +49,8 @@ export function assertKind<R extends Row>(ref: ObjectRef, row: R | undefined): a
   }
 }
 
-export { isStorableText } from "../../src/_text.ts";
-export { attempt as rejectWith, describe } from "../../src/_values.ts";
+export { isStorableText } from "../../src/model/_text.ts";
+export { attempt as rejectWith, describe } from "../../src/model/_values.ts";
 
 /** Checks an id argument. @throws {TypeError} not a positive safe integer. */
 export function checkId(id: unknown, what = "id"): asserts id is ObjectId {

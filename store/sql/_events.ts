@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { InvalidEventError, InvalidOptionError } from "../../src/errors.ts";
+import { InvalidEventError, InvalidOptionError } from "../../src/model/errors.ts";
 import type {
   EventQuery,
   Events,
@@ -16,7 +16,7 @@ import type {
   RawEvent,
   Snapshot,
 } from "../../src/store.ts";
-import { isStorableText } from "../../src/_text.ts";
+import { isStorableText } from "../../src/model/_text.ts";
 import {
   assertKind,
   checkId,

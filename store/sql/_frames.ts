@@ -6,7 +6,11 @@
  *
  * @module
  */
-import { type BeehiveError, ConcurrentNestedTxError, StaleTxError } from "../../src/errors.ts";
+import {
+  type BeehiveError,
+  ConcurrentNestedTxError,
+  StaleTxError,
+} from "../../src/model/errors.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Member } from "./_write_group.ts";
 

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { BeehiveError, StoreInUseError } from "../../src/errors.ts";
+import { BeehiveError, StoreInUseError } from "../../src/model/errors.ts";
 import type {
   HeldLease,
   LeaseAcquireInput,

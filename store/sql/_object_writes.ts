@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { InvalidOptionError } from "../../src/errors.ts";
+import { InvalidOptionError } from "../../src/model/errors.ts";
 import type {
   GroupKind,
   ObjectId,

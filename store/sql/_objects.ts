@@ -8,7 +8,7 @@ import {
   InvalidObservedGenerationError,
   ObservedGenerationFutureError,
   StoreError,
-} from "../../src/errors.ts";
+} from "../../src/model/errors.ts";
 import type {
   GroupKind,
   IncomingEdgeQuery,
@@ -26,7 +26,7 @@ import type {
   RawObjectMeta,
   ReconcileLoad,
 } from "../../src/store.ts";
-import { kindName } from "../../src/_engine_keys.ts";
+import { kindName } from "../../src/model/_kind_keys.ts";
 import {
   assertKind,
   assertVersion,

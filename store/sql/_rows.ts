@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { StoreError } from "../../src/errors.ts";
+import { StoreError } from "../../src/model/errors.ts";
 import type { ConditionStatus, ObjectId, RawCondition, RawObjectMeta } from "../../src/store.ts";
 
 /** A row keyed by column name. */

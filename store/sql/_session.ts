@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { TailWrite } from "../../src/_kind_tail.ts";
+import type { TailWrite } from "../../src/watches/kind_tail.ts";
 import type { Dialect } from "./_dialect.ts";
 import { type Q, type Query, runOn, type Runs } from "./_query.ts";
 

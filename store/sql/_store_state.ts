@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { BeehiveError, FencedError, StoreClosedError, StoreError } from "../../src/errors.ts";
-import type { Logger } from "../../src/logger.ts";
+import { BeehiveError, FencedError, StoreClosedError, StoreError } from "../../src/model/errors.ts";
+import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Row } from "./_rows.ts";
 

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { BeehiveError } from "../../src/errors.ts";
+import { BeehiveError } from "../../src/model/errors.ts";
 import type { Fence, Store } from "../../src/store.ts";
 import { checkHook, checkTransactionFn } from "./_checks.ts";
 import { Families } from "./_families.ts";

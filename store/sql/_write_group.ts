@@ -22,7 +22,7 @@
  *
  * @module
  */
-import type { BeehiveError } from "../../src/errors.ts";
+import type { BeehiveError } from "../../src/model/errors.ts";
 import type { Fence } from "../../src/store.ts";
 import type { AsyncLock } from "./_lock.ts";
 

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { StoreError } from "../../src/errors.ts";
+import { StoreError } from "../../src/model/errors.ts";
 import type { ObjectRef, RawCondition, RawObject, WriteOp } from "../../src/store.ts";
 
 /** The `op` column's values. */

@@ -18,7 +18,7 @@
  * @module
  */
 import { Worker } from "node:worker_threads";
-import type { Logger } from "../../src/logger.ts";
+import type { Logger } from "../../src/telemetry/logger.ts";
 
 /** What the checkpointer needs of the writer connection: to set its own checkpoint threshold. */
 export interface PragmaTarget {

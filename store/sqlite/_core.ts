@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Logger } from "../../src/logger.ts";
+import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 import type { LockFiles } from "./_lock_files.ts";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { InvalidOptionError, StoreError } from "../../src/errors.ts";
+import { InvalidOptionError, StoreError } from "../../src/model/errors.ts";
 import type { Connection, Driver } from "./_driver.ts";
 import { nodeSqliteDriver } from "./_node_sqlite.ts";
 import { describe } from "../sql/_checks.ts";

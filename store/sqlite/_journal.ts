@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { TailWrite } from "../../src/_kind_tail.ts";
+import type { TailWrite } from "../../src/watches/kind_tail.ts";
 import type { GroupKind } from "../../src/store.ts";
 
 /** What one commit appended to the log. */

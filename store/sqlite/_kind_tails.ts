@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { KindTail, TailPage, TailWrite } from "../../src/_kind_tail.ts";
+import type { KindTail, TailPage, TailWrite } from "../../src/watches/kind_tail.ts";
 import type { GroupKind } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
 import type { CommitBatch, JournalReader } from "./_journal.ts";

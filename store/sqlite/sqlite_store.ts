@@ -11,7 +11,7 @@ import {
   InvalidOptionError,
   SchemaVersionDowngradeError,
   StoreError,
-} from "../../src/errors.ts";
+} from "../../src/model/errors.ts";
 import type {
   Conditions,
   DeletionRequests,
@@ -30,7 +30,7 @@ import type {
 import { CommitProbe } from "./_commit_probe.ts";
 import { LockFiles } from "./_lock_files.ts";
 import { Core, Db } from "./_core.ts";
-import type { Logger } from "../../src/logger.ts";
+import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
 import {
@@ -46,7 +46,7 @@ import { SqlTx, type TxHandleParts } from "../sql/_tx_handle.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
 import { MemoryTail } from "./_kind_tails.ts";
-import { type KindTail, openKindTailSymbol } from "../../src/_kind_tail.ts";
+import { type KindTail, openKindTailSymbol } from "../../src/watches/kind_tail.ts";
 import { RootSession, runOutermost, type Session, sqlSession, type TxSession } from "./_session.ts";
 import { runHooks } from "../sql/_frames.ts";
 

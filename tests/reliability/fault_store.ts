@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { StoreClosedError, StoreError } from "../../src/errors.ts";
+import { StoreClosedError, StoreError } from "../../src/model/errors.ts";
 import type {
   Conditions,
   DeletionRequests,

@@ -38,7 +38,7 @@ import {
   recordingLogger,
   Thing,
 } from "../_beehive_harness.ts";
-import { WAKER_CURSOR } from "../../src/dependency_waker.ts";
+import { WAKER_CURSOR } from "../../src/engine/_dependency_waker.ts";
 import { FaultInjector, FaultStore, type FaultTarget } from "./fault_store.ts";
 
 // ---------------------------------------------------------------------------

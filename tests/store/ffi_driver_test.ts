@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { InvalidOptionError, StoreError } from "../../src/errors.ts";
+import { InvalidOptionError, StoreError } from "../../src/model/errors.ts";
 import type { Connection, Driver, SqlValue } from "../../store/sqlite/_driver.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";

@@ -10,7 +10,12 @@
  */
 import assert from "node:assert/strict";
 import pg from "pg";
-import { FencedError, InvalidOptionError, NameTakenError, StoreError } from "../../src/errors.ts";
+import {
+  FencedError,
+  InvalidOptionError,
+  NameTakenError,
+  StoreError,
+} from "../../src/model/errors.ts";
 import type { Store } from "../../src/store.ts";
 import { test } from "../_test.ts";
 import { holdWriter } from "./_held_writer.ts";

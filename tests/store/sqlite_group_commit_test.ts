@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NameTakenError } from "../../src/errors.ts";
+import { NameTakenError } from "../../src/model/errors.ts";
 import type { Connection, Driver } from "../../store/sqlite/_driver.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
 import { SqliteStore } from "../../store/sqlite/sqlite_store.ts";

@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { openKindTailSymbol, type TailWrite } from "../../src/_kind_tail.ts";
+import { openKindTailSymbol, type TailWrite } from "../../src/watches/kind_tail.ts";
 import type { GroupKind, Store } from "../../src/store.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
 import { MAX_HELD } from "../../store/sqlite/_kind_tails.ts";

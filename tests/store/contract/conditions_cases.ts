@@ -9,7 +9,7 @@ import {
   InvalidConditionError,
   NotFoundError,
   WrongKindError,
-} from "../../../src/errors.ts";
+} from "../../../src/model/errors.ts";
 import type { ConditionInput, ObjectRef, RawCondition, Store } from "../../../src/store.ts";
 import { type ContractCase, Gadget, logCount, make, ref, Widget, withFakeDate } from "./harness.ts";
 

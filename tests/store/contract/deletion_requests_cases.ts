@@ -4,7 +4,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { InvalidNameError, NotFoundError, WrongKindError } from "../../../src/errors.ts";
+import { InvalidNameError, NotFoundError, WrongKindError } from "../../../src/model/errors.ts";
 import type { GroupKind, ObjectRef, ObjectWrite, Store } from "../../../src/store.ts";
 import { type ContractCase, Core, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 

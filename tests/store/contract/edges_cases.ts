@@ -4,7 +4,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { NotFoundError } from "../../../src/errors.ts";
+import { NotFoundError } from "../../../src/model/errors.ts";
 import type { GroupKind, ObjectId, ObjectRef, Relation, Store } from "../../../src/store.ts";
 import { type ContractCase, Core, Gadget, logCount, make, Widget } from "./harness.ts";
 

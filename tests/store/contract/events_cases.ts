@@ -11,7 +11,7 @@ import {
   InvalidOptionError,
   NotFoundError,
   WrongKindError,
-} from "../../../src/errors.ts";
+} from "../../../src/model/errors.ts";
 import type { ObjectRef, RawEvent, Store } from "../../../src/store.ts";
 import { type ContractCase, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 

@@ -12,7 +12,7 @@ import {
   InvalidOptionError,
   NotFoundError,
   WrongKindError,
-} from "../../../src/errors.ts";
+} from "../../../src/model/errors.ts";
 import type { ObjectRef, Store } from "../../../src/store.ts";
 import { type ContractCase, Gadget, logCount, make, Widget } from "./harness.ts";
 

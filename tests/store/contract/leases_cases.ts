@@ -5,7 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { FencedError, StoreInUseError } from "../../../src/errors.ts";
+import { FencedError, StoreInUseError } from "../../../src/model/errors.ts";
 import type { Store } from "../../../src/store.ts";
 import { type ContractCase, type Harness, make, ref, Widget, withFakeDate } from "./harness.ts";
 

@@ -4,7 +4,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { InvalidOptionError } from "../../../src/errors.ts";
+import { InvalidOptionError } from "../../../src/model/errors.ts";
 import type { ObjectWritesSweepOptions, Store } from "../../../src/store.ts";
 import {
   type ContractCase,

@@ -15,7 +15,7 @@ import {
   SchemaVersionDowngradeError,
   StoreError,
   WrongKindError,
-} from "../../../src/errors.ts";
+} from "../../../src/model/errors.ts";
 import { type ContractCase, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 
 export const objectsCases: ContractCase[] = [

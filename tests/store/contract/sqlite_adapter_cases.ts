@@ -16,7 +16,7 @@ import {
   SchemaVersionDowngradeError,
   StoreClosedError,
   StoreError,
-} from "../../../src/errors.ts";
+} from "../../../src/model/errors.ts";
 import { openSqliteStore } from "../../_sqlite_driver.ts";
 import { migrations } from "../../../store/sqlite/_schema.ts";
 import { type ContractCase, Gadget, make, Widget, withFakeDate } from "./harness.ts";

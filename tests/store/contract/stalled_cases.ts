@@ -10,7 +10,7 @@ import {
   NotFoundError,
   ObservedGenerationFutureError,
   WrongKindError,
-} from "../../../src/errors.ts";
+} from "../../../src/model/errors.ts";
 import { type ContractCase, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 
 export const stalledCases: ContractCase[] = [

@@ -10,7 +10,7 @@ import {
   NameTakenError,
   NotFoundError,
   StaleTxError,
-} from "../../../src/errors.ts";
+} from "../../../src/model/errors.ts";
 import type { Store } from "../../../src/store.ts";
 import { type ContractCase, Gadget, logCount, make, Widget } from "./harness.ts";
 

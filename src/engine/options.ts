@@ -4,14 +4,19 @@
  *
  * @module
  */
-import { InvalidOptionError } from "./errors.ts";
-import { describe } from "./_values.ts";
-import type { Logger } from "./logger.ts";
-import { isLogLevel, type LogLevel } from "./logger_levels.ts";
-import type { Migrator } from "./migrator.ts";
-import { isStorableText } from "./_text.ts";
-import type { ObjectId } from "./store.ts";
-import { checkMeter, checkTracer, type TelemetryMeter, type TelemetryTracer } from "./telemetry.ts";
+import { InvalidOptionError } from "../model/errors.ts";
+import { describe } from "../model/_values.ts";
+import type { Logger } from "../telemetry/logger.ts";
+import { isLogLevel, type LogLevel } from "../telemetry/logger_levels.ts";
+import type { Migrator } from "../model/migrator.ts";
+import { isStorableText } from "../model/_text.ts";
+import type { ObjectId } from "../store.ts";
+import {
+  checkMeter,
+  checkTracer,
+  type TelemetryMeter,
+  type TelemetryTracer,
+} from "../telemetry/telemetry.ts";
 
 /** Event-log retention: each bound 0 = unbounded. */
 export interface EventRetention {

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import { InvalidOptionError } from "./errors.ts";
+import { InvalidOptionError } from "../model/errors.ts";
 import type { Logger } from "./logger.ts";
-import { describe } from "./_values.ts";
+import { describe } from "../model/_values.ts";
 
 /** Attribute values as OpenTelemetry takes them. */
 export type TelemetryAttributes = Record<string, string | number | boolean>;

@@ -4,14 +4,14 @@
  *
  * @module
  */
-import { checkId, checkKind, type Engine, kindName } from "./_engine.ts";
-import { attempt } from "./_values.ts";
+import { checkId, checkKind, type Engine, kindName } from "../engine/_engine.ts";
+import { attempt } from "../model/_values.ts";
 import { PassWriter } from "./controller_client.ts";
-import { InvalidOptionError, WrongKindError } from "./errors.ts";
-import { schemasOf } from "./kind.ts";
+import { InvalidOptionError, WrongKindError } from "../model/errors.ts";
+import { schemasOf } from "../model/kind.ts";
 import type { KindSchemas } from "./_write_checks.ts";
-import type { ConditionWrite, EventWrite } from "./object.ts";
-import type { GroupKind, ObjectId } from "./store.ts";
+import type { ConditionWrite, EventWrite } from "../model/object.ts";
+import type { GroupKind, ObjectId } from "../store.ts";
 
 /**
  * Id-keyed twins of the ControllerClient's writes, scoped to one kind (another

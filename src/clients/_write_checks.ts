@@ -4,17 +4,17 @@
  *
  * @module
  */
-import { encodeJson, exceedsBytes, utf8Length } from "./codec.ts";
-import { kindName } from "./_engine_keys.ts";
+import { encodeJson, exceedsBytes, utf8Length } from "../model/_codec.ts";
+import { kindName } from "../model/_kind_keys.ts";
 import {
   InvalidSpecError,
   InvalidStatusError,
   TooLargeError,
   type ValidationIssue,
-} from "./errors.ts";
-import type { StandardSchema } from "./standard_schema.ts";
-import type { GroupKind } from "./store.ts";
-import { describe } from "./_values.ts";
+} from "../model/errors.ts";
+import type { StandardSchema } from "../model/standard_schema.ts";
+import type { GroupKind } from "../store.ts";
+import { describe } from "../model/_values.ts";
 
 /** The size limits, in UTF-8 bytes. */
 export interface Limits {

@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { checkKind } from "./_engine.ts";
+import { checkKind } from "../engine/_engine.ts";
 import { InvalidOptionError } from "./errors.ts";
 import type { StandardSchema } from "./standard_schema.ts";
-import type { KindSchemas } from "./_write_checks.ts";
-import type { GroupKind } from "./store.ts";
+import type { KindSchemas } from "../clients/_write_checks.ts";
+import type { GroupKind } from "../store.ts";
 
 /** What {@linkcode defineKind} takes. */
 export interface KindDefinition<Spec, Status> {

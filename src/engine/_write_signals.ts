@@ -7,8 +7,8 @@
  *
  * @module
  */
-import { kindKey } from "./_engine_keys.ts";
-import type { GroupKind, ObjectId } from "./store.ts";
+import { kindKey } from "../model/_kind_keys.ts";
+import type { GroupKind, ObjectId } from "../store.ts";
 
 type Listener = () => void;
 

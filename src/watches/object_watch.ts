@@ -11,19 +11,19 @@
  * @module
  */
 import { WatchStream } from "./watch_stream.ts";
-import { DecodeError, type KindCodec } from "./codec.ts";
-import { type Engine, kindKey, kindName } from "./_engine.ts";
+import { DecodeError, type KindCodec } from "../model/_codec.ts";
+import { type Engine, kindKey, kindName } from "../engine/_engine.ts";
 import {
   BeehiveError,
   StoppedError,
   StoreClosedError,
   WatchTooNewError,
   WatchTooOldError,
-} from "./errors.ts";
-import { type BeehiveObject, decodeObject, type LoadKey, type Relations } from "./object.ts";
-import { loadRelations } from "./relations.ts";
-import type { GroupKind, ObjectId, RawObject, Store, WriteOp } from "./store.ts";
-import { type KindTail, openKindTail, type TailWrite } from "./_kind_tail.ts";
+} from "../model/errors.ts";
+import { type BeehiveObject, decodeObject, type LoadKey, type Relations } from "../model/object.ts";
+import { loadRelations } from "../engine/_relations.ts";
+import type { GroupKind, ObjectId, RawObject, Store, WriteOp } from "../store.ts";
+import { type KindTail, openKindTail, type TailWrite } from "./kind_tail.ts";
 
 /** What a change reports: `"Deleted"` means collected, not requested. */
 export type ChangeType = "Added" | "Modified" | "Deleted";

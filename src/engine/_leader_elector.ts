@@ -5,10 +5,10 @@
  *
  * @module
  */
-import type { Logger } from "./logger.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import type { ResolvedLeaderElection } from "./options.ts";
 import { sleep } from "./_sleep.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../store.ts";
 
 /** What the elector tells its Beehive. */
 export interface ElectorHooks {

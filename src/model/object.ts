@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { KindCodec } from "./codec.ts";
+import type { KindCodec } from "./_codec.ts";
 import { NotLoadedError } from "./errors.ts";
 import type {
   ConditionInput,
@@ -14,9 +14,9 @@ import type {
   RawCondition,
   RawEvent,
   RawObject,
-} from "./store.ts";
+} from "../store.ts";
 
-export type { ConditionStatus, GroupKind, ObjectId, ObjectRef } from "./store.ts";
+export type { ConditionStatus, GroupKind, ObjectId, ObjectRef } from "../store.ts";
 
 /** A condition as written: `status` is `"True"`, `"False"` or `"Unknown"`. */
 export type ConditionWrite = ConditionInput;

@@ -9,7 +9,7 @@
  * @module
  */
 import type { Engine, Term } from "./_engine.ts";
-import type { ObjectId } from "./store.ts";
+import type { ObjectId } from "../store.ts";
 
 /** The driver-cursor row the waker persists its position under. */
 export const WAKER_CURSOR = "dependency_waker";

@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { DecodeError, exceedsBytes, utf8Length } from "./codec.ts";
+import { DecodeError, exceedsBytes, utf8Length } from "../model/_codec.ts";
 import { type KindSchemas, prepareValue } from "./_write_checks.ts";
-import { schemasOf } from "./kind.ts";
-import { checkId, checkKind, type Engine, kindName } from "./_engine.ts";
-import { attempt } from "./_values.ts";
-import { isStorableText } from "./_text.ts";
+import { schemasOf } from "../model/kind.ts";
+import { checkId, checkKind, type Engine, kindName } from "../engine/_engine.ts";
+import { attempt } from "../model/_values.ts";
+import { isStorableText } from "../model/_text.ts";
 import {
   BeehiveError,
   DeletionPendingError,
@@ -19,7 +19,7 @@ import {
   NotFoundError,
   StoreError,
   WrongKindError,
-} from "./errors.ts";
+} from "../model/errors.ts";
 import {
   type BeehiveObject,
   decodeObject,
@@ -28,18 +28,22 @@ import {
   type LoadKey,
   type Relations,
   toEvent,
-} from "./object.ts";
-import type { GroupKind, ObjectId, ObjectRef, RawObject, Store } from "./store.ts";
-import type { Schedule } from "./work_queue.ts";
-import { ScheduleStream } from "./schedule_stream.ts";
-import { loadRelations } from "./relations.ts";
+} from "../model/object.ts";
+import type { GroupKind, ObjectId, ObjectRef, RawObject, Store } from "../store.ts";
+import type { Schedule } from "../engine/work_queue.ts";
+import { ScheduleStream } from "../engine/schedule_stream.ts";
+import { loadRelations } from "../engine/_relations.ts";
 import {
   ObjectListStream,
   ObjectStream,
   openObjectWatch,
   type WatchOptions,
-} from "./object_watch.ts";
-import { type EventStream, type EventWatchOptions, openEventWatch } from "./event_watch.ts";
+} from "../watches/object_watch.ts";
+import {
+  type EventStream,
+  type EventWatchOptions,
+  openEventWatch,
+} from "../watches/event_watch.ts";
 
 /** Options of the create calls. Honoured when a row is created, ignored when one is found. */
 export interface CreateOptions {

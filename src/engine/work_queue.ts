@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { ObjectId } from "./store.ts";
+import type { ObjectId } from "../store.ts";
 
 /** Why an alarm is set. */
 export type AlarmKind = "requeueAfter" | "backoff" | "floor" | "admit";

@@ -3,11 +3,11 @@
  *
  * @module
  */
-import { AdminClient } from "./admin_client.ts";
-import { Client } from "./client.ts";
-import { KindCodec } from "./codec.ts";
-import { collect } from "./collect.ts";
-import type { ControllerClient } from "./controller_client.ts";
+import { AdminClient } from "../clients/admin_client.ts";
+import { Client } from "../clients/client.ts";
+import { KindCodec } from "../model/_codec.ts";
+import { collect } from "./_collect.ts";
+import type { ControllerClient } from "../clients/controller_client.ts";
 import { checkKind, Engine, kindName, type Term } from "./_engine.ts";
 import {
   BeehiveError,
@@ -15,8 +15,8 @@ import {
   InvalidStoreIdentityError,
   NotFoundError,
   StoreInUseError,
-} from "./errors.ts";
-import type { BeehiveObject } from "./object.ts";
+} from "../model/errors.ts";
+import type { BeehiveObject } from "../model/object.ts";
 import {
   type BeehiveOptions,
   type RegisterOptions,
@@ -24,15 +24,15 @@ import {
   type ResolvedLeaderElection,
   resolveRegisterOptions,
 } from "./options.ts";
-import { type ControllerFn, Reconciler } from "./reconciler.ts";
-import { DependencyWaker } from "./dependency_waker.ts";
-import { StaleDependents } from "./stale_dependents.ts";
+import { type ControllerFn, Reconciler } from "./_reconciler.ts";
+import { DependencyWaker } from "./_dependency_waker.ts";
+import { StaleDependents } from "./_stale_dependents.ts";
 import { sleep } from "./_sleep.ts";
-import type { ReconcileResult } from "./result.ts";
-import type { GroupKind, HeldLease, Store } from "./store.ts";
-import { LeaderElector } from "./leader_elector.ts";
-import { type Kind, schemasOf } from "./kind.ts";
-import { NO_SCHEMAS } from "./_write_checks.ts";
+import type { ReconcileResult } from "../model/result.ts";
+import type { GroupKind, HeldLease, Store } from "../store.ts";
+import { LeaderElector } from "./_leader_elector.ts";
+import { type Kind, schemasOf } from "../model/kind.ts";
+import { NO_SCHEMAS } from "../clients/_write_checks.ts";
 
 /** A reconcile function: drives one object toward its spec. */
 export type ReconcileFn<Spec, Status> = (

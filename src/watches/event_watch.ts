@@ -6,11 +6,16 @@
  * @module
  */
 import { WatchStream } from "./watch_stream.ts";
-import { type Engine, kindName } from "./_engine.ts";
-import { NotFoundError, StoppedError, WatchTooNewError, WatchTooOldError } from "./errors.ts";
-import { type Event, type EventType, toEvent } from "./object.ts";
+import { type Engine, kindName } from "../engine/_engine.ts";
+import {
+  NotFoundError,
+  StoppedError,
+  WatchTooNewError,
+  WatchTooOldError,
+} from "../model/errors.ts";
+import { type Event, type EventType, toEvent } from "../model/object.ts";
 import { FailureLog, Feed, isTerminal, nextRetry } from "./object_watch.ts";
-import type { GroupKind, ObjectId, RawEvent } from "./store.ts";
+import type { GroupKind, ObjectId, RawEvent } from "../store.ts";
 
 /** Runs read per page of an event tail. */
 export const EVENT_PAGE = 256;

@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { type LoadKey, type Relations, toEvent } from "./object.ts";
-import type { ObjectId, Store } from "./store.ts";
+import { type LoadKey, type Relations, toEvent } from "../model/object.ts";
+import type { ObjectId, Store } from "../store.ts";
 
 /** How many of each timeline's newest runs `load: ["events"]` attaches. */
 export const LOADED_EVENTS_PER_TIMELINE = 20;

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { GroupKind, ObjectWrite, RawObject, Store } from "./store.ts";
+import type { GroupKind, ObjectWrite, RawObject, Store } from "../store.ts";
 
 /** A write-log entry, with the object's row as the write left it when known. */
 export interface TailWrite extends ObjectWrite {

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { checkId, type Engine, kindName, type Term } from "./_engine.ts";
+import { checkId, type Engine, kindName, type Term } from "../engine/_engine.ts";
 import { Client } from "./client.ts";
 import {
   InvalidConditionError,
@@ -13,12 +13,12 @@ import {
   InvalidOptionError,
   ReconcileReturnedError,
   StaleTxError,
-} from "./errors.ts";
+} from "../model/errors.ts";
 import { encodeBounded, type KindSchemas, prepareValue, tooLong } from "./_write_checks.ts";
-import { isStorableText } from "./_text.ts";
-import type { Kind } from "./kind.ts";
-import type { ConditionWrite, EventWrite } from "./object.ts";
-import type { GroupKind, ObjectRef, Store } from "./store.ts";
+import { isStorableText } from "../model/_text.ts";
+import type { Kind } from "../model/kind.ts";
+import type { ConditionWrite, EventWrite } from "../model/object.ts";
+import type { GroupKind, ObjectRef, Store } from "../store.ts";
 
 /** The stored status as the pass knows it, so an unchanged report costs no store call. */
 export class StatusBaseline {

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { GroupKind } from "./store.ts";
+import type { GroupKind } from "../store.ts";
 
 /** The key of a kind in maps. */
 export function kindKey(gk: GroupKind): string {

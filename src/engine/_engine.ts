@@ -5,21 +5,21 @@
  *
  * @module
  */
-import { KindCodec } from "./codec.ts";
-import { InvalidOptionError } from "./errors.ts";
-import type { Logger } from "./logger.ts";
-import { filterLogger } from "./logger_levels.ts";
+import { KindCodec } from "../model/_codec.ts";
+import { InvalidOptionError } from "../model/errors.ts";
+import type { Logger } from "../telemetry/logger.ts";
+import { filterLogger } from "../telemetry/logger_levels.ts";
 import type { ResolvedBeehiveOptions } from "./options.ts";
-import type { GroupKind, ObjectId, ObjectRef, Store } from "./store.ts";
+import type { GroupKind, ObjectId, ObjectRef, Store } from "../store.ts";
 import type { WorkQueue } from "./work_queue.ts";
 
-import { kindKey } from "./_engine_keys.ts";
-import { isStorableText } from "./_text.ts";
-import { WriteSignals } from "./write_signals.ts";
-import { type KindSchemas, NO_SCHEMAS } from "./_write_checks.ts";
-import { Telemetry } from "./telemetry.ts";
+import { kindKey } from "../model/_kind_keys.ts";
+import { isStorableText } from "../model/_text.ts";
+import { WriteSignals } from "./_write_signals.ts";
+import { type KindSchemas, NO_SCHEMAS } from "../clients/_write_checks.ts";
+import { Telemetry } from "../telemetry/telemetry.ts";
 
-export { kindKey, kindName } from "./_engine_keys.ts";
+export { kindKey, kindName } from "../model/_kind_keys.ts";
 
 /** Checks a kind argument. @throws {InvalidOptionError} */
 export function checkKind(kind: unknown): GroupKind {

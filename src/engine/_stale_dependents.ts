@@ -8,7 +8,7 @@
  * @module
  */
 import type { Engine, Term } from "./_engine.ts";
-import type { StalePos } from "./store.ts";
+import type { StalePos } from "../store.ts";
 
 const PAGE = 256;
 

@@ -4,7 +4,7 @@
  * @module
  */
 import type { Schedule, WorkQueue } from "./work_queue.ts";
-import type { ObjectId } from "./store.ts";
+import type { ObjectId } from "../store.ts";
 
 /**
  * The current {@linkcode Schedule} of one object, then every change to it.

@@ -5,19 +5,19 @@
  *
  * @module
  */
-import type { KindCodec } from "./codec.ts";
-import { collect } from "./collect.ts";
+import type { KindCodec } from "../model/_codec.ts";
+import { collect } from "./_collect.ts";
 import { type Engine, type KindLoop, kindName, type Term } from "./_engine.ts";
-import { isStorableText } from "./_text.ts";
+import { isStorableText } from "../model/_text.ts";
 import { sleep } from "./_sleep.ts";
-import { InvalidResultError, NotFoundError, PermanentError } from "./errors.ts";
-import { decodeObject } from "./object.ts";
+import { InvalidResultError, NotFoundError, PermanentError } from "../model/errors.ts";
+import { decodeObject } from "../model/object.ts";
 import type { ResolvedRegisterOptions } from "./options.ts";
-import { fail, type ResultInfo, resultInfo } from "./result.ts";
-import { passClient, StatusBaseline } from "./controller_client.ts";
-import type { GroupKind, ObjectId, ObjectRef, ReconcileLoad } from "./store.ts";
+import { fail, type ResultInfo, resultInfo } from "../model/result.ts";
+import { passClient, StatusBaseline } from "../clients/controller_client.ts";
+import type { GroupKind, ObjectId, ObjectRef, ReconcileLoad } from "../store.ts";
 import { WorkQueue } from "./work_queue.ts";
-import type { KindTelemetry, PassReport, PassSpan } from "./telemetry.ts";
+import type { KindTelemetry, PassReport, PassSpan } from "../telemetry/telemetry.ts";
 
 /** The first rung of the retry ladder, in ms. */
 export const BASE_RETRY_INTERVAL = 1_000;

@@ -6,7 +6,7 @@
  * @module
  */
 import { type Engine, kindKey } from "./_engine.ts";
-import type { ObjectId, ObjectRef, Store } from "./store.ts";
+import type { ObjectId, ObjectRef, Store } from "../store.ts";
 
 /**
  * Runs one collection step for `id` in one transaction through `store` (the
