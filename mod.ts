@@ -64,6 +64,7 @@ export type {
   ControllerTx,
   ControllerWrites,
 } from "./src/clients/controller_client.ts";
+export type { ApplyFencedOptions, FencedRepository, Fencing } from "./src/engine/fencing.ts";
 export { BeehiveObject, eventDetail } from "./src/model/object.ts";
 export type {
   Condition,
@@ -89,7 +90,8 @@ export type { Schedule } from "./src/engine/work_queue.ts";
 export { ScheduleStream } from "./src/engine/schedule_stream.ts";
 export { ObjectListStream, ObjectStream } from "./src/watches/object_watch.ts";
 export { WatchStream } from "./src/watches/watch_stream.ts";
-export type { ChangeType, ObjectChange, WatchOptions } from "./src/watches/object_watch.ts";
+export type { ChangeType, ObjectChange } from "./src/watches/object_change.ts";
+export type { WatchOptions } from "./src/watches/object_watch.ts";
 export { EventStream } from "./src/watches/event_watch.ts";
 export type { EventStreamRetention, EventWatchOptions } from "./src/watches/event_watch.ts";
 export type { LogLevel } from "./src/telemetry/logger_levels.ts";
@@ -107,5 +109,7 @@ export type {
   TelemetrySpanOptions,
   TelemetryTracer,
 } from "./src/telemetry/telemetry.ts";
+// The model's identifiers; the rest of the Store port is in `@beehive/beehive/store`.
+export type { EventId, GroupKind, ObjectId, ObjectRef, Store } from "./src/store.ts";
 export type * from "./src/store.ts";
 export type * from "./src/telemetry/logger.ts";

@@ -5,15 +5,8 @@
  *
  * @module
  */
-import type {
-  GroupKind,
-  ObjectId,
-  ObjectRef,
-  RawCondition,
-  RawEvent,
-  RawObject,
-  Store,
-} from "@beehive/beehive";
+import type { GroupKind, ObjectId, ObjectRef, Store } from "@beehive/beehive";
+import type { RawCondition, RawEvent, RawObject } from "@beehive/beehive/store";
 
 /** `Kind.group`, or the bare kind in the core group. */
 export function kindLabel(gk: GroupKind): string {
@@ -41,12 +34,12 @@ const PAGE = 1_000;
  * Every kind the store shows a trace of: kinds in the retained write log, kinds
  * with deletion-pending objects, and `extra`. The Store port has no kind
  * listing, so a kind whose every write aged out of the log is found only
- * through `extra`. Sorted by label.
+ * through `extra`. Unsorted; {@linkcode listKinds} adds counts and sorts.
  */
-export async function listKinds(
+export async function findKinds(
   store: Store,
   extra: readonly GroupKind[] = [],
-): Promise<KindSummary[]> {
+): Promise<GroupKind[]> {
   const found = new Map<string, GroupKind>();
   const note = (gk: GroupKind) => {
     const key = JSON.stringify([gk.group, gk.kind]);
@@ -61,8 +54,16 @@ export async function listKinds(
     if (page.writes.length < PAGE) break;
     after = page.writes[page.writes.length - 1].resourceVersion;
   }
+  return [...found.values()];
+}
+
+/** {@linkcode findKinds} with each kind's object count, sorted by label. */
+export async function listKinds(
+  store: Store,
+  extra: readonly GroupKind[] = [],
+): Promise<KindSummary[]> {
   const out: KindSummary[] = [];
-  for (const gk of found.values()) {
+  for (const gk of await findKinds(store, extra)) {
     out.push({ ...gk, objects: (await store.objects.listIds(gk)).length });
   }
   return out.sort((a, b) => kindLabel(a).localeCompare(kindLabel(b)));
@@ -181,16 +182,28 @@ export function readySummary(conditions: readonly RawCondition[]): string {
   return "-";
 }
 
-/** A one-word lifecycle state: Terminating, Stalled, Reconciling or Settled. */
-export function stateSummary(view: ObjectView): string {
+/**
+ * A one-word lifecycle state: Terminating, Stalled, Pending (no pass has
+ * observed the object yet: no controller runs its kind, or none has reached
+ * it), Reconciling (a pass observed an older generation) or Settled.
+ */
+export function stateSummary(
+  view: Pick<
+    ObjectView,
+    "deletionRequestedAt" | "conditions" | "observedGeneration" | "generation"
+  >,
+): string {
   if (view.deletionRequestedAt !== undefined) return "Terminating";
   if (view.conditions.some((c) => c.type === "Stalled" && c.status === "True")) return "Stalled";
+  if (view.observedGeneration === undefined) return "Pending";
   if (view.observedGeneration !== view.generation) return "Reconciling";
   return "Settled";
 }
 
 /** `generation/observed`, with `-` for never observed. */
-export function generationSummary(view: ObjectView): string {
+export function generationSummary(
+  view: Pick<ObjectView, "generation" | "observedGeneration">,
+): string {
   return `${view.generation}/${view.observedGeneration ?? "-"}`;
 }
 
@@ -203,4 +216,48 @@ export function age(from: Date, now: number = Date.now()): string {
   const h = Math.floor(m / 60);
   if (h < 48) return `${h}h`;
   return `${Math.floor(h / 24)}d`;
+}
+
+/**
+ * `value` as JSON for a person to read: indented by two spaces, unless the
+ * indentation would make it more than four times its compact size plus
+ * 1 MiB (a deeply nested value grows quadratically when indented), when it
+ * is printed compact. Either way the output is bounded by the value's size.
+ */
+export function prettyJson(value: unknown): string {
+  const compact = JSON.stringify(value);
+  if (compact === undefined) return "undefined";
+  return indentedSize(compact) <= 4 * compact.length + 1_048_576
+    ? JSON.stringify(value, null, 2)
+    : compact;
+}
+
+/** The length `JSON.stringify(value, null, 2)` would have, from the compact text, in one pass. */
+function indentedSize(compact: string): number {
+  let size = compact.length;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < compact.length; i++) {
+    const c = compact.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      const next = compact.charCodeAt(i + 1);
+      if (next === 0x7d || next === 0x5d) {
+        i++; // an empty container stays on its line
+        continue;
+      }
+      depth++;
+      size += 1 + 2 * depth;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+      size += 1 + 2 * depth;
+    } else if (c === 0x2c) size += 1 + 2 * depth;
+    else if (c === 0x3a) size += 1;
+  }
+  return size;
 }

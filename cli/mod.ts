@@ -25,7 +25,8 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { open } from "node:fs/promises";
+import { isAbsolute, resolve } from "node:path";
 import process from "node:process";
 import { pathToFileURL } from "node:url";
 import {
@@ -34,9 +35,9 @@ import {
   type GroupKind,
   NotFoundError,
   type ObjectChange,
-  type RawObject,
   type Store,
 } from "@beehive/beehive";
+import type { RawObject } from "@beehive/beehive/store";
 import { openSqliteStore } from "@beehive/beehive/sqlite";
 import {
   age,
@@ -44,13 +45,15 @@ import {
   kindLabel,
   listKinds,
   type ObjectView,
-  parseKind,
+  prettyJson,
   readRelations,
   readySummary,
   type RefView,
   stateSummary,
   toView,
 } from "./_inspect.ts";
+import { resolveStoreKind, UnknownKindError } from "./_kinds.ts";
+import { toYaml } from "./_yaml.ts";
 
 /** Where {@linkcode main} reads and writes. Every member but the writers is optional. */
 export interface CliIo {
@@ -60,8 +63,13 @@ export interface CliIo {
   stderr(text: string): void;
   /** Reads all of standard input, for `apply -f -`. @default {the process's standard input} */
   readStdin?(): Promise<string>;
-  /** Ends a running `watch` when aborted (the program aborts it on Ctrl-C). @default {undefined} */
+  /** Ends a running `watch` or `wait` when aborted (the program aborts it on Ctrl-C). @default {undefined} */
   signal?: AbortSignal;
+  /**
+   * The directory relative paths (the store, `apply -f`) are resolved from.
+   * @default {`INIT_CWD` when set (where `deno task` or `npm run` was started), else the working directory}
+   */
+  cwd?: string;
 }
 
 /** A failure reported as one line on standard error with exit code 1. */
@@ -76,13 +84,18 @@ class UsageError extends Error {
   }
 }
 
-type Output = "table" | "json";
+type Output = "table" | "json" | "yaml";
+
+/** The largest file or standard input `apply` reads, in bytes. */
+const APPLY_MAX_BYTES = 64 * 1_048_576;
 
 interface Parsed {
   readonly positionals: string[];
   readonly output: Output;
   readonly file: string | undefined;
   readonly limit: number | undefined;
+  readonly waitFor: string | undefined;
+  readonly timeout: number | undefined;
   readonly help: boolean;
 }
 
@@ -91,7 +104,7 @@ interface Command {
   readonly summary: string;
   readonly details: string;
   readonly args: readonly [min: number, max: number];
-  readonly flags: readonly ("output" | "file" | "limit")[];
+  readonly flags: readonly ("output" | "file" | "limit" | "for" | "timeout")[];
   run(ctx: Context): Promise<void>;
 }
 
@@ -102,11 +115,15 @@ interface Context {
   readonly parsed: Parsed;
   readonly io: CliIo;
   out(line: string): void;
+  /** Resolves a kind as the user named it (kind, plural or short name, any case). */
+  kind(input: string): Promise<GroupKind>;
+  /** Prints `value` as JSON or YAML, as `-o` asked. */
+  data(value: unknown): void;
 }
 
 const COMMANDS: Record<string, Command> = {
   kinds: {
-    usage: "kinds [-o json]",
+    usage: "kinds [-o json|yaml]",
     summary: "List the kinds in the store and how many objects each holds",
     details: "Kinds are found through the retained write log and deletion-pending objects;\n" +
       "a kind with no write inside the write log's retention is not listed\n" +
@@ -116,16 +133,18 @@ const COMMANDS: Record<string, Command> = {
     run: cmdKinds,
   },
   get: {
-    usage: "get <Kind.group> [name] [-o json]",
+    usage: "get <kind> [name] [-o json|yaml]",
     summary: "List a kind's objects, or show one",
     details: "Columns: NAME, ID, GEN (generation/observed), READY (the Ready condition),\n" +
-      "STATE (Settled, Reconciling, Stalled, Terminating), CONDITIONS, AGE.",
+      "STATE (Settled, Reconciling, Pending, Stalled, Terminating), CONDITIONS, AGE.\n" +
+      "Pending: no pass has observed the object yet (no controller runs its kind, or\n" +
+      "none has reached it).",
     args: [1, 2],
     flags: ["output"],
     run: cmdGet,
   },
   describe: {
-    usage: "describe <Kind.group> <name> [-o json]",
+    usage: "describe <kind> <name> [-o json|yaml]",
     summary: "Show an object in full: spec, status, conditions, relations, recent events",
     details: "",
     args: [2, 2],
@@ -133,15 +152,26 @@ const COMMANDS: Record<string, Command> = {
     run: cmdDescribe,
   },
   events: {
-    usage: "events <Kind.group> <name> [--limit N] [-o json]",
+    usage: "events <kind> <name> [--limit N] [-o json|yaml]",
     summary: "List an object's event runs, newest first",
     details: "--limit N   only the newest N runs (default: all)",
     args: [2, 2],
     flags: ["output", "limit"],
     run: cmdEvents,
   },
+  wait: {
+    usage: "wait <kind> <name> --for=condition=<Type>[=<Status>] [--timeout=30s]",
+    summary: "Wait until an object's condition has a status, or until it is deleted",
+    details:
+      "--for=condition=Ready waits for Ready=True; --for=condition=Ready=False for False;\n" +
+      "--for=delete until the object is gone. --timeout (default 30s; 0 = forever) takes\n" +
+      "a number with s, m or h. Exit 1 when the time runs out or the object is missing.",
+    args: [2, 2],
+    flags: ["for", "timeout"],
+    run: cmdWait,
+  },
   watch: {
-    usage: "watch <Kind.group> [-o json]",
+    usage: "watch <kind> [-o json|yaml]",
     summary: "Print a kind's objects, then every change, until Ctrl-C",
     details: "With -o json, one JSON change per line: { type, id, resourceVersion, object }.",
     args: [1, 1],
@@ -153,13 +183,15 @@ const COMMANDS: Record<string, Command> = {
     summary: "Create or update objects from JSON",
     details: 'The file holds { "group", "kind", "name", "spec" } or an array of them;\n' +
       "-f - reads standard input. Each object is created, or its spec replaced\n" +
-      "(a changed spec bumps the generation). Everything is checked before anything is written.",
+      "(a changed spec bumps the generation). Every item is checked, and all are written\n" +
+      "in one transaction: one bad item writes nothing. A UTF-8 byte order mark is\n" +
+      `skipped; a file above ${APPLY_MAX_BYTES / 1_048_576} MiB is refused.`,
     args: [0, 0],
     flags: ["file", "output"],
     run: cmdApply,
   },
   delete: {
-    usage: "delete <Kind.group> <name>",
+    usage: "delete <kind> <name>",
     summary: "Request an object's deletion (finalizers and owned objects are honoured)",
     details: "",
     args: [2, 2],
@@ -167,10 +199,11 @@ const COMMANDS: Record<string, Command> = {
     run: cmdDelete,
   },
   requeue: {
-    usage: "requeue <Kind.group> <name>",
+    usage: "requeue <kind> <name>",
     summary: "Owe an object a reconcile pass",
-    details: "Records the pass durably in the store: the process running the kind's\n" +
-      "controller runs it on its next owed pass (its owedPassInterval, 30 s by default).",
+    details: "Records the pass durably in the store: the process leading the kind's\n" +
+      "controller hears the commit and runs it within a fraction of a second (or, when\n" +
+      "no leader runs, the next leader runs it at start).",
     args: [2, 2],
     flags: [],
     run: cmdRequeue,
@@ -179,14 +212,17 @@ const COMMANDS: Record<string, Command> = {
 
 const HELP = `Usage: beehive <store> <command> [arguments] [flags]
 
-Inspect and change a beehive store. <store> is a SQLite database path
-(a postgres:// url is reserved for the PostgreSQL store).
+Inspect and change a beehive store. <store> is a SQLite database path (relative
+to the working directory) or a postgres:// url (?schema=name picks a schema other
+than the default "beehive"). <kind> is a kind's name, plural or
+short name in any case, with or without its group: Worker, workers,
+Worker.shop.example; "<kind> <name>" may be written "<kind>/<name>", as kubectl does.
 
 Commands:
 ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)}${c.summary}`).join("\n")}
 
 Flags:
-  -o, --output json   machine-readable output (default: a table)
+  -o, --output FMT    json or yaml: machine-readable output (default: a table)
   -h, --help          help for beehive or for one command
 
 Exit codes: 0 success, 1 error, 2 usage error.
@@ -205,6 +241,8 @@ function parseArgs(args: readonly string[]): Parsed {
   let output: Output = "table";
   let file: string | undefined;
   let limit: number | undefined;
+  let waitFor: string | undefined;
+  let timeout: number | undefined;
   let help = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -222,8 +260,10 @@ function parseArgs(args: readonly string[]): Parsed {
     } else if (flag === "-h" || flag === "--help") help = true;
     else if (flag === "-o" || flag === "--output") {
       const v = value();
-      if (v !== "json" && v !== "table") {
-        throw new UsageError(`unknown output format ${JSON.stringify(v)} (expected json or table)`);
+      if (v !== "json" && v !== "yaml" && v !== "table") {
+        throw new UsageError(
+          `unknown output format ${JSON.stringify(v)} (expected json, yaml or table)`,
+        );
       }
       output = v;
     } else if (flag === "-f" || flag === "--filename") file = value();
@@ -234,11 +274,33 @@ function parseArgs(args: readonly string[]): Parsed {
         throw new UsageError(`--limit must be a positive integer, got ${JSON.stringify(v)}`);
       }
       limit = n;
-    } else if (arg.startsWith("-") && arg !== "-") {
+    } else if (flag === "--for") waitFor = checkFor(value());
+    else if (flag === "--timeout") timeout = parseDuration(value());
+    else if (arg.startsWith("-") && arg !== "-") {
       throw new UsageError(`unknown flag ${arg}`);
     } else positionals.push(arg);
   }
-  return { positionals, output, file, limit, help };
+  return { positionals, output, file, limit, waitFor, timeout, help };
+}
+
+function checkFor(v: string): string {
+  if (v === "delete" || /^condition=[^=]+(=[^=]+)?$/.test(v)) return v;
+  throw new UsageError(
+    `--for must be condition=<Type>[=<Status>] or delete, got ${JSON.stringify(v)}`,
+    "wait",
+  );
+}
+
+/** `30s`, `5m`, `1h`, `500ms` or a bare number of seconds, in ms. */
+function parseDuration(v: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(v);
+  const ms = m === null ? NaN : Number(m[1]) * { ms: 1, s: 1e3, m: 6e4, h: 3.6e6 }[m[2] ?? "s"]!;
+  if (!Number.isFinite(ms) || ms > 2 ** 31 - 1) {
+    throw new UsageError(
+      `--timeout must be a duration like 30s, 5m or 1h, got ${JSON.stringify(v)}`,
+    );
+  }
+  return ms;
 }
 
 function defaultIo(): CliIo {
@@ -247,10 +309,42 @@ function defaultIo(): CliIo {
     stderr: (text) => void process.stderr.write(text),
     readStdin: async () => {
       const chunks: Uint8Array[] = [];
-      for await (const chunk of process.stdin) chunks.push(chunk as Uint8Array);
+      let size = 0;
+      for await (const chunk of process.stdin) {
+        size += (chunk as Uint8Array).length;
+        if (size > APPLY_MAX_BYTES) throw tooBig("stdin", size, true);
+        chunks.push(chunk as Uint8Array);
+      }
       return new TextDecoder().decode(concat(chunks));
     },
   };
+}
+
+function tooBig(what: string, size: number, atLeast = false): CliError {
+  return new CliError(
+    `${what} is ${atLeast ? "more than " : ""}${size} bytes, above the ${
+      APPLY_MAX_BYTES / 1_048_576
+    } MiB apply reads: split it into several files`,
+  );
+}
+
+/** Reads a file as UTF-8, refusing one above {@linkcode APPLY_MAX_BYTES} before reading it. */
+async function readBounded(path: string): Promise<string> {
+  const file = await open(path, "r");
+  try {
+    const { size } = await file.stat();
+    if (size > APPLY_MAX_BYTES) throw tooBig(path, size);
+    const bytes = new Uint8Array(size);
+    let at = 0;
+    while (at < size) {
+      const { bytesRead } = await file.read(bytes, at, size - at, at);
+      if (bytesRead === 0) break;
+      at += bytesRead;
+    }
+    return new TextDecoder().decode(bytes.subarray(0, at));
+  } finally {
+    await file.close();
+  }
 }
 
 function concat(chunks: readonly Uint8Array[]): Uint8Array {
@@ -293,6 +387,11 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
   }
   const command = COMMANDS[name];
   const [min, max] = command.args;
+  // kubectl's `kind/name` form, for a command that takes a kind and a name.
+  if (max === 2 && rest.length === 1 && /^[^/]+\/./.test(rest[0])) {
+    const slash = rest[0].indexOf("/");
+    rest.splice(0, 1, rest[0].slice(0, slash), rest[0].slice(slash + 1));
+  }
   if (rest.length < min || rest.length > max) {
     return usage(
       io,
@@ -313,6 +412,15 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
   if (parsed.limit !== undefined && !command.flags.includes("limit")) {
     return usage(io, new UsageError(`${name} has no --limit flag`, name));
   }
+  if (parsed.waitFor !== undefined && !command.flags.includes("for")) {
+    return usage(io, new UsageError(`${name} has no --for flag`, name));
+  }
+  if (parsed.timeout !== undefined && !command.flags.includes("timeout")) {
+    return usage(io, new UsageError(`${name} has no --timeout flag`, name));
+  }
+  if (name === "wait" && parsed.waitFor === undefined) {
+    return usage(io, new UsageError("wait needs --for=condition=<Type> or --for=delete", name));
+  }
   if (name === "apply" && parsed.file === undefined) {
     return usage(
       io,
@@ -320,8 +428,11 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
     );
   }
   let store: Store | undefined;
+  const cwd = io.cwd ?? process.env.INIT_CWD ?? process.cwd();
+  const here = (path: string) => isAbsolute(path) ? path : resolve(cwd, path);
   try {
-    store = await openStore(storeArg);
+    store = await openStore(storeArg, here);
+    const opened = store;
     // Never started: no lease taken, so a running process keeps its store. A
     // short watch floor lets `watch` see another process's writes promptly.
     const bh = new Beehive(store, { watchFloorInterval: 500 });
@@ -330,13 +441,29 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
       bh,
       args: rest,
       parsed,
-      io,
-      out: (line) => io.stdout(`${line}\n`),
+      io: { ...io, cwd },
+      out: (line) => io.stdout(`${terminalSafe(line)}\n`),
+      kind: async (input) => {
+        try {
+          return await resolveStoreKind(opened, input);
+        } catch (error) {
+          if (error instanceof UnknownKindError) throw new CliError(error.message);
+          throw error;
+        }
+      },
+      data: (value) =>
+        io.stdout(
+          terminalSafe(
+            parsed.output === "yaml"
+              ? toYaml(JSON.parse(JSON.stringify(value)))
+              : `${json(value)}\n`,
+          ),
+        ),
     });
     return 0;
   } catch (error) {
     if (error instanceof UsageError) return usage(io, error);
-    io.stderr(`error: ${oneLine(error)}\n`);
+    io.stderr(`error: ${terminalSafe(oneLine(error))}\n`);
     return 1;
   } finally {
     await store?.close().catch(() => {});
@@ -346,8 +473,22 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
 function usage(io: CliIo, error: unknown): number {
   const command = error instanceof UsageError ? error.command : undefined;
   const hint = command === undefined ? "beehive --help" : `beehive ${command} --help`;
-  io.stderr(`error: ${oneLine(error)}\nRun '${hint}' for usage.\n`);
+  io.stderr(`error: ${terminalSafe(oneLine(error))}\nRun '${hint}' for usage.\n`);
   return 2;
+}
+
+/**
+ * `text` with every control character but newline and tab written as a
+ * `\uXXXX` escape (valid inside a JSON string, visible in a table), and the
+ * bidirectional overrides too: nothing a stored value holds can move the
+ * cursor, recolour or retitle the terminal, or reorder what it shows.
+ */
+function terminalSafe(text: string): string {
+  return text.replace(
+    // deno-lint-ignore no-control-regex
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
 
 function oneLine(error: unknown): string {
@@ -355,24 +496,20 @@ function oneLine(error: unknown): string {
   return text.replace(/\s*\n\s*/g, " ");
 }
 
-async function openStore(where: string): Promise<Store> {
+async function openStore(where: string, here: (path: string) => string): Promise<Store> {
   if (/^postgres(ql)?:\/\//i.test(where)) {
-    throw new CliError(
-      "PostgreSQL stores are not supported yet: pass a SQLite database path",
-    );
+    // Loaded only for a url: a SQLite user needs no PostgreSQL driver.
+    const { openPostgresStore } = await import("@beehive/beehive/postgres");
+    // `?schema=name` picks the store's schema, as the store's identity names it.
+    const url = new URL(where);
+    const schema = url.searchParams.get("schema") ?? undefined;
+    url.searchParams.delete("schema");
+    return await openPostgresStore(url.href, schema === undefined ? {} : { schema });
   }
-  if (where !== ":memory:" && !existsSync(where)) {
-    throw new CliError(`no database at ${where}`);
-  }
-  return await openSqliteStore(where);
-}
-
-function kindArg(label: string): GroupKind {
-  const gk = parseKind(label);
-  if (gk === undefined) {
-    throw new UsageError(`${JSON.stringify(label)} is not a kind: expected Kind.group`);
-  }
-  return gk;
+  if (where === ":memory:") return await openSqliteStore(where);
+  const path = here(where);
+  if (!existsSync(path)) throw new CliError(`no database at ${where}`);
+  return await openSqliteStore(path);
 }
 
 async function getRaw(store: Store, gk: GroupKind, name: string): Promise<RawObject> {
@@ -402,7 +539,7 @@ function cell(text: string): string {
 }
 
 function json(value: unknown): string {
-  return JSON.stringify(value, null, 2);
+  return prettyJson(value);
 }
 
 function conditionsSummary(view: ObjectView): string {
@@ -428,8 +565,8 @@ function objectRow(view: ObjectView, now: number): string[] {
 
 async function cmdKinds(ctx: Context): Promise<void> {
   const kinds = await listKinds(ctx.store);
-  if (ctx.parsed.output === "json") {
-    ctx.out(json(kinds.map((k) => ({ ...k, label: kindLabel(k) }))));
+  if (ctx.parsed.output !== "table") {
+    ctx.data(kinds.map((k) => ({ ...k, label: kindLabel(k) })));
     return;
   }
   if (kinds.length === 0) {
@@ -440,13 +577,13 @@ async function cmdKinds(ctx: Context): Promise<void> {
 }
 
 async function cmdGet(ctx: Context): Promise<void> {
-  const gk = kindArg(ctx.args[0]);
+  const gk = await ctx.kind(ctx.args[0]);
   const name = ctx.args[1];
   const views = name === undefined
     ? (await ctx.store.objects.list(gk)).map(toView)
     : [toView(await getRaw(ctx.store, gk, name))];
-  if (ctx.parsed.output === "json") {
-    ctx.out(json(name === undefined ? views : views[0]));
+  if (ctx.parsed.output !== "table") {
+    ctx.data(name === undefined ? views : views[0]);
     return;
   }
   if (views.length === 0) {
@@ -470,11 +607,11 @@ function stamp(at: Date | undefined, now: number): string {
 }
 
 async function cmdDescribe(ctx: Context): Promise<void> {
-  const gk = kindArg(ctx.args[0]);
+  const gk = await ctx.kind(ctx.args[0]);
   const view = toView(await getRaw(ctx.store, gk, ctx.args[1]));
   const rel = await readRelations(ctx.store, view.id);
-  if (ctx.parsed.output === "json") {
-    ctx.out(json({ ...view, ...rel }));
+  if (ctx.parsed.output !== "table") {
+    ctx.data({ ...view, ...rel });
     return;
   }
   const now = Date.now();
@@ -546,13 +683,13 @@ function eventTable(
 }
 
 async function cmdEvents(ctx: Context): Promise<void> {
-  const gk = kindArg(ctx.args[0]);
+  const gk = await ctx.kind(ctx.args[0]);
   const raw = await getRaw(ctx.store, gk, ctx.args[1]);
   const events = (await ctx.store.events.list(raw.id, { limit: ctx.parsed.limit ?? 0 })).map(
     (e) => ({ ...e, detail: e.detail === undefined ? undefined : JSON.parse(e.detail) }),
   );
-  if (ctx.parsed.output === "json") {
-    ctx.out(json(events));
+  if (ctx.parsed.output !== "table") {
+    ctx.data(events);
     return;
   }
   if (events.length === 0) {
@@ -563,11 +700,12 @@ async function cmdEvents(ctx: Context): Promise<void> {
 }
 
 async function cmdWatch(ctx: Context): Promise<void> {
-  const gk = kindArg(ctx.args[0]);
+  const gk = await ctx.kind(ctx.args[0]);
   const signal = ctx.io.signal;
   if (signal?.aborted) return;
   const stream = await ctx.bh.client(gk).watchList({ signal });
   const asJson = ctx.parsed.output === "json";
+  const asYaml = ctx.parsed.output === "yaml";
   const header = ["EVENT", ...OBJECT_HEADER];
   const widths = header.map((h) => Math.max(h.length, 11));
   const line = (cells: string[]) =>
@@ -577,11 +715,15 @@ async function cmdWatch(ctx: Context): Promise<void> {
       ctx.out(JSON.stringify(change));
       return;
     }
+    if (asYaml) {
+      ctx.io.stdout(terminalSafe(`---\n${toYaml(JSON.parse(JSON.stringify(change)))}`));
+      return;
+    }
     const view = change.object as BeehiveObject<unknown, unknown> | undefined;
     if (view === undefined) line([change.type, "?", String(change.id)]);
     else line([change.type, ...objectRow(view, Date.now())]);
   };
-  if (!asJson) line(header);
+  if (!asJson && !asYaml) line(header);
   for (const object of stream.objects) {
     emit({ type: "Added", id: object.id, resourceVersion: object.resourceVersion, object });
   }
@@ -618,13 +760,16 @@ async function cmdApply(ctx: Context): Promise<void> {
   let text: string;
   if (file === "-") {
     text = await (ctx.io.readStdin ?? defaultIo().readStdin!)();
+    if (text.length > APPLY_MAX_BYTES) throw tooBig("stdin", text.length, true);
   } else {
     try {
-      text = await readFile(file, "utf8");
+      text = await readBounded(file);
     } catch (error) {
+      if (error instanceof CliError) throw error;
       throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
     }
   }
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -635,36 +780,57 @@ async function cmdApply(ctx: Context): Promise<void> {
   const items = Array.isArray(doc)
     ? doc.map((v, i) => checkItem(v, `item ${i}`))
     : [checkItem(doc, file === "-" ? "stdin" : file)];
-  const results: { kind: string; name: string; id: number; generation: number; result: string }[] =
-    [];
-  for (const item of items) {
-    const gk = { group: item.group, kind: item.kind };
-    const before = await ctx.store.objects.getMetaByName({ ...gk, name: item.name }).catch(
-      (error) => {
-        if (error instanceof NotFoundError) return undefined;
-        throw error;
-      },
-    );
-    const { object, created } = await ctx.bh.client(gk).createOrUpdate(item.name, item.spec);
-    const result = created
-      ? "created"
-      : before !== undefined && before.generation === object.generation
-      ? "unchanged"
-      : "configured";
-    results.push({
-      kind: kindLabel(gk),
-      name: object.name,
-      id: object.id,
-      generation: object.generation,
-      result,
-    });
-    if (ctx.parsed.output === "table") ctx.out(`${kindLabel(gk)}/${cell(object.name)} ${result}`);
+  // One transaction: an item the engine refuses (a name or spec above a limit,
+  // a schema's refusal) rolls back every write before it.
+  const results = await ctx.store.within(async (tx) => {
+    const bh = new Beehive(tx);
+    const done: ApplyResult[] = [];
+    for (const [i, item] of items.entries()) {
+      const gk = { group: item.group, kind: item.kind };
+      try {
+        const before = await tx.objects.getMetaByName({ ...gk, name: item.name }).catch(
+          (error) => {
+            if (error instanceof NotFoundError) return undefined;
+            throw error;
+          },
+        );
+        const { object, created } = await bh.client(gk).createOrUpdate(item.name, item.spec);
+        const result = created
+          ? "created"
+          : before !== undefined && before.generation === object.generation
+          ? "unchanged"
+          : "configured";
+        done.push({
+          kind: kindLabel(gk),
+          name: object.name,
+          id: object.id,
+          generation: object.generation,
+          result,
+        });
+      } catch (error) {
+        const at = items.length > 1 ? `item ${i}` : file === "-" ? "stdin" : file;
+        throw new CliError(`${at}: ${oneLine(error)} (nothing was written)`);
+      }
+    }
+    return done;
+  });
+  if (ctx.parsed.output !== "table") {
+    ctx.data(results);
+    return;
   }
-  if (ctx.parsed.output === "json") ctx.out(json(results));
+  for (const r of results) ctx.out(`${r.kind}/${cell(r.name)} ${r.result}`);
+}
+
+interface ApplyResult {
+  readonly kind: string;
+  readonly name: string;
+  readonly id: number;
+  readonly generation: number;
+  readonly result: string;
 }
 
 async function cmdDelete(ctx: Context): Promise<void> {
-  const gk = kindArg(ctx.args[0]);
+  const gk = await ctx.kind(ctx.args[0]);
   // deleteByName treats absence as success; kubectl users expect "not found".
   const raw = await getRaw(ctx.store, gk, ctx.args[1]);
   try {
@@ -679,10 +845,68 @@ async function cmdDelete(ctx: Context): Promise<void> {
 }
 
 async function cmdRequeue(ctx: Context): Promise<void> {
-  const gk = kindArg(ctx.args[0]);
+  const gk = await ctx.kind(ctx.args[0]);
   const raw = await getRaw(ctx.store, gk, ctx.args[1]);
   await ctx.store.reconcileOwed.stamp([{ id: raw.id, group: raw.group, kind: raw.kind }]);
   ctx.out(`${kindLabel(gk)}/${cell(raw.name)} requeued`);
+}
+
+async function cmdWait(ctx: Context): Promise<void> {
+  const gk = await ctx.kind(ctx.args[0]);
+  const forText = ctx.parsed.waitFor!;
+  const raw = await ctx.store.objects.getByName({ ...gk, name: ctx.args[1] }).catch((error) => {
+    if (!(error instanceof NotFoundError)) throw error;
+    return undefined;
+  });
+  if (raw === undefined) {
+    if (forText === "delete") return ctx.out(`${kindLabel(gk)}/${cell(ctx.args[1])} deleted`);
+    throw new CliError(`${kindLabel(gk)} ${JSON.stringify(ctx.args[1])} not found`);
+  }
+  const what = `${kindLabel(gk)}/${cell(raw.name)}`;
+  const [, type, status = "True"] = forText === "delete" ? [] : forText.split("=");
+  const met = (object: BeehiveObject<unknown, unknown> | undefined): boolean => {
+    if (forText === "delete") return object === undefined;
+    const c = object?.conditions.find((c) => c.type.toLowerCase() === type.toLowerCase());
+    return c !== undefined && c.status.toLowerCase() === status.toLowerCase();
+  };
+  const timeoutMs = ctx.parsed.timeout ?? 30_000;
+  const abort = new AbortController();
+  const outer = ctx.io.signal;
+  const onOuter = () => abort.abort();
+  outer?.addEventListener("abort", onOuter);
+  const timer = timeoutMs === 0 ? undefined : setTimeout(() => abort.abort(), timeoutMs);
+  try {
+    if (outer?.aborted) throw new CliError(`interrupted waiting for ${what}`);
+    const stream = await ctx.bh.client(gk).watch(raw.id, { signal: abort.signal });
+    let done = met(stream.object);
+    try {
+      if (!done) {
+        for await (const change of stream) {
+          if (met(change.object)) {
+            done = true;
+            break;
+          }
+          if (change.type === "Deleted") break;
+        }
+      }
+    } catch (error) {
+      if (!abort.signal.aborted) throw error;
+    } finally {
+      stream.close();
+    }
+    if (done) {
+      ctx.out(forText === "delete" ? `${what} deleted` : `${what} condition met`);
+      return;
+    }
+    if (outer?.aborted) throw new CliError(`interrupted waiting for ${what}`);
+    if (abort.signal.aborted) {
+      throw new CliError(`timed out waiting for ${forText} on ${what}`);
+    }
+    throw new CliError(`${what} was deleted while waiting for ${forText}`);
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener("abort", onOuter);
+  }
 }
 
 function isProgram(): boolean {

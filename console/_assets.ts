@@ -7,8 +7,9 @@
 
 /**
  * Progressive enhancement: pages are complete without it. With it, a page
- * whose body names a live feed re-fetches its own `<main>` (server-rendered,
- * server-escaped) whenever the feed reports a change.
+ * whose body names a live feed follows it: a kind page patches the changed
+ * row the feed sends (server-rendered, server-escaped), the kinds page the
+ * changed kind's row, and an object page re-fetches its own `<main>`.
  */
 export const SCRIPT = `"use strict";
 (() => {
@@ -18,6 +19,9 @@ export const SCRIPT = `"use strict";
   if (!feed || !window.EventSource || !badge) return;
   let busy = false;
   let again = false;
+  function bump() {
+    body.dataset.version = String(Number(body.dataset.version || "0") + 1);
+  }
   async function refresh() {
     if (busy) { again = true; return; }
     busy = true;
@@ -31,7 +35,7 @@ export const SCRIPT = `"use strict";
         if (!response.ok) break;
         const main = document.querySelector("main");
         if (main) main.innerHTML = await response.text();
-        body.dataset.version = String(Number(body.dataset.version || "0") + 1);
+        bump();
       } while (again);
     } catch {
       badge.textContent = "offline";
@@ -39,10 +43,61 @@ export const SCRIPT = `"use strict";
       busy = false;
     }
   }
+  function element(markup) {
+    const template = document.createElement("template");
+    template.innerHTML = markup;
+    return template.content.firstElementChild;
+  }
+  // A kind page patches the changed row: replaced, removed when it no longer
+  // matches the page's filter, appended when new and this is the last page.
+  function patchRow(change) {
+    const table = document.getElementById("objects");
+    if (!table || !table.tBodies[0]) return false;
+    const tbody = table.tBodies[0];
+    const old = tbody.querySelector('tr[data-id="' + Number(change.id) + '"]');
+    if (change.type === "Deleted" || typeof change.row !== "string") {
+      if (old) old.remove();
+      bump();
+      return true;
+    }
+    const row = element(change.row);
+    if (!row) return false;
+    const fits = (row.dataset.name || "").startsWith(table.dataset.prefix || "") &&
+      (!table.dataset.state || row.dataset.state === table.dataset.state);
+    if (old) {
+      if (fits) old.replaceWith(row); else old.remove();
+    } else if (fits && table.dataset.last === "true") {
+      tbody.appendChild(row);
+      const empty = document.getElementById("empty");
+      if (empty) empty.remove();
+    }
+    bump();
+    return true;
+  }
+  function patchKind(update) {
+    const tbody = document.querySelector("main table tbody");
+    if (!tbody || typeof update.row !== "string") return false;
+    const row = element(update.row);
+    if (!row) return false;
+    const old = tbody.querySelector('tr[data-kind="' + CSS.escape(String(update.kind)) + '"]');
+    if (old) old.replaceWith(row); else tbody.appendChild(row);
+    bump();
+    return true;
+  }
+  function parse(event) {
+    try { return JSON.parse(event.data); } catch { return undefined; }
+  }
   const source = new EventSource(feed);
   source.addEventListener("open", () => { badge.textContent = "live"; badge.className = "on"; });
   source.addEventListener("error", () => { badge.textContent = "reconnecting"; badge.className = ""; });
-  source.addEventListener("change", () => { void refresh(); });
+  source.addEventListener("change", (event) => {
+    const change = parse(event);
+    if (!change || change.type === "Event" || !patchRow(change)) void refresh();
+  });
+  source.addEventListener("kind", (event) => {
+    const update = parse(event);
+    if (!update || !patchKind(update)) void refresh();
+  });
 })();
 `;
 
@@ -59,6 +114,10 @@ main { padding: 1em 1.2em 3em; }
 h1 { font-size: 1.3em; margin: .2em 0 .8em; }
 h2 { font-size: 1.05em; margin: 1.6em 0 .5em; }
 table { border-collapse: collapse; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.filters { display: flex; flex-wrap: wrap; gap: .5em 1em; align-items: center; margin: 0 0 1em; }
+.filters input { width: 14em; max-width: 100%; }
+.pager { display: flex; flex-wrap: wrap; gap: 1em; margin-top: 1em; }
 th, td { text-align: left; padding: .25em .9em .25em 0; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { font-weight: 600; color: var(--muted); }
 pre { background: #8881; padding: .7em; overflow: auto; max-height: 30em; }
@@ -71,4 +130,13 @@ dd { margin: 0; }
 .s-Unknown { background: #aa24; }
 .muted { color: var(--muted); }
 .Warning { color: #c60; }
+@media (max-width: 640px) {
+  header { flex-wrap: wrap; padding: .5em .8em; }
+  main { padding: .8em .8em 2em; }
+  .wide { display: none; }
+  th, td { padding-right: .6em; }
+  dl { grid-template-columns: 1fr; }
+  dd { margin-bottom: .4em; overflow-wrap: anywhere; }
+  .filters input { width: 100%; }
+}
 `;

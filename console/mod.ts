@@ -15,7 +15,7 @@
  * import { openSqliteStore } from "@beehive/beehive/sqlite";
  *
  * const store = await openSqliteStore("./beehive.db");
- * Deno.serve({ port: 8080 }, consoleHandler({ store, basePath: "/console" }));
+ * Deno.serve({ hostname: "127.0.0.1", port: 8080 }, consoleHandler({ store, basePath: "/console" }));
  * ```
  *
  * @example Render a page in-process
@@ -33,22 +33,42 @@
  *
  * @module
  */
-import { Beehive, type GroupKind, NotFoundError, type Store } from "@beehive/beehive";
 import {
-  age,
-  generationSummary,
+  Beehive,
+  type GroupKind,
+  InvalidOptionError,
+  type Logger,
+  NotFoundError,
+  type Store,
+} from "@beehive/beehive";
+import {
   kindLabel,
-  listKinds,
   type ObjectView,
   parseKind,
+  prettyJson,
   readRelations,
-  readySummary,
   type RefView,
   stateSummary,
   toView,
 } from "../cli/_inspect.ts";
 import { SCRIPT, STYLE } from "./_assets.ts";
+import { kindFeed, kindsFeed, objectFeed } from "./_feeds.ts";
+import { checkAllowedHosts, hostAllowed, LOOPBACK_HOSTS } from "./_hosts.ts";
 import { type Html, html } from "./_html.ts";
+import { kindPage, kindsPage } from "./_kind_pages.ts";
+import { parseKindQuery } from "./_kind_query.ts";
+import { LiveFeeds } from "./_live.ts";
+import {
+  crumbsFor,
+  type Ctx,
+  kindHref,
+  notFound,
+  objectHref,
+  page,
+  SECURITY_HEADERS,
+  text,
+  time,
+} from "./_page.ts";
 
 export { toNodeListener } from "./node_listener.ts";
 export type { NodeListener, NodeRequestLike, NodeResponseLike } from "./node_listener.ts";
@@ -73,23 +93,40 @@ export interface ConsoleOptions {
    * @default {500}
    */
   readonly pollInterval?: number;
+  /**
+   * The host names (without port) a request's `Host` may carry, compared
+   * without case; `"*"` accepts any. Any other `Host` is answered `403`, which
+   * stops DNS rebinding: a page on another site cannot read the console
+   * through a name it made resolve to the console's address. The handler
+   * cannot see which address its server listens on, so the default suits a
+   * server bound to loopback; bound to another address, list the names users
+   * reach it by.
+   * @default {["localhost", "127.0.0.1", "[::1]"]}
+   */
+  readonly allowedHosts?: readonly string[] | "*";
+  /**
+   * Decides whether to serve a request (after the `Host` check, before
+   * anything is read): `false` is answered `403`. A rejection or throw is a
+   * `500` (logged). @default {undefined} (every request is served)
+   */
+  readonly authorize?: (request: Request) => boolean | Promise<boolean>;
+  /**
+   * The most live feeds open at once across the handler; one more is
+   * answered `503` with `retry-after`. Every feed of one kind shares one
+   * watch of it. An integer ≥ 1. @default {256}
+   */
+  readonly maxLiveFeeds?: number;
+  /**
+   * Where a failed request's details go (`error`); the response carries a
+   * generic body only. @default {undefined} (not logged)
+   */
+  readonly logger?: Logger;
 }
 
 /** A fetch handler: one request in, one response out. Never rejects. */
 export type ConsoleHandler = (request: Request) => Promise<Response>;
 
-const SECURITY_HEADERS: Record<string, string> = {
-  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; " +
-    "connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; " +
-    "frame-ancestors 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cache-control": "no-store",
-};
-
 const EVENTS_SHOWN = 20;
-const HEARTBEAT_MS = 15_000;
-
 function normalizeBase(basePath: unknown): string {
   if (basePath === undefined) return "";
   if (typeof basePath !== "string" || (basePath !== "" && !basePath.startsWith("/"))) {
@@ -99,18 +136,36 @@ function normalizeBase(basePath: unknown): string {
       }, expected "" or a path starting with "/"`,
     );
   }
-  return basePath.replace(/\/+$/, "");
+  // Kept as the encoded path: what requests carry and what links point at.
+  return basePath.replace(/\/+$/, "").split("/").map(encodeSegment).join("/");
+}
+
+/** One path segment, percent-encoded once (an already encoded one is kept). */
+function encodeSegment(segment: string): string {
+  let decoded = segment;
+  try {
+    decoded = decodeURIComponent(segment);
+  } catch {
+    // not encoded: encode it as given
+  }
+  return encodeURIComponent(decoded);
 }
 
 /**
  * Creates the console's fetch handler over `store`. Routes under `basePath`:
- * `/` the kinds, `/kinds/<Kind.group>` a kind's objects, `/objects/<id>` one
- * object, each with a `/live` server-sent-event feed, plus `/console.js` and
- * `/console.css`. Only `GET` and `HEAD` are served (`405` otherwise); an
- * unknown path, kind or object is `404`. A live feed ends when its request's
- * signal aborts or its reader cancels.
+ * `/` the kinds, `/kinds/<Kind.group>` a kind's objects (paged by `limit`
+ * and `after`, filtered by `prefix` and `state`; a malformed one is `400`),
+ * `/objects/<id>` one object, each with a `/live` server-sent-event feed
+ * (`/live` for the kinds), plus `/console.js` and `/console.css`. A
+ * request whose `Host` is not in `allowedHosts` is `403`, one `authorize`
+ * refuses `403`; only `GET` and `HEAD` are served (`405`
+ * otherwise); an unknown or malformed path, kind or object is `404`; a live
+ * feed beyond `maxLiveFeeds` is `503`; a failure is a generic `500` (details
+ * to `logger`). The handler never rejects. A live feed ends when its
+ * request's signal aborts or its reader cancels.
  * @throws {TypeError} `store` is not a Store, or `basePath` does not start with `/`.
- * @throws {InvalidOptionError} `pollInterval` is not a positive number.
+ * @throws {InvalidOptionError} `pollInterval` or `maxLiveFeeds` is not a positive number,
+ * `allowedHosts` is not an array of host names or `"*"`, or `authorize` is not a function.
  */
 export function consoleHandler(options: ConsoleOptions): ConsoleHandler {
   if (typeof options !== "object" || options === null) {
@@ -118,69 +173,101 @@ export function consoleHandler(options: ConsoleOptions): ConsoleHandler {
   }
   const base = normalizeBase(options.basePath);
   const store = options.store;
-  const bh = new Beehive(store, { watchFloorInterval: options.pollInterval ?? 500 });
+  const pollInterval = positive("pollInterval", options.pollInterval, 500, false);
+  const maxLiveFeeds = positive("maxLiveFeeds", options.maxLiveFeeds, 256, true);
+  const allowedHosts = checkAllowedHosts(options.allowedHosts ?? LOOPBACK_HOSTS);
+  const authorize = options.authorize;
+  if (authorize !== undefined && typeof authorize !== "function") {
+    throw new InvalidOptionError(
+      `Cannot use option authorize: current value is ${typeof authorize}, expected a function`,
+    );
+  }
+  const bh = new Beehive(store, { watchFloorInterval: pollInterval });
   const extraKinds = [...(options.kinds ?? [])];
-  const ctx: Ctx = { store, bh, base, extraKinds, pollInterval: options.pollInterval ?? 500 };
+  const ctx: Ctx = {
+    store,
+    bh,
+    base,
+    baseParts: base.split("/").filter((s) => s !== "").map(decodeURIComponent),
+    extraKinds,
+    pollInterval,
+    live: new LiveFeeds(bh, store, maxLiveFeeds),
+  };
+  const logger = options.logger;
   return async (request) => {
     try {
+      if (!hostAllowed(request, allowedHosts)) {
+        return text(
+          403,
+          "Forbidden: this Host is not one the console answers to (the allowedHosts option)",
+        );
+      }
+      if (authorize !== undefined && !(await authorize(request))) {
+        return text(403, "Forbidden");
+      }
       return await route(ctx, request);
     } catch (error) {
-      return page(
-        ctx,
-        500,
-        "Error",
-        html`
-          <h1>Error</h1>
-          <p>${error instanceof Error ? error.message : String(error)}</p>
-        `,
-        request,
-      );
+      try {
+        logger?.error("console request failed", {
+          method: request.method,
+          url: request.url,
+          error,
+        });
+      } catch {
+        // a failing logger changes nothing about the answer
+      }
+      return text(500, "Internal Server Error");
     }
   };
 }
 
-interface Ctx {
-  readonly store: Store;
-  readonly bh: Beehive;
-  readonly base: string;
-  readonly extraKinds: GroupKind[];
-  readonly pollInterval: number;
+function positive(name: string, value: unknown, fallback: number, integer: boolean): number {
+  if (value === undefined) return fallback;
+  if (
+    typeof value !== "number" || !Number.isFinite(value) || value <= 0 ||
+    (integer && !Number.isSafeInteger(value))
+  ) {
+    throw new InvalidOptionError(
+      `Cannot use option ${name}: current value is ${String(value)}, expected ${
+        integer ? "an integer >= 1" : "a positive number"
+      }`,
+    );
+  }
+  return value;
 }
 
-function kindHref(ctx: Ctx, gk: GroupKind): string {
-  return `${ctx.base}/kinds/${encodeURIComponent(kindLabel(gk))}`;
-}
-
-function objectHref(ctx: Ctx, id: number): string {
-  return `${ctx.base}/objects/${id}`;
+/** A path segment the store could hold: no control character, no lone surrogate. */
+function isPlainSegment(segment: string): boolean {
+  // deno-lint-ignore no-control-regex
+  return !/[\u0000-\u001f\u007f]/.test(segment) && segment.isWellFormed();
 }
 
 async function route(ctx: Ctx, request: Request): Promise<Response> {
   const url = new URL(request.url);
   if (request.method !== "GET" && request.method !== "HEAD") {
-    return new Response("Method Not Allowed: the console is read-only\n", {
-      status: 405,
-      headers: { ...SECURITY_HEADERS, allow: "GET, HEAD", "content-type": "text/plain" },
-    });
+    return text(405, "Method Not Allowed: the console is read-only", { allow: "GET, HEAD" });
   }
-  const path = url.pathname;
-  if (path !== ctx.base && !path.startsWith(`${ctx.base}/`)) return notFound(ctx, request);
-  const segments = path.slice(ctx.base.length).split("/").filter((s) => s !== "");
-  let parts: string[];
+  let all: string[];
   try {
-    parts = segments.map(decodeURIComponent);
+    all = url.pathname.split("/").filter((s) => s !== "").map(decodeURIComponent);
   } catch {
     return notFound(ctx, request);
   }
+  if (!ctx.baseParts.every((p, i) => all[i] === p)) return notFound(ctx, request);
+  const parts = all.slice(ctx.baseParts.length);
+  if (!parts.every(isPlainSegment)) return notFound(ctx, request);
   const fragment = url.searchParams.get("fragment") === "main";
   if (parts.length === 0) return await kindsPage(ctx, request, fragment);
+  if (parts.length === 1 && parts[0] === "live") return await kindsFeed(ctx, request);
   if (parts.length === 1 && parts[0] === "console.js") return asset(SCRIPT, "text/javascript");
   if (parts.length === 1 && parts[0] === "console.css") return asset(STYLE, "text/css");
   if (parts[0] === "kinds" && (parts.length === 2 || (parts.length === 3 && parts[2] === "live"))) {
     const gk = parseKind(parts[1]);
     if (gk === undefined) return notFound(ctx, request);
     if (parts.length === 3) return await kindFeed(ctx, gk, request);
-    return await kindPage(ctx, gk, request, fragment);
+    const query = parseKindQuery(url.searchParams);
+    if (typeof query === "string") return text(400, `Bad Request: ${query}`);
+    return await kindPage(ctx, gk, query, request, fragment);
   }
   if (
     parts[0] === "objects" && (parts.length === 2 || (parts.length === 3 && parts[2] === "live"))
@@ -205,170 +292,6 @@ function asset(body: string, type: string): Response {
   });
 }
 
-function respond(status: number, body: string, request: Request): Response {
-  return new Response(request.method === "HEAD" ? null : body, {
-    status,
-    headers: { ...SECURITY_HEADERS, "content-type": "text/html; charset=utf-8" },
-  });
-}
-
-function page(
-  ctx: Ctx,
-  status: number,
-  title: string,
-  main: Html,
-  request: Request,
-  options: { fragment?: boolean; live?: string; crumbs?: Html } = {},
-): Response {
-  if (options.fragment) return respond(status, main.text, request);
-  const doc = html`
-    <!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>${title} · beehive</title>
-        <link rel="stylesheet" href="${ctx.base}/console.css">
-        <script src="${ctx.base}/console.js" defer></script>
-      </head>
-      <body${options.live === undefined ? "" : html`
-        data-live="${options.live}"
-      `}>
-        <header><a class="brand" href="${ctx.base}/">beehive</a><nav>${options.crumbs ??
-          ""}</nav><span id="live">${options.live === undefined
-          ? ""
-          : "static: reload to refresh"}</span></header>
-        <main>
-    ${main}
-        </main>
-        </body>
-        </html>
-  `;
-  return respond(status, doc.text, request);
-}
-
-function notFound(ctx: Ctx, request: Request, what = "No such page."): Response {
-  return page(
-    ctx,
-    404,
-    "Not found",
-    html`
-      <h1>Not found</h1>
-      <p>${what}</p>
-    `,
-    request,
-    {
-      fragment: new URL(request.url).searchParams.get("fragment") === "main",
-    },
-  );
-}
-
-function time(at: Date | undefined, now: number): Html {
-  if (at === undefined) return html`<span class="muted">never</span>`;
-  return html`<time datetime="${at.toISOString()}" title="${at.toISOString()}">${
-    age(at, now)
-  } ago</time>`;
-}
-
-function conditionBadges(view: ObjectView): Html {
-  if (view.conditions.length === 0) return html`<span class="muted">none</span>`;
-  return html`${
-    view.conditions.map((c) => {
-      const status = c.unconfirmed ? "Unknown" : c.status;
-      return html`
-        <span class="cond s-${status}" data-condition="${c.type}" data-status="${status}"
-          title="${c.reason}${c.message === "" ? "" : `: ${c.message}`}">${c.type}=${status}</span>
-      `;
-    })
-  }`;
-}
-
-async function kindsPage(ctx: Ctx, request: Request, fragment: boolean): Promise<Response> {
-  const kinds = await listKinds(ctx.store, ctx.extraKinds);
-  const main = html`
-    <h1>Kinds</h1>
-    ${kinds.length === 0 ? html`<p class="muted">No kinds yet.</p>` : html`
-      <table>
-        <thead>
-          <tr>
-            <th>Kind</th>
-            <th>Group</th>
-            <th>Objects</th>
-          </tr>
-        </thead>
-        <tbody>${kinds.map((k) =>
-          html`
-            <tr data-kind="${kindLabel(k)}">
-              <td><a href="${kindHref(ctx, k)}">${k.kind}</a></td>
-              <td>${k.group === "" ? html`<span class="muted">(core)</span>` : k.group}</td>
-              <td>${k.objects}</td>
-            </tr>
-          `
-        )}</tbody>
-      </table>
-    `}
-    <p
-      class="muted">Kinds are found through the retained write log; a kind idle for longer than its retention may be missing.</p>
-  `;
-  return page(ctx, 200, "Kinds", main, request, { fragment });
-}
-
-function crumbsFor(ctx: Ctx, gk: GroupKind, name?: string): Html {
-  return html`<a href="${ctx.base}/">Kinds</a> / <a href="${kindHref(ctx, gk)}">${
-    kindLabel(gk)
-  }</a>${
-    name === undefined ? "" : html`
-      / ${name}
-    `
-  }`;
-}
-
-async function kindPage(
-  ctx: Ctx,
-  gk: GroupKind,
-  request: Request,
-  fragment: boolean,
-): Promise<Response> {
-  const views = (await ctx.store.objects.list(gk)).map(toView);
-  const now = Date.now();
-  const main = html`<h1>${kindLabel(gk)}</h1>
-${
-    views.length === 0 ? html`<p class="muted">No objects.</p>` : html`
-      <table>
-        <thead>
-          <tr>
-            <th>Name</th>
-            <th>ID</th>
-            <th>Generation</th>
-            <th>Ready</th>
-            <th>State</th>
-            <th>Conditions</th>
-            <th>Age</th>
-          </tr>
-        </thead>
-        <tbody>${views.map((v) =>
-          html`
-            <tr data-name="${v.name}">
-              <td><a href="${objectHref(ctx, v.id)}">${v.name}</a></td>
-              <td>${v.id}</td>
-              <td>${generationSummary(v)}</td>
-              <td>${readySummary(v.conditions)}</td>
-              <td>${stateSummary(v)}</td>
-              <td>${conditionBadges(v)}</td>
-              <td>${time(v.createdAt, now)}</td>
-            </tr>
-          `
-        )}</tbody>
-      </table>
-    `
-  }`;
-  return page(ctx, 200, kindLabel(gk), main, request, {
-    fragment,
-    live: `${kindHref(ctx, gk)}/live`,
-    crumbs: crumbsFor(ctx, gk),
-  });
-}
-
 function refLink(ctx: Ctx, ref: RefView): Html {
   return html`<a href="${objectHref(ctx, ref.id)}">${kindLabel(ref)}/${
     ref.name ?? `#${ref.id}`
@@ -382,7 +305,7 @@ function refList(ctx: Ctx, refs: readonly RefView[]): Html {
 
 function jsonBlock(value: unknown): Html {
   if (value === undefined) return html`<p class="muted">not written yet</p>`;
-  return html`<pre>${JSON.stringify(value, null, 2)}</pre>`;
+  return html`<pre>${prettyJson(value)}</pre>`;
 }
 
 async function objectPage(
@@ -507,128 +430,5 @@ async function objectPage(
     fragment,
     live: `${objectHref(ctx, id)}/live`,
     crumbs: crumbsFor(ctx, view, view.name),
-  });
-}
-
-/** A server-sent-event response fed by `start`, which returns its cleanup. */
-function feed(
-  request: Request,
-  start: (send: (event: string, data: unknown) => void, end: () => void) => () => void,
-): Response {
-  const encoder = new TextEncoder();
-  let cleanup: (() => void) | undefined;
-  let closed = false;
-  let heartbeat: ReturnType<typeof setInterval> | undefined;
-  const finish = () => {
-    if (closed) return;
-    closed = true;
-    clearInterval(heartbeat);
-    request.signal.removeEventListener("abort", finish);
-    cleanup?.();
-  };
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const write = (text: string) => {
-        if (closed) return;
-        try {
-          controller.enqueue(encoder.encode(text));
-        } catch {
-          finish();
-        }
-      };
-      const end = () => {
-        finish();
-        try {
-          controller.close();
-        } catch {
-          // already closed by the reader
-        }
-      };
-      if (request.signal.aborted) {
-        end();
-        return;
-      }
-      request.signal.addEventListener("abort", end);
-      write("retry: 2000\n\n");
-      heartbeat = setInterval(() => write(": heartbeat\n\n"), HEARTBEAT_MS);
-      cleanup = start(
-        (event, data) => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
-        end,
-      );
-    },
-    cancel() {
-      finish();
-    },
-  });
-  return new Response(request.method === "HEAD" ? null : body, {
-    headers: {
-      ...SECURITY_HEADERS,
-      "content-type": "text/event-stream; charset=utf-8",
-      "x-accel-buffering": "no",
-    },
-  });
-}
-
-async function kindFeed(ctx: Ctx, gk: GroupKind, request: Request): Promise<Response> {
-  if (request.method === "HEAD") return feed(request, () => () => {});
-  const abort = new AbortController();
-  const stream = await ctx.bh.client(gk).watchList({ signal: abort.signal });
-  return feed(request, (send, end) => {
-    void (async () => {
-      try {
-        for await (const change of stream) {
-          send("change", {
-            type: change.type,
-            id: change.id,
-            resourceVersion: change.resourceVersion,
-          });
-        }
-      } catch (error) {
-        send("failed", { message: error instanceof Error ? error.message : String(error) });
-      }
-      end();
-    })();
-    return () => abort.abort();
-  });
-}
-
-async function objectFeed(ctx: Ctx, id: number, request: Request): Promise<Response> {
-  let gk: GroupKind;
-  try {
-    const meta = await ctx.store.objects.getMeta(id);
-    gk = { group: meta.group, kind: meta.kind };
-  } catch (error) {
-    if (error instanceof NotFoundError) return notFound(ctx, request, `No object ${id}.`);
-    throw error;
-  }
-  if (request.method === "HEAD") return feed(request, () => () => {});
-  const abort = new AbortController();
-  const stream = await ctx.bh.client(gk).watch(id, { signal: abort.signal });
-  let eventsAt = await ctx.store.events.maxVersion(id).catch(() => 0);
-  return feed(request, (send, end) => {
-    // Event runs bump no object version: a light probe notices new ones.
-    const probe = setInterval(() => {
-      ctx.store.events.maxVersion(id).then((v) => {
-        if (v !== eventsAt) {
-          eventsAt = v;
-          send("change", { type: "Event", id, resourceVersion: v });
-        }
-      }, () => {});
-    }, ctx.pollInterval);
-    void (async () => {
-      try {
-        for await (const change of stream) {
-          send("change", { type: change.type, id, resourceVersion: change.resourceVersion });
-          if (change.type === "Deleted") break;
-        }
-      } catch (error) {
-        send("failed", { message: error instanceof Error ? error.message : String(error) });
-      }
-      end();
-    })();
-    return () => {
-      clearInterval(probe);
-      abort.abort();
-    };
   });
 }

@@ -27,65 +27,128 @@ export interface NodeResponseLike {
   on(event: "close", listener: () => void): unknown;
   /** Whether the response was fully written. */
   readonly writableFinished?: boolean;
+  /** Whether the status line and headers went out. */
+  readonly headersSent?: boolean;
 }
 
 /** A Node HTTP request listener. */
 export type NodeListener = (request: NodeRequestLike, response: NodeResponseLike) => void;
 
+/** A plain-text answer the adapter gives without calling the handler. */
+function plain(status: number, text: string, headers: Record<string, string> = {}): Response {
+  return new Response(`${text}\n`, {
+    status,
+    headers: {
+      "content-type": "text/plain; charset=utf-8",
+      "cache-control": "no-store",
+      ...headers,
+    },
+  });
+}
+
+/**
+ * Builds the fetch `Request` for a Node request, or the 4xx/5xx answer when
+ * there is none to build: a `Host` that makes no URL is 400, a method fetch
+ * refuses (`TRACE`, `TRACK`, `CONNECT`) or cannot carry is 501.
+ */
+function toRequest(req: NodeRequestLike, signal: AbortSignal): Request | Response {
+  const headers = new Headers();
+  try {
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value === undefined) continue;
+      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+    }
+  } catch {
+    return plain(400, "Bad Request: a header fetch cannot carry");
+  }
+  const host = headers.get("host") ?? "localhost";
+  const target = req.url ?? "/";
+  let url: URL;
+  try {
+    // An absolute-form target would let the request line pick the origin: only a path is served.
+    if (!target.startsWith("/")) throw new TypeError("not origin-form");
+    // The authority must be exactly a host and an optional port.
+    if (/[\s/?#@\\]/.test(host)) throw new TypeError("not a host");
+    url = new URL(target, `http://${host}`);
+    if (url.host === "") throw new TypeError("empty host");
+  } catch {
+    return plain(400, "Bad Request: the Host header or the request target is not a valid URL");
+  }
+  const method = req.method ?? "GET";
+  try {
+    return new Request(url, { method, headers, signal });
+  } catch {
+    return plain(501, `Not Implemented: the ${method.slice(0, 32)} method is not served`);
+  }
+}
+
 /**
  * Wraps `handler` as a listener for Node's `http.createServer`. The request's
  * signal aborts when the client disconnects, which ends a live feed. Request
- * bodies are not forwarded (the console is read-only).
+ * bodies are not forwarded (the console is read-only). No request throws out
+ * of the listener: a `Host` or target that makes no URL is answered `400`, a
+ * method fetch refuses (`TRACE`, `CONNECT`) `501`, and a handler that throws
+ * or rejects `500` with a generic body (the handler logs its own details).
  *
  * @example
  * ```ts ignore
  * import { createServer } from "node:http";
  * import { consoleHandler, toNodeListener } from "@beehive/beehive/console";
  *
- * createServer(toNodeListener(consoleHandler({ store }))).listen(8080);
+ * createServer(toNodeListener(consoleHandler({ store }))).listen(8080, "127.0.0.1");
  * ```
  */
 export function toNodeListener(handler: (request: Request) => Promise<Response>): NodeListener {
   return (req, res) => {
-    const abort = new AbortController();
-    res.on("close", () => abort.abort());
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value === undefined) continue;
-      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
-    }
-    const host = headers.get("host") ?? "localhost";
-    const request = new Request(new URL(req.url ?? "/", `http://${host}`), {
-      method: req.method ?? "GET",
-      headers,
-      signal: abort.signal,
-    });
-    void (async () => {
-      let response: Response;
+    void serve(handler, req, res).catch(() => {
+      // The response could not be written: the connection is gone or broken.
       try {
-        response = await handler(request);
-      } catch {
-        response = new Response("Internal Server Error\n", { status: 500 });
-      }
-      const out: Record<string, string> = {};
-      response.headers.forEach((value, name) => (out[name] = value));
-      res.writeHead(response.status, out);
-      if (response.body === null) {
+        if (res.headersSent === false) res.writeHead(500, {});
         res.end();
-        return;
-      }
-      const reader = response.body.getReader();
-      abort.signal.addEventListener("abort", () => void reader.cancel().catch(() => {}));
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          res.write(value);
-        }
       } catch {
-        // the client went away
+        // nothing more to do for this connection
       }
-      res.end();
-    })();
+    });
   };
+}
+
+async function serve(
+  handler: (request: Request) => Promise<Response>,
+  req: NodeRequestLike,
+  res: NodeResponseLike,
+): Promise<void> {
+  const abort = new AbortController();
+  res.on("close", () => abort.abort());
+  const request = toRequest(req, abort.signal);
+  let response: Response;
+  if (request instanceof Response) response = request;
+  else {
+    try {
+      response = await handler(request);
+    } catch {
+      response = plain(500, "Internal Server Error");
+    }
+  }
+  const out: Record<string, string> = {};
+  response.headers.forEach((value, name) => (out[name] = value));
+  res.writeHead(response.status, out);
+  if (response.body === null) {
+    res.end();
+    return;
+  }
+  const reader = response.body.getReader();
+  const cancel = () => void reader.cancel().catch(() => {});
+  abort.signal.addEventListener("abort", cancel);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      res.write(value);
+    }
+  } catch {
+    // the client went away, or the body failed: end what was sent
+  } finally {
+    abort.signal.removeEventListener("abort", cancel);
+  }
+  res.end();
 }

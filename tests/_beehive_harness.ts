@@ -23,7 +23,7 @@ import {
   type StopFunction,
   type Store,
 } from "../mod.ts";
-import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore, type TestStore } from "./_sqlite_driver.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";
 
 /** The kind most engine tests reconcile. */
@@ -65,7 +65,7 @@ export function withIdentity(store: Store, identity: string): Store {
 }
 
 /** Counts calls to `objects.<method>` by method name, on the root store and every transaction handle. */
-export function countingObjectCalls(counts: Map<string, number>): (store: SqliteStore) => Store {
+export function countingObjectCalls(counts: Map<string, number>): (store: TestStore) => Store {
   const wrap = (store: Store): Store => {
     const objects = new Proxy(store.objects, {
       get(target, prop) {
@@ -110,11 +110,11 @@ export interface HarnessOptions {
   /** A database file; `":memory:"` when omitted. */
   readonly path?: string;
   /** An already-open store to use (the harness does not close it). */
-  readonly store?: SqliteStore;
+  readonly store?: TestStore;
   /** An already-installed clock to use (the harness does not uninstall it). */
   readonly clock?: FakeClock;
   /** Hands the Beehive a decorated store instead of the SQLite store itself. */
-  readonly wrap?: (store: SqliteStore) => Store;
+  readonly wrap?: (store: TestStore) => Store;
 }
 
 /** A pass record. */
@@ -131,7 +131,7 @@ export interface PassRecord {
  */
 export class Harness {
   readonly clock: FakeClock;
-  readonly store: SqliteStore;
+  readonly store: TestStore;
   readonly bh: Beehive;
   readonly logger: Logger & { lines: LogLine[] };
   readonly passes: PassRecord[] = [];
@@ -144,7 +144,7 @@ export class Harness {
 
   private constructor(
     clock: FakeClock,
-    store: SqliteStore,
+    store: TestStore,
     options: HarnessOptions,
   ) {
     this.clock = clock;
@@ -170,7 +170,7 @@ export class Harness {
   static async open(options: HarnessOptions = {}): Promise<Harness> {
     const clock = options.clock ?? installFakeTime();
     try {
-      const store = options.store ?? await openSqliteStore(options.path ?? ":memory:");
+      const store = options.store ?? await openTestStore(options.path ?? ":memory:");
       try {
         return new Harness(clock, store, options);
       } catch (error) {

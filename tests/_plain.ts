@@ -5,14 +5,14 @@
  * @module
  */
 import { Beehive, type BeehiveOptions } from "../mod.ts";
-import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore, type TestStore } from "./_sqlite_driver.ts";
 
 /** Opens a store and a Beehive over it, runs `fn`, and closes the store whatever happens. */
 export async function withBeehive(
   options: BeehiveOptions | undefined,
-  fn: (bh: Beehive, store: SqliteStore) => Promise<void>,
+  fn: (bh: Beehive, store: TestStore) => Promise<void>,
 ): Promise<void> {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     await fn(new Beehive(store, options), store);
   } finally {

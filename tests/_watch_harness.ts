@@ -7,7 +7,7 @@
  */
 import { Beehive, type BeehiveOptions, type GroupKind, type Store, StoreError } from "../mod.ts";
 import { type KindTail, openKindTail, openKindTailSymbol } from "../src/watches/kind_tail.ts";
-import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore, type TestStore } from "./_sqlite_driver.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";
 import { type LogLine, recordingLogger } from "./_beehive_harness.ts";
 
@@ -27,7 +27,7 @@ export class Instrumented {
   during: ((key: string) => void) | undefined;
   readonly store: Store;
 
-  constructor(inner: SqliteStore, names: readonly Family[]) {
+  constructor(inner: TestStore, names: readonly Family[]) {
     const family = (name: Family) =>
       new Proxy(inner[name], {
         get: (target, prop) => {
@@ -79,7 +79,7 @@ export class Instrumented {
 
 /** What {@linkcode withWatchHive} hands the test. */
 export interface WatchHive {
-  store: SqliteStore;
+  store: TestStore;
   inst: Instrumented;
   bh: Beehive;
   lines: LogLine[];
@@ -111,7 +111,7 @@ export async function withWatchHive(
 ): Promise<void> {
   const clock = installFakeTime();
   try {
-    const store = await openSqliteStore(setup.path ?? ":memory:");
+    const store = await openTestStore(setup.path ?? ":memory:");
     let stop: (() => Promise<void>) | undefined;
     try {
       const inst = new Instrumented(store, setup.families);

@@ -16,7 +16,7 @@ import {
   settled,
   StoreInUseError,
 } from "../mod.ts";
-import { openSqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import {
@@ -40,7 +40,7 @@ function assertMisuse(error: unknown, pattern: RegExp): true {
 }
 
 test("Beehive constructor throws InvalidOptionError for an out-of-range option", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bad: Record<string, unknown>[] = [
       { gcInterval: 0 },
@@ -73,7 +73,7 @@ test("Beehive constructor throws InvalidOptionError for an out-of-range option",
 });
 
 test("Beehive.register throws InvalidOptionError for an out-of-range option and registers nothing", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bh = new Beehive(store);
     for (
@@ -95,7 +95,7 @@ test("Beehive.register throws InvalidOptionError for an out-of-range option and 
 });
 
 test("Beehive.register throws InvalidOptionError for a malformed kind or controller", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bh = new Beehive(store);
     for (const kind of [{ group: "g", kind: "" }, { group: "\ud800", kind: "K" }, null, "Thing"]) {
@@ -186,7 +186,7 @@ test("Beehive.start rejects with StoreInUseError while another Beehive runs on t
         await a.start();
         await assert.rejects(b.bh.start(), StoreInUseError);
         // A different database is not claimed.
-        const other = await openSqliteStore(dir.file("other.sqlite"));
+        const other = await openTestStore(dir.file("other.sqlite"));
         try {
           const stop = await new Beehive(other).start();
           await stop();
@@ -238,7 +238,7 @@ test("Beehive stop releases the store claim only once it resolves", async () => 
 });
 
 test("Beehive.start rejects with InvalidStoreIdentityError for a store whose identity is empty", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bh = new Beehive(withIdentity(store, ""));
     bh.register(Thing, noop);
@@ -474,7 +474,7 @@ test("Beehive client and adminClient work on a Beehive that was never started", 
 });
 
 test("Beehive that is not running queues nothing: its writes wait for the next start's owed pass", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bh = new Beehive(store);
     let passes = 0;

@@ -30,8 +30,8 @@ import type {
   Migrator,
   ObjectRef,
 } from "../mod.ts";
-import { openSqliteStore } from "./_sqlite_driver.ts";
-import type { SqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore } from "./_sqlite_driver.ts";
+import type { TestStore } from "./_sqlite_driver.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { test } from "./_test.ts";
@@ -65,7 +65,7 @@ function captureLogger(): { logger: Logger; logs: LogEntry[] } {
 }
 
 interface Hive {
-  store: SqliteStore;
+  store: TestStore;
   bh: Beehive;
   things: Client<Spec, Status>;
   others: Client<Spec, Status>;
@@ -80,7 +80,7 @@ interface HiveSetup {
 
 /** A never-started Beehive over a fresh in-memory store, closed afterwards. */
 async function withHive(fn: (h: Hive) => Promise<void>, setup: HiveSetup = {}): Promise<void> {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const { logger, logs } = captureLogger();
     const bh = new Beehive(store, { logger, ...setup.options });
@@ -314,7 +314,7 @@ test("Client.create runs onCreate once, after the commit, before it resolves", a
 
 test("Client.create resolves when onCreate throws: the hook is reported and the commit stands", async () => {
   const { logger, logs } = captureLogger();
-  const store = await openSqliteStore(":memory:", { logger });
+  const store = await openTestStore(":memory:", { logger });
   try {
     const things = new Beehive(store).client<Spec, Status>(Thing);
     const obj = await things.create("hooked", { n: 1 }, {
@@ -1468,12 +1468,14 @@ test("Client.delete pushes the deletion-pending target its mark unblocks", async
 // Lifecycle
 
 test("Client calls work on a Beehive that was never started", async () => {
-  await withHive(async ({ things }) => {
+  await withHive(async ({ store, things }) => {
     const obj = await things.create("n", { n: 1 }, { finalizers: ["x.dev/f"] });
     await things.update(obj.id, { n: 2 });
     assert.equal((await things.get(obj.id)).generation, 2);
+    const owed = async () => (await store.objects.getForReconcile(obj.id)).object.reconcileOwed;
+    const before = await owed();
     await things.requeue(obj.id);
-    assert.ok((await things.getSchedule(obj.id)).nextRequeueAt instanceof Date);
+    assert.equal(await owed(), before + 1, "requeue stamped the object owed a pass");
     await things.delete(obj.id);
     assert.equal((await things.list()).length, 1);
   }, { register: (bh) => bh.register(Thing, noop) });

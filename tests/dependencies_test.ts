@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { NotFoundError, settled, type Store } from "../mod.ts";
-import type { SqliteStore } from "./_sqlite_driver.ts";
+import type { TestStore } from "./_sqlite_driver.ts";
 import { PUSH_BURST } from "../src/engine/work_queue.ts";
 import { test } from "./_test.ts";
 import { type Harness, Other, tempDir, Thing, withHarness } from "./_beehive_harness.ts";
@@ -28,7 +28,7 @@ function overriding(
   family: "edges" | "dependencies" | "objectWrites",
   method: string,
   fn: (original: (...args: unknown[]) => unknown, ...args: unknown[]) => unknown,
-): (store: SqliteStore) => Store {
+): (store: TestStore) => Store {
   return (store) => {
     const inner = store[family] as unknown as Record<string, unknown>;
     const wrapped = new Proxy(inner, {
@@ -64,7 +64,7 @@ const blindStalePass = overriding(
 );
 
 /** Records the position each store-wide write-log read (the waker's scan) starts after. */
-function recordingScans(afters: number[]): (store: SqliteStore) => Store {
+function recordingScans(afters: number[]): (store: TestStore) => Store {
   return overriding("objectWrites", "listSinceAll", (original, options) => {
     afters.push((options as { after: number }).after);
     return original(options);
@@ -444,7 +444,7 @@ test("Dependencies the waker persists its cursor and resumes from it after resta
     await withHarness({
       path,
       beehive: PARKED,
-      wrap: (store) => recording(blindStalePass(store) as SqliteStore),
+      wrap: (store) => recording(blindStalePass(store)),
     }, async (h) => {
       await h.start();
       assert.equal(afters[0], persisted);
@@ -487,7 +487,7 @@ test("Dependencies the stale-dependents pass stamps what it finds before enqueue
     // The next process finds it through the owed pass alone: its own stale-dependents pass, run
     // at start, would stamp the dependent again (the target is still newer than its watermark),
     // and whether that lands before or after the owed pass's pass is a race on a networked store.
-    const blind = (store: SqliteStore) => blindStalePass(blindWaker(store) as SqliteStore);
+    const blind = (store: TestStore) => blindStalePass(blindWaker(store));
     await withHarness({ path, wrap: blind, beehive: PARKED }, async (h) => {
       await h.start();
       assert.deepEqual(h.passes.map((p) => p.id), [dependent]);

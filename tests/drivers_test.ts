@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { fail, settled, type Store, unsettled } from "../mod.ts";
-import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore, type TestStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 import { countingObjectCalls, type Harness, Thing, withHarness } from "./_beehive_harness.ts";
 import { installFakeTime } from "./_fake_time.ts";
@@ -267,7 +267,7 @@ test("Individual pass admission with the startup full pass on is the startup pas
 test("Individual pass admission never displaces a schedule a pass already set", async () => {
   // The admission listing is held until the object's first pass has set its own schedule.
   const gate = Promise.withResolvers<void>();
-  const holdListIds = (store: SqliteStore): Store => {
+  const holdListIds = (store: TestStore): Store => {
     const objects = new Proxy(store.objects, {
       get(target, prop) {
         const value = Reflect.get(target, prop, target);
@@ -373,7 +373,7 @@ test("Drivers a bare unsettled() comes back after owedPassInterval, 30 s by defa
 test("Drivers every push has a durable pull behind it: writes made while the Beehive is stopped are reconciled at the next start", async () => {
   const clock = installFakeTime();
   try {
-    const store = await openSqliteStore(":memory:");
+    const store = await openTestStore(":memory:");
     try {
       let createdId = 0;
       let updatedId = 0;

@@ -85,6 +85,16 @@ test("example lowpower converges and collects in well under its minute cadences"
   assert.ok(collected < 10_000, `collected after ${collected}ms`);
 });
 
+test("example fenced-devices refuses the paused ex-leader's device write and keeps only the successor's", async () => {
+  const out = await run("fenced-devices");
+  assert.match(out, /^b: wrote lamp \(power on\) at epoch 2$/m);
+  assert.match(out, /^a: device write refused at epoch 1: FencedError$/m);
+  assert.equal(out.match(/^a: lost leadership/gm)?.length, 1, out);
+  assert.match(out, /^device table: lamp power=on written_by=b last_epoch=2$/m);
+  assert.equal(out.match(/^device table:/gm)?.length, 1, out);
+  assert.doesNotMatch(out, /warn:|error:/);
+});
+
 test("example validated refuses what its valibot schemas refuse and stores their output", async () => {
   const out = await run("validated");
   assert.match(out, /^201 web: \{"image":"nginx:1\.27","replicas":3,"tier":"standard"\}$/m);

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { type GroupKind, NameTakenError, NotFoundError, settled } from "../mod.ts";
-import { openSqliteStore, type SqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore, type TestStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 import {
   type AnyCC,
@@ -483,7 +483,7 @@ test("GC sweep at startup collects a half-finished delete left by an earlier pro
     });
     // A crash after the marks committed and before any push was served: written
     // straight through the store, so nothing was ever enqueued.
-    const store = await openSqliteStore(path);
+    const store = await openTestStore(path);
     try {
       await store.deletionRequests.create({ ...Thing, id: owner });
       const cascade = await store.deletionRequests.createFromOwner(owner);
@@ -692,7 +692,7 @@ test("GC sweep releases the free pages collection and retention leave behind", a
 
 /** Records what each GC sweep asked the store for. */
 function recordingBudgets(seen: { reclaim: number[]; capBudget: (number | undefined)[] }) {
-  return (store: SqliteStore) =>
+  return (store: TestStore) =>
     new Proxy(store, {
       get(target, prop) {
         if (prop === "reclaimSpace") {

@@ -14,7 +14,7 @@ import {
   NotFoundError,
   settled,
 } from "../mod.ts";
-import { openSqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore } from "./_sqlite_driver.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import { recordingLogger } from "./_beehive_harness.ts";
 import { test } from "./_test.ts";
@@ -24,7 +24,7 @@ const Config = { group: "logs.beehive.dev", kind: "Config" };
 
 test("Beehive logs nothing at warn or above on a healthy, idle system", async () => {
   const clock = installFakeTime();
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   const logger = recordingLogger();
   try {
     const bh = new Beehive(store, { logger, logLevel: "debug" });
@@ -58,7 +58,7 @@ test("Beehive logs nothing at warn or above on a healthy, idle system", async ()
 
 test("Beehive logs each pass at debug with kind, id, outcome and duration", async () => {
   const clock = installFakeTime();
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   const logger = recordingLogger();
   try {
     const bh = new Beehive(store, { logger, logLevel: "debug" });
@@ -87,7 +87,7 @@ test("Beehive logs each pass at debug with kind, id, outcome and duration", asyn
 });
 
 test("error messages name the kind, id or name and the value at fault", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bh = new Beehive(store);
     const apps = bh.client(App);

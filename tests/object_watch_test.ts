@@ -17,24 +17,14 @@ import {
   WatchTooNewError,
   WatchTooOldError,
 } from "../mod.ts";
-import type {
-  BeehiveOptions,
-  Client,
-  Migrator,
-  ObjectChange,
-  ObjectListStream,
-  RawObject,
-} from "../mod.ts";
-import { openSqliteStore, testStore } from "./_sqlite_driver.ts";
+import type { BeehiveOptions, Client, Migrator, ObjectChange, ObjectListStream } from "../mod.ts";
+import type { RawObject } from "../store/mod.ts";
+import { openTestStore, testStore } from "./_sqlite_driver.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { Other, recordingLogger, tempDir, Thing, withHarness } from "./_beehive_harness.ts";
 import { settle, type WatchHive, withWatchHive } from "./_watch_harness.ts";
-import {
-  WATCH_DRAIN_GAP,
-  WATCH_DRAIN_SHARE,
-  WATCH_TAKE_WAIT,
-} from "../src/watches/object_watch.ts";
+import { WATCH_DRAIN_GAP, WATCH_DRAIN_SHARE, WATCH_TAKE_WAIT } from "../src/watches/_pacing.ts";
 import { notApplicable, test } from "./_test.ts";
 
 interface Spec {
@@ -601,7 +591,7 @@ test("watchList skips a row that does not decode and still reports its collectio
   const clock = installFakeTime();
   activeClock = clock;
   try {
-    const store = await openSqliteStore(":memory:");
+    const store = await openTestStore(":memory:");
     try {
       // A peer at schema version 2 writes; this watcher only understands version 1.
       const peer = new Beehive(store);
@@ -880,7 +870,7 @@ test("watchList opened after stop ends at once with StoppedError", async () => {
 test("watchList ends with StoreClosedError when its store closes under it", async () => {
   const clock = installFakeTime();
   try {
-    const store = await openSqliteStore(":memory:");
+    const store = await openTestStore(":memory:");
     try {
       const bh = new Beehive(store, { watchFloorInterval: 1_000 });
       const w = await bh.client(Thing).watchList();
@@ -1221,7 +1211,7 @@ test("watchList ends with WatchTooOldError when retention trims entries it had n
       // Written straight through a store, so no commit wakes the tailer before the trim. On
       // SQLite through another connection, so this process holds none of it and reads the log
       // (PostgreSQL always does, and would hear another connection's commits at once).
-      const writer = testStore === "sqlite" ? await openSqliteStore(path) : store;
+      const writer = testStore === "sqlite" ? await openTestStore(path) : store;
       try {
         for (let i = 0; i < 3; i++) {
           await writer.objects.create(Thing, { name: `x${i}`, spec: "{}" });
@@ -1287,7 +1277,7 @@ test("watchList keeps running when retention trims only what it already read", a
 });
 
 test("watchList merge table: create+update is Added, update+delete and create+delete are Deleted, a stale send never wins", async () => {
-  const { mergeChange, changeType } = await import("../src/watches/object_watch.ts");
+  const { mergeChange, changeType } = await import("../src/watches/_changes.ts");
   const row = { id: 1 } as unknown as RawObject;
   const at = (rv: number, op: "create" | "update" | "delete") => ({
     id: 1,

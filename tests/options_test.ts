@@ -63,7 +63,15 @@ test("resolveBeehiveOptions defaults every option", () => {
     gcInterval: 30_000,
     eventRetention: { perTimeline: 0, maxAge: 0 },
     writeLogRetention: { perKind: 0, maxAge: 86_400_000 },
-    limits: { nameBytes: 1_024, objectBytes: 1_572_864, messageBytes: 32_768 },
+    limits: {
+      nameBytes: 1_024,
+      objectBytes: 1_572_864,
+      messageBytes: 32_768,
+      fieldBytes: 1_024,
+      conditionsPerObject: 128,
+      finalizersPerObject: 64,
+      nestingDepth: 64,
+    },
     logger: undefined,
     logLevel: "info",
     leaseName: "beehive",
@@ -102,7 +110,15 @@ test("resolveBeehiveOptions takes every valid value it is given", () => {
     gcInterval: 0.5,
     eventRetention: { perTimeline: 10, maxAge: 1.5 },
     writeLogRetention: { perKind: 0, maxAge: 0 },
-    limits: { nameBytes: 1, objectBytes: 2, messageBytes: 3 },
+    limits: {
+      nameBytes: 1,
+      objectBytes: 2,
+      messageBytes: 3,
+      fieldBytes: 4,
+      conditionsPerObject: 5,
+      finalizersPerObject: 6,
+      nestingDepth: 1_000,
+    },
     logger: console,
     logLevel: "debug" as const,
     leaseName: "orders",
@@ -122,16 +138,31 @@ test("resolveBeehiveOptions keeps the other limit defaults when one limit is set
     nameBytes: 64,
     objectBytes: 1_572_864,
     messageBytes: 32_768,
+    fieldBytes: 1_024,
+    conditionsPerObject: 128,
+    finalizersPerObject: 64,
+    nestingDepth: 64,
   });
 });
 
 test("resolveBeehiveOptions refuses a limit that is not an integer >= 1", () => {
   for (const bad of [0, -1, 1.5, NaN, Infinity, "10", null]) {
-    for (const k of ["nameBytes", "objectBytes", "messageBytes"]) {
+    for (
+      const k of [
+        "nameBytes",
+        "objectBytes",
+        "messageBytes",
+        "fieldBytes",
+        "conditionsPerObject",
+        "finalizersPerObject",
+        "nestingDepth",
+      ]
+    ) {
       rejects(beehive, { limits: { [k]: bad } }, `limits.${k}`);
     }
   }
   rejects(beehive, { limits: 5 }, "limits");
+  rejects(beehive, { limits: { nestingDepth: 1_001 } }, "limits.nestingDepth");
 });
 
 test("resolveBeehiveOptions defaults leader election from the lease name and duration", () => {
@@ -177,6 +208,7 @@ test("resolveRegisterOptions defaults to the Beehive's resolved options", () => 
     migrator: undefined,
     triggerById: [],
     triggerByName: [],
+    fencedRepository: undefined,
   };
   assert.deepEqual(resolveRegisterOptions(undefined, BASE), expected);
   assert.deepEqual(resolveRegisterOptions({}, BASE), expected);

@@ -112,6 +112,20 @@ for (
   });
 }
 
+test("Stalled a PermanentError reason above limits.fieldBytes is recorded cut to the limit", async () => {
+  await withHarness({ beehive: { limits: { fieldBytes: 16 } } }, async (h) => {
+    await h.start();
+    h.fallback = () => {
+      throw new PermanentError("too long a reason", { reason: "é".repeat(1_000) });
+    };
+    const obj = await h.create("poison");
+    const got = await h.things.get(obj.id);
+    assert.equal(stalledCondition(got)?.reason, "é".repeat(5));
+    assert.equal((await h.things.listEvents(obj.id))[0].reason, "é".repeat(5));
+    assert.equal(passesOf(h, obj.id), 1);
+  });
+});
+
 test("Stalled the owed pass under fake time does not touch a stalled object, while a transient failure keeps retrying", async () => {
   await withHarness({ beehive: { owedPassInterval: 5_000 } }, async (h) => {
     await h.start();

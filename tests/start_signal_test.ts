@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { Beehive, settled, type Store } from "../mod.ts";
-import { openSqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 
 const Thing = { group: "test.beehive.dev", kind: "Thing" };
@@ -45,7 +45,7 @@ function gated(store: Store, family: string, method: string) {
 }
 
 test("Beehive.start with an aborted signal rejects with its reason and starts nothing", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bh = new Beehive(store);
     const reason = new Error("gave up");
@@ -61,7 +61,7 @@ test("Beehive.start with an aborted signal rejects with its reason and starts no
 });
 
 test("Beehive.start aborted while taking the lease rejects at once and leaves the Beehive startable", async () => {
-  const raw = await openSqliteStore(":memory:");
+  const raw = await openTestStore(":memory:");
   try {
     const g = gated(raw, "leases", "hold");
     const bh = new Beehive(g.store);
@@ -88,7 +88,7 @@ test("Beehive.start aborted while taking the lease rejects at once and leaves th
 });
 
 test("Beehive.start aborted while opening its term releases the lease and leaves the Beehive startable", async () => {
-  const raw = await openSqliteStore(":memory:");
+  const raw = await openTestStore(":memory:");
   try {
     const g = gated(raw, "objectWrites", "maxVersionAll");
     const bh = new Beehive(g.store);
@@ -112,7 +112,7 @@ test("Beehive.start aborted while opening its term releases the lease and leaves
 });
 
 test("Beehive.start refuses malformed options with TypeError", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bh = new Beehive(store);
     await assert.rejects(bh.start(5 as never), TypeError);

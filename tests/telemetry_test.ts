@@ -12,7 +12,7 @@ import { Beehive, fail, InvalidOptionError, PermanentError, settled, unsettled }
 import { test } from "./_test.ts";
 import { type AnyObject, type Harness, Thing, withHarness } from "./_beehive_harness.ts";
 import { FakeMeter, FakeTracer } from "./_fake_telemetry.ts";
-import { openSqliteStore } from "./_sqlite_driver.ts";
+import { openTestStore } from "./_sqlite_driver.ts";
 
 const KIND = "Thing.test.beehive.dev";
 
@@ -110,6 +110,32 @@ test("Telemetry a pass whose object is gone at load is not counted", async () =>
   });
 });
 
+test("Telemetry a pass that fails because its term ended is not counted, and neither warns nor retries", async () => {
+  const meter = new FakeMeter();
+  await withHarness({ beehive: { meter } }, async (h) => {
+    await h.start();
+    const obj = await h.create("a");
+    const before = meter.measurements("beehive.reconcile.passes").length;
+    const { promise: entered, resolve: enter } = Promise.withResolvers<void>();
+    h.queue(obj.id, async (_obj, cc) => {
+      enter();
+      await new Promise((resolve) => cc.signal.addEventListener("abort", resolve));
+      throw cc.signal.reason;
+    });
+    await h.things.requeue(obj.id);
+    await h.flush();
+    await entered;
+    await h.stop();
+    assert.equal(meter.measurements("beehive.reconcile.passes").length, before);
+    assert.deepEqual(h.logger.lines.filter((l) => l.level === "warn"), []);
+    assert.ok(
+      h.logger.lines.some((l) =>
+        l.message === "beehive: pass finished" && l.attributes?.outcome === "abandoned"
+      ),
+    );
+  });
+});
+
 test("Telemetry one span per pass named reconcile Kind.group with the pinned attributes, open while the controller runs", async () => {
   const tracer = new FakeTracer();
   await withHarness({ beehive: { tracer } }, async (h) => {
@@ -201,7 +227,7 @@ test("Telemetry beehive.queue.depth reports each kind's queue and beehive.leader
 
 test("Telemetry beehive.leader is 0 for a candidate that does not lead", async () => {
   const meter = new FakeMeter();
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const held = await store.leases.acquire({ name: "beehive", holder: "other", duration: 60_000 });
     assert.ok(held.acquired);
@@ -224,7 +250,7 @@ test("Telemetry beehive.leader is 0 for a candidate that does not lead", async (
 });
 
 test("Telemetry new Beehive refuses a meter or tracer missing the methods it uses with InvalidOptionError", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const meter = new FakeMeter();
     const partial = {

@@ -1,12 +1,17 @@
 /**
- * The checks every spec, status, condition and event write passes before it
- * reaches the store: schema validation, strict JSON, and the size limits.
+ * The checks every spec, status, condition, event, finalizer and kind passes
+ * before a write reaches the store: schema validation, strict JSON, and the
+ * limits on every user-supplied string and collection. Every writer (the
+ * clients, the controller client, the CLI and the console) goes through here.
  *
  * @module
  */
-import { encodeJson, exceedsBytes, utf8Length } from "../model/_codec.ts";
+import { encodeJson, exceedsBytes, NestingDepthError, utf8Length } from "../model/_codec.ts";
 import { kindName } from "../model/_kind_keys.ts";
 import {
+  InvalidConditionError,
+  InvalidEventError,
+  InvalidOptionError,
   InvalidSpecError,
   InvalidStatusError,
   TooLargeError,
@@ -14,13 +19,17 @@ import {
 } from "../model/errors.ts";
 import type { StandardSchema } from "../model/standard_schema.ts";
 import type { GroupKind } from "../store.ts";
-import { describe } from "../model/_values.ts";
+import { describe, quote } from "../model/_values.ts";
 
-/** The size limits, in UTF-8 bytes. */
+/** The limits, resolved (see the public `Limits` option for each). */
 export interface Limits {
   readonly nameBytes: number;
   readonly objectBytes: number;
   readonly messageBytes: number;
+  readonly fieldBytes: number;
+  readonly conditionsPerObject: number;
+  readonly finalizersPerObject: number;
+  readonly nestingDepth: number;
 }
 
 /** The validators of one kind. */
@@ -106,8 +115,20 @@ export async function validate(
  * @throws {TypeError} not encodable, or a non-finite number (the message names the path).
  * @throws {TooLargeError} the JSON is longer than `limit` UTF-8 bytes.
  */
-export function encodeBounded(value: unknown, what: string, gk: GroupKind, limit: number): string {
-  const text = encodeJson(value, what);
+export function encodeBounded(value: unknown, what: string, gk: GroupKind, limits: Limits): string {
+  const limit = limits.objectBytes;
+  let text: string;
+  try {
+    text = encodeJson(value, what, limits.nestingDepth);
+  } catch (error) {
+    if (!(error instanceof NestingDepthError)) throw error;
+    throw new TooLargeError(
+      `Cannot write the ${what} of ${
+        kindName(gk)
+      }: it nests objects and arrays more than limits.nestingDepth (${error.limit}) deep`,
+      { bytes: 0, limit: error.limit, field: "nestingDepth" },
+    );
+  }
   if (exceedsBytes(text, limit)) {
     const bytes = utf8Length(text);
     throw new TooLargeError(
@@ -132,10 +153,127 @@ export async function prepareValue(
   limits: Limits,
 ): Promise<string> {
   const output = await validate(schema, value, what, gk);
-  return encodeBounded(output, what, gk, limits.objectBytes);
+  return encodeBounded(output, what, gk, limits);
 }
 
 /** Whether a text field is longer than `limit` UTF-8 bytes (non-strings are left to the store). */
-export function tooLong(text: unknown, limit: number): boolean {
+function tooLong(text: unknown, limit: number): boolean {
   return typeof text === "string" && exceedsBytes(text, limit);
+}
+
+/** `text` quoted for a message (bounded), or its type when it is not a string. */
+function shown(text: unknown): string {
+  return typeof text === "string" ? quote(text) : describe(text);
+}
+
+/**
+ * Bounds a kind's group and kind by `limits.fieldBytes`.
+ * @throws {InvalidOptionError} either is longer.
+ */
+export function checkKindBounds(gk: GroupKind, limits: Limits): void {
+  for (const field of ["group", "kind"] as const) {
+    if (tooLong(gk[field], limits.fieldBytes)) {
+      throw new InvalidOptionError(
+        `Cannot use kind ${field} ${
+          shown(gk[field])
+        }: it is above limits.fieldBytes (${limits.fieldBytes} UTF-8 bytes)`,
+      );
+    }
+  }
+}
+
+/**
+ * Bounds a condition write: at most `limits.conditionsPerObject` conditions,
+ * each type and reason within `limits.fieldBytes`, each message within
+ * `limits.messageBytes`. Malformed entries are left to the store's checks.
+ * @throws {InvalidConditionError}
+ */
+export function checkConditionBounds(conditions: unknown, limits: Limits): void {
+  if (!Array.isArray(conditions)) return;
+  if (conditions.length > limits.conditionsPerObject) {
+    throw new InvalidConditionError(
+      `Cannot set ${conditions.length} conditions: above limits.conditionsPerObject (${limits.conditionsPerObject})`,
+    );
+  }
+  for (const c of conditions) {
+    if (typeof c !== "object" || c === null) continue;
+    for (const field of ["type", "reason"] as const) {
+      if (tooLong(c[field], limits.fieldBytes)) {
+        throw new InvalidConditionError(
+          `Cannot set condition ${field} ${
+            shown(c[field])
+          }: it is above limits.fieldBytes (${limits.fieldBytes} UTF-8 bytes)`,
+        );
+      }
+    }
+    if (tooLong(c.message, limits.messageBytes)) {
+      throw new InvalidConditionError(
+        `Cannot set condition ${
+          shown(c.type)
+        }: its message is above limits.messageBytes (${limits.messageBytes} UTF-8 bytes)`,
+      );
+    }
+  }
+}
+
+/**
+ * Bounds an event: reason and category within `limits.fieldBytes`, message
+ * within `limits.messageBytes` (the detail is bounded where it is encoded).
+ * @throws {InvalidEventError}
+ */
+export function checkEventBounds(event: Record<string, unknown>, limits: Limits): void {
+  for (const field of ["reason", "category"] as const) {
+    if (tooLong(event[field], limits.fieldBytes)) {
+      throw new InvalidEventError(
+        `Cannot add event: its ${field} ${
+          shown(event[field])
+        } is above limits.fieldBytes (${limits.fieldBytes} UTF-8 bytes)`,
+      );
+    }
+  }
+  if (tooLong(event.message, limits.messageBytes)) {
+    throw new InvalidEventError(
+      `Cannot add event ${
+        shown(event.reason)
+      }: its message is above limits.messageBytes (${limits.messageBytes} UTF-8 bytes)`,
+    );
+  }
+}
+
+/**
+ * Bounds finalizer names by `limits.fieldBytes` and their number (with
+ * `existing` already on the object) by `limits.finalizersPerObject`.
+ * @throws {InvalidOptionError}
+ */
+export function checkFinalizerBounds(
+  finalizers: readonly unknown[],
+  limits: Limits,
+  existing = 0,
+): void {
+  if (existing + finalizers.length > limits.finalizersPerObject) {
+    throw new InvalidOptionError(
+      `Cannot add finalizers: the object would hold ${
+        existing + finalizers.length
+      }, above limits.finalizersPerObject (${limits.finalizersPerObject})`,
+    );
+  }
+  for (const f of finalizers) {
+    if (tooLong(f, limits.fieldBytes)) {
+      throw new InvalidOptionError(
+        `Cannot add finalizer ${
+          shown(f)
+        }: it is above limits.fieldBytes (${limits.fieldBytes} UTF-8 bytes)`,
+      );
+    }
+  }
+}
+
+/**
+ * `text` cut to at most `bytes` UTF-8 bytes (a prefix, well-formed): for text
+ * the engine writes on a caller's behalf and must land, like a stall's reason.
+ */
+export function clipText(text: string, bytes: number): string {
+  if (!exceedsBytes(text, bytes)) return text;
+  // A UTF-16 unit is at most 3 UTF-8 bytes.
+  return text.slice(0, Math.floor(bytes / 3)).toWellFormed();
 }

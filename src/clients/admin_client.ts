@@ -6,6 +6,7 @@
  */
 import { checkId, checkKind, type Engine, kindName } from "../engine/_engine.ts";
 import { attempt } from "../model/_values.ts";
+import { checkKindBounds } from "./_write_checks.ts";
 import { PassWriter } from "./controller_client.ts";
 import { InvalidOptionError, WrongKindError } from "../model/errors.ts";
 import { schemasOf } from "../model/kind.ts";
@@ -42,6 +43,7 @@ export class AdminClient<Status> {
   constructor(engine: Engine, kind: GroupKind) {
     this.#engine = engine;
     this.#gk = checkKind(kind);
+    checkKindBounds(this.#gk, engine.options.limits);
     this.#schemas = schemasOf(kind);
   }
 

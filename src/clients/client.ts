@@ -5,10 +5,15 @@
  * @module
  */
 import { DecodeError, exceedsBytes, utf8Length } from "../model/_codec.ts";
-import { type KindSchemas, prepareValue } from "./_write_checks.ts";
+import {
+  checkFinalizerBounds,
+  checkKindBounds,
+  type KindSchemas,
+  prepareValue,
+} from "./_write_checks.ts";
 import { schemasOf } from "../model/kind.ts";
 import { checkId, checkKind, type Engine, kindName } from "../engine/_engine.ts";
-import { attempt } from "../model/_values.ts";
+import { attempt, quote } from "../model/_values.ts";
 import { isStorableText } from "../model/_text.ts";
 import {
   BeehiveError,
@@ -116,7 +121,7 @@ function checkName(name: unknown): asserts name is string {
   if (name === "") throw new InvalidNameError("Cannot use name: it must not be empty");
   if (!isStorableText(name)) {
     throw new InvalidNameError(
-      `Cannot use name ${JSON.stringify(name)}: it must be well-formed UTF-16 without NUL`,
+      `Cannot use name ${quote(name)}: it must be well-formed UTF-16 without NUL`,
     );
   }
 }
@@ -279,6 +284,7 @@ export class Client<Spec, Status> {
     this.#engine = engine;
     this.#store = store;
     this.#gk = checkKind(kind);
+    checkKindBounds(this.#gk, engine.options.limits);
     this.#schemas = schemasOf(kind);
     this.#inTransaction = inTransaction;
   }
@@ -343,6 +349,7 @@ export class Client<Spec, Status> {
           }: only a kind with a controller registered in this process can clear them`,
         );
       }
+      checkFinalizerBounds(o.finalizers, this.#engine.options.limits);
       finalizers = [...o.finalizers];
     }
     // Validated last: a schema sees only calls whose other arguments are sound.
@@ -927,8 +934,14 @@ export class Client<Spec, Status> {
   }
 
   /**
-   * Queues object `id` for a pass now: a latency hint. Keeps the retry ladder
-   * unless `resetBackoff`.
+   * Queues object `id` for a pass now. Keeps the retry ladder unless
+   * `resetBackoff`. In a Beehive that leads, the pass is queued in memory;
+   * in one that does not lead now (a standby, or one not started or
+   * stopped), the object is stamped owed a pass in the store, which the
+   * leader hears as another process's commit and queues within the
+   * cross-process wake bound, and which a later leader runs at start. The
+   * leader keeps the wait of a pending retry, and `resetBackoff` applies
+   * only in the leading process.
    * @throws {NotFoundError} `id` holds no object of this kind.
    * @throws {NoControllerError} the kind has no controller registered here.
    */
@@ -947,6 +960,12 @@ export class Client<Spec, Status> {
         throw new NoControllerError(
           `Cannot requeue ${kindName(this.#gk)} ${id}: no controller is registered for the kind`,
         );
+      }
+      const engine = this.#engine;
+      if (engine.state !== "running" || engine.term === undefined) {
+        // Not leading here: a durable stamp the leader, now or next, runs.
+        await this.#store.reconcileOwed.stamp([{ ...this.#gk, id }]);
+        return;
       }
       if (options?.resetBackoff) reg.reconciler.resetBackoff(id);
       reg.reconciler.queue.requeueNow(id);

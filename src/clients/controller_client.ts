@@ -9,16 +9,29 @@ import { checkId, type Engine, kindName, type Term } from "../engine/_engine.ts"
 import { Client } from "./client.ts";
 import {
   InvalidConditionError,
-  InvalidEventError,
   InvalidOptionError,
   ReconcileReturnedError,
   StaleTxError,
 } from "../model/errors.ts";
-import { encodeBounded, type KindSchemas, prepareValue, tooLong } from "./_write_checks.ts";
+import {
+  checkConditionBounds,
+  checkEventBounds,
+  checkFinalizerBounds,
+  encodeBounded,
+  type KindSchemas,
+  prepareValue,
+} from "./_write_checks.ts";
 import { isStorableText } from "../model/_text.ts";
+import { describe } from "../model/_values.ts";
 import type { Kind } from "../model/kind.ts";
 import type { ConditionWrite, EventWrite } from "../model/object.ts";
 import type { GroupKind, ObjectRef, Store } from "../store.ts";
+import {
+  type FencedRepository,
+  type FencedTarget,
+  fencedWrite,
+  type Fencing,
+} from "../engine/fencing.ts";
 
 /** The stored status as the pass knows it, so an unchanged report costs no store call. */
 export class StatusBaseline {
@@ -54,6 +67,14 @@ interface PassState {
   readonly signal: AbortSignal;
   /** The validators of the token the surface was made from; else the registered kind's. */
   readonly schemas?: KindSchemas;
+  /**
+   * The object's conditions as this pass read them at its start; their types,
+   * kept up to date with its commits, are built on the first condition write.
+   */
+  readonly conditions?: {
+    readonly read: readonly { readonly type: string }[];
+    types?: Set<string>;
+  };
 }
 
 /** The write and read surface shared by a ControllerClient and its transaction handles. */
@@ -132,6 +153,21 @@ export interface ControllerTx<Status> extends ControllerWrites<Status> {
 export interface ControllerClient<Status> extends ControllerWrites<Status> {
   /** Aborts when the Beehive stops, or when it loses the leader lease mid-pass. */
   readonly signal: AbortSignal;
+  /**
+   * The pass's fencing token: the lease and the epoch of the leadership term
+   * it runs in (epoch `0` without `leaderElection`).
+   */
+  readonly fencing: Fencing;
+  /**
+   * Writes `mutation` to `entityId` through the kind's `fencedRepository`,
+   * with the term's epoch and this pass's signal: a write from a term that
+   * is over is refused once a later term has written the entity.
+   * @throws {FencedError} the repository refused the write (it returned `false`).
+   * @throws {TypeError} no `fencedRepository` was registered for the kind, or `entityId` is not a non-empty string of at most 1,024 characters.
+   * @throws {ReconcileReturnedError} the pass has returned.
+   * @throws {unknown} what the repository's `applyFenced` rejected with, as itself.
+   */
+  fencedWrite(entityId: string, mutation: unknown): Promise<void>;
   /**
    * Runs `fn` in one transaction: it commits when `fn` resolves and rolls back
    * when it rejects. Write through `tx` inside; a write through this client
@@ -228,26 +264,61 @@ export class PassWriter<Status> implements ControllerTx<Status> {
 
   setConditions(conditions: readonly ConditionWrite[]): Promise<void> {
     return this.#run(async () => {
-      const limit = this.#engine.options.limits.messageBytes;
-      if (Array.isArray(conditions)) {
-        for (const c of conditions) {
-          if (typeof c === "object" && c !== null && tooLong(c.message, limit)) {
-            throw new InvalidConditionError(
-              `Cannot set condition ${
-                JSON.stringify(String(c.type))
-              }: its message is above limits.messageBytes (${limit} UTF-8 bytes)`,
-            );
-          }
-        }
+      const limits = this.#engine.options.limits;
+      checkConditionBounds(conditions, limits);
+      if (Array.isArray(conditions) && conditions.length > 0) {
+        await this.#checkConditionCount(conditions, limits.conditionsPerObject);
       }
       await this.#store.conditions.set(this.#ref, conditions);
+      const known = this.#knownTypes();
+      if (known !== undefined) {
+        this.#store.afterCommit(() => {
+          for (const c of conditions) known.add(c.type);
+        });
+      }
       this.#wake();
     });
+  }
+
+  /** The condition types the pass knows the object holds; `undefined` outside a pass. */
+  #knownTypes(): Set<string> | undefined {
+    const c = this.#state.conditions;
+    if (c === undefined) return undefined;
+    return c.types ??= new Set(c.read.map((x) => x.type));
+  }
+
+  /**
+   * Refuses a write that would leave the object holding more than `max`
+   * conditions, counted against the stored ones (a read only when the write
+   * could cross it). @throws {InvalidConditionError}
+   */
+  async #checkConditionCount(conditions: readonly unknown[], max: number): Promise<void> {
+    let known = this.#knownTypes();
+    if (known === undefined) {
+      // A read that fails (no such id) leaves the write to report it after its own checks.
+      const stored = await this.#store.objects.get(this.#ref.id).catch(() => undefined);
+      if (stored === undefined) return;
+      known = new Set(stored.conditions.map((c) => c.type));
+    }
+    if (known.size + conditions.length <= max) return;
+    const types = new Set(known);
+    for (const c of conditions) {
+      if (typeof c === "object" && c !== null) types.add((c as { type?: string }).type as string);
+    }
+    if (types.size > max) {
+      throw new InvalidConditionError(
+        `Cannot set conditions on ${
+          kindName(this.#ref)
+        } ${this.#ref.id}: it would hold ${types.size}, above limits.conditionsPerObject (${max})`,
+      );
+    }
   }
 
   deleteCondition(type: string): Promise<void> {
     return this.#run(async () => {
       await this.#store.conditions.delete(this.#ref, type);
+      const known = this.#knownTypes();
+      if (known !== undefined) this.#store.afterCommit(() => void known.delete(type));
       this.#wake();
     });
   }
@@ -263,16 +334,10 @@ export class PassWriter<Status> implements ControllerTx<Status> {
         throw new TypeError("Cannot add event: expected an object { type, reason, ... }");
       }
       const limits = this.#engine.options.limits;
-      if (tooLong(event.message, limits.messageBytes)) {
-        throw new InvalidEventError(
-          `Cannot add event ${
-            JSON.stringify(String(event.reason))
-          }: its message is above limits.messageBytes (${limits.messageBytes} UTF-8 bytes)`,
-        );
-      }
+      checkEventBounds(event as unknown as Record<string, unknown>, limits);
       const detail = event.detail === undefined
         ? undefined
-        : encodeBounded(event.detail, "detail", this.#ref, limits.objectBytes);
+        : encodeBounded(event.detail, "detail", this.#ref, limits);
       return this.#store.events.add(this.#ref, {
         category: event.category,
         type: event.type,
@@ -291,11 +356,17 @@ export class PassWriter<Status> implements ControllerTx<Status> {
       if (typeof finalizer !== "string" || finalizer === "" || !isStorableText(finalizer)) {
         throw new InvalidOptionError(
           `Cannot add finalizer: current value is ${
-            typeof finalizer === "string" ? JSON.stringify(finalizer) : String(finalizer)
+            describe(finalizer)
           }, expected a non-empty string, well-formed UTF-16 without NUL`,
         );
       }
+      const limits = this.#engine.options.limits;
+      checkFinalizerBounds([finalizer], limits);
       return this.#store.within(async (tx) => {
+        const { finalizers } = await tx.objects.getMeta(this.#ref.id);
+        if (!finalizers.includes(finalizer)) {
+          checkFinalizerBounds([finalizer], limits, finalizers.length);
+        }
         const added = await tx.objects.addFinalizer(this.#ref, finalizer);
         if (added) tx.afterCommit(() => this.#engine.writes.kindWritten(this.#ref));
       });
@@ -398,14 +469,55 @@ export class PassWriter<Status> implements ControllerTx<Status> {
   }
 }
 
+/** The client of one pass: the writes, plus the pass's fencing token and fenced writes. */
+class PassClient<Status> extends PassWriter<Status> implements ControllerClient<Status> {
+  readonly #target: FencedTarget;
+
+  constructor(
+    engine: Engine,
+    store: Store,
+    ref: ObjectRef,
+    state: PassState,
+    target: FencedTarget,
+  ) {
+    super(engine, store, ref, state);
+    this.#target = target;
+  }
+
+  get fencing(): Fencing {
+    return this.#target.fencing;
+  }
+
+  fencedWrite(entityId: string, mutation: unknown): Promise<void> {
+    return fencedWrite(this.#target, entityId, mutation);
+  }
+}
+
 /** Creates the client of one pass, and the function that ends it. */
 export function passClient<Status>(
   engine: Engine,
   term: Term,
   ref: ObjectRef,
   baseline: StatusBaseline | undefined,
+  options: {
+    readonly repository: FencedRepository | undefined;
+    /** The object's conditions as the pass read them at its start. */
+    readonly conditions?: readonly { readonly type: string }[];
+  },
 ): { client: ControllerClient<Status>; end: () => void } {
-  const state: PassState = { ended: false, baseline, signal: term.signal };
-  const writer = new PassWriter<Status>(engine, term.store, ref, state);
-  return { client: writer, end: () => (state.ended = true) };
+  const { repository, conditions } = options;
+  const state: PassState = {
+    ended: false,
+    baseline,
+    signal: term.signal,
+    conditions: conditions === undefined ? undefined : { read: conditions },
+  };
+  const client = new PassClient<Status>(engine, term.store, ref, state, {
+    repository,
+    fencing: term.fencing,
+    signal: term.signal,
+    kind: kindName(ref),
+    ended: () => state.ended,
+  });
+  return { client, end: () => (state.ended = true) };
 }

@@ -211,7 +211,8 @@ export class DependencyWaker {
   }
 
   #fail(step: string, error: unknown): void {
-    if (!this.#running || this.#term.signal.aborted) return;
+    if (!this.#running) return;
+    if (this.#engine.termOver(this.#term, error, { driver: "dependency waker" })) return;
     // One warning per failure streak and step.
     if (this.#failures.has(step)) return;
     this.#failures.add(step);

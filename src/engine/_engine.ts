@@ -6,15 +6,17 @@
  * @module
  */
 import { KindCodec } from "../model/_codec.ts";
-import { InvalidOptionError } from "../model/errors.ts";
+import { FencedError, InvalidOptionError } from "../model/errors.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import { filterLogger } from "../telemetry/logger_levels.ts";
 import type { ResolvedBeehiveOptions } from "./options.ts";
 import type { GroupKind, ObjectId, ObjectRef, Store } from "../store.ts";
 import type { WorkQueue } from "./work_queue.ts";
+import type { Fencing } from "./fencing.ts";
 
 import { kindKey } from "../model/_kind_keys.ts";
 import { isStorableText } from "../model/_text.ts";
+import { describe } from "../model/_values.ts";
 import { WriteSignals } from "./_write_signals.ts";
 import { type KindSchemas, NO_SCHEMAS } from "../clients/_write_checks.ts";
 import { Telemetry } from "../telemetry/telemetry.ts";
@@ -29,10 +31,11 @@ export function checkKind(kind: unknown): GroupKind {
     typeof k.kind !== "string" || k.kind === "" || !isStorableText(k.group) ||
     !isStorableText(k.kind)
   ) {
+    const shown = typeof k === "object" && k !== null
+      ? `{ group: ${describe(k.group)}, kind: ${describe(k.kind)} }`
+      : describe(kind);
     throw new InvalidOptionError(
-      `Cannot use kind ${
-        typeof kind === "object" ? JSON.stringify(kind) : String(kind)
-      }: expected { group, kind } strings, well-formed UTF-16 without NUL, with a non-empty kind`,
+      `Cannot use kind ${shown}: expected { group, kind } strings, well-formed UTF-16 without NUL, with a non-empty kind`,
     );
   }
   return { group: k.group, kind: k.kind };
@@ -88,6 +91,10 @@ export interface Term {
   readonly store: Store;
   /** Aborts when the term ends (stop, or a lost lease): in-flight passes see it as `cc.signal`. */
   readonly signal: AbortSignal;
+  /** The term's lease and epoch (epoch 0 without leader election): passes see it as `cc.fencing`. */
+  readonly fencing: Fencing;
+  /** Whether the term is one of several under leader election (its writes are fenced). */
+  readonly elected: boolean;
 }
 
 /** Lifecycle state of a Beehive. */
@@ -110,6 +117,10 @@ export class Engine {
   term: Term | undefined;
   /** Metrics and traces; `undefined` when neither a meter nor a tracer was given. */
   readonly telemetry: Telemetry | undefined;
+  /** Ends `term` at once: set by a Beehive under leader election. */
+  depose: ((term: Term, reason: string) => void) | undefined;
+  /** Terms whose loss a pass has reported. */
+  readonly #lost = new WeakSet<Term>();
 
   constructor(store: Store, options: ResolvedBeehiveOptions) {
     this.store = store;
@@ -119,6 +130,28 @@ export class Engine {
     this.telemetry = options.meter === undefined && options.tracer === undefined
       ? undefined
       : new Telemetry(options.meter, options.tracer, this.log);
+  }
+
+  /**
+   * Whether `error`, met by work of `term` (a pass, a driver), means the
+   * term is over: it has ended (a stop, or a lost lease) or, under leader
+   * election, a write was fenced. The first such error of a lost term logs
+   * one `info` line and, when the term still runs, ends it; the work is
+   * left to the next leader, neither failed nor retried here.
+   */
+  termOver(term: Term, error: unknown, detail: Record<string, unknown>): boolean {
+    if (!term.signal.aborted && !(term.elected && error instanceof FencedError)) return false;
+    if (this.#lost.has(term)) return true;
+    this.#lost.add(term);
+    if (this.state === "stopped") return true;
+    this.log.info("beehive: lost leadership; the work in flight is left to the next leader", {
+      lease: term.fencing.lease,
+      epoch: term.fencing.epoch,
+      ...detail,
+      error,
+    });
+    if (!term.signal.aborted) this.depose?.(term, "a write was fenced: a later term leads");
+    return true;
   }
 
   register(reg: Registration): void {

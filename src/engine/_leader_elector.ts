@@ -72,6 +72,11 @@ export class LeaderElector {
     }
   }
 
+  /** Gives up the term at `epoch` now, if it still runs (a write proved another holder leads). */
+  depose(epoch: number, reason: string): void {
+    if (this.#leading && this.#epoch === epoch) this.#lose(reason);
+  }
+
   async #acquire(): Promise<void> {
     const { leaseName: name, identity: holder, leaseDuration: duration } = this.#opts;
     const started = Date.now();

@@ -1,7 +1,7 @@
 /**
  * The reconcile loop of one kind: its workers, the pass, the retry ladder,
  * and the drivers that find work (owed pass, full pass, startup pass,
- * individual-pass admission, triggers).
+ * individual-pass admission, triggers; the owed wake is `owed_wake.ts`).
  *
  * @module
  */
@@ -15,8 +15,10 @@ import { decodeObject } from "../model/object.ts";
 import type { ResolvedRegisterOptions } from "./options.ts";
 import { fail, type ResultInfo, resultInfo } from "../model/result.ts";
 import { passClient, StatusBaseline } from "../clients/controller_client.ts";
+import { clipText } from "../clients/_write_checks.ts";
 import type { GroupKind, ObjectId, ObjectRef, ReconcileLoad } from "../store.ts";
 import { WorkQueue } from "./work_queue.ts";
+import { OwedWake } from "./_owed_wake.ts";
 import type { KindTelemetry, PassReport, PassSpan } from "../telemetry/telemetry.ts";
 
 /** The first rung of the retry ladder, in ms. */
@@ -41,7 +43,19 @@ interface PassOutcome {
   readonly report: PassReport | undefined;
   /** The failure a failed or stalled pass records on its span. */
   readonly error: unknown;
+  /** The pass's term is over: nothing is scheduled, the next leader owes it. */
+  readonly abandoned?: boolean;
 }
+
+/** A pass whose term ended under it: not a failure, and not retried here. */
+const ABANDONED: PassOutcome = {
+  info: { outcome: "settled", requeueAfter: undefined, err: undefined },
+  gone: false,
+  stalled: false,
+  report: undefined,
+  error: undefined,
+  abandoned: true,
+};
 
 const GONE: PassOutcome = {
   info: { outcome: "settled", requeueAfter: undefined, err: undefined },
@@ -86,6 +100,8 @@ export class Reconciler implements KindLoop {
   #term: Term | undefined;
   /** Metrics and traces of this kind's passes; `undefined` when off. */
   readonly #telemetry: KindTelemetry | undefined;
+  /** Queues what other processes stamped owed (a requeue from a process that does not lead). */
+  readonly #owedWake: OwedWake;
 
   constructor(
     engine: Engine,
@@ -100,6 +116,12 @@ export class Reconciler implements KindLoop {
     this.#opts = opts;
     this.codec = codec;
     this.#telemetry = engine.telemetry?.forKind(kindName(gk));
+    this.#owedWake = new OwedWake(engine, {
+      gk,
+      queue: this.queue,
+      retrying: (id) => this.#backoff.has(id),
+      track: (p) => this.#track(p),
+    });
   }
 
   /** The resolved options of this kind. */
@@ -117,6 +139,8 @@ export class Reconciler implements KindLoop {
     this.#backoff.clear();
     this.queue.restart();
     const o = this.#opts;
+    // Before the startup listing: a stamp committed meanwhile is not missed.
+    this.#owedWake.start();
     await this.#owedPass();
     if (o.individualPassInterval > 0) {
       this.#track(this.#admit(o.startupFullPass ? 0 : o.individualPassInterval));
@@ -142,6 +166,7 @@ export class Reconciler implements KindLoop {
   stop(): void {
     this.#running = false;
     for (const t of this.#timers.splice(0)) clearInterval(t);
+    this.#owedWake.stop();
     this.queue.stop();
   }
 
@@ -375,9 +400,19 @@ export class Reconciler implements KindLoop {
         driver: "reconcile",
         kind: kindName(this.gk),
         id,
-        outcome: outcome.gone ? "collected" : outcome.report ?? outcome.info.outcome,
+        outcome: outcome.gone
+          ? "collected"
+          : outcome.abandoned
+          ? "abandoned"
+          : outcome.report ?? outcome.info.outcome,
         duration: Date.now() - started,
       });
+      if (outcome.abandoned) {
+        this.queue.done(id);
+        return;
+      }
+      // A pass that concluded consumed the owed count it loaded.
+      this.#owedWake.passEnded(id, outcome.report !== "failed");
       if (outcome.gone) {
         this.queue.forget(id);
         this.#backoff.delete(id);
@@ -486,7 +521,10 @@ export class Reconciler implements KindLoop {
       return { ...collected, report: "failed", error };
     }
     const baseline = new StatusBaseline(raw.status, raw.statusVersion);
-    const { client, end } = passClient(engine, term, ref, baseline);
+    const { client, end } = passClient(engine, term, ref, baseline, {
+      repository: this.#opts.fencedRepository,
+      conditions: raw.conditions,
+    });
     let info: ResultInfo;
     try {
       const returned = await this.#reconcile(obj, client);
@@ -503,6 +541,7 @@ export class Reconciler implements KindLoop {
       end();
     }
     reconciled();
+    if (info.outcome === "fail" && this.#termOver(term, id, info.err)) return ABANDONED;
     let stalled = false;
     if (info.outcome !== "fail") await this.#conclude(term, ref, load, info);
     else if (info.err instanceof PermanentError) {
@@ -522,6 +561,11 @@ export class Reconciler implements KindLoop {
     return stalled ? { ...collected, stalled, report: "stalled", error: info.err } : collected;
   }
 
+  /** Whether `error` ended a pass over `id` because its term is over (see `Engine.termOver`). */
+  #termOver(term: Term, id: ObjectId, error: unknown): boolean {
+    return this.#engine.termOver(term, error, { kind: kindName(this.gk), id });
+  }
+
   /**
    * Records a permanent failure in one transaction: the owed count and the
    * dependency watermark the pass consumed, the stalled generation, the
@@ -537,6 +581,7 @@ export class Reconciler implements KindLoop {
     const raw = load.object;
     // Bounded: an error message is not the controller's to size, and the stall must land.
     const message = err.message.slice(0, MAX_STALL_MESSAGE).toWellFormed();
+    const reason = clipText(err.reason, this.#engine.options.limits.fieldBytes);
     try {
       await term.store.within(async (tx) => {
         if (raw.reconcileOwed !== 0) await tx.reconcileOwed.decrement(ref, raw.reconcileOwed);
@@ -545,10 +590,10 @@ export class Reconciler implements KindLoop {
         await tx.conditions.set(ref, [{
           type: STALLED,
           status: "True",
-          reason: err.reason,
+          reason,
           message,
         }]);
-        await tx.events.add(ref, { type: "Warning", reason: err.reason, message });
+        await tx.events.add(ref, { type: "Warning", reason, message });
       });
     } catch (error) {
       if (!(error instanceof NotFoundError)) {
@@ -576,6 +621,7 @@ export class Reconciler implements KindLoop {
     const log = this.#engine.log;
     const raw = load.object;
     const warn = (step: string, error: unknown) => {
+      if (this.#termOver(term, ref.id, error)) return;
       if (!(error instanceof NotFoundError)) {
         log.warn(`beehive: concluding a pass failed at ${step}`, {
           kind: kindName(ref),

@@ -55,7 +55,7 @@ export class StaleDependents {
       this.#cursor = mark;
       return true;
     } catch (error) {
-      if (!term.signal.aborted) {
+      if (!engine.termOver(term, error, { driver: "stale-dependents pass" })) {
         engine.log.warn("beehive: the stale-dependents pass failed; it retries next interval", {
           error,
         });

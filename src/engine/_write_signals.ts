@@ -34,6 +34,7 @@ export type ExternalCommits = (fn: () => void) => () => void;
 export class WriteSignals {
   readonly #kinds = new Map<string, Set<Listener>>();
   readonly #anyKind = new Set<Listener>();
+  readonly #externalOnly = new Set<Listener>();
   readonly #events = new Map<ObjectId, Set<Listener>>();
   readonly #closed = new Set<Listener>();
   readonly #external: ExternalCommits | undefined;
@@ -66,6 +67,7 @@ export class WriteSignals {
     for (const set of [...this.#kinds.values()]) fire(set);
     fire(this.#anyKind);
     for (const set of [...this.#events.values()]) fire(set);
+    fire(this.#externalOnly);
   }
 
   /** Calls `fn` after each commit that logged a write of kind `gk`. */
@@ -78,6 +80,13 @@ export class WriteSignals {
     const entry = () => fn();
     this.#anyKind.add(entry);
     return this.#counted(() => this.#anyKind.delete(entry));
+  }
+
+  /** Calls `fn` after each commit another process made (as the store reports it). */
+  onExternalCommit(fn: Listener): () => void {
+    const entry = () => fn();
+    this.#externalOnly.add(entry);
+    return this.#counted(() => this.#externalOnly.delete(entry));
   }
 
   /** Calls `fn` after each commit that added to `id`'s event log. */

@@ -32,7 +32,8 @@ import type { ReconcileResult } from "../model/result.ts";
 import type { GroupKind, HeldLease, Store } from "../store.ts";
 import { LeaderElector } from "./_leader_elector.ts";
 import { type Kind, schemasOf } from "../model/kind.ts";
-import { NO_SCHEMAS } from "../clients/_write_checks.ts";
+import { checkKindBounds, NO_SCHEMAS } from "../clients/_write_checks.ts";
+import type { Fencing } from "./fencing.ts";
 
 /** A reconcile function: drives one object toward its spec. */
 export type ReconcileFn<Spec, Status> = (
@@ -184,6 +185,7 @@ export class Beehive {
   ): void {
     const gk = checkKind(kind);
     const engine = this.#engine;
+    checkKindBounds(gk, engine.options.limits);
     if (engine.state !== "new") {
       throw new BeehiveError(
         `Cannot register ${kindName(gk)}: the Beehive has already ${
@@ -357,7 +359,8 @@ export class Beehive {
     };
     engine.state = "running";
     try {
-      await bounded(this.#openTerm(engine.store), signal);
+      const fencing = { lease: engine.options.leaseName, epoch: 0 };
+      await bounded(this.#openTerm(engine.store, fencing, false), signal);
       signal?.throwIfAborted();
     } catch (error) {
       // Only an abort reaches here: opening a term does not reject.
@@ -384,11 +387,13 @@ export class Beehive {
     const engine = this.#engine;
     const elector = new LeaderElector(engine.store, le, engine.log, {
       elected: (epoch) => {
-        void this.#openTerm(engine.store.fenced({ lease: le.leaseName, epoch }));
+        const fencing = { lease: le.leaseName, epoch };
+        void this.#openTerm(engine.store.fenced(fencing), fencing, true);
       },
       deposed: () => this.#endTerm(),
     });
     this.#elector = elector;
+    engine.depose = (term, reason) => elector.depose(term.fencing.epoch, reason);
     this.#launchFeeds();
     this.#running.push(elector.run(engine.shutdown.signal));
     return (options) => this.#stop(() => Promise.resolve(), options);
@@ -418,16 +423,18 @@ export class Beehive {
    * stale-dependents pass. Resolves once they are running; `#endTerm` waits
    * for their drain.
    */
-  #openTerm(store: Store): Promise<void> {
-    const opened = this.#startTerm(store);
+  #openTerm(store: Store, fencing: Fencing, elected: boolean): Promise<void> {
+    const opened = this.#startTerm({ store, fencing, elected });
     this.#termDrained = opened.then((t) => t.drained);
     return opened.then(() => {});
   }
 
-  async #startTerm(store: Store): Promise<{ drained: Promise<void> }> {
+  async #startTerm(
+    opening: Omit<Term, "signal">,
+  ): Promise<{ drained: Promise<void> }> {
     const engine = this.#engine;
     const control = new AbortController();
-    const term: Term = { store, signal: control.signal };
+    const term: Term = { ...opening, signal: control.signal };
     this.#termControl = control;
     engine.term = term;
     const registered = engine.registrations();
@@ -524,7 +531,9 @@ export class Beehive {
       try {
         await fn();
       } catch (error) {
-        if (!stopped.aborted) log.warn(`beehive: GC ${name} failed`, { error });
+        if (!engine.termOver(term, error, { driver: `GC ${name}` })) {
+          log.warn(`beehive: GC ${name} failed`, { error });
+        }
       }
     };
     await step("deletion sweep", async () => {
@@ -538,7 +547,10 @@ export class Beehive {
         try {
           await collect(engine, store, ref.id);
         } catch (error) {
-          if (!(error instanceof NotFoundError) && !stopped.aborted) {
+          if (
+            !(error instanceof NotFoundError) &&
+            !engine.termOver(term, error, { driver: "GC collection" })
+          ) {
             log.warn("beehive: collecting an object failed", { ...ref, error });
           }
         }

@@ -5,10 +5,12 @@
  * @module
  */
 import { InvalidOptionError } from "../model/errors.ts";
+import { MAX_NESTING_DEPTH } from "../model/_codec.ts";
 import { describe } from "../model/_values.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import { isLogLevel, type LogLevel } from "../telemetry/logger_levels.ts";
 import type { Migrator } from "../model/migrator.ts";
+import type { FencedRepository } from "./fencing.ts";
 import { isStorableText } from "../model/_text.ts";
 import type { ObjectId } from "../store.ts";
 import {
@@ -34,7 +36,10 @@ export interface WriteLogRetention {
   maxAge?: number;
 }
 
-/** Size limits on what a write may carry, in UTF-8 bytes. */
+/**
+ * Limits on what a write may carry: every user-supplied string and collection
+ * is bounded, each checked before anything is written. Sizes are in UTF-8 bytes.
+ */
 export interface Limits {
   /** The longest object name a create accepts (`InvalidNameError`). An integer ≥ 1. @default {1_024} */
   nameBytes?: number;
@@ -48,6 +53,24 @@ export interface Limits {
    * `InvalidEventError`). An integer ≥ 1. @default {32_768}
    */
   messageBytes?: number;
+  /**
+   * The longest short identifier: a kind's group and kind
+   * (`InvalidOptionError`), a condition's type and reason
+   * (`InvalidConditionError`), an event's reason and category
+   * (`InvalidEventError`), a finalizer (`InvalidOptionError`). An integer ≥ 1.
+   * @default {1_024}
+   */
+  fieldBytes?: number;
+  /** The most conditions one object holds (`InvalidConditionError`). An integer ≥ 1. @default {128} */
+  conditionsPerObject?: number;
+  /** The most finalizers one object holds (`InvalidOptionError`). An integer ≥ 1. @default {64} */
+  finalizersPerObject?: number;
+  /**
+   * The deepest a spec, status or event detail nests objects and arrays (`{}`
+   * is 1; `TooLargeError` with `field: "nestingDepth"`). An integer from 1 to
+   * 1 000. @default {64}
+   */
+  nestingDepth?: number;
 }
 
 /** The per-controller options, settable on the Beehive (defaults for every kind) or per kind. */
@@ -111,8 +134,8 @@ export interface BeehiveOptions extends ControllerOptions {
   /** Write-log retention. @default {{ perKind: 0, maxAge: 86_400_000 }} */
   writeLogRetention?: WriteLogRetention;
   /**
-   * Size limits on names, values and messages.
-   * @default {{ nameBytes: 1_024, objectBytes: 1_572_864, messageBytes: 32_768 }}
+   * Limits on names, values, messages, identifiers, collections and nesting.
+   * @default {{ nameBytes: 1_024, objectBytes: 1_572_864, messageBytes: 32_768, fieldBytes: 1_024, conditionsPerObject: 128, finalizersPerObject: 64, nestingDepth: 64 }}
    */
   limits?: Limits;
   /** Where beehive reports; `console` qualifies. @default {undefined} (silent) */
@@ -150,6 +173,12 @@ export interface RegisterOptions extends ControllerOptions {
    * several, as `triggerById`. @default {[]}
    */
   triggerByName?: AsyncIterable<string> | readonly AsyncIterable<string>[];
+  /**
+   * Where the controller's side effects are written, fenced on the term's
+   * epoch: `cc.fencedWrite(entityId, mutation)` calls its `applyFenced`.
+   * @default {undefined} (`cc.fencedWrite` rejects with `TypeError`)
+   */
+  fencedRepository?: FencedRepository;
 }
 
 /** Every controller option, resolved. */
@@ -169,7 +198,15 @@ export interface ResolvedBeehiveOptions extends ResolvedControllerOptions {
   gcInterval: number;
   eventRetention: { perTimeline: number; maxAge: number };
   writeLogRetention: { perKind: number; maxAge: number };
-  limits: { nameBytes: number; objectBytes: number; messageBytes: number };
+  limits: {
+    nameBytes: number;
+    objectBytes: number;
+    messageBytes: number;
+    fieldBytes: number;
+    conditionsPerObject: number;
+    finalizersPerObject: number;
+    nestingDepth: number;
+  };
   logger: Logger | undefined;
   logLevel: LogLevel;
   leaseName: string;
@@ -199,7 +236,15 @@ export const DEFAULTS: ResolvedBeehiveOptions = {
   gcInterval: 30_000,
   eventRetention: { perTimeline: 0, maxAge: 0 },
   writeLogRetention: { perKind: 0, maxAge: 86_400_000 },
-  limits: { nameBytes: 1_024, objectBytes: 1_572_864, messageBytes: 32_768 },
+  limits: {
+    nameBytes: 1_024,
+    objectBytes: 1_572_864,
+    messageBytes: 32_768,
+    fieldBytes: 1_024,
+    conditionsPerObject: 128,
+    finalizersPerObject: 64,
+    nestingDepth: 64,
+  },
   logger: undefined,
   logLevel: "info",
   leaseName: "beehive",
@@ -341,11 +386,20 @@ export function resolveBeehiveOptions(options: unknown): ResolvedBeehiveOptions 
   if (o.limits !== undefined) {
     const l = checkObject("limits", o.limits);
     const limits = { ...DEFAULTS.limits };
-    for (const k of ["nameBytes", "objectBytes", "messageBytes"] as const) {
+    for (const k of Object.keys(limits) as (keyof typeof limits)[]) {
       if (l[k] !== undefined) {
         const v = l[k];
-        if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) {
-          throw invalid(`limits.${k}`, v, "an integer >= 1 (bytes)");
+        const max = k === "nestingDepth" ? MAX_NESTING_DEPTH : Number.MAX_SAFE_INTEGER;
+        if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1 || v > max) {
+          throw invalid(
+            `limits.${k}`,
+            v,
+            k === "nestingDepth"
+              ? `an integer from 1 to ${max}`
+              : k.endsWith("Bytes")
+              ? "an integer >= 1 (bytes)"
+              : "an integer >= 1",
+          );
         }
         limits[k] = v;
       }
@@ -416,6 +470,7 @@ export interface ResolvedRegisterOptions extends ResolvedControllerOptions {
   migrator: Migrator | undefined;
   triggerById: AsyncIterable<ObjectId>[];
   triggerByName: AsyncIterable<string>[];
+  fencedRepository: FencedRepository | undefined;
 }
 
 function isAsyncIterable(value: unknown): boolean {
@@ -448,6 +503,7 @@ export function resolveRegisterOptions(
     migrator: undefined,
     triggerById: [],
     triggerByName: [],
+    fencedRepository: undefined,
   };
   if (o.migrator !== undefined) {
     const m = o.migrator as Record<string, unknown>;
@@ -468,6 +524,13 @@ export function resolveRegisterOptions(
   if (o.triggerById !== undefined) out.triggerById = checkFeeds("triggerById", o.triggerById);
   if (o.triggerByName !== undefined) {
     out.triggerByName = checkFeeds("triggerByName", o.triggerByName);
+  }
+  if (o.fencedRepository !== undefined) {
+    const r = o.fencedRepository as Partial<FencedRepository> | null;
+    if (typeof r !== "object" || r === null || typeof r.applyFenced !== "function") {
+      throw invalid("fencedRepository", o.fencedRepository, "an object with an applyFenced method");
+    }
+    out.fencedRepository = r as FencedRepository;
   }
   return out;
 }

@@ -11,17 +11,34 @@ import type { Migrator } from "./migrator.ts";
  * BigInt, a cycle, `undefined`, a function) is refused, and so is a
  * non-finite number (`NaN`, `±Infinity`), which it would silently turn into
  * `null`: the error names the path, rooted at `what` (`spec.items[2].size`).
- * @throws {TypeError}
+ * Containers nested deeper than `maxDepth` (`{}` is depth 1) are refused
+ * before the encoder recurses into them.
+ * @throws {TypeError} not encodable, or a non-finite number.
+ * @throws {NestingDepthError} nested deeper than `maxDepth`.
  */
-export function encodeJson(value: unknown, what: string): string {
+export function encodeJson(value: unknown, what: string, maxDepth = MAX_NESTING_DEPTH): string {
   let plain = false;
   try {
-    plain = isPlainAndFinite(value, 0);
+    plain = isPlainAndFinite(value, 0, maxDepth);
   } catch {
     // A throwing getter: the exact path below reports it as stringify would.
   }
   if (plain) return encodePlain(value, what);
-  return encodeExact(value, what);
+  return encodeExact(value, what, maxDepth);
+}
+
+/** The deepest nesting `encodeJson` accepts at most, whatever it is asked: far below a stack overflow. */
+export const MAX_NESTING_DEPTH = 1_000;
+
+/** A value nests containers deeper than the limit it was encoded under. */
+export class NestingDepthError extends RangeError {
+  /** The limit, in nested containers. */
+  readonly limit: number;
+  /** Creates the error for `what` nested beyond `limit`. */
+  constructor(what: string, limit: number) {
+    super(`Cannot encode ${what} as JSON: it nests containers more than ${limit} deep`);
+    this.limit = limit;
+  }
 }
 
 /** The deepest plain structure the fast check walks; deeper (or cyclic) takes the exact path. */
@@ -32,13 +49,14 @@ const PLAIN_DEPTH = 256;
  * Object or null prototype without `toJSON`) holding no non-finite number:
  * then plain `JSON.stringify` is exact, and about 7x cheaper than a replacer.
  */
-function isPlainAndFinite(value: unknown, depth: number): boolean {
+function isPlainAndFinite(value: unknown, depth: number, maxDepth: number): boolean {
   if (typeof value === "number") return Number.isFinite(value);
   if (typeof value !== "object" || value === null) return true;
-  if (depth > PLAIN_DEPTH) return false;
+  // Too deep, or cyclic: the exact path tells which, and names it.
+  if (depth >= maxDepth || depth > PLAIN_DEPTH) return false;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      if (!isPlainAndFinite(value[i], depth + 1)) return false;
+      if (!isPlainAndFinite(value[i], depth + 1, maxDepth)) return false;
     }
     return true;
   }
@@ -47,7 +65,7 @@ function isPlainAndFinite(value: unknown, depth: number): boolean {
   const o = value as Record<string, unknown>;
   if ("toJSON" in o) return false;
   for (const k in o) {
-    if (!isPlainAndFinite(o[k], depth + 1)) return false;
+    if (!isPlainAndFinite(o[k], depth + 1, maxDepth)) return false;
   }
   return true;
 }
@@ -69,11 +87,14 @@ function encodePlain(value: unknown, what: string): string {
 }
 
 /** Encodes through a replacer that tracks each container's path and refuses non-finite numbers. */
-function encodeExact(value: unknown, what: string): string {
+function encodeExact(value: unknown, what: string, maxDepth: number): string {
   // Each container's path, so the replacer can name where a bad number sits.
   const paths = new Map<object, string>();
+  // Each container's nesting depth, so a deep value is refused before stringify recurses into it.
+  const depths = new Map<object, number>();
   function replacer(this: unknown, key: string, v: unknown): unknown {
     const base = paths.get(this as object);
+    const depth = (depths.get(this as object) ?? 0) + 1;
     // The one holder without a path is stringify's own wrapper of the root.
     const at = base === undefined
       ? what
@@ -88,7 +109,9 @@ function encodeExact(value: unknown, what: string): string {
         );
       }
     } else if (typeof v === "object" && v !== null) {
+      if (depth > maxDepth) throw new NestingDepthError(what, maxDepth);
       paths.set(v, at);
+      depths.set(v, depth);
     }
     return v;
   }
@@ -97,6 +120,7 @@ function encodeExact(value: unknown, what: string): string {
     text = JSON.stringify(value, replacer);
   } catch (cause) {
     if (cause instanceof NonFiniteError) throw new TypeError(cause.message);
+    if (cause instanceof NestingDepthError) throw cause;
     throw new TypeError(
       `Cannot encode ${what} as JSON: ${cause instanceof Error ? cause.message : String(cause)}`,
       { cause },

@@ -5,9 +5,24 @@
  * @module
  */
 
+/** The most characters of a user's string an error message quotes. */
+export const QUOTED_CHARS = 64;
+
+/**
+ * `text` as a JSON string literal for an error message, cut to its first
+ * {@linkcode QUOTED_CHARS} characters with the rest counted: a hostile value
+ * never makes a huge message.
+ */
+export function quote(text: string): string {
+  if (text.length <= QUOTED_CHARS) return JSON.stringify(text);
+  // Cut on a code point boundary: a lone surrogate would make the message ill-formed.
+  const cut = /[\uD800-\uDBFF]/.test(text[QUOTED_CHARS - 1]) ? QUOTED_CHARS - 1 : QUOTED_CHARS;
+  return `${JSON.stringify(text.slice(0, cut))}… (${text.length} characters)`;
+}
+
 /** A short rendering of a value for error messages. */
 export function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "string") return quote(value);
   if (typeof value === "bigint") return `${value}n`;
   if (Array.isArray(value)) return "an array";
   if (value === null) return "null";

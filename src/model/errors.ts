@@ -65,7 +65,9 @@ export class StoreInUseError extends BeehiveError {}
 
 /**
  * A write carried the epoch of a leadership term that is over: the lease it
- * was fenced on has moved to a later epoch, so the store committed nothing.
+ * was fenced on has moved to a later epoch, so the store committed nothing;
+ * or the kind's `fencedRepository` refused a `cc.fencedWrite` (a later term
+ * has written the entity).
  */
 export class FencedError extends BeehiveError {}
 
@@ -196,20 +198,30 @@ export interface TooLargeErrorOptions extends BeehiveErrorOptions {
   bytes: number;
   /** The limit it exceeded, in bytes. */
   limit: number;
+  /** The `limits` field exceeded. @default {"objectBytes"} */
+  field?: "objectBytes" | "nestingDepth";
 }
 
-/** A spec, status or event detail is larger than the Beehive's `limits.objectBytes`. */
+/**
+ * A spec, status or event detail is larger than the Beehive's
+ * `limits.objectBytes`, or nests objects and arrays deeper than
+ * `limits.nestingDepth` (then `field` is `"nestingDepth"`, `limit` the depth
+ * allowed, and `bytes` 0: the value was refused before it was encoded).
+ */
 export class TooLargeError extends BeehiveError {
-  /** The value's size, in UTF-8 bytes of its JSON. */
+  /** The value's size, in UTF-8 bytes of its JSON (0 for a nesting refusal). */
   readonly bytes: number;
-  /** The limit it exceeded, in bytes. */
+  /** The limit it exceeded, in bytes (or in nested levels, for `nestingDepth`). */
   readonly limit: number;
+  /** The `limits` field exceeded. */
+  readonly field: "objectBytes" | "nestingDepth";
 
   /** Creates the error with the offending size and the limit. */
   constructor(message: string, options: TooLargeErrorOptions) {
     super(message, options);
     this.bytes = options.bytes;
     this.limit = options.limit;
+    this.field = options.field ?? "objectBytes";
   }
 }
 

@@ -14,7 +14,8 @@ import {
   WatchTooOldError,
 } from "../model/errors.ts";
 import { type Event, type EventType, toEvent } from "../model/object.ts";
-import { FailureLog, Feed, isTerminal, nextRetry } from "./object_watch.ts";
+import { FailureLog, Feed, isTerminal } from "./_feed.ts";
+import { nextRetry } from "./_pacing.ts";
 import type { GroupKind, ObjectId, RawEvent } from "../store.ts";
 
 /** Runs read per page of an event tail. */

@@ -39,6 +39,7 @@ export const openKindTailSymbol: unique symbol = Symbol("beehive.openKindTail");
 
 /** A store that serves kind tails from memory. */
 export interface KindTailSource {
+  /** Opens kind `gk`'s tail; called before the watch reads its starting position. */
   [openKindTailSymbol](gk: GroupKind): KindTail;
 }
 

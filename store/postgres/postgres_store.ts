@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { Socket } from "node:net";
 import pg from "pg";
 import {
   BeehiveError,
@@ -72,6 +73,19 @@ export interface PostgresStoreOptions {
    */
   idleInTransactionTimeout?: number;
   /**
+   * How long, in ms, opening a connection may take before it fails: the open
+   * itself, and each connection the store opens later (pooled, the commit
+   * listener's, a held lease's). A server that accepts TCP but never answers
+   * fails the open after this long. 0 waits forever.
+   * @default {10_000}
+   */
+  connectTimeout?: number;
+  /**
+   * Aborts the open: the promise rejects with the signal's reason and every
+   * connection the open had started is closed. Only the open listens to it.
+   */
+  signal?: AbortSignal;
+  /**
    * Where failures with no caller to reject (a throwing afterCommit hook, a
    * lost listener connection) are reported; `console` qualifies.
    * @default {undefined} (silent)
@@ -83,6 +97,9 @@ const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,39}$/;
 
 /** The default `idleInTransactionTimeout`, in ms. */
 const IDLE_IN_TRANSACTION_TIMEOUT = 10_000;
+
+/** The default `connectTimeout`, in ms. */
+const CONNECT_TIMEOUT = 10_000;
 
 /** The startup option that ends a session idle inside a transaction, if any. */
 function idleSetting(ms: number | undefined): string {
@@ -215,12 +232,23 @@ export class PostgresStore implements Store {
 
   /** @internal Opens a store; use {@linkcode openPostgresStore}. */
   static async open(url: string, options: PostgresStoreOptions): Promise<PostgresStore> {
+    const { signal } = options;
+    signal?.throwIfAborted();
     const schema = options.schema ?? "beehive";
     const identity = identityOf(url, schema);
+    const sockets = new Set<Socket>();
     const connection: pg.ClientConfig = {
       connectionString: url,
       options: `-c search_path=${schema}${idleSetting(options.idleInTransactionTimeout)}`,
       application_name: "beehive",
+      connectionTimeoutMillis: options.connectTimeout ?? CONNECT_TIMEOUT,
+      // Each connection's socket, known so that an abort can cut one still connecting.
+      stream: () => {
+        const socket = new Socket();
+        sockets.add(socket);
+        socket.once("close", () => sockets.delete(socket));
+        return socket;
+      },
     };
     // Idle connections stay open until close: no idle timer, and no reconnect per burst.
     const pool = new pg.Pool({
@@ -237,20 +265,38 @@ export class PostgresStore implements Store {
       // A connection lost while checked out is marked, and destroyed on release.
       client.on("error", () => brokenClients.add(client));
     });
+    const abort = () => {
+      for (const socket of sockets) socket.destroy();
+    };
+    signal?.addEventListener("abort", abort, { once: true });
     let client: PgClient | undefined;
+    let core: Core | undefined;
+    let closed = false;
     try {
       client = await pool.connect();
+      signal?.throwIfAborted();
       const epoch = await migrate(new Db(client, 0), schema);
       releaseClient(client);
       client = undefined;
-      const core = new Core(pool, connection, schema, epoch, options.logger);
+      signal?.throwIfAborted();
+      core = new Core(pool, connection, schema, epoch, options.logger);
       const listener = new CommitListener(core);
       listeners.set(core, listener);
       await listener.start();
-      return new PostgresStore(identity, core);
+      const store = new PostgresStore(identity, core);
+      if (signal?.aborted) {
+        closed = true;
+        await store.close();
+        throw signal.reason;
+      }
+      return store;
     } catch (error) {
       if (client !== undefined) releaseClient(client, true);
-      await pool.end().catch(() => {});
+      if (!closed) {
+        if (core !== undefined) await listeners.get(core)?.close().catch(() => {});
+        await pool.end().catch(() => {});
+      }
+      if (signal?.aborted) throw signal.reason;
       if (error instanceof BeehiveError) throw error;
       throw new StoreError(
         `Cannot open PostgreSQL store ${identity}: ${
@@ -258,6 +304,8 @@ export class PostgresStore implements Store {
         }`,
         { cause: error },
       );
+    } finally {
+      signal?.removeEventListener("abort", abort);
     }
   }
 
@@ -456,6 +504,25 @@ export function openPostgresStore(
         `Cannot open PostgreSQL store with max: current value is ${
           describe(max)
         }, expected an integer >= 2 (a transaction holds one connection while reads use another)`,
+      );
+    }
+    const { connectTimeout, signal } = options;
+    if (
+      connectTimeout !== undefined &&
+      (typeof connectTimeout !== "number" || !Number.isSafeInteger(connectTimeout) ||
+        connectTimeout < 0)
+    ) {
+      throw new InvalidOptionError(
+        `Cannot open PostgreSQL store with connectTimeout: current value is ${
+          describe(connectTimeout)
+        }, expected an integer number of ms >= 0 (0 = wait forever)`,
+      );
+    }
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw new InvalidOptionError(
+        `Cannot open PostgreSQL store with signal: current value is ${
+          describe(signal)
+        }, expected an AbortSignal`,
       );
     }
     return PostgresStore.open(url, options);

@@ -8,18 +8,24 @@
 import { DatabaseSync } from "node:sqlite";
 import type { Connection, Driver, DriverFailure } from "./_driver.ts";
 
+const SQLITE_BUSY = 5;
+
 /** The default driver. */
 export const nodeSqliteDriver: Driver = {
   open(path: string): Connection {
     // Connection is structurally what DatabaseSync offers.
     return new DatabaseSync(path) as unknown as Connection;
   },
-  // node:sqlite attaches SQLite's extended result code as `errcode`.
+  // node:sqlite attaches SQLite's extended result code as `errcode`; Deno's omits it on some
+  // errors (`exec`), where SQLITE_BUSY is known by SQLite's own text for it.
   describeFailure(error: unknown): DriverFailure {
     const e = error as { errcode?: unknown; message?: unknown };
-    return {
-      code: typeof e?.errcode === "number" ? e.errcode : undefined,
-      message: typeof e?.message === "string" ? e.message : String(error),
-    };
+    const message = typeof e?.message === "string" ? e.message : String(error);
+    const code = typeof e?.errcode === "number"
+      ? e.errcode
+      : message === "database is locked"
+      ? SQLITE_BUSY
+      : undefined;
+    return { code, message };
   },
 };

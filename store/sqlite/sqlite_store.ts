@@ -235,7 +235,7 @@ export class SqliteStore implements Store {
       // page_size and auto_vacuum only take effect before the first table is created.
       writer.exec(`PRAGMA page_size = ${PAGE_SIZE}`);
       writer.exec("PRAGMA auto_vacuum = INCREMENTAL");
-      writer.exec("PRAGMA journal_mode = WAL");
+      switchToWal(writer, driver, busy);
       writer.exec(`PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
       writer.exec("PRAGMA foreign_keys = ON");
       migrate(writer);
@@ -340,22 +340,62 @@ export class SqliteStore implements Store {
   }
 }
 
+const SQLITE_BUSY = 5;
+
+/**
+ * Puts the file in WAL mode. The switch takes its lock without SQLite's busy handler: on a fresh
+ * file that other processes are opening at the same instant it answers "database is locked" at
+ * once, so it is retried here, pausing the thread as the busy handler itself would, within the
+ * same `busyTimeout`.
+ */
+function switchToWal(db: Db, driver: Driver, busyTimeout: number): void {
+  const deadline = Date.now() + busyTimeout;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let ms = 1;; ms = Math.min(ms * 2, 50)) {
+    try {
+      db.exec("PRAGMA journal_mode = WAL");
+      return;
+    } catch (error) {
+      const code = driver.describeFailure(error).code;
+      if (code === undefined || (code & 0xff) !== SQLITE_BUSY || Date.now() >= deadline) {
+        throw error;
+      }
+    }
+    Atomics.wait(pause, 0, 0, ms);
+  }
+}
+
+/**
+ * Brings the schema forward. Several processes may open one fresh file at the same instant: each
+ * migration re-reads the version under the write lock (`BEGIN IMMEDIATE`) and is skipped when
+ * another process applied it meanwhile, so migrations are serialized across processes.
+ */
 function migrate(db: Db): void {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-  const current = Number(db.get("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")!.v);
   const latest = migrations[migrations.length - 1].version;
-  if (current > latest) {
-    throw new SchemaVersionDowngradeError(
-      `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
+  const version = () => {
+    const current = Number(
+      db.get("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")!.v,
     );
-  }
+    if (current > latest) {
+      throw new SchemaVersionDowngradeError(
+        `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
+      );
+    }
+    return current;
+  };
+  // Read without the write lock first: an up-to-date database takes none.
+  if (version() === latest) return;
   for (const m of migrations) {
-    if (m.version <= current) continue;
     // The pragma is a no-op inside a transaction; dropping a parent table with it on would cascade.
     if (m.foreignKeysOff) db.exec("PRAGMA foreign_keys = OFF");
     db.exec("BEGIN IMMEDIATE");
     try {
+      if (version() >= m.version) {
+        db.exec("ROLLBACK");
+        continue;
+      }
       db.exec(m.sql);
       if (m.foreignKeysOff && db.get("PRAGMA foreign_key_check") !== undefined) {
         throw new StoreError(

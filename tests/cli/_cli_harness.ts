@@ -53,7 +53,7 @@ export interface Run {
 /** Runs the CLI in-process. */
 export async function cli(
   args: readonly string[],
-  options: { stdin?: string; signal?: AbortSignal; stdout?: Output } = {},
+  options: { stdin?: string; signal?: AbortSignal; stdout?: Output; cwd?: string } = {},
 ): Promise<Run> {
   const out = options.stdout ?? new Output();
   let err = "";
@@ -62,6 +62,7 @@ export async function cli(
     stderr: (text) => (err += text),
     readStdin: () => Promise.resolve(options.stdin ?? ""),
     signal: options.signal,
+    cwd: options.cwd,
   });
   return { code, out: out.text, err };
 }

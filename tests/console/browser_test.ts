@@ -3,7 +3,9 @@
  * which `scripts/setup` installs when missing) driven by `playwright-core`
  * loads the console beside a running controller, clicks from a kind to an
  * object, sees a condition change arrive live after the controller writes
- * it, and saves a screenshot under the test's temp dir.
+ * it, and saves a screenshot under the test's temp dir; and over a kind of
+ * 250 objects pages, filters, sees a row patched live without the list being
+ * refetched, and fits a phone's width.
  *
  * `BEEHIVE_CHROMIUM` overrides the browser path; `BEEHIVE_PLAYWRIGHT_CORE`
  * overrides where playwright-core is imported from (default: the
@@ -26,6 +28,8 @@ import { test } from "../_test.ts";
 interface Page {
   goto(url: string): Promise<unknown>;
   click(selector: string): Promise<void>;
+  fill(selector: string, value: string): Promise<void>;
+  setViewportSize(size: { width: number; height: number }): Promise<void>;
   waitForSelector(selector: string, options?: { timeout?: number }): Promise<unknown>;
   waitForURL(url: RegExp, options?: { timeout?: number }): Promise<void>;
   textContent(selector: string): Promise<string | null>;
@@ -168,6 +172,89 @@ if (runnable) {
       await browser?.close();
       await server?.close();
       await stop({ signal: AbortSignal.timeout(10_000) });
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  test("console in headless Chromium: a kind pages, filters, patches a row live and fits a phone", async () => {
+    const { chromium } = await loadPlaywright();
+    const dir = tempDir();
+    const store = await openSqliteStore(dir.file("beehive.db"));
+    const bh = new Beehive(store);
+    let server: { url: string; close(): Promise<void> } | undefined;
+    let browser: BrowserContext | undefined;
+    try {
+      await store.within(async (tx) => {
+        const clusters = new Beehive(tx).client(Cluster);
+        for (let i = 0; i < 250; i++) await clusters.create(`c-${String(i).padStart(3, "0")}`, {});
+      });
+      const handler = consoleHandler({ store, pollInterval: 100 });
+      const listFetches: string[] = [];
+      server = await serve((request) => {
+        const url = new URL(request.url);
+        if (url.pathname.startsWith("/kinds/") && !url.pathname.endsWith("/live")) {
+          listFetches.push(url.search);
+        }
+        return handler(request);
+      });
+      browser = await chromium.launchPersistentContext(dir.file("profile"), {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: FLAGS,
+      });
+      const page = await browser.newPage();
+      const names = () =>
+        page.evaluate<string[]>(
+          'Array.from(document.querySelectorAll("#objects tbody tr"), (r) => r.dataset.name)',
+        );
+
+      await page.goto(`${server.url}/kinds/Cluster.kstack.sh`);
+      let shown = await names();
+      assert.equal(shown.length, 100);
+      assert.equal(shown[0], "c-000");
+      await page.click('a[rel="next"]');
+      await page.waitForURL(/after=\d+/);
+      shown = await names();
+      assert.deepEqual([shown.length, shown[0], shown[99]], [100, "c-100", "c-199"]);
+
+      await page.fill('input[name="prefix"]', "c-24");
+      await page.click('.filters button[type="submit"]');
+      await page.waitForURL(/prefix=c-24/);
+      assert.deepEqual(await names(), Array.from({ length: 10 }, (_, i) => `c-24${i}`));
+
+      await page.waitForSelector("#live.on");
+      await page.evaluate("window.__sameDocument = true");
+      const before = listFetches.length;
+      const target = await bh.client(Cluster).getByName("c-245");
+      await bh.adminClient(Cluster).setCondition(target.id, {
+        type: "Ready",
+        status: "True",
+        reason: "Up",
+      });
+      await page.waitForSelector(
+        'tr[data-name="c-245"] [data-condition="Ready"][data-status="True"]',
+        {
+          timeout: 15_000,
+        },
+      );
+      assert.equal(listFetches.length, before, "the row was patched, not the list refetched");
+      assert.equal(await page.evaluate<boolean>("window.__sameDocument === true"), true);
+
+      await page.setViewportSize({ width: 360, height: 740 });
+      assert.equal(
+        await page.evaluate<boolean>(
+          "document.documentElement.scrollWidth <= window.innerWidth",
+        ),
+        true,
+        "no sideways scrolling on a phone",
+      );
+      const shot = dir.file("phone.png");
+      await page.screenshot({ path: shot, fullPage: true });
+      assert.ok(statSync(shot).size > 1_000);
+    } finally {
+      await browser?.close();
+      await server?.close();
       await store.close();
       dir.remove();
     }

@@ -8,31 +8,21 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Beehive } from "../../mod.ts";
 import { consoleHandler, toNodeListener } from "../../console/mod.ts";
-import { openSqliteStore, type SqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
+import { readUntil, withStore } from "./_console_harness.ts";
 
 const Cluster = { group: "kstack.sh", kind: "Cluster" };
 const Node = { group: "kstack.sh", kind: "Node" };
 const HOSTILE = `<script>alert("x")</script>`;
 const ATTR = `"><img src=x onerror=alert(1)>`;
 
-async function withStore(fn: (store: SqliteStore, bh: Beehive) => Promise<void>): Promise<void> {
-  const store = await openSqliteStore(":memory:");
-  try {
-    await fn(store, new Beehive(store));
-  } finally {
-    await store.close();
-  }
-}
-
 async function get(
   handle: (r: Request) => Promise<Response>,
   path: string,
   init?: RequestInit,
 ): Promise<{ status: number; body: string; headers: Headers }> {
-  const response = await handle(new Request(`http://console.test${path}`, init));
+  const response = await handle(new Request(`http://localhost${path}`, init));
   return { status: response.status, body: await response.text(), headers: response.headers };
 }
 
@@ -171,7 +161,7 @@ test("consoleHandler answers unknown paths, kinds and objects with 404 and write
       assert.equal(r.headers.get("allow"), "GET, HEAD");
     }
     const head = await handle(
-      new Request(`http://console.test/c/objects/${prod.id}`, { method: "HEAD" }),
+      new Request(`http://localhost/c/objects/${prod.id}`, { method: "HEAD" }),
     );
     assert.equal(head.status, 200);
     assert.equal(head.body, null);
@@ -187,21 +177,6 @@ test("consoleHandler refuses a malformed basePath or store", () => {
   });
 });
 
-/** Reads a server-sent-event body until `pred(text)` holds. */
-async function readUntil(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  pred: (text: string) => boolean,
-): Promise<string> {
-  const decoder = new TextDecoder();
-  let text = "";
-  while (!pred(text)) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`the feed ended early:\n${text}`);
-    text += decoder.decode(value, { stream: true });
-  }
-  return text;
-}
-
 test("consoleHandler live feeds report a kind's and an object's changes and end on abort", async () => {
   await withStore(async (store, bh) => {
     const prod = await bh.client(Cluster).create("prod", {});
@@ -209,10 +184,10 @@ test("consoleHandler live feeds report a kind's and an object's changes and end 
 
     const kindAbort = new AbortController();
     const kindFeed = await handle(
-      new Request("http://console.test/kinds/Cluster.kstack.sh/live", { signal: kindAbort.signal }),
+      new Request("http://localhost/kinds/Cluster.kstack.sh/live", { signal: kindAbort.signal }),
     );
     assert.equal(kindFeed.headers.get("content-type"), "text/event-stream; charset=utf-8");
-    const objectFeed = await handle(new Request(`http://console.test/objects/${prod.id}/live`));
+    const objectFeed = await handle(new Request(`http://localhost/objects/${prod.id}/live`));
     const kindReader = kindFeed.body!.getReader();
     const objectReader = objectFeed.body!.getReader();
     await readUntil(kindReader, (t) => t.includes("retry: 2000"));

@@ -27,6 +27,10 @@ export interface ReplicaConfig {
   readonly renewInterval?: number;
   /** candidate: how long the `slow` pass waits before its late write. */
   readonly slowMs?: number;
+  /** candidate: a device table file; each pass then writes its Job's device, fenced. */
+  readonly devices?: string;
+  /** candidate: the owed-pass interval (a long one shows a requeue arrived by a wake). */
+  readonly owedPassInterval?: number;
   /** crash: whether this replica is a leader-election candidate (else a client-only writer). */
   readonly candidate?: boolean;
   /** crash: the files it appends its acknowledged creates, watch deliveries and leadership to. */
@@ -48,7 +52,7 @@ export interface ReplicaEvent {
   readonly [field: string]: unknown;
 }
 
-/** A running replica process. */
+/** A running replica process (or another script that reports events the same way). */
 export class Replica {
   readonly name: string;
   readonly events: ReplicaEvent[] = [];
@@ -58,11 +62,12 @@ export class Replica {
   #stderr = "";
   #buffer = "";
 
-  constructor(config: ReplicaConfig) {
+  /** Starts `script` (by default `_replica.ts`) with `config` as its one argument, in JSON. */
+  constructor(config: ReplicaConfig | { readonly name: string }, script: string = REPLICA) {
     this.name = config.name;
     const args = isDeno
-      ? ["run", "-A", REPLICA, JSON.stringify(config)]
-      : ["--disable-warning=ExperimentalWarning", REPLICA, JSON.stringify(config)];
+      ? ["run", "-A", script, JSON.stringify(config)]
+      : ["--disable-warning=ExperimentalWarning", script, JSON.stringify(config)];
     const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
     this.#child = child;
     this.#closed = new Promise((resolve) => {

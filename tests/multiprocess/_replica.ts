@@ -20,19 +20,24 @@
  * - `plain`: starts a Beehive without election (the store lease) and says
  *   `started` with its identity, or `refused` with the error.
  * - `candidate`: starts a Beehive with leader election and a Job controller
- *   that stamps `status.by`; says `leading`/`deposed` on leadership changes
- *   and `reconciled` per pass. A Job named `slow` makes the first pass that
- *   meets it say `mid-pass`, wait `slowMs`, then try one status write and say
- *   `late-write` with what happened.
+ *   that stamps `status.by`; says `leading`/`deposed` on leadership changes,
+ *   `lost` on the lost-leadership line, and `reconciled` per pass. A Job
+ *   named `slow` makes the first pass that meets it say `mid-pass`, wait
+ *   `slowMs`, then try one write and say `late-write` with what happened.
+ *   With `devices`, every pass writes its Job's device through a fenced
+ *   device table (the fenced-devices example's), and the late write is that
+ *   device write (its failure fails the pass). On `requeue <name>` it says
+ *   `requeueing`, requeues that Job through its own client, and says `requeued`.
  *
  * @module
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import process from "node:process";
 import { createInterface } from "node:readline";
-import { Beehive, type Logger, settled } from "../../mod.ts";
-import { openSqliteStore } from "../_sqlite_driver.ts";
+import { Beehive, type ControllerClient, type Logger, settled } from "../../mod.ts";
+import { openTestStore } from "../_sqlite_driver.ts";
 import { Job, type ReplicaConfig } from "./_processes.ts";
+import { DeviceTable } from "../../examples/fenced-devices/device_table.ts";
 
 const config = JSON.parse(process.argv[process.argv.length - 1]) as ReplicaConfig;
 
@@ -42,7 +47,11 @@ function say(ev: string, fields: Record<string, unknown> = {}): void {
 
 const commands = createInterface({ input: process.stdin });
 const waiting = new Map<string, () => void>();
+/** Commands with an argument, by their first word. */
+const handlers = new Map<string, (arg: string) => void>();
 commands.on("line", (line) => {
+  const [word, arg] = line.trim().split(" ");
+  if (arg !== undefined) handlers.get(word)?.(arg);
   const fn = waiting.get(line.trim());
   if (fn !== undefined) {
     waiting.delete(line.trim());
@@ -62,6 +71,8 @@ const logger: Logger = {
     if (message === "beehive: leading") say("leading", { epoch: attributes?.epoch });
     else if (message === "beehive: no longer leading") {
       say("deposed", { epoch: attributes?.epoch, reason: attributes?.reason });
+    } else if (message.startsWith("beehive: lost leadership")) {
+      say("lost", { epoch: attributes?.epoch, error: String(attributes?.error) });
     }
   },
   warn(message, attributes) {
@@ -72,7 +83,7 @@ const logger: Logger = {
   },
 };
 
-const store = await openSqliteStore(config.db, { busyTimeout: 30_000 });
+const store = await openTestStore(config.db, { busyTimeout: 30_000 });
 
 if (config.role === "writer") {
   const bh = new Beehive(store, { watchFloorInterval: 60_000 });
@@ -137,23 +148,43 @@ if (config.role === "writer") {
     },
   });
   let slowSeen = false;
+  const devices = config.devices === undefined ? undefined : new DeviceTable(config.devices);
+  const writeDevice = (cc: ControllerClient<unknown>, name: string) =>
+    devices === undefined
+      ? Promise.resolve()
+      : cc.fencedWrite(name, { power: "on", writtenBy: config.name });
   bh.register<unknown, { by: string }>(Job, async (obj, cc) => {
     if (obj.name === "slow" && config.slowMs !== undefined && !slowSeen) {
       slowSeen = true;
-      say("mid-pass", { id: obj.id });
+      say("mid-pass", { id: obj.id, epoch: cc.fencing.epoch });
       await new Promise((resolve) => setTimeout(resolve, config.slowMs ?? 0));
       const aborted = cc.signal.aborted;
       try {
-        await cc.updateStatus({ by: config.name });
+        if (devices !== undefined) await writeDevice(cc, obj.name);
+        else await cc.updateStatus({ by: config.name });
         say("late-write", { outcome: "written", aborted });
       } catch (error) {
         say("late-write", { outcome: (error as Error).name, aborted });
+        if (devices !== undefined) throw error;
       }
       return settled();
     }
+    await writeDevice(cc, obj.name);
     await cc.updateStatus({ by: config.name });
-    say("reconciled", { id: obj.id, object: obj.name });
+    say("reconciled", { id: obj.id, object: obj.name, epoch: cc.fencing.epoch });
     return settled();
+  }, {
+    ...(devices === undefined ? {} : { fencedRepository: devices }),
+    ...(config.owedPassInterval === undefined ? {} : { owedPassInterval: config.owedPassInterval }),
+  });
+  const jobs = bh.client(Job);
+  handlers.set("requeue", (name) => {
+    void (async () => {
+      const o = await jobs.getByName(name);
+      say("requeueing", { id: o.id });
+      await jobs.requeue(o.id);
+      say("requeued", { id: o.id });
+    })().catch((error) => say("error", { message: "requeue", error: String(error) }));
   });
   const stop = await bh.start();
   say("candidate");

@@ -1,7 +1,8 @@
 /**
  * Several real processes on one SQLite file: watches that miss nothing
  * another process commits, the store lease, leader failover after SIGKILL,
- * and fencing of a leader paused with SIGSTOP. Runs on Deno and Node 22 (the
+ * fencing of a leader paused with SIGSTOP (its store writes and its device
+ * writes), and requeues from a standby and the CLI reaching the leader. Runs on Deno and Node 22 (the
  * replicas run on the runtime running the test).
  *
  * @module
@@ -11,9 +12,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Beehive, StoreInUseError } from "../../mod.ts";
-import { openSqliteStore } from "../_sqlite_driver.ts";
+import { openTestStore, testStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { Job, type Replica, type ReplicaEvent, withReplicas } from "./_processes.ts";
+import { DeviceTable } from "../../examples/fenced-devices/device_table.ts";
+import { cli } from "../cli/_cli_harness.ts";
 
 async function withDir(fn: (db: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "beehive-mp-"));
@@ -26,7 +29,7 @@ async function withDir(fn: (db: string) => Promise<void>): Promise<void> {
 
 /** Creates the schema first, so replicas starting at once do not race to migrate. */
 async function initialize(db: string): Promise<void> {
-  const store = await openSqliteStore(db);
+  const store = await openTestStore(db);
   await store.close();
 }
 
@@ -94,7 +97,7 @@ test("multiprocess: a second process's start is refused naming the holder, and a
       assert.equal(refused.error, "StoreInUseError");
       assert.ok(String(refused.message).includes(String(started.holder)), String(refused.message));
       // This process too.
-      const store = await openSqliteStore(db);
+      const store = await openTestStore(db);
       try {
         const bh = new Beehive(store);
         await assert.rejects(bh.start(), StoreInUseError);
@@ -118,7 +121,7 @@ const LEASE = { leaseDuration: 1_500, renewInterval: 300 };
 
 /** Creates Jobs from this process (a client, not a started Beehive). */
 async function createJobs(db: string, names: string[]): Promise<number[]> {
-  const store = await openSqliteStore(db);
+  const store = await openTestStore(db);
   try {
     const jobs = new Beehive(store).client(Job);
     const ids: number[] = [];
@@ -131,7 +134,7 @@ async function createJobs(db: string, names: string[]): Promise<number[]> {
 
 /** Reads every Job's status.by. */
 async function stampedBy(db: string): Promise<Map<string, string | undefined>> {
-  const store = await openSqliteStore(db);
+  const store = await openTestStore(db);
   try {
     const all = await new Beehive(store).client<unknown, { by: string }>(Job).list();
     return new Map(all.map((o) => [o.name, o.status?.by]));
@@ -199,6 +202,88 @@ test("multiprocess: leader paused with SIGSTOP mid-pass past its lease — the s
       await a.waitForEvent("deposed", 10_000);
       // The database has b's write and none of a's.
       assert.equal((await stampedBy(db)).get("slow"), "b");
+      a.send("stop");
+      b.send("stop");
+      await a.waitForEvent("stopped");
+      await b.waitForEvent("stopped");
+    });
+  });
+});
+
+test("multiprocess: leader paused mid-pass past its lease — the successor writes the device, the ex-leader's device write is refused, and the table holds only the successor's", async () => {
+  await withDir(async (db) => {
+    await initialize(db);
+    const devicesDb = `${db}.devices`;
+    new DeviceTable(devicesDb).close();
+    await withReplicas(async (spawnReplica) => {
+      const devices = { devices: devicesDb };
+      const a = spawnReplica({
+        db,
+        role: "candidate",
+        name: "a",
+        ...LEASE,
+        ...devices,
+        slowMs: 4_000,
+      });
+      await a.waitForEvent("leading");
+      const b = spawnReplica({ db, role: "candidate", name: "b", ...LEASE, ...devices });
+      await b.waitForEvent("candidate");
+      await createJobs(db, ["slow"]);
+      const mid = await a.waitForEvent("mid-pass");
+      a.signal("SIGSTOP");
+      const led = await b.waitForEvent("leading", 10_000);
+      assert.ok((led.epoch as number) > (mid.epoch as number));
+      await b.waitFor(isEvent("reconciled", (e) => e.object === "slow"));
+      a.signal("SIGCONT");
+      const late = await a.waitForEvent("late-write", 10_000);
+      assert.equal(late.outcome, "FencedError", JSON.stringify(late));
+      await a.waitForEvent("deposed", 10_000);
+      await a.waitForEvent("lost", 10_000);
+      const table = new DeviceTable(devicesDb);
+      try {
+        assert.deepEqual(table.list(), [
+          { id: "slow", power: "on", writtenBy: "b", lastEpoch: led.epoch },
+        ]);
+      } finally {
+        table.close();
+      }
+      a.send("stop");
+      b.send("stop");
+      await a.waitForEvent("stopped");
+      await b.waitForEvent("stopped");
+      // One line for the lost term; no failed pass, no retry.
+      assert.equal(a.events.filter((e) => e.ev === "lost").length, 1);
+      assert.deepEqual(a.events.filter((e) => e.ev === "warn" || e.ev === "error"), []);
+    });
+  });
+});
+
+test("multiprocess: a standby's Client.requeue and the CLI's requeue reach the leader's queue by a wake, not the owed pass", async () => {
+  await withDir(async (db) => {
+    await initialize(db);
+    await withReplicas(async (spawnReplica) => {
+      // An owed pass an hour apart: only the cross-process wake can deliver these requeues.
+      const slow = { ...LEASE, owedPassInterval: 3_600_000 };
+      const a = spawnReplica({ db, role: "candidate", name: "a", ...slow });
+      await a.waitForEvent("leading");
+      const b = spawnReplica({ db, role: "candidate", name: "b", ...slow });
+      await b.waitForEvent("candidate");
+      await createJobs(db, ["job"]);
+      await a.waitFor(isEvent("reconciled", (e) => e.object === "job"));
+      for (let i = 0; i < 3; i++) {
+        const from = a.events.length;
+        b.send("requeue job");
+        await b.waitForEvent("requeued", 10_000, b.events.length);
+        await a.waitFor(isEvent("reconciled", (e) => e.object === "job"), 10_000, from);
+      }
+      // The CLI opens a SQLite file (its PostgreSQL form is the URL, not this path).
+      if (testStore === "sqlite") {
+        const from = a.events.length;
+        const run = await cli([db, "requeue", "Job.test.beehive.dev", "job"]);
+        assert.equal(run.code, 0, run.err);
+        await a.waitFor(isEvent("reconciled", (e) => e.object === "job"), 10_000, from);
+      }
+      assert.deepEqual(b.events.filter((e) => e.ev === "reconciled"), []);
       a.send("stop");
       b.send("stop");
       await a.waitForEvent("stopped");

@@ -40,7 +40,12 @@ import {
   TooLargeError,
   WrongKindError,
 } from "../../mod.ts";
-import { openSqliteStore } from "../_sqlite_driver.ts";
+import { createServer } from "node:http";
+import { type AddressInfo, connect } from "node:net";
+import { consoleHandler, toNodeListener } from "../../console/mod.ts";
+import { openSqliteStore, openTestStore } from "../_sqlite_driver.ts";
+import { openSqliteStore as openSqliteFile } from "../../store/sqlite/mod.ts";
+import { cli } from "../cli/_cli_harness.ts";
 import { test } from "../_test.ts";
 import { type AnyCC, Harness, Other, Thing } from "../_beehive_harness.ts";
 import { scratchDir } from "./_scratch.ts";
@@ -714,7 +719,8 @@ function createNameErrors(name: unknown): ErrorClass[] {
 }
 
 function jsonErrors(value: unknown): ErrorClass[] {
-  return encode(value) === undefined ? [TypeError] : [];
+  if (encode(value) === undefined) return [TypeError];
+  return nestingOf(value) > NESTING_DEPTH ? [TooLargeError as unknown as ErrorClass] : [];
 }
 
 function optionObjectErrors(o: unknown): ErrorClass[] {
@@ -775,6 +781,34 @@ function tooLongMessage(v: unknown): boolean {
   return typeof v === "string" && new TextEncoder().encode(v).length > MESSAGE_BYTES;
 }
 
+/** The default `limits.fieldBytes`: group, kind, condition type and reason, event reason and category, finalizers. */
+const FIELD_BYTES = 1_024;
+
+function tooLongField(v: unknown): boolean {
+  return typeof v === "string" && new TextEncoder().encode(v).length > FIELD_BYTES;
+}
+
+/** The default `limits.nestingDepth`. */
+const NESTING_DEPTH = 64;
+
+/** How deep the JSON of `value` nests objects and arrays (`{}` is 1), from its encoded text. */
+function nestingOf(value: unknown): number {
+  const text = encode(value) ?? "";
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "{" || c === "[") deepest = Math.max(deepest, ++depth);
+    else if (c === "}" || c === "]") depth--;
+  }
+  return deepest;
+}
+
 function conditionErrors(list: unknown): ErrorClass[] {
   if (!Array.isArray(list)) return [TypeError];
   const errors = new Set<ErrorClass>();
@@ -791,6 +825,7 @@ function conditionErrors(list: unknown): ErrorClass[] {
     if (
       !text(r.type, true) || !["True", "False", "Unknown"].includes(r.status as string) ||
       !text(r.reason, false) || !text(r.message, false) || tooLongMessage(r.message) ||
+      tooLongField(r.type) || tooLongField(r.reason) ||
       (r.liveness !== undefined && typeof r.liveness !== "boolean")
     ) errors.add(InvalidConditionError);
     if (typeof r.type === "string") {
@@ -805,13 +840,14 @@ function eventErrors(e: unknown): ErrorClass[] {
   if (typeof e !== "object" || e === null) return [TypeError];
   const r = e as Record<string, unknown>;
   const errors: ErrorClass[] = [];
-  if (r.detail !== undefined && encode(r.detail) === undefined) errors.push(TypeError);
+  if (r.detail !== undefined) errors.push(...jsonErrors(r.detail));
   const text = (v: unknown, required: boolean) =>
     (v === undefined && !required) ||
     (typeof v === "string" && storable(v) && (!required || v !== ""));
   if (
     (r.type !== "Normal" && r.type !== "Warning") || !text(r.reason, true) ||
-    !text(r.category, false) || !text(r.message, false) || tooLongMessage(r.message)
+    !text(r.category, false) || !text(r.message, false) || tooLongMessage(r.message) ||
+    tooLongField(r.reason) || tooLongField(r.category)
   ) errors.push(InvalidEventError);
   return errors;
 }
@@ -2186,7 +2222,7 @@ test("bad input: Client, ControllerClient and AdminClient calls with hostile arg
             m.closed = true;
           }
           // Everything acknowledged survives a reopen; nothing refused appears.
-          const store = await openSqliteStore(path);
+          const store = await openTestStore(path);
           try {
             const bh = new Beehive(store);
             await verify(m, { client: (k) => bh.client(KINDS[k]) }, true);
@@ -2413,7 +2449,7 @@ function succeeds(fn: () => unknown, label: string): void {
 }
 
 test("bad input: Beehive and register options out of range throw InvalidOptionError and register nothing", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const controllerArb = fc.constantFrom<unknown>(
       "fn",
@@ -2496,11 +2532,11 @@ function kindValid(k: unknown): boolean {
   if (typeof k !== "object" || k === null) return false;
   const { group, kind } = k as Record<string, unknown>;
   return typeof group === "string" && typeof kind === "string" && kind !== "" &&
-    storable(group) && storable(kind);
+    storable(group) && storable(kind) && !tooLongField(group) && !tooLongField(kind);
 }
 
 test("bad input: malformed kinds are refused by client, adminClient and register alike", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     await fc.assert(
       fc.asyncProperty(kindArbitrary, async (kind) => {
@@ -2564,7 +2600,7 @@ async function driveFor(
   options: Record<string, number>,
   requeueAfter: number,
 ): Promise<{ sweeps: number; passes: number; refused: boolean }> {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   let sweeps = 0, passes = 0;
   try {
     const counted = new Proxy(store, {
@@ -2656,7 +2692,7 @@ test("bad input: event text with NUL is refused with InvalidEventError", nulEven
  * checkKind checks isWellFormed, not NUL.
  */
 export async function nulKindIsRefusedAtRegister(): Promise<void> {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   try {
     const bh = new Beehive(store);
     for (const kind of [{ group: "a\u0000b", kind: "c" }, { group: "a", kind: "b\u0000c" }]) {
@@ -2858,7 +2894,7 @@ type SchemaWrite =
   | "status";
 
 test("bad input: hostile spec and status schemas are obeyed exactly, and every refusal writes nothing", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   let n = 0;
   try {
     await fc.assert(
@@ -2962,19 +2998,42 @@ function ofBytes(bytes: number, widths: readonly number[]): string {
   return out;
 }
 
-test("bad input: limits hold at, below and above each boundary in UTF-8 bytes, and a refusal writes nothing", async () => {
-  const store = await openSqliteStore(":memory:");
+test("bad input: limits hold at, below and above each boundary, and a refusal writes nothing", async () => {
+  const store = await openTestStore(":memory:");
   let n = 0;
   try {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom("nameBytes", "objectBytes", "messageBytes", "conditionMessage", "detail"),
+        fc.constantFrom(
+          "nameBytes",
+          "objectBytes",
+          "messageBytes",
+          "conditionMessage",
+          "detail",
+          "conditionType",
+          "conditionReason",
+          "eventReason",
+          "eventCategory",
+          "finalizer",
+          "conditionsPerObject",
+          "finalizersPerObject",
+          "nestingDepth",
+        ),
         fc.integer({ min: 16, max: 300 }),
         fc.constantFrom(-1, 0, 1),
         fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 6 }),
         async (limitOf, limit, delta, widths) => {
           const gk = { group: "test.beehive.dev", kind: `Limited${n++}` };
-          const limits = { nameBytes: limit, objectBytes: limit, messageBytes: limit };
+          const limits = {
+            nameBytes: limit,
+            // A value nested `limit` deep is 2 × limit bytes: only the depth is under test.
+            objectBytes: limitOf === "nestingDepth" ? 4 * limit : limit,
+            messageBytes: limit,
+            fieldBytes: limit,
+            conditionsPerObject: limit,
+            finalizersPerObject: limit,
+            nestingDepth: limit,
+          };
           const bh = new Beehive(store, { limits });
           bh.register(gk, () => settled());
           const client = bh.client(gk);
@@ -3013,6 +3072,49 @@ test("bad input: limits hold at, below and above each boundary in UTF-8 bytes, a
                 });
               refusal = InvalidEventError;
               break;
+            case "conditionType":
+            case "conditionReason":
+              call = () =>
+                bh.adminClient(gk).setCondition(seeded.id, {
+                  type: limitOf === "conditionType" ? ofBytes(size, widths) : "C",
+                  status: "True",
+                  reason: limitOf === "conditionReason" ? ofBytes(size, widths) : "R",
+                });
+              refusal = InvalidConditionError;
+              break;
+            case "eventReason":
+            case "eventCategory":
+              call = () =>
+                bh.adminClient(gk).addEvent(seeded.id, {
+                  type: "Normal",
+                  reason: limitOf === "eventReason" ? ofBytes(size, widths) : "R",
+                  category: limitOf === "eventCategory" ? ofBytes(size, widths) : "c",
+                });
+              refusal = InvalidEventError;
+              break;
+            case "finalizer":
+              call = () => bh.adminClient(gk).addFinalizer(seeded.id, ofBytes(size, widths));
+              refusal = InvalidOptionError;
+              break;
+            case "conditionsPerObject":
+              call = () =>
+                bh.adminClient(gk).setConditions(
+                  seeded.id,
+                  Array.from({ length: size }, (_, i) => ({ type: `T${i}`, status: "True" })),
+                );
+              refusal = InvalidConditionError;
+              break;
+            case "finalizersPerObject":
+              call = () =>
+                client.create("held", {}, {
+                  finalizers: Array.from({ length: size }, (_, i) => `f/${i}`),
+                });
+              refusal = InvalidOptionError;
+              break;
+            case "nestingDepth":
+              call = () => client.update(seeded.id, nestedArrays(size));
+              refusal = TooLargeError;
+              break;
             default:
               call = () =>
                 bh.adminClient(gk).setCondition(seeded.id, {
@@ -3046,10 +3148,17 @@ test("bad input: limits hold at, below and above each boundary in UTF-8 bytes, a
   }
 });
 
+/** Arrays nested `depth` deep (`[]` is 1). */
+function nestedArrays(depth: number): unknown {
+  let v: unknown = [];
+  for (let i = 1; i < depth; i++) v = [v];
+  return v;
+}
+
 type RacingOp = "update" | "updateByName" | "delete";
 
 test("bad input: conditional writers racing from one read: exactly one wins, the rest conflict and write nothing", async () => {
-  const store = await openSqliteStore(":memory:");
+  const store = await openTestStore(":memory:");
   let n = 0;
   try {
     await fc.assert(
@@ -3114,5 +3223,300 @@ test("bad input: conditional writers racing from one read: exactly one wins, the
   } finally {
     await store.close();
     report("racing conditional writers");
+  }
+});
+
+// ---------------------------------------------------------------------------
+// The console and the CLI
+
+const consoleSegment = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom(
+      "",
+      "kinds",
+      "objects",
+      "live",
+      "console.js",
+      "console.css",
+      "Thing.test.beehive.dev",
+      "1",
+      "2",
+      "0",
+      "-1",
+      "1e3",
+      "99999999999999999999",
+      "%00",
+      "%00.x",
+      "A.%00",
+      "%1B%5B2J.x",
+      "%7F",
+      "%C2%9B",
+      "%ZZ",
+      "%E0%A4%A",
+      "%ED%A0%80",
+      "%C0%AF",
+      "..",
+      "%2e%2e",
+      "%2F",
+      "%20",
+      "k".repeat(5_000),
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: utf16.map((t) => {
+      try {
+        return encodeURIComponent(t);
+      } catch {
+        return "%ED%A0%80"; // a lone surrogate, as a client would send its UTF-8-ish bytes
+      }
+    }),
+  },
+);
+
+test("bad input: hostile requests to the console get a 2xx, 403, 404, 405 or 503, never a 500, and write nothing", async () => {
+  const store = await openSqliteStore(":memory:");
+  try {
+    const bh = new Beehive(store);
+    const thing = await bh.client(Thing).create("a", {});
+    await bh.adminClient(Thing).setCondition(thing.id, { type: "Ready", status: "True" });
+    const before = await store.getLatestResourceVersion();
+    const handle = consoleHandler({ store, basePath: "/c", maxLiveFeeds: 4 });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(
+          "GET",
+          "GET",
+          "GET",
+          "HEAD",
+          "POST",
+          "PUT",
+          "DELETE",
+          "OPTIONS",
+          "PROPFIND",
+        ),
+        fc.constantFrom(
+          "localhost",
+          "localhost",
+          "localhost:8080",
+          "127.0.0.1:1",
+          "[::1]",
+          "LOCALHOST",
+          "localhost.",
+          "evil.example",
+          "127.0.0.2",
+          "localhost.evil.example",
+        ),
+        fc.constantFrom(true, true, true, false),
+        fc.array(consoleSegment, { maxLength: 4 }),
+        fc.constantFrom("", "?fragment=main", "?fragment=%00", "?a=%ZZ"),
+        async (method, host, underBase, segments, query) => {
+          const path = `${underBase ? "/c/" : "/"}${segments.join("/")}${query}`;
+          const label = `${method} ${host} ${show(path)}`;
+          figures.calls++;
+          const response = await handle(new Request(`http://${host}${path}`, { method }));
+          await response.body?.cancel();
+          const status = response.status;
+          if (status !== 200) {
+            figures.rejected.set(String(status), (figures.rejected.get(String(status)) ?? 0) + 1);
+          }
+          assert.ok([200, 403, 404, 405, 503].includes(status), `${label}: ${status}`);
+          const allowed = !/evil|127\.0\.0\.2/.test(host);
+          if (!allowed) assert.equal(status, 403, label);
+          else if (method !== "GET" && method !== "HEAD") assert.equal(status, 405, label);
+          if (status === 200) figures.resolved++;
+          figures.checks++;
+        },
+      ),
+      { seed: SEED, numRuns: 600, ...replay() },
+    );
+    figures.runs = 600;
+    assert.equal(await store.getLatestResourceVersion(), before, "the console wrote");
+    figures.refusalsWithoutWrite = figures.calls - figures.resolved;
+  } finally {
+    await store.close();
+    report("console requests (by status)");
+  }
+});
+
+/** One `apply` item, valid or not, and whether the engine or the CLI must refuse it. */
+const applyItem = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom("a", "b", "é", "😀", "x y").map((name) => ({
+      item: { group: "g", kind: "K", name, spec: { n: name } } as unknown,
+      bad: false,
+    })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom<unknown>(
+      { group: "g", kind: "K", name: "n".repeat(1_025), spec: {} },
+      { group: "g", kind: "K", name: "a\ud800", spec: {} },
+      { group: "g", kind: "K".repeat(1_025), name: "a", spec: {} },
+      { group: "g", kind: "K", name: "deep", spec: nestedArrays(65) },
+      { group: "g", kind: "K", name: "big", spec: { s: "x".repeat(1_572_864) } },
+      { group: "g", kind: "K", name: "a" },
+      { group: "g", kind: "K", name: "", spec: {} },
+      { group: "g", kind: "K", name: "a", spec: {}, owner: 1 },
+      "K/a",
+      null,
+    ).map((item) => ({ item, bad: true })),
+  },
+);
+
+test("bad input: apply writes every item or none: one refused item leaves the store as it was", async () => {
+  const dir = scratchDir();
+  try {
+    const db = dir.file("apply.db");
+    // The CLI speaks SQLite only: this property reads the file it writes, whatever the test store.
+    await (await openSqliteFile(db)).close();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(applyItem, { minLength: 1, maxLength: 6 }),
+        fc.boolean(),
+        async (items, bom) => {
+          const store = await openSqliteFile(db);
+          const before = await store.getLatestResourceVersion();
+          await store.close();
+          const text = (bom ? "\uFEFF" : "") + JSON.stringify(items.map((i) => i.item));
+          figures.calls++;
+          const r = await cli([db, "apply", "-f", "-"], { stdin: text });
+          const bad = items.some((i) => i.bad);
+          const after = await openSqliteFile(db);
+          try {
+            if (bad) {
+              assert.equal(r.code, 1, r.out);
+              assert.equal(r.out, "");
+              assert.ok(r.err.length < 1_000, `a bounded message (${r.err.length})`);
+              assert.equal(await after.getLatestResourceVersion(), before, "a refused apply wrote");
+              figures.rejected.set("exit 1", (figures.rejected.get("exit 1") ?? 0) + 1);
+              figures.refusalsWithoutWrite++;
+            } else {
+              assert.equal(r.code, 0, r.err);
+              for (const { item } of items) {
+                const { name } = item as { name: string };
+                assert.equal(
+                  (await after.objects.getByName({ group: "g", kind: "K", name })).name,
+                  name,
+                );
+              }
+              figures.resolved++;
+            }
+          } finally {
+            await after.close();
+          }
+          figures.checks++;
+        },
+      ),
+      { seed: SEED, numRuns: 120, ...replay() },
+    );
+    figures.runs = 120;
+  } finally {
+    dir.remove();
+    report("cli apply");
+  }
+});
+
+/** Sends `head` on a fresh connection and resolves to the status code answered, or 0 for none. */
+function rawStatus(port: number, head: string): Promise<number> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    let text = "";
+    socket.setEncoding("latin1");
+    const done = () => {
+      const match = /^HTTP\/1\.[01] (-1|\d{3})/.exec(text);
+      resolve(match === null ? 0 : Number(match[1]));
+    };
+    socket.on("data", (chunk) => {
+      text += chunk;
+      // The status line is the answer: a live feed would stream on.
+      if (/^HTTP\/1\.[01] \d{3}/.test(text)) socket.destroy();
+    });
+    socket.on("close", done);
+    socket.on("error", () => socket.destroy());
+    // A guard, not a wait: a connection left open this long is reported as -1 (a failure).
+    socket.setTimeout(5_000, () => {
+      text = "HTTP/1.1 -1";
+      socket.destroy();
+    });
+    socket.write(head, "latin1");
+  });
+}
+
+test("bad input: malformed request lines and Host headers through toNodeListener never get a 500 nor stop the server", async () => {
+  const store = await openSqliteStore(":memory:");
+  const server = createServer(toNodeListener(consoleHandler({ store, maxLiveFeeds: 2 })));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const closed = new Promise<void>((resolve) => server.once("close", () => resolve()));
+  const port = (server.address() as AddressInfo).port;
+  try {
+    await new Beehive(store).client(Thing).create("a", {});
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(
+          "GET",
+          "HEAD",
+          "TRACE",
+          "TRACK",
+          "CONNECT",
+          "OPTIONS",
+          "PROPFIND",
+          "G\u00c9T",
+        ),
+        fc.constantFrom(
+          "/",
+          "*",
+          "http://evil.example/",
+          "//x",
+          "/kinds/%00.x",
+          "/kinds/Thing.test.beehive.dev",
+          "/objects/1",
+          "/objects/1/live",
+          "/%ZZ",
+          "/a b",
+          "/" + "k".repeat(9_000),
+        ),
+        fc.constantFrom(
+          "localhost",
+          `localhost:${port}`,
+          "127.0.0.1",
+          "[::1]",
+          "a b",
+          "[::1",
+          "x:99999",
+          "u@localhost",
+          "evil.example",
+          "",
+        ),
+        async (method, target, host) => {
+          figures.calls++;
+          const status = await rawStatus(
+            port,
+            `${method} ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+          );
+          const label = `${method} ${show(target)} Host: ${show(host)}`;
+          if (status < 200 || status >= 300) {
+            figures.rejected.set(String(status), (figures.rejected.get(String(status)) ?? 0) + 1);
+          }
+          assert.ok(status >= 0 && status !== 500 && status < 600, `${label}: ${status}`);
+          if (status >= 200 && status < 300) figures.resolved++;
+          figures.checks++;
+        },
+      ),
+      { seed: SEED, numRuns: 200, ...replay() },
+    );
+    figures.runs = 200;
+    assert.equal(
+      await rawStatus(port, "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+      200,
+    );
+  } finally {
+    server.closeAllConnections();
+    server.close();
+    await closed;
+    await store.close();
+    report("raw requests through toNodeListener (by status; 0 = closed without an answer)");
   }
 });

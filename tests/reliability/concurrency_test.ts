@@ -23,11 +23,10 @@ import {
   type GroupKind,
   NameTakenError,
   NotFoundError,
-  type ObjectWrite,
-  type RawObject,
   settled,
 } from "../../mod.ts";
-import { openSqliteStore, type SqliteStore } from "../_sqlite_driver.ts";
+import type { ObjectWrite, RawObject } from "../../store/mod.ts";
+import { openTestStore, type TestStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { type FakeClock, installFakeTime } from "../_fake_time.ts";
 import { type LogLine, recordingLogger } from "../_beehive_harness.ts";
@@ -416,7 +415,7 @@ function newTail(): Tail {
 }
 
 /** Reads the write log above each position, checking positions only ever move up. */
-async function tailOnce(store: SqliteStore, tail: Tail): Promise<void> {
+async function tailOnce(store: TestStore, tail: Tail): Promise<void> {
   figures.tailerReads++;
   const page = await store.objectWrites.listSinceAll({ after: tail.cursor, limit: 10_000 });
   for (const w of page.writes) {
@@ -455,7 +454,7 @@ async function converged(clients: Record<KindKey, Client<Spec, Status>>): Promis
 /** Ticks fake time until nothing runs, every object settled and every deletion collected. */
 async function drain(
   clock: FakeClock,
-  store: SqliteStore,
+  store: TestStore,
   clients: Record<KindKey, Client<Spec, Status>>,
   tracker: PassTracker,
 ): Promise<void> {
@@ -472,7 +471,7 @@ async function drain(
 }
 
 async function check(
-  store: SqliteStore,
+  store: TestStore,
   clients: Record<KindKey, Client<Spec, Status>>,
   ledger: Ledger,
   tail: Tail,
@@ -633,7 +632,7 @@ test("concurrency: storms of writers and controllers at concurrency > 1 match wh
         const n = run++;
         const clock = installFakeTime();
         try {
-          const store = await openSqliteStore(dir.file(`storm-${n}.db`));
+          const store = await openTestStore(dir.file(`storm-${n}.db`));
           try {
             await oneStorm(clock, store, storm, n, logs);
           } finally {
@@ -669,7 +668,7 @@ test("concurrency: storms of writers and controllers at concurrency > 1 match wh
 
 async function oneStorm(
   clock: FakeClock,
-  store: SqliteStore,
+  store: TestStore,
   storm: Storm,
   n: number,
   logs: LogLine[],

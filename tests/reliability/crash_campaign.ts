@@ -31,15 +31,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { copyFileSync, existsSync, readFileSync, rmSync } from "node:fs";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import {
-  Beehive,
-  type GroupKind,
-  type Logger,
-  type ObjectWrite,
-  type RawObject,
-  type Store,
-  WatchTooOldError,
-} from "../../mod.ts";
+import { Beehive, type GroupKind, type Logger, type Store, WatchTooOldError } from "../../mod.ts";
+import type { ObjectWrite, RawObject } from "../../store/mod.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
 import { scratchDir } from "./_scratch.ts";
 import {

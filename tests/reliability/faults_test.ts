@@ -19,13 +19,13 @@ import {
   Beehive,
   type GroupKind,
   NotFoundError,
-  type RawObject,
   settled,
   type Store,
   StoreClosedError,
   StoreError,
 } from "../../mod.ts";
-import type { SqliteStore } from "../_sqlite_driver.ts";
+import type { RawObject } from "../../store/mod.ts";
+import type { TestStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
 import { installFakeTime } from "../_fake_time.ts";
 import {
@@ -119,7 +119,7 @@ interface Ctx {
   readonly h: Harness;
   readonly faults: FaultInjector;
   /** The unwrapped store: seeds and checks that no fault reaches and no push follows. */
-  readonly raw: SqliteStore;
+  readonly raw: TestStore;
   /** Counts one recovery observed after a fault cleared. */
   recovered(): void;
 }
@@ -246,8 +246,8 @@ function assertCarries(
 // ---------------------------------------------------------------------------
 
 test("FaultStore fails a call by name, by count and until cleared, inside transactions too", async () => {
-  const { openSqliteStore } = await import("../_sqlite_driver.ts");
-  const inner = await openSqliteStore(":memory:");
+  const { openTestStore } = await import("../_sqlite_driver.ts");
+  const inner = await openTestStore(":memory:");
   try {
     const faults = new FaultInjector();
     const store = new FaultStore(inner, faults);
@@ -543,8 +543,8 @@ test("faults: pass conclusion — reconcileOwed.decrement fails, the owed count 
 
 test("faults: pass conclusion — dependencies.watermarkSet fails; the gap costs one spare pass at the next start", async () => {
   const clock = installFakeTime();
-  const { openSqliteStore } = await import("../_sqlite_driver.ts");
-  const store = await openSqliteStore(":memory:");
+  const { openTestStore } = await import("../_sqlite_driver.ts");
+  const store = await openTestStore(":memory:");
   try {
     let target: RawObject | undefined;
     let dependent: RawObject | undefined;
@@ -620,7 +620,7 @@ interface GcStep {
   readonly target: FaultTarget;
   readonly step: string;
   /** Seeds the work only this step does (straight in the store: no push). */
-  seed(raw: SqliteStore): Promise<() => Promise<boolean>>;
+  seed(raw: TestStore): Promise<() => Promise<boolean>>;
 }
 
 const GC_STEPS: readonly GcStep[] = [
@@ -1209,8 +1209,8 @@ test("faults: closed database — every driver fails quietly, stop is clean, and
 
 test("faults: closed database — start refuses without the store lease, runs nothing, and the next one converges", async () => {
   const clock = installFakeTime();
-  const { openSqliteStore } = await import("../_sqlite_driver.ts");
-  const store = await openSqliteStore(":memory:");
+  const { openTestStore } = await import("../_sqlite_driver.ts");
+  const store = await openTestStore(":memory:");
   try {
     const a = await rawCreate(store, Thing, "a");
     const gone = await rawCreate(store, Other, "gone");

@@ -23,8 +23,9 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import process from "node:process";
-import { Beehive, type ObjectWrite } from "../../mod.ts";
-import { openSqliteStore } from "../_sqlite_driver.ts";
+import { Beehive } from "../../mod.ts";
+import type { ObjectWrite } from "../../store/mod.ts";
+import { openTestStore } from "../_sqlite_driver.ts";
 import { Job, Replica } from "../multiprocess/_processes.ts";
 import { scratchDir } from "./_scratch.ts";
 import { prng } from "./crash_workload.ts";
@@ -159,7 +160,7 @@ export async function runMultiprocessCrashCampaign(
       ...files(slot.name),
       ...LEASE,
     });
-  await (await openSqliteStore(db)).close();
+  await (await openTestStore(db)).close();
   const slots: Slot[] = [];
   try {
     for (const [name, candidate] of [["a", true], ["b", true], ["w", false]] as const) {
@@ -187,7 +188,7 @@ export async function runMultiprocessCrashCampaign(
     // The kills are over: the writes stop, and the leader settles everything.
     for (const s of slots) s.replica.send("quiet");
     for (const s of slots) await s.replica.waitForEvent("quiet");
-    const store = await openSqliteStore(db);
+    const store = await openTestStore(db);
     try {
       const jobs = new Beehive(store).client(Job);
       const t0 = Date.now();

@@ -8,11 +8,11 @@
  */
 import { metrics, trace } from "@opentelemetry/api";
 import { Beehive, PermanentError, settled } from "../../mod.ts";
-import { openSqliteStore } from "../_sqlite_driver.ts";
+import { openTestStore } from "../_sqlite_driver.ts";
 
 const Thing = { group: "test.beehive.dev", kind: "Thing" };
 
-const store = await openSqliteStore(":memory:");
+const store = await openTestStore(":memory:");
 const bh = new Beehive(store, {
   meter: metrics.getMeter("beehive-e2e"),
   tracer: trace.getTracer("beehive-e2e"),

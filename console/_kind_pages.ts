@@ -1,0 +1,180 @@
+/**
+ * The kinds page and a kind's page: the paged, filtered object table, and
+ * the rows the live feeds send to patch them.
+ *
+ * @module
+ */
+import type { GroupKind } from "@beehive/beehive";
+import {
+  generationSummary,
+  kindLabel,
+  type KindSummary,
+  listKinds,
+  type ObjectView,
+  readySummary,
+  stateSummary,
+} from "../cli/_inspect.ts";
+import { type Html, html } from "./_html.ts";
+import {
+  DEFAULT_LIMIT,
+  filters,
+  type KindQuery,
+  readKindPage,
+  SCAN_MAX,
+  STATES,
+} from "./_kind_query.ts";
+import { conditionBadges, crumbsFor, type Ctx, kindHref, objectHref, page, time } from "./_page.ts";
+
+export async function kindsPage(ctx: Ctx, request: Request, fragment: boolean): Promise<Response> {
+  const kinds = await listKinds(ctx.store, ctx.extraKinds);
+  const main = html`
+    <h1>Kinds</h1>
+    ${kinds.length === 0 ? html`<p class="muted">No kinds yet.</p>` : html`
+      <table>
+        <thead>
+          <tr>
+            <th>Kind</th>
+            <th>Group</th>
+            <th>Objects</th>
+          </tr>
+        </thead>
+        <tbody>${kinds.map((k) =>
+          html`
+            ${kindRow(ctx, k)}
+          `
+        )}</tbody>
+      </table>
+    `}
+    <p
+      class="muted">Kinds are found through the retained write log; a kind idle for longer than its retention may be missing.</p>
+  `;
+  return page(ctx, 200, "Kinds", main, request, { fragment, live: `${ctx.base}/live` });
+}
+
+export function kindRow(ctx: Ctx, k: KindSummary): Html {
+  return html`
+    <tr data-kind="${kindLabel(k)}">
+      <td><a href="${kindHref(ctx, k)}">${k.kind}</a></td>
+      <td>${k.group === "" ? html`<span class="muted">(core)</span>` : k.group}</td>
+      <td data-field="objects">${k.objects}</td>
+    </tr>
+  `;
+}
+
+/** The fields a kind page's row shows: an object as read or as a watch delivers it. */
+export type RowView = Pick<
+  ObjectView,
+  | "id"
+  | "name"
+  | "generation"
+  | "observedGeneration"
+  | "conditions"
+  | "deletionRequestedAt"
+  | "createdAt"
+>;
+
+export function objectRow(ctx: Ctx, v: RowView, now: number): Html {
+  return html`
+    <tr data-id="${v.id}" data-name="${v.name}" data-state="${stateSummary(v).toLowerCase()}">
+      <td><a href="${objectHref(ctx, v.id)}">${v.name}</a></td>
+      <td class="wide">${v.id}</td>
+      <td class="wide">${generationSummary(v)}</td>
+      <td>${readySummary(v.conditions)}</td>
+      <td>${stateSummary(v)}</td>
+      <td>${conditionBadges(v)}</td>
+      <td class="wide">${time(v.createdAt, now)}</td>
+    </tr>
+  `;
+}
+
+export function pageHref(ctx: Ctx, gk: GroupKind, q: KindQuery, after: number): string {
+  const params = new URLSearchParams();
+  if (q.prefix !== "") params.set("prefix", q.prefix);
+  if (q.state !== undefined) params.set("state", q.state);
+  if (q.limit !== DEFAULT_LIMIT) params.set("limit", String(q.limit));
+  if (after !== 0) params.set("after", String(after));
+  const search = params.toString();
+  return `${kindHref(ctx, gk)}${search === "" ? "" : `?${search}`}`;
+}
+
+export function filterForm(ctx: Ctx, gk: GroupKind, q: KindQuery): Html {
+  return html`
+    <form class="filters" method="get" action="${kindHref(ctx, gk)}" role="search">
+      <label>Name starts with <input name="prefix" value="${q.prefix}" maxlength="1024"
+          autocomplete="off"></label>
+      <label>State <select name="state">
+          <option value="">any</option>
+          ${STATES.map((st) =>
+            html`
+              <option value="${st}" ${q.state === st
+                ? html`
+                  selected
+                `
+                : ""}>${st}</option>
+            `
+          )}
+        </select></label>
+      ${q.limit === DEFAULT_LIMIT
+        ? ""
+        : html`<input type="hidden" name="limit" value="${q.limit}">`}
+      <button type="submit">Filter</button>
+      ${filters(q) ? html`<a href="${kindHref(ctx, gk)}">clear</a>` : ""}
+    </form>
+  `;
+}
+
+export async function kindPage(
+  ctx: Ctx,
+  gk: GroupKind,
+  q: KindQuery,
+  request: Request,
+  fragment: boolean,
+): Promise<Response> {
+  const { views, next, scanned } = await readKindPage(ctx.store, gk, q);
+  const now = Date.now();
+  const pager = html`
+    <nav class="pager">
+      ${q.after === 0 ? "" : html`<a href="${pageHref(ctx, gk, q, 0)}" rel="first">first page</a>`}
+      ${next === undefined
+        ? html`<span class="muted">end of list</span>`
+        : html`<a href="${pageHref(ctx, gk, q, next)}" rel="next">next page</a>`}
+      ${filters(q) && next !== undefined && scanned >= SCAN_MAX
+        ? html`<span class="muted">(a filtered page reads at most ${SCAN_MAX} objects)</span>`
+        : ""}
+    </nav>
+  `;
+  const main = html`<h1>${kindLabel(gk)}</h1>
+${filterForm(ctx, gk, q)}
+<div class="scroll">
+  <table id="objects" data-prefix="${q.prefix}" data-state="${q.state ?? ""}" data-last="${
+    next ===
+      undefined
+  }">
+    <thead>
+      <tr>
+        <th>Name</th>
+        <th class="wide">ID</th>
+        <th class="wide">Generation</th>
+        <th>Ready</th>
+        <th>State</th>
+        <th>Conditions</th>
+        <th class="wide">Age</th>
+      </tr>
+    </thead>
+    <tbody>${views.map((v) => objectRow(ctx, v, now))}</tbody>
+  </table>
+</div>
+${
+    views.length === 0
+      ? html`<p class="muted" id="empty">${
+        filters(q) || q.after !== 0 ? "No objects on this page match." : "No objects."
+      }</p>`
+      : ""
+  }
+${pager}`;
+  return page(ctx, 200, kindLabel(gk), main, request, {
+    fragment,
+    live: `${kindHref(ctx, gk)}/live`,
+    crumbs: crumbsFor(ctx, gk),
+  });
+}

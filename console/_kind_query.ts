@@ -1,0 +1,131 @@
+/**
+ * A kind page's query: the page (`limit`, `after`) and the filters (name
+ * prefix, state), parsed and bounded, and the read that serves it. The
+ * store pages a kind by id; a filter the store cannot apply is applied to a
+ * bounded scan, so a filtered page costs at most {@linkcode SCAN_MAX} rows
+ * and may hold fewer matches than `limit`, with a cursor to go on from.
+ *
+ * @module
+ */
+import type { GroupKind, Store } from "@beehive/beehive";
+import { type ObjectView, stateSummary, toView } from "../cli/_inspect.ts";
+
+/** The states a page can be filtered by, as `stateSummary` names them (lowercased). */
+export const STATES = ["pending", "reconciling", "settled", "stalled", "terminating"] as const;
+
+/** One of {@linkcode STATES}. */
+export type StateFilter = typeof STATES[number];
+
+/** Rows a page shows when the request names no `limit`. */
+export const DEFAULT_LIMIT = 100;
+/** The most rows one page shows. */
+export const MAX_LIMIT = 250;
+/** The most rows one filtered page reads. */
+export const SCAN_MAX = 5_000;
+/** The longest name prefix accepted, in characters. */
+export const MAX_PREFIX = 1_024;
+/** Rows a filtered page reads per store call. */
+const SCAN_CHUNK = 500;
+
+/**
+ * A kind page's query. Label selectors and namespaces join it, as two more
+ * filters, when objects carry labels and namespaces (the object-model
+ * milestone); the store can then apply them, as it applies the page.
+ */
+export interface KindQuery {
+  /** Rows per page, 1..{@linkcode MAX_LIMIT}. */
+  readonly limit: number;
+  /** Objects with ids above this one (the previous page's cursor); 0 from the start. */
+  readonly after: number;
+  /** Only names starting with this (case-sensitive); `""` for every name. */
+  readonly prefix: string;
+  /** Only objects in this state. */
+  readonly state: StateFilter | undefined;
+}
+
+/** Parses a kind page's search parameters; a string is what is wrong with them (a 400). */
+export function parseKindQuery(params: URLSearchParams): KindQuery | string {
+  const limitText = params.get("limit");
+  const afterText = params.get("after");
+  const prefix = params.get("prefix") ?? "";
+  const state = params.get("state") ?? "";
+  let limit = DEFAULT_LIMIT;
+  if (limitText !== null && limitText !== "") {
+    limit = /^\d{1,4}$/.test(limitText) ? Number(limitText) : NaN;
+    if (!(limit >= 1 && limit <= MAX_LIMIT)) return `limit must be an integer 1..${MAX_LIMIT}`;
+  }
+  let after = 0;
+  if (afterText !== null && afterText !== "") {
+    after = /^\d{1,16}$/.test(afterText) ? Number(afterText) : NaN;
+    if (!Number.isSafeInteger(after)) return "after must be an object id";
+  }
+  if (prefix.length > MAX_PREFIX || !prefix.isWellFormed()) {
+    return `prefix must be text of at most ${MAX_PREFIX} characters`;
+  }
+  if (state !== "" && !(STATES as readonly string[]).includes(state)) {
+    return `state must be one of ${STATES.join(", ")}`;
+  }
+  return { limit, after, prefix, state: state === "" ? undefined : state as StateFilter };
+}
+
+/** Whether the query filters (and so scans) rather than only pages. */
+export function filters(q: KindQuery): boolean {
+  return q.prefix !== "" || q.state !== undefined;
+}
+
+/** Whether an object (a row's fields) passes the query's filters. */
+export function matches(
+  q: Pick<KindQuery, "prefix" | "state">,
+  v: Pick<
+    ObjectView,
+    "name" | "deletionRequestedAt" | "conditions" | "observedGeneration" | "generation"
+  >,
+): boolean {
+  return v.name.startsWith(q.prefix) &&
+    (q.state === undefined || stateSummary(v).toLowerCase() === q.state);
+}
+
+/** One page of a kind. */
+export interface KindPageRows {
+  readonly views: ObjectView[];
+  /** The cursor of the next page (`after`), or `undefined` on the last. */
+  readonly next: number | undefined;
+  /** Rows read to fill the page. */
+  readonly scanned: number;
+}
+
+/** Reads the page `q` names of kind `gk`. */
+export async function readKindPage(
+  store: Store,
+  gk: GroupKind,
+  q: KindQuery,
+): Promise<KindPageRows> {
+  if (!filters(q)) {
+    const rows = await store.objects.list(gk, { after: q.after, limit: q.limit + 1 });
+    const views = rows.slice(0, q.limit).map(toView);
+    return {
+      views,
+      next: rows.length > q.limit ? views[views.length - 1].id : undefined,
+      scanned: rows.length,
+    };
+  }
+  const views: ObjectView[] = [];
+  let after = q.after;
+  let scanned = 0;
+  const chunk = SCAN_CHUNK;
+  for (;;) {
+    const rows = await store.objects.list(gk, { after, limit: chunk });
+    for (const raw of rows) {
+      scanned++;
+      after = raw.id;
+      if (!matches(q, raw)) continue;
+      views.push(toView(raw));
+      if (views.length === q.limit) {
+        // More may follow: the next page says so (possibly empty).
+        return { views, next: raw.id, scanned };
+      }
+    }
+    if (rows.length < chunk) return { views, next: undefined, scanned };
+    if (scanned >= SCAN_MAX) return { views, next: after, scanned };
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * What the route handlers read: the store, the Beehive its clients come from
+ * (never started: the server only reads and marks), and one request to a
+ * served kind.
+ *
+ * @module
+ */
+import type { Beehive, Store } from "@beehive/beehive";
+import type { ServedKind, ServedKinds } from "./_kinds.ts";
+
+/** The handler's shared state. */
+export interface KubeContext {
+  readonly store: Store;
+  readonly bh: Beehive;
+  readonly kinds: ServedKinds;
+}
+
+/** A request addressed to one served kind. */
+export interface KindRequest {
+  readonly ctx: KubeContext;
+  readonly kind: ServedKind;
+  readonly request: Request;
+  readonly url: URL;
+}

@@ -1,0 +1,90 @@
+/**
+ * `DELETE …/<plural>/<name>`: requests deletion. The answer is the object
+ * with its `deletionTimestamp` while it remains (finalizers, owned objects),
+ * else a `Status` Success. A `DeleteOptions` body may carry preconditions
+ * (`uid`, `resourceVersion`); `Orphan` propagation is refused (owned objects
+ * always go with their owner).
+ *
+ * @module
+ */
+import type { KindRequest } from "./_context.ts";
+import { answerObject, detailsOf, findByName, notFound } from "./_reads.ts";
+import { negotiate, readBody, refuseDryRun } from "./_request.ts";
+import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
+
+interface DeleteOptions {
+  readonly uid: string | undefined;
+  readonly resourceVersion: number | undefined;
+}
+
+function parseDeleteOptions(text: string): DeleteOptions {
+  if (text.trim() === "") return { uid: undefined, resourceVersion: undefined };
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new KubeApiFailure("BadRequest", "the request body is not JSON DeleteOptions");
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new KubeApiFailure("BadRequest", "the request body is not JSON DeleteOptions");
+  }
+  const o = body as Record<string, unknown>;
+  if (o.dryRun !== undefined && !(Array.isArray(o.dryRun) && o.dryRun.length === 0)) {
+    throw new KubeApiFailure("BadRequest", "dryRun is not supported by this server");
+  }
+  const policy = o.propagationPolicy;
+  if (
+    policy !== undefined && policy !== null && policy !== "Background" && policy !== "Foreground"
+  ) {
+    const message = policy === "Orphan"
+      ? "propagationPolicy Orphan is not supported: owned objects are always deleted with their owner"
+      : `propagationPolicy must be Background or Foreground: current value is ${
+        JSON.stringify(policy)
+      }`;
+    throw new KubeApiFailure("Invalid", message, {
+      causes: [{ field: "propagationPolicy", message, reason: "FieldValueNotSupported" }],
+    });
+  }
+  const pre = (o.preconditions ?? {}) as Record<string, unknown>;
+  if (typeof pre !== "object" || Array.isArray(pre)) {
+    throw new KubeApiFailure("BadRequest", "preconditions must be an object");
+  }
+  const uid = pre.uid ?? undefined;
+  const rv = pre.resourceVersion ?? undefined;
+  if (uid !== undefined && typeof uid !== "string") {
+    throw new KubeApiFailure("BadRequest", "preconditions.uid must be a string");
+  }
+  if (rv !== undefined && (typeof rv !== "string" || !/^[1-9]\d{0,15}$/.test(rv))) {
+    throw new KubeApiFailure(
+      "BadRequest",
+      "preconditions.resourceVersion must be a version string",
+    );
+  }
+  return { uid, resourceVersion: rv === undefined ? undefined : Number(rv) };
+}
+
+/** `DELETE …/<plural>/<name>`. */
+export async function deleteResource(r: KindRequest, name: string): Promise<Response> {
+  const { ctx, kind, request, url } = r;
+  refuseDryRun(url);
+  const rep = negotiate(request);
+  const options = parseDeleteOptions(await readBody(request));
+  const obj = await findByName(r, name);
+  if (obj === undefined) throw notFound(kind, name);
+  const details = { ...detailsOf(kind, name), uid: String(obj.id) };
+  if (options.uid !== undefined && options.uid !== String(obj.id)) {
+    throw new KubeApiFailure(
+      "Conflict",
+      `Precondition failed: UID in precondition: ${options.uid}, UID in object meta: ${obj.id}`,
+      details,
+    );
+  }
+  try {
+    await ctx.bh.client(kind).delete(obj.id, { resourceVersion: options.resourceVersion });
+  } catch (error) {
+    throw toFailure(error, details);
+  }
+  const after = await findByName(r, name);
+  if (after === undefined || after.id !== obj.id) return jsonResponse(200, successStatus(details));
+  return await answerObject(r, after, rep);
+}

@@ -1,0 +1,175 @@
+/**
+ * Reads: one object by name, and a list — as a `<Kind>List` or a Table —
+ * filtered by field and label selectors and chunked by `limit`/`continue`.
+ *
+ * @module
+ */
+import { NotFoundError } from "@beehive/beehive";
+import type { KindRequest } from "./_context.ts";
+import type { ServedKind } from "./_kinds.ts";
+import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
+import {
+  includeObjectParam,
+  intParam,
+  MAX_PAGE,
+  negotiate,
+  param,
+  type Representation,
+} from "./_request.ts";
+import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
+import { jsonResponse, KubeApiFailure, notFoundMessage, type StatusDetails } from "./_status.ts";
+import { table, tableRow, tableType } from "./_tables.ts";
+
+const LOAD = { load: ["owner"] } as const;
+const MAX_LIMIT = 2 ** 31 - 1;
+
+/** The kind a read addresses, and the state it reads through. */
+export type KindTarget = Pick<KindRequest, "ctx" | "kind">;
+
+/** The `details` of a failure about `name` of `kind`. */
+export function detailsOf(kind: ServedKind, name?: string): StatusDetails {
+  return { ...(name === undefined ? {} : { name }), group: kind.group, kind: kind.plural };
+}
+
+/** Reads `name`, or `undefined` when no object of the kind holds it. */
+export async function findByName(
+  { ctx, kind }: KindTarget,
+  name: string,
+): Promise<AnyObject | undefined> {
+  try {
+    return await ctx.bh.client(kind).getByName(name, LOAD);
+  } catch (error) {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  }
+}
+
+/** `obj` answered as JSON or a one-row Table. */
+export async function answerObject(
+  { ctx, kind, url }: KindRequest,
+  obj: AnyObject,
+  rep: Representation,
+): Promise<Response> {
+  const owner = (await resolveOwners(ctx.store, [obj])).get(obj.id);
+  if (rep.as === "table") {
+    const row = tableRow(kind, { obj, owner, include: includeObjectParam(url), now: Date.now() });
+    return jsonResponse(
+      200,
+      table(rep.version, [row], { resourceVersion: String(obj.resourceVersion) }),
+      tableType(rep.version),
+    );
+  }
+  return jsonResponse(200, toResource(kind, { obj, owner }));
+}
+
+/** `GET …/<plural>/<name>`. */
+export async function getResource(r: KindRequest, name: string): Promise<Response> {
+  const rep = negotiate(r.request);
+  const obj = await findByName(r, name);
+  if (obj === undefined) throw notFound(r.kind, name);
+  return await answerObject(r, obj, rep);
+}
+
+/** Kubernetes' NotFound for `name` of `kind`. */
+export function notFound(kind: ServedKind, name: string): KubeApiFailure {
+  const details = detailsOf(kind, name);
+  return new KubeApiFailure("NotFound", notFoundMessage(details), details);
+}
+
+/** Where a chunked list resumes: the list's position and the last id it handed out. */
+interface ContinueToken {
+  readonly rv: number;
+  readonly after: number;
+}
+
+function encodeContinue(token: ContinueToken): string {
+  return btoa(JSON.stringify({ rv: token.rv, after: token.after }))
+    .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function decodeContinue(text: string | undefined): ContinueToken | undefined {
+  if (text === undefined || text === "") return undefined;
+  const bad = () =>
+    new KubeApiFailure("BadRequest", "continue key is not valid: list again without it");
+  if (text.length > 256 || !/^[A-Za-z0-9_-]+$/.test(text)) throw bad();
+  let value: unknown;
+  try {
+    value = JSON.parse(atob(text.replace(/-/g, "+").replace(/_/g, "/")));
+  } catch {
+    throw bad();
+  }
+  const { rv, after } = (value ?? {}) as Record<string, unknown>;
+  const position = (n: unknown) => typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
+  if (!position(rv) || !position(after)) throw bad();
+  return { rv: rv as number, after: after as number };
+}
+
+/** One page of a list: the objects, and where the next page starts if there may be one. */
+interface Page {
+  readonly objects: AnyObject[];
+  readonly next: number | undefined;
+}
+
+async function readPage(
+  { ctx, kind }: KindTarget,
+  o: { after: number; want: number; keep: (obj: AnyObject) => boolean },
+): Promise<Page> {
+  const client = ctx.bh.client(kind);
+  const objects: AnyObject[] = [];
+  let after = o.after;
+  for (;;) {
+    const batch = await client.list({ ...LOAD, after, limit: MAX_PAGE });
+    for (let i = 0; i < batch.length; i++) {
+      after = batch[i].id;
+      if (!o.keep(batch[i])) continue;
+      objects.push(batch[i]);
+      if (objects.length === o.want) {
+        const exhausted = batch.length < MAX_PAGE && i === batch.length - 1;
+        return { objects, next: exhausted ? undefined : after };
+      }
+    }
+    if (batch.length < MAX_PAGE) return { objects, next: undefined };
+  }
+}
+
+/**
+ * `GET …/<plural>`: the kind's objects ordered by id. The list's
+ * `resourceVersion` is the kind's log position read before the first page: a
+ * watch from it may repeat a change the list already shows, never miss one.
+ */
+export async function listResources({ ctx, kind, request, url }: KindRequest): Promise<Response> {
+  const rep = negotiate(request);
+  const fields = parseFieldSelector(param(url, "fieldSelector"));
+  const labels = parseLabelSelector(param(url, "labelSelector"));
+  const limit = intParam(url, "limit", MAX_LIMIT) ?? 0;
+  const token = decodeContinue(param(url, "continue"));
+  const include = includeObjectParam(url);
+  const rv = token?.rv ?? await ctx.store.objectWrites.maxVersion(kind);
+  const keep = (obj: AnyObject) => fields.matches(obj) && labels({});
+  let page: Page;
+  if (fields.name !== undefined) {
+    const obj = token === undefined ? await findByName({ ctx, kind }, fields.name) : undefined;
+    page = { objects: obj !== undefined && keep(obj) ? [obj] : [], next: undefined };
+  } else {
+    const want = limit === 0 ? Infinity : Math.min(limit, MAX_PAGE);
+    page = await readPage({ ctx, kind }, { after: token?.after ?? 0, want, keep });
+  }
+  const owners = await resolveOwners(ctx.store, page.objects);
+  const metadata = {
+    resourceVersion: String(rv),
+    ...(page.next === undefined ? {} : { continue: encodeContinue({ rv, after: page.next }) }),
+  };
+  if (rep.as === "table") {
+    const now = Date.now();
+    const rows = page.objects.map((obj) =>
+      tableRow(kind, { obj, owner: owners.get(obj.id), include, now })
+    );
+    return jsonResponse(200, table(rep.version, rows, metadata), tableType(rep.version));
+  }
+  return jsonResponse(200, {
+    apiVersion: kind.apiVersion,
+    kind: `${kind.kind}List`,
+    metadata,
+    items: page.objects.map((obj) => toResource(kind, { obj, owner: owners.get(obj.id) })),
+  });
+}

@@ -1,0 +1,164 @@
+/**
+ * The request's parts, bounded and checked: query parameters (`limit`,
+ * `continue`, `resourceVersion`, `timeoutSeconds`, …), the body, and what
+ * the `Accept` header asks for. Anything malformed or oversized throws a
+ * `KubeApiFailure` the router answers as a 4xx `Status`.
+ *
+ * @module
+ */
+import { KubeApiFailure } from "./_status.ts";
+import type { IncludeObject } from "./_tables.ts";
+
+/** The longest query value read. */
+export const MAX_QUERY_VALUE = 4096;
+/** The most objects one list page holds; a larger `limit` gets this many and a `continue`. */
+export const MAX_PAGE = 1000;
+/** The longest a watch may be asked to last, in seconds. */
+export const MAX_TIMEOUT_SECONDS = 24 * 60 * 60;
+
+function bad(message: string): KubeApiFailure {
+  return new KubeApiFailure("BadRequest", message);
+}
+
+/** A query parameter, bounded; `undefined` when absent. */
+export function param(url: URL, name: string): string | undefined {
+  const value = url.searchParams.get(name);
+  if (value === null) return undefined;
+  if (value.length > MAX_QUERY_VALUE) {
+    throw bad(`${name} is too long: ${value.length} characters, at most ${MAX_QUERY_VALUE}`);
+  }
+  return value;
+}
+
+/** A boolean query parameter (`true`/`1`/`false`/`0`, empty = false). */
+export function boolParam(url: URL, name: string): boolean {
+  const value = param(url, name);
+  if (value === undefined || value === "" || value === "false" || value === "0") return false;
+  if (value === "true" || value === "1") return true;
+  throw bad(`${name} must be true or false: current value is ${JSON.stringify(value)}`);
+}
+
+/** A non-negative integer query parameter no larger than `max`. */
+export function intParam(url: URL, name: string, max: number): number | undefined {
+  const value = param(url, name);
+  if (value === undefined || value === "") return undefined;
+  if (!/^\d{1,16}$/.test(value) || Number(value) > max) {
+    throw bad(
+      `${name} must be an integer from 0 to ${max}: current value is ${JSON.stringify(value)}`,
+    );
+  }
+  return Number(value);
+}
+
+/**
+ * `resourceVersion`: `undefined` when absent or empty, `0` for "any", else the
+ * log position.
+ */
+export function resourceVersionParam(url: URL): number | undefined {
+  const value = param(url, "resourceVersion");
+  if (value === undefined || value === "") return undefined;
+  if (!/^\d{1,16}$/.test(value) || !Number.isSafeInteger(Number(value))) {
+    throw bad(`invalid resourceVersion: ${JSON.stringify(value)}`);
+  }
+  return Number(value);
+}
+
+/** `includeObject` for a Table: `Metadata` unless asked otherwise. */
+export function includeObjectParam(url: URL): IncludeObject {
+  const value = param(url, "includeObject");
+  if (value === undefined || value === "") return "Metadata";
+  if (value === "None" || value === "Metadata" || value === "Object") return value;
+  throw bad(`includeObject must be None, Metadata or Object: current value is ${value}`);
+}
+
+/** Refuses `dryRun`, which this server does not implement, rather than writing for real. */
+export function refuseDryRun(url: URL): void {
+  if (param(url, "dryRun") !== undefined) throw bad("dryRun is not supported by this server");
+}
+
+/** The largest request body read. */
+export const MAX_BODY = 64 * 1024;
+
+/** Reads the request body as text, at most {@linkcode MAX_BODY} bytes. */
+export async function readBody(request: Request): Promise<string> {
+  const tooLarge = () =>
+    new KubeApiFailure("RequestEntityTooLarge", `the request body is over ${MAX_BODY} bytes`);
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY) throw tooLarge();
+  if (request.body === null) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new KubeApiFailure("BadRequest", "the request body is not UTF-8");
+  }
+}
+
+/** One media range of an `Accept` header: type and parameters. */
+interface MediaRange {
+  readonly type: string;
+  readonly params: Map<string, string>;
+}
+
+function mediaRanges(accept: string): MediaRange[] {
+  return accept.split(",").slice(0, 32).map((range) => {
+    const [type, ...rest] = range.split(";");
+    const params = new Map<string, string>();
+    for (const p of rest) {
+      const eq = p.indexOf("=");
+      if (eq > 0) params.set(p.slice(0, eq).trim().toLowerCase(), p.slice(eq + 1).trim());
+    }
+    return { type: type.trim().toLowerCase(), params };
+  });
+}
+
+/** What a read answers with. */
+export type Representation = { readonly as: "json" } | {
+  readonly as: "table";
+  /** `v1`, or `v1beta1` for a client that offered only that. */
+  readonly version: string;
+};
+
+/**
+ * Picks the representation from `Accept`: the first media range this server
+ * can answer, Tables included; JSON when none is given.
+ * @throws {KubeApiFailure} NotAcceptable: only representations it cannot give are offered.
+ */
+export function negotiate(request: Request): Representation {
+  const accept = request.headers.get("accept");
+  if (accept === null || accept.trim() === "") return { as: "json" };
+  for (const range of mediaRanges(accept.slice(0, MAX_QUERY_VALUE))) {
+    const json = range.type === "application/json" || range.type === "*/*" ||
+      range.type === "application/*";
+    if (!json) continue;
+    const as = range.params.get("as");
+    if (as === undefined) return { as: "json" };
+    const version = range.params.get("v");
+    if (
+      as === "Table" && range.params.get("g") === "meta.k8s.io" &&
+      (version === "v1" || version === "v1beta1")
+    ) return { as: "table", version };
+  }
+  throw new KubeApiFailure(
+    "NotAcceptable",
+    "only application/json is served, as objects, lists or meta.k8s.io Tables",
+  );
+}

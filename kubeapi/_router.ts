@@ -1,0 +1,116 @@
+/**
+ * The router: splits the path under the base path, checks its bounds, and
+ * hands each route to its concern — discovery, reads, watches, deletes.
+ * Every failure becomes a `Status` answer; nothing escapes it.
+ *
+ * @module
+ */
+import type { KindRequest, KubeContext } from "./_context.ts";
+import { deleteResource } from "./_delete.ts";
+import { apiGroup, apiGroupList, apiResourceList, versionInfo } from "./_discovery.ts";
+import { isGroupName, VERSION } from "./_kinds.ts";
+import { getResource, listResources } from "./_reads.ts";
+import { boolParam } from "./_request.ts";
+import { failureResponse, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
+import { watchResources } from "./_watch.ts";
+
+/** The longest path served. */
+export const MAX_PATH = 2048;
+
+const UNSUPPORTED_PATCH = new Set([
+  "application/strategic-merge-patch+json",
+  "application/apply-patch+yaml",
+  "application/apply-patch+cbor",
+]);
+
+function notFoundPath(): KubeApiFailure {
+  return new KubeApiFailure("NotFound", "the server could not find the requested resource");
+}
+
+function notAllowed(method: string, what: string): KubeApiFailure {
+  return new KubeApiFailure(
+    "MethodNotAllowed",
+    `the server does not allow this method on the requested resource: ${method} on ${what}`,
+  );
+}
+
+/** Answers `request`, whose path under the base is `path`. Never rejects. */
+export async function route(ctx: KubeContext, request: Request, path: string): Promise<Response> {
+  try {
+    return await dispatch(ctx, request, path);
+  } catch (error) {
+    return failureResponse(toFailure(error));
+  }
+}
+
+function segmentsOf(path: string): string[] {
+  if (path.length > MAX_PATH) {
+    throw new KubeApiFailure("BadRequest", `the path is over ${MAX_PATH} characters`);
+  }
+  const raw = path.split("/").filter((s) => s !== "");
+  if (raw.length > 8) throw notFoundPath();
+  try {
+    return raw.map(decodeURIComponent);
+  } catch {
+    throw new KubeApiFailure("BadRequest", "the path holds a malformed percent-escape");
+  }
+}
+
+async function dispatch(ctx: KubeContext, request: Request, path: string): Promise<Response> {
+  const url = new URL(request.url);
+  const parts = segmentsOf(path);
+  const method = request.method === "HEAD" ? "GET" : request.method;
+  const readOnly = (what: string) => {
+    if (method !== "GET") throw notAllowed(request.method, what);
+  };
+  if (parts.length === 1 && parts[0] === "version") {
+    readOnly("/version");
+    return jsonResponse(200, versionInfo());
+  }
+  if (parts[0] !== "apis") throw notFoundPath();
+  if (parts.length === 1) {
+    readOnly("/apis");
+    return jsonResponse(200, apiGroupList(await ctx.kinds.list()));
+  }
+  const group = parts[1];
+  if (!isGroupName(group)) throw notFoundPath();
+  if (parts.length === 2 || parts.length === 3) {
+    const kinds = (await ctx.kinds.list()).filter((k) => k.group === group);
+    if (kinds.length === 0 || (parts.length === 3 && parts[2] !== VERSION)) throw notFoundPath();
+    readOnly(`/apis/${group}`);
+    return jsonResponse(200, parts.length === 2 ? apiGroup(group) : apiResourceList(group, kinds));
+  }
+  // Every served kind is cluster-scoped: a namespaced path names nothing.
+  if (parts[2] !== VERSION || parts[3] === "namespaces") throw notFoundPath();
+  const kind = await ctx.kinds.find(group, parts[3]);
+  if (kind === undefined) throw notFoundPath();
+  const r: KindRequest = { ctx, kind, request, url };
+  if (parts.length === 4) return await collection(r, method);
+  if (parts.length === 5) return await item(r, parts[4], method);
+  if (parts.length === 6 && parts[5] === "status") {
+    readOnly(`the status of ${kind.plural}`);
+    return await getResource(r, parts[4]);
+  }
+  throw notFoundPath();
+}
+
+function collection(r: KindRequest, method: string): Promise<Response> {
+  if (method !== "GET") throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}`);
+  return boolParam(r.url, "watch") ? watchResources(r) : listResources(r);
+}
+
+function item(r: KindRequest, name: string, method: string): Promise<Response> {
+  if (method === "GET") return getResource(r, name);
+  if (method === "DELETE") return deleteResource(r, name);
+  if (method === "PATCH") {
+    const type = (r.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+    if (UNSUPPORTED_PATCH.has(type)) {
+      throw new KubeApiFailure(
+        "UnsupportedMediaType",
+        `${type} is not supported: strategic-merge and server-side apply patches need ` +
+          "kinds compiled into the client; this server serves stored kinds",
+      );
+    }
+  }
+  throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}/${name}`);
+}

@@ -1,0 +1,191 @@
+/**
+ * Watches: `?watch=true` as a chunked stream of JSON lines
+ * `{"type":"ADDED|MODIFIED|DELETED","object":…}` over the library's
+ * `watchList` (resumed with `resumeFrom` from a given `resourceVersion`).
+ * Each object is a one-row Table when a Table was asked. A position the log
+ * no longer holds ends the stream with an `ERROR` event carrying a 410
+ * `Expired` Status, as the Kubernetes API server's watch cache does.
+ * `sendInitialEvents=true` gets the current objects as ADDED, then a
+ * BOOKMARK annotated `k8s.io/initial-events-end`.
+ *
+ * @module
+ */
+import type { ObjectChange } from "@beehive/beehive";
+import type { KindRequest } from "./_context.ts";
+import type { ServedKind } from "./_kinds.ts";
+import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
+import {
+  boolParam,
+  includeObjectParam,
+  intParam,
+  MAX_TIMEOUT_SECONDS,
+  negotiate,
+  param,
+  type Representation,
+  resourceVersionParam,
+} from "./_request.ts";
+import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
+import { failureStatus, KubeApiFailure, toFailure } from "./_status.ts";
+import { type IncludeObject, table, tableRow, tableType } from "./_tables.ts";
+
+const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
+
+/** What a watch request asked for, checked before the stream opens. */
+interface WatchRequest {
+  readonly rep: Representation;
+  readonly include: IncludeObject;
+  readonly keep: (obj: AnyObject) => boolean;
+  /** Resume above this position; `undefined` = the current objects as ADDED first. */
+  readonly resumeFrom: number | undefined;
+  readonly initialEventsEnd: boolean;
+  readonly timeoutSeconds: number | undefined;
+}
+
+function invalid(message: string, field: string): KubeApiFailure {
+  return new KubeApiFailure("Invalid", message, {
+    causes: [{ field, message, reason: "FieldValueInvalid" }],
+  });
+}
+
+function parseWatch(request: Request, url: URL): WatchRequest {
+  const rep = negotiate(request);
+  const fields = parseFieldSelector(param(url, "fieldSelector"));
+  const labels = parseLabelSelector(param(url, "labelSelector"));
+  const rv = resourceVersionParam(url);
+  const match = param(url, "resourceVersionMatch");
+  const initialEvents = boolParam(url, "sendInitialEvents");
+  if (initialEvents && match !== "NotOlderThan") {
+    throw invalid(
+      "sendInitialEvents requires resourceVersionMatch=NotOlderThan",
+      "resourceVersionMatch",
+    );
+  }
+  if (initialEvents && !boolParam(url, "allowWatchBookmarks")) {
+    throw invalid("sendInitialEvents requires allowWatchBookmarks=true", "allowWatchBookmarks");
+  }
+  if (!initialEvents && match !== undefined && match !== "") {
+    throw invalid("resourceVersionMatch is forbidden for watch", "resourceVersionMatch");
+  }
+  return {
+    rep,
+    include: includeObjectParam(url),
+    keep: (obj) => fields.matches(obj) && labels({}),
+    resumeFrom: initialEvents || rv === undefined || rv === 0 ? undefined : rv,
+    initialEventsEnd: initialEvents,
+    timeoutSeconds: intParam(url, "timeoutSeconds", MAX_TIMEOUT_SECONDS),
+  };
+}
+
+/** `GET …/<plural>?watch=true`. */
+export async function watchResources({ ctx, kind, request, url }: KindRequest): Promise<Response> {
+  const w = parseWatch(request, url);
+  const abort = new AbortController();
+  const stream = await ctx.bh.client(kind).watchList({
+    resumeFrom: w.resumeFrom,
+    load: ["owner"],
+    signal: abort.signal,
+  });
+  const type = w.rep.as === "table" ? tableType(w.rep.version) : "application/json";
+  const headers = { "content-type": type, "cache-control": "no-store" };
+  if (request.method === "HEAD") {
+    stream.close();
+    return new Response(null, { headers });
+  }
+  const encoder = new TextEncoder();
+  const encode = async (type: string, obj: AnyObject, resourceVersion?: number) => {
+    const answered = {
+      obj,
+      owner: (await resolveOwners(ctx.store, [obj])).get(obj.id),
+      resourceVersion,
+    };
+    const object = w.rep.as === "table"
+      ? table(
+        w.rep.version,
+        [tableRow(kind, { ...answered, include: w.include, now: Date.now() })],
+        {
+          resourceVersion: String(resourceVersion ?? obj.resourceVersion),
+        },
+      )
+      : toResource(kind, answered);
+    return encoder.encode(`${JSON.stringify({ type, object })}\n`);
+  };
+  async function* events(): AsyncGenerator<Uint8Array> {
+    try {
+      if (w.resumeFrom === undefined) {
+        for (const obj of stream.objects) if (w.keep(obj)) yield await encode("ADDED", obj);
+      }
+      if (w.initialEventsEnd) yield bookmark(kind, stream.resourceVersion, encoder);
+      for await (const change of stream) {
+        const chunk = await encodeChange(change, w, encode);
+        if (chunk !== undefined) yield chunk;
+      }
+      if (stream.error !== undefined) yield errorEvent(stream.error, encoder);
+    } catch (error) {
+      yield errorEvent(error, encoder);
+    }
+  }
+  const chunks = events();
+  let ended = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    clearTimeout(timer);
+    request.signal.removeEventListener("abort", end);
+    abort.abort();
+    stream.close();
+  };
+  if (request.signal.aborted) end();
+  else request.signal.addEventListener("abort", end);
+  if (!ended && w.timeoutSeconds !== undefined && w.timeoutSeconds > 0) {
+    timer = setTimeout(end, w.timeoutSeconds * 1000);
+  }
+  // Pulled, not pushed: the watch is read only as fast as the client reads, and
+  // the library collapses what a slow client has not taken yet.
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await chunks.next();
+      try {
+        if (next.done) {
+          end();
+          controller.close();
+        } else controller.enqueue(next.value);
+      } catch {
+        end(); // the reader cancelled meanwhile
+      }
+    },
+    async cancel() {
+      end();
+      await chunks.return(undefined);
+    },
+  });
+  return new Response(body, { headers });
+}
+
+function encodeChange(
+  change: ObjectChange<unknown, unknown>,
+  w: WatchRequest,
+  encode: (type: string, obj: AnyObject, rv?: number) => Promise<Uint8Array>,
+): Promise<Uint8Array> | undefined {
+  // A collected object whose final state does not decode has no name to report.
+  if (change.object === undefined || !w.keep(change.object)) return undefined;
+  return encode(EVENT_TYPES[change.type], change.object, change.resourceVersion);
+}
+
+function bookmark(kind: ServedKind, rv: number, encoder: TextEncoder): Uint8Array {
+  const object = {
+    apiVersion: kind.apiVersion,
+    kind: kind.kind,
+    metadata: {
+      resourceVersion: String(rv),
+      annotations: { "k8s.io/initial-events-end": "true" },
+    },
+  };
+  return encoder.encode(`${JSON.stringify({ type: "BOOKMARK", object })}\n`);
+}
+
+function errorEvent(error: unknown, encoder: TextEncoder): Uint8Array {
+  const failure = toFailure(error);
+  const object = failureStatus(failure.reason, failure.message, failure.details);
+  return encoder.encode(`${JSON.stringify({ type: "ERROR", object })}\n`);
+}

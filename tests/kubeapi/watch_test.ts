@@ -1,0 +1,163 @@
+/**
+ * kubeApiHandler watches: the JSON-lines encoding, current objects first for
+ * resourceVersion 0, resuming from a list's version, one-row Tables, the
+ * name selector, initial events with their bookmark, 410 Expired, and a
+ * stream that ends when its request's signal aborts.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { kubeApiHandler } from "../../kubeapi/mod.ts";
+import { test } from "../_test.ts";
+import { call, Cluster, CLUSTERS, eventsOf, TABLE, withStore } from "./_kubeapi_harness.ts";
+
+function names(event: Record<string, unknown> | undefined): [unknown, unknown] {
+  const object = event?.object as { metadata: { name: string } };
+  return [event?.type, object.metadata.name];
+}
+
+test("kubeApiHandler watch with resourceVersion=0 sends the current objects as ADDED, then each change", async () => {
+  await withStore(async (store, bh) => {
+    const prod = await bh.client(Cluster).create("prod", { replicas: 1 });
+    const abort = new AbortController();
+    const response = await kubeApiHandler({ store, pollInterval: 50 })(
+      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=0`, {
+        signal: abort.signal,
+      }),
+    );
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get("content-type"), "application/json");
+    const events = eventsOf(response);
+    assert.deepEqual(names(await events.next()), ["ADDED", "prod"]);
+    await bh.client(Cluster).create("dev", {});
+    assert.deepEqual(names(await events.next()), ["ADDED", "dev"]);
+    await bh.client(Cluster).update(prod.id, { replicas: 2 });
+    const modified = await events.next();
+    assert.deepEqual(names(modified), ["MODIFIED", "prod"]);
+    const object = modified!.object as { spec: unknown; metadata: { resourceVersion: unknown } };
+    assert.deepEqual(object.spec, { replicas: 2 });
+    assert.equal(typeof object.metadata.resourceVersion, "string");
+    await store.objects.delete(prod.id);
+    assert.deepEqual(names(await events.next()), ["DELETED", "prod"]);
+    abort.abort();
+    assert.equal(await events.next(), undefined);
+  });
+});
+
+test("kubeApiHandler watch from a list's resourceVersion sends only what changed after it", async () => {
+  await withStore(async (store, bh) => {
+    await bh.client(Cluster).create("prod", {});
+    const handle = kubeApiHandler({ store });
+    const list = await call(handle, CLUSTERS);
+    const rv = (list.body.metadata as { resourceVersion: string }).resourceVersion;
+    await bh.client(Cluster).create("dev", {});
+    const response = await handle(
+      new Request(`http://kube.test${CLUSTERS}?watch=1&resourceVersion=${rv}`),
+    );
+    const events = eventsOf(response);
+    const added = await events.next();
+    assert.deepEqual(names(added), ["ADDED", "dev"]);
+    await events.cancel();
+  });
+});
+
+test("kubeApiHandler watch sends one-row Tables for the Table Accept and honours the name selector", async () => {
+  await withStore(async (store, bh) => {
+    await bh.client(Cluster).create("prod", {});
+    await bh.client(Cluster).create("dev", {});
+    const abort = new AbortController();
+    const response = await kubeApiHandler({ store, pollInterval: 50 })(
+      new Request(
+        `http://kube.test${CLUSTERS}?watch=true&fieldSelector=metadata.name%3Ddev`,
+        { headers: { accept: TABLE }, signal: abort.signal },
+      ),
+    );
+    assert.equal(response.headers.get("content-type"), TABLE);
+    const events = eventsOf(response);
+    const first = await events.next();
+    assert.equal(first?.type, "ADDED");
+    const t = first?.object as { kind: string; rows: { cells: string[] }[] };
+    assert.equal(t.kind, "Table");
+    assert.deepEqual(t.rows.map((r) => r.cells[0]), ["dev"]);
+    await bh.client(Cluster).create("qa", {});
+    const dev = await bh.client(Cluster).getByName("dev");
+    await bh.client(Cluster).update(dev.id, { touched: true });
+    const next = await events.next();
+    assert.equal(next?.type, "MODIFIED");
+    assert.deepEqual((next?.object as typeof t).rows[0].cells[0], "dev");
+    abort.abort();
+    assert.equal(await events.next(), undefined);
+  });
+});
+
+test("kubeApiHandler watch with sendInitialEvents sends ADDED then the initial-events-end BOOKMARK", async () => {
+  await withStore(async (store, bh) => {
+    await bh.client(Cluster).create("prod", {});
+    const handle = kubeApiHandler({ store });
+    const query = "watch=true&sendInitialEvents=true&allowWatchBookmarks=true";
+    const response = await handle(
+      new Request(`http://kube.test${CLUSTERS}?${query}&resourceVersionMatch=NotOlderThan`),
+    );
+    const events = eventsOf(response);
+    assert.deepEqual(names(await events.next()), ["ADDED", "prod"]);
+    const bookmark = await events.next();
+    assert.equal(bookmark?.type, "BOOKMARK");
+    const meta = (bookmark?.object as { metadata: Record<string, unknown> }).metadata;
+    assert.deepEqual(meta.annotations, { "k8s.io/initial-events-end": "true" });
+    assert.equal(meta.resourceVersion, String(await store.objectWrites.maxVersion(Cluster)));
+    await events.cancel();
+
+    const refused = await call(handle, `${CLUSTERS}?${query}`);
+    assert.equal(refused.status, 422);
+    assert.equal(refused.body.reason, "Invalid");
+  });
+});
+
+test("kubeApiHandler watch from a version retention trimmed ends with a 410 Expired Status", async () => {
+  await withStore(async (store, bh) => {
+    for (const name of ["a", "b", "c"]) await bh.client(Cluster).create(name, {});
+    await store.objectWrites.sweep({ perKind: 1, maxAge: 0 });
+    const response = await kubeApiHandler({ store, pollInterval: 50 })(
+      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=1`),
+    );
+    const events = eventsOf(response);
+    const error = await events.next();
+    assert.equal(error?.type, "ERROR");
+    const status = error?.object as Record<string, unknown>;
+    assert.equal(status.kind, "Status");
+    assert.equal(status.code, 410);
+    assert.equal(status.reason, "Expired");
+    assert.equal(await events.next(), undefined);
+  });
+});
+
+test("kubeApiHandler watch ends its stream when the request's signal aborts before any change", async () => {
+  await withStore(async (store, bh) => {
+    await bh.client(Cluster).create("prod", {});
+    const rv = await store.objectWrites.maxVersion(Cluster);
+    const abort = new AbortController();
+    const response = await kubeApiHandler({ store, pollInterval: 50 })(
+      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=${rv}`, {
+        signal: abort.signal,
+      }),
+    );
+    const events = eventsOf(response);
+    const pending = events.next();
+    abort.abort();
+    assert.equal(await pending, undefined);
+  });
+});
+
+test("kubeApiHandler watch with timeoutSeconds ends the stream on its own", async () => {
+  await withStore(async (store, bh) => {
+    await bh.client(Cluster).create("prod", {});
+    const handle = kubeApiHandler({ store });
+    const bad = await call(handle, `${CLUSTERS}?watch=true&timeoutSeconds=-1`);
+    assert.equal(bad.status, 400);
+    const rv = await store.objectWrites.maxVersion(Cluster);
+    const response = await handle(
+      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=${rv}&timeoutSeconds=1`),
+    );
+    assert.equal(await eventsOf(response).next(), undefined);
+  });
+});
