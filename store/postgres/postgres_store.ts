@@ -12,33 +12,14 @@ import {
   StoreError,
 } from "../../src/model/errors.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
-import type {
-  Conditions,
-  DeletionRequests,
-  Dependencies,
-  DriverCursors,
-  Edges,
-  Events,
-  Fence,
-  Leases,
-  Objects,
-  ObjectWrites,
-  ReconcileOwed,
-  Store,
-} from "../../src/store.ts";
+import type { Fence } from "../../src/store.ts";
 import { CommitListener } from "./_commit_listener.ts";
 import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
 import { HeldLocks } from "./_held_locks.ts";
-import {
-  checkFenceOption,
-  checkHook,
-  checkMaxPages,
-  checkTransactionFn,
-  describe,
-  rejectWith,
-} from "../sql/_checks.ts";
+import { checkMaxPages, describe, rejectWith } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
-import { SqlTx, type TxHandleParts } from "../sql/_tx_handle.ts";
+import type { TxHandleParts } from "../sql/_tx_handle.ts";
+import { SqlStore } from "../sql/sql_store.ts";
 import { migrations } from "./_schema.ts";
 import { brokenClients, releaseClient } from "./_connections.ts";
 import { RootSession, runOutermost, type Session, sqlSession, type TxSession } from "./_session.ts";
@@ -174,60 +155,23 @@ function txParts(core: Core): TxHandleParts<TxSession> {
  * resource versions follow commit order across every connection and replica;
  * reads run beside them and see only committed state.
  */
-export class PostgresStore implements Store {
-  /** `postgres://host:port/database?schema=name`: every open of one schema reports one identity. */
-  readonly identity: string;
-  /** This open of the store (its `store_epoch`); the write log records it per write. */
-  readonly origin: number;
-  /** The objects table. */
-  readonly objects: Objects;
-  /** The conditions table. */
-  readonly conditions: Conditions;
-  /** The edge table. */
-  readonly edges: Edges;
-  /** The deletion-request lifecycle. */
-  readonly deletionRequests: DeletionRequests;
-  /** The dependency watermarks. */
-  readonly dependencies: Dependencies;
-  /** Driver scan positions. */
-  readonly driverCursors: DriverCursors;
-  /** The event log. */
-  readonly events: Events;
-  /** The object write log. */
-  readonly objectWrites: ObjectWrites;
-  /** The owed counts. */
-  readonly reconcileOwed: ReconcileOwed;
-  /** Named leases with fencing epochs. */
-  readonly leases: Leases;
-  readonly #core: Core;
-  readonly #session: RootSession;
-  readonly #txParts: TxHandleParts<TxSession>;
-  /** The handle `openPostgresStore` returned, which owns the pool; undefined on that one. */
-  readonly #root: PostgresStore | undefined;
-  #closed: Promise<void> | undefined;
-
+export class PostgresStore extends SqlStore {
   /** Use {@linkcode openPostgresStore}. */
-  private constructor(identity: string, core: Core, fence?: Fence, root?: PostgresStore) {
+  private constructor(identity: string, core: Core, fence?: Fence, root?: SqlStore) {
     if (!listeners.has(core)) listeners.set(core, new CommitListener(core));
     if (!heldLocks.has(core)) heldLocks.set(core, new HeldLocks(core));
     const session = new RootSession(core, fence);
-    const families = new Families(sqlSession(session), heldLocks.get(core)!);
-    this.identity = identity;
-    this.origin = core.epoch;
-    this.objects = families.objects;
-    this.conditions = families.conditions;
-    this.edges = families.edges;
-    this.deletionRequests = families.deletionRequests;
-    this.dependencies = families.dependencies;
-    this.driverCursors = families.driverCursors;
-    this.events = families.events;
-    this.objectWrites = families.objectWrites;
-    this.reconcileOwed = families.reconcileOwed;
-    this.leases = families.leases;
-    this.#core = core;
-    this.#session = session;
-    this.#txParts = txParts(core);
-    this.#root = root;
+    super(identity, core.epoch, {
+      families: new Families(sqlSession(session), heldLocks.get(core)!),
+      tx: txParts(core),
+      fence: session.fence,
+      outermost: (fn, fence) => runOutermost(core, fn, fence),
+      runHook: (fn) => void runHooks(core, [fn]),
+      latestVersion: () => session.read((db) => core.latestVersion(db)),
+      reclaimSpace: (maxPages) => reclaim(session, maxPages),
+      withFence: (fence, root) => new PostgresStore(identity, core, fence, root),
+      close: () => closeOpen(core),
+    }, root);
   }
 
   /** @internal Opens a store; use {@linkcode openPostgresStore}. */
@@ -308,77 +252,16 @@ export class PostgresStore implements Store {
       signal?.removeEventListener("abort", abort);
     }
   }
+}
 
-  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    try {
-      checkTransactionFn(fn);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return runOutermost(
-      this.#core,
-      (s) => fn(new SqlTx(this.identity, this.origin, s, this.#txParts)),
-      this.#session.fence,
-    );
-  }
-
-  afterCommit(fn: () => void | Promise<void>): void {
-    checkHook(fn);
-    void runHooks(this.#core, [fn]);
-  }
-
-  getLatestResourceVersion(): Promise<number> {
-    return this.#session.read((db) => this.#core.latestVersion(db));
-  }
-
-  /**
-   * Vacuums the churning table with the most dead rows, when its dead rows
-   * pass a floor (autovacuum does the rest); resolves to the pages its file
-   * shrank by. An idle call is one read.
-   */
-  reclaimSpace(maxPages: number): Promise<number> {
-    return reclaim(this.#session, maxPages);
-  }
-
-  /**
-   * A handle on this store whose every write transaction first checks, inside
-   * it, that lease `fence.lease` is not past `fence.epoch`; a write from a term
-   * that is over rejects with `FencedError` and commits nothing.
-   */
-  fenced(fence: Fence): Store {
-    checkFenceOption(fence);
-    return new PostgresStore(this.identity, this.#core, { ...fence }, this.#root ?? this);
-  }
-
-  /**
-   * Calls `listener` soon after another open of this store (in any process)
-   * commits: a `LISTEN` connection hears the `NOTIFY` each write transaction
-   * sends at commit. Listening writes nothing.
-   */
-  watchCommits(listener: () => void): () => void {
-    return listeners.get(this.#core)!.subscribe(listener);
-  }
-
-  /** Closes the store once the transactions in flight end. Idempotent. */
-  close(): Promise<void> {
-    if (this.#root !== undefined) return this.#root.close();
-    return this.#closed ??= this.#close();
-  }
-
-  async #close(): Promise<void> {
-    const core = this.#core;
-    core.markClosing();
-    await listeners.get(core)?.close();
-    await core.drained();
-    await heldLocks.get(core)?.close();
-    core.markClosed();
-    await core.pool.end().catch(() => {});
-  }
-
-  /** Closes the store. */
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.close();
-  }
+/** Closes one open once its transactions in flight end: its listener, held locks and pool. */
+async function closeOpen(core: Core): Promise<void> {
+  core.markClosing();
+  await listeners.get(core)?.close();
+  await core.drained();
+  await heldLocks.get(core)?.close();
+  core.markClosed();
+  await core.pool.end().catch(() => {});
 }
 
 function identityOf(url: string, schema: string): string {

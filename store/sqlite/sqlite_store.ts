@@ -12,37 +12,17 @@ import {
   SchemaVersionDowngradeError,
   StoreError,
 } from "../../src/model/errors.ts";
-import type {
-  Conditions,
-  DeletionRequests,
-  Dependencies,
-  DriverCursors,
-  Edges,
-  Events,
-  Fence,
-  GroupKind,
-  Leases,
-  Objects,
-  ObjectWrites,
-  ReconcileOwed,
-  Store,
-} from "../../src/store.ts";
+import type { Fence, GroupKind } from "../../src/store.ts";
 import { CommitProbe } from "./_commit_probe.ts";
 import { LockFiles } from "./_lock_files.ts";
 import { Core, Db } from "./_core.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
-import {
-  checkFenceOption,
-  checkHook,
-  checkMaxPages,
-  checkTransactionFn,
-  describe,
-  rejectWith,
-} from "../sql/_checks.ts";
+import { checkMaxPages, describe, rejectWith } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
-import { SqlTx, type TxHandleParts } from "../sql/_tx_handle.ts";
+import type { TxHandleParts } from "../sql/_tx_handle.ts";
+import { SqlStore } from "../sql/sql_store.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
 import { MemoryTail } from "./_kind_tails.ts";
@@ -138,38 +118,9 @@ function txParts(core: Core): TxHandleParts<TxSession> {
  * owned by an async lock and a separate reader connection (WAL): reads never
  * wait on a write and never see uncommitted state.
  */
-export class SqliteStore implements Store {
-  /** The absolute path of the database file, or `memory:<uuid>` for `":memory:"`. */
-  readonly identity: string;
-  /** This open of the database (its `store_epoch`); the write log records it per write. */
-  readonly origin: number;
-  /** The objects table. */
-  readonly objects: Objects;
-  /** The conditions table. */
-  readonly conditions: Conditions;
-  /** The edge table. */
-  readonly edges: Edges;
-  /** The deletion-request lifecycle. */
-  readonly deletionRequests: DeletionRequests;
-  /** The dependency watermarks. */
-  readonly dependencies: Dependencies;
-  /** Driver scan positions. */
-  readonly driverCursors: DriverCursors;
-  /** The event log. */
-  readonly events: Events;
-  /** The object write log. */
-  readonly objectWrites: ObjectWrites;
-  /** The owed counts. */
-  readonly reconcileOwed: ReconcileOwed;
-  /** Named leases with fencing epochs. */
-  readonly leases: Leases;
+export class SqliteStore extends SqlStore {
   readonly #core: Core;
   readonly #session: RootSession;
-  readonly #txParts: TxHandleParts<TxSession>;
-  readonly #tempDir: string | undefined;
-  /** The handle `openSqliteStore` returned, which owns the connections; undefined on that one. */
-  readonly #root: SqliteStore | undefined;
-  #closed: Promise<void> | undefined;
 
   /** Use {@linkcode openSqliteStore}. */
   private constructor(
@@ -177,28 +128,23 @@ export class SqliteStore implements Store {
     core: Core,
     tempDir: string | undefined,
     fence?: Fence,
-    root?: SqliteStore,
+    root?: SqlStore,
   ) {
+    if (!probes.has(core)) probes.set(core, new CommitProbe(core));
     const session = new RootSession(core, fence);
-    const families = new Families(sqlSession(session), core.locks);
-    this.identity = identity;
-    this.origin = core.epoch;
-    this.objects = families.objects;
-    this.conditions = families.conditions;
-    this.edges = families.edges;
-    this.deletionRequests = families.deletionRequests;
-    this.dependencies = families.dependencies;
-    this.driverCursors = families.driverCursors;
-    this.events = families.events;
-    this.objectWrites = families.objectWrites;
-    this.reconcileOwed = families.reconcileOwed;
-    this.leases = families.leases;
+    super(identity, core.epoch, {
+      families: new Families(sqlSession(session), core.locks),
+      tx: txParts(core),
+      fence: session.fence,
+      outermost: (fn, fence) => runOutermost(core, fn, fence),
+      runHook: (fn) => void runHooks(core, [fn]),
+      latestVersion: () => session.read((db) => core.latestVersion(db)),
+      reclaimSpace: (maxPages) => reclaim(session, maxPages),
+      withFence: (fence, root) => new SqliteStore(identity, core, undefined, fence, root),
+      close: () => closeOpen(core, tempDir),
+    }, root);
     this.#core = core;
     this.#session = session;
-    this.#txParts = txParts(core);
-    this.#tempDir = tempDir;
-    this.#root = root;
-    if (!probes.has(core)) probes.set(core, new CommitProbe(core));
   }
 
   /** @internal A watch's tail of kind `gk`, served from this store's own commits. */
@@ -269,74 +215,19 @@ export class SqliteStore implements Store {
       );
     }
   }
+}
 
-  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    try {
-      checkTransactionFn(fn);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return runOutermost(
-      this.#core,
-      (s) => fn(new SqlTx(this.identity, this.origin, s, this.#txParts)),
-      this.#session.fence,
-    );
-  }
-
-  afterCommit(fn: () => void | Promise<void>): void {
-    checkHook(fn);
-    void runHooks(this.#core, [fn]);
-  }
-
-  getLatestResourceVersion(): Promise<number> {
-    return this.#session.read((db) => this.#core.latestVersion(db));
-  }
-
-  reclaimSpace(maxPages: number): Promise<number> {
-    return reclaim(this.#session, maxPages);
-  }
-
-  /**
-   * A handle on this store whose every write transaction first checks, inside
-   * it, that lease `fence.lease` is not past `fence.epoch`; a write from a term
-   * that is over rejects with `FencedError` and commits nothing.
-   */
-  fenced(fence: Fence): Store {
-    checkFenceOption(fence);
-    return new SqliteStore(this.identity, this.#core, undefined, { ...fence }, this.#root ?? this);
-  }
-
-  /**
-   * Calls `listener` soon (within about 50 ms) after another connection or
-   * process commits to this database; probing writes nothing.
-   */
-  watchCommits(listener: () => void): () => void {
-    return probes.get(this.#core)!.subscribe(listener);
-  }
-
-  /** Closes the store once the transaction in flight (if any) ends. Idempotent. */
-  close(): Promise<void> {
-    if (this.#root !== undefined) return this.#root.close();
-    return this.#closed ??= this.#close();
-  }
-
-  async #close(): Promise<void> {
-    const core = this.#core;
-    core.markClosing();
-    probes.get(core)?.close();
-    await core.lock.acquire();
-    try {
-      await core.checkpointer?.close();
-      core.close();
-    } finally {
-      core.lock.release();
-      if (this.#tempDir !== undefined) rmSync(this.#tempDir, { recursive: true, force: true });
-    }
-  }
-
-  /** Closes the store. */
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.close();
+/** Closes one open: its commit probe, checkpointer and connections, once the writer is free. */
+async function closeOpen(core: Core, tempDir: string | undefined): Promise<void> {
+  core.markClosing();
+  probes.get(core)?.close();
+  await core.lock.acquire();
+  try {
+    await core.checkpointer?.close();
+    core.close();
+  } finally {
+    core.lock.release();
+    if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
   }
 }
 
