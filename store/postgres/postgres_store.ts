@@ -16,7 +16,13 @@ import type { Fence } from "../../src/store.ts";
 import { CommitListener } from "./_commit_listener.ts";
 import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
 import { HeldLocks } from "./_held_locks.ts";
-import { checkMaxPages, describe, rejectWith } from "../sql/_checks.ts";
+import {
+  checkIntegerOption,
+  checkMaxPages,
+  checkOpenOptions,
+  describe,
+  rejectWith,
+} from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
 import type { TxHandleParts } from "../sql/_tx_handle.ts";
 import { SqlStore } from "../sql/sql_store.ts";
@@ -359,11 +365,7 @@ export function openPostgresStore(
         }, expected a postgres:// connection string`,
       );
     }
-    if (typeof options !== "object" || options === null) {
-      throw new InvalidOptionError(
-        `Cannot open PostgreSQL store: options are ${describe(options)}`,
-      );
-    }
+    checkOpenOptions("PostgreSQL", options);
     const { schema, max } = options;
     if (schema !== undefined && (typeof schema !== "string" || !SCHEMA_PATTERN.test(schema))) {
       throw new InvalidOptionError(
@@ -372,35 +374,29 @@ export function openPostgresStore(
         }, expected lower-case letters, digits and _ (starting with a letter or _), at most 40 long`,
       );
     }
-    const idle = options.idleInTransactionTimeout;
-    if (
-      idle !== undefined && (typeof idle !== "number" || !Number.isSafeInteger(idle) || idle < 0)
-    ) {
-      throw new InvalidOptionError(
-        `Cannot open PostgreSQL store with idleInTransactionTimeout: current value is ${
-          describe(idle)
-        }, expected an integer number of ms >= 0 (0 = the server's setting)`,
-      );
-    }
-    if (max !== undefined && (typeof max !== "number" || !Number.isSafeInteger(max) || max < 2)) {
-      throw new InvalidOptionError(
-        `Cannot open PostgreSQL store with max: current value is ${
-          describe(max)
-        }, expected an integer >= 2 (a transaction holds one connection while reads use another)`,
-      );
-    }
+    const pg = "PostgreSQL";
+    checkIntegerOption(
+      pg,
+      "idleInTransactionTimeout",
+      options.idleInTransactionTimeout,
+      0,
+      "an integer number of ms >= 0 (0 = the server's setting)",
+    );
+    checkIntegerOption(
+      pg,
+      "max",
+      max,
+      2,
+      "an integer >= 2 (a transaction holds one connection while reads use another)",
+    );
     const { connectTimeout, signal } = options;
-    if (
-      connectTimeout !== undefined &&
-      (typeof connectTimeout !== "number" || !Number.isSafeInteger(connectTimeout) ||
-        connectTimeout < 0)
-    ) {
-      throw new InvalidOptionError(
-        `Cannot open PostgreSQL store with connectTimeout: current value is ${
-          describe(connectTimeout)
-        }, expected an integer number of ms >= 0 (0 = wait forever)`,
-      );
-    }
+    checkIntegerOption(
+      pg,
+      "connectTimeout",
+      connectTimeout,
+      0,
+      "an integer number of ms >= 0 (0 = wait forever)",
+    );
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new InvalidOptionError(
         `Cannot open PostgreSQL store with signal: current value is ${

@@ -394,3 +394,36 @@ export function checkMaxPages(maxPages: unknown): asserts maxPages is number {
     );
   }
 }
+
+/**
+ * Checks an open's options argument is an object.
+ * @throws {InvalidOptionError} naming the store (`"SQLite"`, `"PostgreSQL"`).
+ */
+export function checkOpenOptions(store: string, options: unknown): void {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidOptionError(`Cannot open ${store} store: options are ${describe(options)}`);
+  }
+}
+
+/**
+ * Checks an optional integer option of an open is at least `min`.
+ * @throws {InvalidOptionError} naming the store, the option and `expected`.
+ */
+export function checkIntegerOption(
+  store: string,
+  name: string,
+  value: unknown,
+  min: number,
+  expected: string,
+): void {
+  if (
+    value !== undefined &&
+    (typeof value !== "number" || !Number.isSafeInteger(value) || value < min)
+  ) {
+    throw new InvalidOptionError(
+      `Cannot open ${store} store with ${name}: current value is ${
+        describe(value)
+      }, expected ${expected}`,
+    );
+  }
+}

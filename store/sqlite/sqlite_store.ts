@@ -19,7 +19,13 @@ import { Core, Db } from "./_core.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
-import { checkMaxPages, describe, rejectWith } from "../sql/_checks.ts";
+import {
+  checkIntegerOption,
+  checkMaxPages,
+  checkOpenOptions,
+  describe,
+  rejectWith,
+} from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
 import type { TxHandleParts } from "../sql/_tx_handle.ts";
 import { SqlStore } from "../sql/sql_store.ts";
@@ -344,9 +350,7 @@ export function openSqliteStore(
         `Cannot open SQLite store: path is ${describe(path)}, expected a file path or ":memory:"`,
       );
     }
-    if (typeof options !== "object" || options === null) {
-      throw new InvalidOptionError(`Cannot open SQLite store: options are ${describe(options)}`);
-    }
+    checkOpenOptions("SQLite", options);
     const { synchronous, busyTimeout } = options;
     if (synchronous !== undefined && synchronous !== "normal" && synchronous !== "full") {
       throw new InvalidOptionError(
@@ -355,16 +359,7 @@ export function openSqliteStore(
         }, expected "normal" or "full"`,
       );
     }
-    if (
-      busyTimeout !== undefined &&
-      (typeof busyTimeout !== "number" || !Number.isSafeInteger(busyTimeout) || busyTimeout < 0)
-    ) {
-      throw new InvalidOptionError(
-        `Cannot open SQLite store with busyTimeout: current value is ${
-          describe(busyTimeout)
-        }, expected an integer >= 0 (ms)`,
-      );
-    }
+    checkIntegerOption("SQLite", "busyTimeout", busyTimeout, 0, "an integer >= 0 (ms)");
     const driver = selectDriver(options);
     if (driver instanceof Promise) return driver.then((d) => SqliteStore.open(path, options, d));
     return Promise.resolve(SqliteStore.open(path, options, driver));
