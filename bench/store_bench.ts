@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Connection, Driver, Statement } from "../store/sqlite/_driver.ts";
-import { OBJECT_COLUMNS } from "../store/sqlite/_rows.ts";
+import { OBJECT_COLUMNS } from "../store/sql/_rows.ts";
 import { migrations, PAGE_SIZE } from "../store/sqlite/_schema.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
 import type { GroupKind, ObjectRef, Store } from "../src/store.ts";

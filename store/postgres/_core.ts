@@ -6,9 +6,11 @@
  * @module
  */
 import pg from "pg";
-import { BeehiveError, FencedError, StoreClosedError, StoreError } from "../../src/model/errors.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Fence } from "../../src/store.ts";
+import { AsyncLock } from "../sql/_lock.ts";
+import type { Query } from "../sql/_query.ts";
+import { FENCE_SQL, refuseStaleFence, StoreState } from "../sql/_store_state.ts";
 
 /** A value a statement binds. */
 export type PgValue = number | string | boolean | null | readonly (number | string)[];
@@ -102,40 +104,26 @@ export class Db {
     return r.rowCount ?? 0;
   }
 
+  /** Runs one statement a shared family body yielded (`../sql/_query.ts`). */
+  query(query: Query): Promise<unknown> {
+    const params = query.params as PgValue[];
+    switch (query.op) {
+      case "rows":
+        return this.rows(query.sql, ...params);
+      case "row":
+        return this.row(query.sql, ...params);
+      case "all":
+        return this.all(query.sql, ...params);
+      case "get":
+        return this.get(query.sql, ...params);
+      case "run":
+        return this.run(query.sql, ...params);
+    }
+  }
+
   /** Runs statements that bind nothing (a simple query: several may share one round trip). */
   async exec(sql: string): Promise<unknown> {
     return await this.#client.query(sql);
-  }
-}
-
-/** A FIFO async mutex. */
-export class AsyncLock {
-  #held = false;
-  readonly #waiters: (() => void)[] = [];
-
-  /** Resolves once the caller holds the lock. */
-  acquire(): Promise<void> {
-    if (!this.#held) {
-      this.#held = true;
-      return Promise.resolve();
-    }
-    const { promise, resolve } = Promise.withResolvers<void>();
-    this.#waiters.push(resolve);
-    return promise;
-  }
-
-  /** Takes the lock if it is free; false when it is held. */
-  tryAcquire(): boolean {
-    if (this.#held) return false;
-    this.#held = true;
-    return true;
-  }
-
-  /** Hands the lock to the next waiter, or frees it. */
-  release(): void {
-    const next = this.#waiters.shift();
-    if (next === undefined) this.#held = false;
-    else next();
   }
 }
 
@@ -149,10 +137,11 @@ export const pgTypes = {
 };
 
 /** SQLSTATE codes the adapter branches on. */
-const UNIQUE_VIOLATION = "23505";
-const FOREIGN_KEY_VIOLATION = "23503";
+export const UNIQUE_VIOLATION = "23505";
+export const FOREIGN_KEY_VIOLATION = "23503";
 
-function sqlState(error: unknown): string | undefined {
+/** The SQLSTATE code of a client error, if it carries one. */
+export function sqlState(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === "string" ? code : undefined;
 }
@@ -162,12 +151,10 @@ function messageOf(error: unknown): string {
 }
 
 /** Everything one open store shares between its handles. */
-export class Core {
+export class Core extends StoreState {
   readonly pool: pg.Pool;
   /** The schema the store's tables live in. */
   readonly schema: string;
-  /** This open's number (`store_epoch`), for the liveness downgrade and `origin`. */
-  readonly epoch: number;
   /** The NOTIFY channel commits are announced on. */
   readonly channel: string;
   /**
@@ -176,11 +163,8 @@ export class Core {
    * loses nothing, and lets writes that wait together share a commit.
    */
   readonly writeLock = new AsyncLock();
-  readonly logger: Logger | undefined;
   /** Connection settings for dedicated (non-pooled) connections. */
   readonly connection: pg.ClientConfig;
-  #closing = false;
-  #closed = false;
   #inFlight = 0;
   #idle: PromiseWithResolvers<void> | undefined;
 
@@ -191,31 +175,11 @@ export class Core {
     epoch: number,
     logger: Logger | undefined,
   ) {
+    super(epoch, logger);
     this.pool = pool;
     this.connection = connection;
     this.schema = schema;
-    this.epoch = epoch;
     this.channel = channelName(schema);
-    this.logger = logger;
-  }
-
-  get closing(): boolean {
-    return this.#closing;
-  }
-
-  /** Refuses new work; work already running may finish. */
-  markClosing(): void {
-    this.#closing = true;
-  }
-
-  /** Rejects new work once close was called. */
-  assertOpen(): void {
-    if (this.#closing) throw new StoreClosedError("Cannot use the store: it is closed");
-  }
-
-  /** Rejects work once the pool is gone. */
-  assertConnected(): void {
-    if (this.#closed) throw new StoreClosedError("Cannot use the store: it is closed");
   }
 
   /** Counts a unit of work that close must wait for. */
@@ -233,11 +197,6 @@ export class Core {
     if (this.#inFlight === 0) return Promise.resolve();
     this.#idle ??= Promise.withResolvers<void>();
     return this.#idle.promise;
-  }
-
-  /** Marks the pool gone. */
-  markClosed(): void {
-    this.#closed = true;
   }
 
   /** Checks out a pooled connection. */
@@ -278,15 +237,7 @@ export class Core {
    * @throws {FencedError}
    */
   async checkFence(db: Db, fence: Fence): Promise<void> {
-    const row = await db.get("SELECT epoch, holder FROM leases WHERE name = ?", fence.lease);
-    const epoch = row === undefined ? 0 : Number(row.epoch);
-    if (epoch > fence.epoch) {
-      throw new FencedError(
-        `Cannot write: lease "${fence.lease}" is at epoch ${epoch} (held by ${
-          row!.holder === null ? "nobody" : JSON.stringify(row!.holder)
-        }), and this write carries epoch ${fence.epoch} from a term that is over`,
-      );
-    }
+    refuseStaleFence(fence, await db.get(FENCE_SQL, fence.lease));
   }
 
   /** The highest committed resource version. */
@@ -294,22 +245,11 @@ export class Core {
     return Number((await db.get("SELECT value FROM resource_version_seq WHERE id = 1"))!.value);
   }
 
-  /** Reports a failure with no caller to reject. */
-  report(message: string, error: unknown): void {
-    this.logger?.error(message, { error });
-  }
-
-  /** Translates anything the client threw into a {@linkcode BeehiveError}. */
-  translate(error: unknown): BeehiveError {
-    if (error instanceof BeehiveError) return error;
-    if (this.#closed || this.#closing) {
-      return new StoreClosedError("Cannot use the store: it is closed", { cause: error });
-    }
+  protected describeFailure(error: unknown): string {
     const state = sqlState(error);
-    return new StoreError(
-      `PostgreSQL store failure${state === undefined ? "" : ` (${state})`}: ${messageOf(error)}`,
-      { cause: error },
-    );
+    return `PostgreSQL store failure${state === undefined ? "" : ` (${state})`}: ${
+      messageOf(error)
+    }`;
   }
 
   /** Whether a client error is a unique violation. */

@@ -5,16 +5,11 @@
  * @module
  */
 import type { Db } from "./_core.ts";
+import type { WriteScope as SqlWriteScope } from "../sql/_session.ts";
 
-/** What a write unit may use: its connection, one clock reading, and version draws. */
-export interface WriteScope {
+/** What a PostgreSQL write unit may use: the shared scope and its connection. */
+export interface WriteScope extends SqlWriteScope {
   readonly db: Db;
-  /** `Date.now()` read once for the whole unit. */
-  readonly now: number;
-  /** The next resource version. */
-  draw(): number;
-  /** `n` consecutive resource versions; returns the first. */
-  drawMany(n: number): number;
 }
 
 /** Version draws above the committed counter, within one write transaction. */
@@ -42,13 +37,24 @@ export class Draws {
 export class Scope implements WriteScope {
   readonly db: Db;
   readonly now: number;
+  readonly origin: number;
+  /** No kind is tailed from memory on PostgreSQL. */
+  readonly journal = undefined;
   readonly #draws: Draws;
 
   constructor(db: Db, draws: Draws) {
     this.db = db;
     this.#draws = draws;
     this.now = Date.now();
+    this.origin = db.origin;
   }
+
+  /** Ids come from the tables' sequences, on insert. */
+  peekId(): undefined {
+    return undefined;
+  }
+
+  takeId(): void {}
 
   // Arrow properties: families destructure the scope.
   draw = (): number => {
@@ -63,4 +69,8 @@ export class Scope implements WriteScope {
     this.#draws.drawn = first + n - 1;
     return first;
   };
+
+  peekVersion(): number {
+    return this.#draws.next;
+  }
 }

@@ -16,4 +16,5 @@
  * @module
  */
 export { openPostgresStore, PostgresStore } from "./postgres_store.ts";
+export { SqlStore } from "../sql/sql_store.ts";
 export type { PostgresStoreOptions } from "./postgres_store.ts";

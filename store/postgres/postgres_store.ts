@@ -12,36 +12,24 @@ import {
   StoreError,
 } from "../../src/model/errors.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
-import type {
-  Conditions,
-  DeletionRequests,
-  Dependencies,
-  DriverCursors,
-  Edges,
-  Events,
-  Fence,
-  Leases,
-  Objects,
-  ObjectWrites,
-  ReconcileOwed,
-  Store,
-} from "../../src/store.ts";
+import type { Fence } from "../../src/store.ts";
 import { CommitListener } from "./_commit_listener.ts";
-import { PostgresConditions } from "./_conditions.ts";
 import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
-import { PostgresDeletionRequests } from "./_deletion_requests.ts";
-import { PostgresDependencies } from "./_dependencies.ts";
-import { PostgresDriverCursors } from "./_driver_cursors.ts";
-import { PostgresEdges } from "./_edges.ts";
-import { PostgresEvents } from "./_events.ts";
-import { HeldLocks, PostgresLeases } from "./_leases.ts";
-import { PostgresObjectWrites } from "./_object_writes.ts";
-import { PostgresObjects } from "./_objects.ts";
-import { PostgresReconcileOwed } from "./_reconcile_owed.ts";
-import { describe, rejectWith } from "./_rows.ts";
+import { HeldLocks } from "./_held_locks.ts";
+import {
+  checkIntegerOption,
+  checkMaxPages,
+  checkOpenOptions,
+  describe,
+  rejectWith,
+} from "../sql/_checks.ts";
+import { Families } from "../sql/_families.ts";
+import type { TxHandleParts } from "../sql/_tx_handle.ts";
+import { SqlStore } from "../sql/sql_store.ts";
 import { migrations } from "./_schema.ts";
 import { brokenClients, releaseClient } from "./_connections.ts";
-import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
+import { RootSession, runOutermost, type Session, sqlSession, type TxSession } from "./_session.ts";
+import { runHooks } from "../sql/_frames.ts";
 
 /** How a {@linkcode PostgresStore} is opened. */
 export interface PostgresStoreOptions {
@@ -110,59 +98,6 @@ function idleSetting(ms: number | undefined): string {
 const listeners = new WeakMap<Core, CommitListener>();
 const heldLocks = new WeakMap<Core, HeldLocks>();
 
-/** Families bound to one session; shared by the root handle and transaction handles. */
-class Families {
-  readonly #session: Session;
-  #objects?: Objects;
-  #conditions?: Conditions;
-  #edges?: Edges;
-  #deletionRequests?: DeletionRequests;
-  #dependencies?: Dependencies;
-  #driverCursors?: DriverCursors;
-  #events?: Events;
-  #objectWrites?: ObjectWrites;
-  #reconcileOwed?: ReconcileOwed;
-  #leases?: Leases;
-
-  constructor(session: Session) {
-    this.#session = session;
-  }
-
-  get objects(): Objects {
-    return this.#objects ??= new PostgresObjects(this.#session);
-  }
-  get conditions(): Conditions {
-    return this.#conditions ??= new PostgresConditions(this.#session);
-  }
-  get edges(): Edges {
-    return this.#edges ??= new PostgresEdges(this.#session);
-  }
-  get deletionRequests(): DeletionRequests {
-    return this.#deletionRequests ??= new PostgresDeletionRequests(this.#session);
-  }
-  get dependencies(): Dependencies {
-    return this.#dependencies ??= new PostgresDependencies(this.#session);
-  }
-  get driverCursors(): DriverCursors {
-    return this.#driverCursors ??= new PostgresDriverCursors(this.#session);
-  }
-  get events(): Events {
-    return this.#events ??= new PostgresEvents(this.#session);
-  }
-  get objectWrites(): ObjectWrites {
-    return this.#objectWrites ??= new PostgresObjectWrites(this.#session);
-  }
-  get reconcileOwed(): ReconcileOwed {
-    return this.#reconcileOwed ??= new PostgresReconcileOwed(this.#session);
-  }
-  get leases(): Leases {
-    return this.#leases ??= new PostgresLeases(
-      this.#session,
-      heldLocks.get(this.#session.core)!,
-    );
-  }
-}
-
 /** Tables whose rows churn: the write log, events and conditions. */
 const CHURN_TABLES = ["object_writes", "events", "conditions", "objects", "edges"];
 /** A table is vacuumed when this many of its rows are dead, and at least 1 in 8. */
@@ -177,11 +112,7 @@ const PAGE = 8192;
  */
 function reclaim(session: Session, maxPages: number): Promise<number> {
   return rejectWith(async () => {
-    if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
-      throw new TypeError(
-        `Cannot reclaim space: maxPages is ${describe(maxPages)}, expected an integer`,
-      );
-    }
+    checkMaxPages(maxPages);
     if (maxPages <= 0) return 0;
     const core = session.core;
     const due = await session.read(async (db) =>
@@ -208,65 +139,20 @@ function reclaim(session: Session, maxPages: number): Promise<number> {
   });
 }
 
-/** A transaction handle: a `Store` whose calls join one transaction frame. */
-class PostgresTx extends Families implements Store {
-  readonly identity: string;
-  readonly origin: number;
-  readonly #session: TxSession;
-
-  constructor(identity: string, session: TxSession) {
-    super(session);
-    this.identity = identity;
-    this.origin = session.core.epoch;
-    this.#session = session;
-  }
-
-  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    if (typeof fn !== "function") {
-      return Promise.reject(
-        new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`),
-      );
-    }
-    return this.#session.nested((s) => fn(new PostgresTx(this.identity, s)));
-  }
-
-  afterCommit(fn: () => void | Promise<void>): void {
-    if (typeof fn !== "function") {
-      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
-    }
-    this.#session.afterCommit(fn);
-  }
-
-  getLatestResourceVersion(): Promise<number> {
-    return this.#session.read((db) => this.#session.core.latestVersion(db));
-  }
-
-  reclaimSpace(maxPages: number): Promise<number> {
-    return rejectWith(() => {
-      if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
-        throw new TypeError(
-          `Cannot reclaim space: maxPages is ${describe(maxPages)}, expected an integer`,
-        );
-      }
-      // VACUUM cannot run inside a transaction; the check still refuses a stale handle.
-      return this.#session.read(() => Promise.resolve(0));
-    });
-  }
-
-  /** The outermost transaction's fence applies: a transaction is checked once, when it begins. */
-  fenced(_fence: Fence): Store {
-    return this;
-  }
-
-  watchCommits(listener: () => void): () => void {
-    return listeners.get(this.#session.core)!.subscribe(listener);
-  }
-
-  close(): Promise<void> {
-    return Promise.reject(
-      new BeehiveError("Cannot close the store through a transaction handle; close the root store"),
-    );
-  }
+/** What PostgreSQL's transaction handles read of the store's own machinery. */
+function txParts(core: Core): TxHandleParts<TxSession> {
+  return {
+    sql: sqlSession,
+    locks: heldLocks.get(core)!,
+    latestVersion: (session) => session.read((db) => core.latestVersion(db)),
+    reclaimSpace: (session, maxPages) =>
+      rejectWith(() => {
+        checkMaxPages(maxPages);
+        // VACUUM cannot run inside a transaction; the check still refuses a stale handle.
+        return session.read(() => Promise.resolve(0));
+      }),
+    watchCommits: (listener) => listeners.get(core)!.subscribe(listener),
+  };
 }
 
 /**
@@ -275,58 +161,23 @@ class PostgresTx extends Families implements Store {
  * resource versions follow commit order across every connection and replica;
  * reads run beside them and see only committed state.
  */
-export class PostgresStore implements Store {
-  /** `postgres://host:port/database?schema=name`: every open of one schema reports one identity. */
-  readonly identity: string;
-  /** This open of the store (its `store_epoch`); the write log records it per write. */
-  readonly origin: number;
-  /** The objects table. */
-  readonly objects: Objects;
-  /** The conditions table. */
-  readonly conditions: Conditions;
-  /** The edge table. */
-  readonly edges: Edges;
-  /** The deletion-request lifecycle. */
-  readonly deletionRequests: DeletionRequests;
-  /** The dependency watermarks. */
-  readonly dependencies: Dependencies;
-  /** Driver scan positions. */
-  readonly driverCursors: DriverCursors;
-  /** The event log. */
-  readonly events: Events;
-  /** The object write log. */
-  readonly objectWrites: ObjectWrites;
-  /** The owed counts. */
-  readonly reconcileOwed: ReconcileOwed;
-  /** Named leases with fencing epochs. */
-  readonly leases: Leases;
-  readonly #core: Core;
-  readonly #session: RootSession;
-  /** The handle `openPostgresStore` returned, which owns the pool; undefined on that one. */
-  readonly #root: PostgresStore | undefined;
-  #closed: Promise<void> | undefined;
-
+export class PostgresStore extends SqlStore {
   /** Use {@linkcode openPostgresStore}. */
-  private constructor(identity: string, core: Core, fence?: Fence, root?: PostgresStore) {
+  private constructor(identity: string, core: Core, fence?: Fence, root?: SqlStore) {
     if (!listeners.has(core)) listeners.set(core, new CommitListener(core));
     if (!heldLocks.has(core)) heldLocks.set(core, new HeldLocks(core));
     const session = new RootSession(core, fence);
-    const families = new Families(session);
-    this.identity = identity;
-    this.origin = core.epoch;
-    this.objects = families.objects;
-    this.conditions = families.conditions;
-    this.edges = families.edges;
-    this.deletionRequests = families.deletionRequests;
-    this.dependencies = families.dependencies;
-    this.driverCursors = families.driverCursors;
-    this.events = families.events;
-    this.objectWrites = families.objectWrites;
-    this.reconcileOwed = families.reconcileOwed;
-    this.leases = families.leases;
-    this.#core = core;
-    this.#session = session;
-    this.#root = root;
+    super(identity, core.epoch, {
+      families: new Families(sqlSession(session), heldLocks.get(core)!),
+      tx: txParts(core),
+      fence: session.fence,
+      outermost: (fn, fence) => runOutermost(core, fn, fence),
+      runHook: (fn) => void runHooks(core, [fn]),
+      latestVersion: () => session.read((db) => core.latestVersion(db)),
+      reclaimSpace: (maxPages) => reclaim(session, maxPages),
+      withFence: (fence, root) => new PostgresStore(identity, core, fence, root),
+      close: () => closeOpen(core),
+    }, root);
   }
 
   /** @internal Opens a store; use {@linkcode openPostgresStore}. */
@@ -407,88 +258,16 @@ export class PostgresStore implements Store {
       signal?.removeEventListener("abort", abort);
     }
   }
+}
 
-  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    if (typeof fn !== "function") {
-      return Promise.reject(
-        new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`),
-      );
-    }
-    return runOutermost(
-      this.#core,
-      (s) => fn(new PostgresTx(this.identity, s)),
-      this.#session.fence,
-    );
-  }
-
-  afterCommit(fn: () => void | Promise<void>): void {
-    if (typeof fn !== "function") {
-      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
-    }
-    void runHooks(this.#core, [fn]);
-  }
-
-  getLatestResourceVersion(): Promise<number> {
-    return this.#session.read((db) => this.#core.latestVersion(db));
-  }
-
-  /**
-   * Vacuums the churning table with the most dead rows, when its dead rows
-   * pass a floor (autovacuum does the rest); resolves to the pages its file
-   * shrank by. An idle call is one read.
-   */
-  reclaimSpace(maxPages: number): Promise<number> {
-    return reclaim(this.#session, maxPages);
-  }
-
-  /**
-   * A handle on this store whose every write transaction first checks, inside
-   * it, that lease `fence.lease` is not past `fence.epoch`; a write from a term
-   * that is over rejects with `FencedError` and commits nothing.
-   */
-  fenced(fence: Fence): Store {
-    if (
-      typeof fence !== "object" || fence === null || typeof fence.lease !== "string" ||
-      fence.lease === "" || !Number.isSafeInteger(fence.epoch) || fence.epoch < 0
-    ) {
-      throw new TypeError(
-        `Cannot fence the store: fence is ${
-          describe(fence)
-        }, expected { lease: string, epoch: integer >= 0 }`,
-      );
-    }
-    return new PostgresStore(this.identity, this.#core, { ...fence }, this.#root ?? this);
-  }
-
-  /**
-   * Calls `listener` soon after another open of this store (in any process)
-   * commits: a `LISTEN` connection hears the `NOTIFY` each write transaction
-   * sends at commit. Listening writes nothing.
-   */
-  watchCommits(listener: () => void): () => void {
-    return listeners.get(this.#core)!.subscribe(listener);
-  }
-
-  /** Closes the store once the transactions in flight end. Idempotent. */
-  close(): Promise<void> {
-    if (this.#root !== undefined) return this.#root.close();
-    return this.#closed ??= this.#close();
-  }
-
-  async #close(): Promise<void> {
-    const core = this.#core;
-    core.markClosing();
-    await listeners.get(core)?.close();
-    await core.drained();
-    await heldLocks.get(core)?.close();
-    core.markClosed();
-    await core.pool.end().catch(() => {});
-  }
-
-  /** Closes the store. */
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.close();
-  }
+/** Closes one open once its transactions in flight end: its listener, held locks and pool. */
+async function closeOpen(core: Core): Promise<void> {
+  core.markClosing();
+  await listeners.get(core)?.close();
+  await core.drained();
+  await heldLocks.get(core)?.close();
+  core.markClosed();
+  await core.pool.end().catch(() => {});
 }
 
 function identityOf(url: string, schema: string): string {
@@ -586,11 +365,7 @@ export function openPostgresStore(
         }, expected a postgres:// connection string`,
       );
     }
-    if (typeof options !== "object" || options === null) {
-      throw new InvalidOptionError(
-        `Cannot open PostgreSQL store: options are ${describe(options)}`,
-      );
-    }
+    checkOpenOptions("PostgreSQL", options);
     const { schema, max } = options;
     if (schema !== undefined && (typeof schema !== "string" || !SCHEMA_PATTERN.test(schema))) {
       throw new InvalidOptionError(
@@ -599,35 +374,29 @@ export function openPostgresStore(
         }, expected lower-case letters, digits and _ (starting with a letter or _), at most 40 long`,
       );
     }
-    const idle = options.idleInTransactionTimeout;
-    if (
-      idle !== undefined && (typeof idle !== "number" || !Number.isSafeInteger(idle) || idle < 0)
-    ) {
-      throw new InvalidOptionError(
-        `Cannot open PostgreSQL store with idleInTransactionTimeout: current value is ${
-          describe(idle)
-        }, expected an integer number of ms >= 0 (0 = the server's setting)`,
-      );
-    }
-    if (max !== undefined && (typeof max !== "number" || !Number.isSafeInteger(max) || max < 2)) {
-      throw new InvalidOptionError(
-        `Cannot open PostgreSQL store with max: current value is ${
-          describe(max)
-        }, expected an integer >= 2 (a transaction holds one connection while reads use another)`,
-      );
-    }
+    const pg = "PostgreSQL";
+    checkIntegerOption(
+      pg,
+      "idleInTransactionTimeout",
+      options.idleInTransactionTimeout,
+      0,
+      "an integer number of ms >= 0 (0 = the server's setting)",
+    );
+    checkIntegerOption(
+      pg,
+      "max",
+      max,
+      2,
+      "an integer >= 2 (a transaction holds one connection while reads use another)",
+    );
     const { connectTimeout, signal } = options;
-    if (
-      connectTimeout !== undefined &&
-      (typeof connectTimeout !== "number" || !Number.isSafeInteger(connectTimeout) ||
-        connectTimeout < 0)
-    ) {
-      throw new InvalidOptionError(
-        `Cannot open PostgreSQL store with connectTimeout: current value is ${
-          describe(connectTimeout)
-        }, expected an integer number of ms >= 0 (0 = wait forever)`,
-      );
-    }
+    checkIntegerOption(
+      pg,
+      "connectTimeout",
+      connectTimeout,
+      0,
+      "an integer number of ms >= 0 (0 = wait forever)",
+    );
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new InvalidOptionError(
         `Cannot open PostgreSQL store with signal: current value is ${

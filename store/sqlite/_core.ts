@@ -5,20 +5,15 @@
  *
  * @module
  */
-import {
-  BeehiveError,
-  FencedError,
-  NameTakenError,
-  StoreClosedError,
-  StoreError,
-} from "../../src/model/errors.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
-import { kindName } from "../../src/model/_kind_keys.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 import type { LockFiles } from "./_lock_files.ts";
 import type { Checkpointer } from "./_checkpointer.ts";
 import { CommitJournal } from "./_journal.ts";
+import { AsyncLock } from "../sql/_lock.ts";
+import { FENCE_SQL, refuseStaleFence, StoreState } from "../sql/_store_state.ts";
+import type { Query } from "../sql/_query.ts";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, SqlValue>;
@@ -70,6 +65,10 @@ export class Db {
 
   /** Every row of `sql`, as arrays in column order. */
   rows(sql: string, ...params: SqlValue[]): RowArray[] {
+    return this.#rows(sql, params);
+  }
+
+  #rows(sql: string, params: SqlValue[]): RowArray[] {
     const { stmt, arrays } = this.#arrayStmt(sql);
     const rows = stmt.all(...params);
     return arrays ? rows as unknown as RowArray[] : rows.map((r) => Object.values(r));
@@ -77,10 +76,31 @@ export class Db {
 
   /** The first row of `sql` as an array in column order, or `undefined`. */
   row(sql: string, ...params: SqlValue[]): RowArray | undefined {
+    return this.#row(sql, params);
+  }
+
+  #row(sql: string, params: SqlValue[]): RowArray | undefined {
     const { stmt, arrays } = this.#arrayStmt(sql);
     const row = stmt.get(...params);
     if (row === undefined || arrays) return row as unknown as RowArray | undefined;
     return Object.values(row);
+  }
+
+  /** Runs one statement a shared family body yielded (`../sql/_query.ts`). */
+  query(query: Query): unknown {
+    const params = query.params as SqlValue[];
+    switch (query.op) {
+      case "rows":
+        return this.#rows(query.sql, params);
+      case "row":
+        return this.#row(query.sql, params);
+      case "all":
+        return this.stmt(query.sql).all(...params);
+      case "get":
+        return this.stmt(query.sql).get(...params);
+      case "run":
+        return Number(this.stmt(query.sql).run(...params).changes);
+    }
   }
 
   /** Runs statements that bind nothing. */
@@ -110,39 +130,6 @@ export class Db {
   }
 }
 
-/** A FIFO async mutex: the writer connection's owner. */
-export class WriterLock {
-  #held = false;
-  readonly #waiters: (() => void)[] = [];
-
-  /** Whether nobody holds the lock: no transaction is open on the writer. */
-  get free(): boolean {
-    return !this.#held;
-  }
-
-  /** Takes the lock now if it is free; reports whether it did. */
-  tryAcquire(): boolean {
-    if (this.#held) return false;
-    this.#held = true;
-    return true;
-  }
-
-  /** Resolves once the caller holds the lock. */
-  acquire(): Promise<void> {
-    if (this.tryAcquire()) return Promise.resolve();
-    const { promise, resolve } = Promise.withResolvers<void>();
-    this.#waiters.push(resolve);
-    return promise;
-  }
-
-  /** Hands the lock to the next waiter, or frees it. */
-  release(): void {
-    const next = this.#waiters.shift();
-    if (next === undefined) this.#held = false;
-    else next();
-  }
-}
-
 const COUNTER_SQL = "SELECT value FROM resource_version_seq WHERE id = 1";
 // MAX with the table's highest id: a row another writer inserted past the counter is never reused.
 const COUNTERS_SQL = `SELECT value,
@@ -156,14 +143,14 @@ const PUBLISH_SQL =
 export type IdTable = "objects" | "events";
 
 /** Everything one open store shares between its root handle and its transactions. */
-export class Core {
+export class Core extends StoreState {
   readonly writer: Db;
   readonly reader: Db;
-  readonly lock = new WriterLock();
+  /** The writer connection's owner: one write group at a time. */
+  readonly lock = new AsyncLock();
+  /** Where the commit journal stood when the running group member's savepoint opened. */
+  memberMark = 0;
   readonly driver: Driver;
-  readonly logger: StoreLogger | undefined;
-  /** This open's number, for the liveness downgrade. */
-  readonly epoch: number;
   /** The lease lock files. */
   readonly locks: LockFiles;
   /** The background checkpointer, for a store on the `node:sqlite` driver. */
@@ -180,8 +167,6 @@ export class Core {
   #seen: number | undefined;
   /** The writer's `PRAGMA data_version` at the last commit probe. */
   #probeSeen: number | undefined;
-  #closing = false;
-  #closed = false;
 
   constructor(
     driver: Driver,
@@ -191,43 +176,23 @@ export class Core {
     locks: LockFiles,
     logger: StoreLogger | undefined,
   ) {
+    super(epoch, logger);
     this.driver = driver;
     this.writer = writer;
     this.reader = reader;
-    this.epoch = epoch;
     this.locks = locks;
-    this.logger = logger;
     writer.journal = this.journal;
-  }
-
-  get closing(): boolean {
-    return this.#closing;
-  }
-
-  /** Refuses new work; a transaction already running may finish. */
-  markClosing(): void {
-    this.#closing = true;
   }
 
   /** Closes both connections. */
   close(): void {
-    this.#closed = true;
+    this.markClosed();
     try {
       this.locks.close();
       this.reader.close();
     } finally {
       this.writer.close();
     }
-  }
-
-  /** Rejects new work once close was called. */
-  assertOpen(): void {
-    if (this.#closing) throw new StoreClosedError("Cannot use the store: it is closed");
-  }
-
-  /** Rejects work once the connections are gone. */
-  assertConnected(): void {
-    if (this.#closed) throw new StoreClosedError("Cannot use the store: it is closed");
   }
 
   /**
@@ -303,6 +268,16 @@ export class Core {
     return id;
   }
 
+  /** The id the next row of `table` takes, inside a write transaction. */
+  peekId(table: IdTable): number {
+    return this.#nextId[table];
+  }
+
+  /** Takes the id `peekId` returned: its row was inserted. */
+  takeId(table: IdTable): void {
+    this.#nextId[table]++;
+  }
+
   /** The version `takeVersion` returns next, without taking it. */
   peekVersion(): number {
     return this.#next;
@@ -352,33 +327,11 @@ export class Core {
    */
   checkFence(fence: Fence | undefined): void {
     if (fence === undefined) return;
-    const row = this.writer.get("SELECT epoch, holder FROM leases WHERE name = ?", fence.lease);
-    const epoch = row === undefined ? 0 : Number(row.epoch);
-    if (epoch > fence.epoch) {
-      throw new FencedError(
-        `Cannot write: lease "${fence.lease}" is at epoch ${epoch} (held by ${
-          row!.holder === null ? "nobody" : JSON.stringify(row!.holder)
-        }), and this write carries epoch ${fence.epoch} from a term that is over`,
-      );
-    }
+    refuseStaleFence(fence, this.writer.get(FENCE_SQL, fence.lease));
   }
 
-  /** Reports a failure from a hook or another place with no caller to reject. */
-  report(message: string, error: unknown): void {
-    this.logger?.error(message, { error });
-  }
-
-  /**
-   * Translates anything a driver threw into a {@linkcode BeehiveError}.
-   * Beehive errors pass through untouched.
-   */
-  translate(error: unknown): BeehiveError {
-    if (error instanceof BeehiveError) return error;
-    if (this.#closed || this.#closing) {
-      return new StoreClosedError("Cannot use the store: it is closed", { cause: error });
-    }
-    const failure = this.driver.describeFailure(error);
-    return new StoreError(`SQLite store failure: ${failure.message}`, { cause: error });
+  protected describeFailure(error: unknown): string {
+    return `SQLite store failure: ${this.driver.describeFailure(error).message}`;
   }
 
   /** Whether a driver error is a UNIQUE constraint violation. */
@@ -395,14 +348,4 @@ export class Core {
     if (failure.code !== undefined) return failure.code === 787;
     return failure.message.includes("FOREIGN KEY constraint failed");
   }
-}
-
-/** Builds the error a create reports for a name held within its kind. */
-export function nameTaken(group: string, kind: string, name: string, cause: unknown) {
-  return new NameTakenError(
-    `Cannot create ${
-      kindName({ group, kind })
-    } "${name}": the name is already in use for this kind`,
-    { cause },
-  );
 }

@@ -8,7 +8,7 @@
 import { InvalidOptionError, StoreError } from "../../src/model/errors.ts";
 import type { Connection, Driver } from "./_driver.ts";
 import { nodeSqliteDriver } from "./_node_sqlite.ts";
-import { describe } from "./_rows.ts";
+import { describe } from "../sql/_checks.ts";
 
 /** The options that pick a driver. */
 export interface DriverOptions {

@@ -13,7 +13,9 @@ import type { KindTail, TailPage, TailWrite } from "../../src/watches/kind_tail.
 import type { GroupKind } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
 import type { CommitBatch, JournalReader } from "./_journal.ts";
-import { readKindPage } from "./_object_writes.ts";
+import { readKindPage } from "../sql/_object_writes.ts";
+import { driveSync, runOn } from "../sql/_query.ts";
+import { sqliteDialect } from "./_dialect.ts";
 import type { Session } from "./_session.ts";
 
 /** The most entries a tail holds for a reader that falls behind; past that it reads the log. */
@@ -120,7 +122,11 @@ export class MemoryTail implements KindTail, JournalReader {
   #fromLog(db: Db, after: number, limit: number): TailPage {
     // Read before the page: a commit between the two only makes memory look stale.
     const dataVersion = this.#core.dataVersion();
-    const page = readKindPage(db, this.gk, after, limit);
+    const page = driveSync(
+      readKindPage(sqliteDialect(this.#core), this.gk, after, limit),
+      db,
+      runOn,
+    );
     if (limit > 0 && page.writes.length < limit) {
       // Every batch handed out so far is at or below this snapshot's counter.
       const at = this.#core.latestVersion(db);

@@ -6,6 +6,8 @@
  * @module
  */
 import type { Connection, Driver } from "./_driver.ts";
+import type { LeaseLocks } from "../sql/_leases.ts";
+import { done, type Q } from "../sql/_query.ts";
 
 /** One lock file's connection, opened on first use and kept until close. */
 class LockFile {
@@ -45,8 +47,8 @@ class LockFile {
   }
 }
 
-/** The lock files of one open store, one per lease name. */
-export class LockFiles {
+/** The lock files of one open store, one per lease name: the held leases' locks. */
+export class LockFiles implements LeaseLocks {
   readonly #driver: Driver;
   readonly #base: string;
   readonly #files = new Map<string, LockFile>();
@@ -89,13 +91,12 @@ export class LockFiles {
     return this.#files.get(name)?.held ?? false;
   }
 
-  /** Whether some live holder, here or in another process, has lease `name`'s lock. */
-  isLocked(name: string): boolean {
+  /** Whether some live holder, here or in another process, has lease `name`'s lock: no statement. */
+  isLocked(name: string): Q<boolean> {
     const file = this.#file(name);
-    if (file.held) return true;
-    if (!file.tryLock()) return true;
+    if (file.held || !file.tryLock()) return done(true);
     file.unlock();
-    return false;
+    return done(false);
   }
 
   /** Frees every lock and closes the files. */

@@ -7,10 +7,19 @@
  *
  * @module
  */
-import { ConcurrentNestedTxError, StaleTxError } from "../../src/model/errors.ts";
+import {
+  type Frame,
+  FrameSession,
+  outermostMember,
+  RootSessionBase,
+  type SavepointSteps,
+  TxState,
+} from "../sql/_frames.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
-import { submitWrite } from "./_write_group.ts";
+import { sqliteDialect, submitWrite } from "./_dialect.ts";
+import { driveSync } from "../sql/_query.ts";
+import { BodySession, type SqlSession } from "../sql/_session.ts";
 import { Scope, type WriteScope } from "./_write_scope.ts";
 
 export type { WriteScope };
@@ -26,88 +35,16 @@ export interface Session {
   write<T>(fn: (scope: WriteScope) => T): Promise<T>;
 }
 
-/** A registered afterCommit hook and the frame that owns it. */
-interface Hook {
-  readonly frame: Frame;
-  readonly fn: () => void | Promise<void>;
-}
-
-/** One outermost transaction's shared state. */
-export class TxState {
+/** One outermost SQLite transaction's state: the frames' shared state and its highest draw. */
+export class SqliteTxState extends TxState {
   drawn = 0;
-  readonly hooks: Hook[] = [];
-  done = false;
-  committed = false;
-  #savepoints = 0;
-
-  nextSavepoint(): string {
-    return `bh_sp_${++this.#savepoints}`;
-  }
 }
 
-/** One frame of a transaction: the outermost, or a savepoint. */
-export class Frame {
-  readonly state: TxState;
-  readonly parent: Frame | undefined;
-  ended = false;
-  /** The nested frame opened on this one and still open. */
-  child: Frame | undefined;
-  /** Where the commit journal stood when this frame's savepoint opened. */
-  journalMark = 0;
-
-  constructor(state: TxState, parent: Frame | undefined) {
-    this.state = state;
-    this.parent = parent;
-  }
-
-  /** Whether `this` is `frame` or nested inside it. */
-  within(frame: Frame): boolean {
-    if (this === frame) return true;
-    for (let f = this.parent; f !== undefined; f = f.parent) {
-      if (f === frame) return true;
-    }
-    return false;
-  }
-
-  /** Refuses a frame that cannot run statements now. */
-  assertLive(): void {
-    if (this.ended || this.state.done) {
-      throw new StaleTxError(
-        "Cannot use the transaction handle: its frame has already ended",
-      );
-    }
-    if (this.child !== undefined) {
-      throw new StaleTxError(
-        "Cannot use the transaction handle: a nested frame opened on it is still open; use that frame's handle",
-      );
-    }
-  }
-}
-
-/** Runs hooks in order, awaiting each; a failing hook is reported and skipped. */
-export async function runHooks(
-  core: Core,
-  hooks: readonly (() => void | Promise<void>)[],
-): Promise<void> {
-  for (const fn of hooks) {
-    try {
-      await fn();
-    } catch (error) {
-      core.report("beehive store: an afterCommit hook failed", error);
-    }
-  }
-}
+/** A frame of a SQLite transaction. */
+export type SqliteFrame = Frame<SqliteTxState>;
 
 /** The session of a root store handle; a fenced handle checks its fence in every write. */
-export class RootSession implements Session {
-  readonly core: Core;
-  readonly fence: Fence | undefined;
-
-  constructor(core: Core, fence?: Fence) {
-    this.core = core;
-    this.fence = fence;
-  }
-
+export class RootSession extends RootSessionBase<Core> implements Session {
   /**
    * The connection a read runs on: the writer while no transaction holds it
    * (it sees only what is committed, and its page cache stays warm across its
@@ -143,7 +80,7 @@ export class RootSession implements Session {
     }
   }
 
-  /** Queues the unit for the next group commit (see `_write_group.ts`). */
+  /** Queues the unit for the next group commit (see `../sql/_write_group.ts`). */
   write<T>(fn: (scope: WriteScope) => T): Promise<T> {
     const core = this.core;
     try {
@@ -155,6 +92,7 @@ export class RootSession implements Session {
     let value: T;
     submitWrite(core, {
       fence: this.fence,
+      transaction: false,
       run() {
         const scope = new Scope(core);
         try {
@@ -172,15 +110,7 @@ export class RootSession implements Session {
 }
 
 /** The session of one transaction frame's handle. */
-export class TxSession implements Session {
-  readonly core: Core;
-  readonly frame: Frame;
-
-  constructor(core: Core, frame: Frame) {
-    this.core = core;
-    this.frame = frame;
-  }
-
+export class TxSession extends FrameSession<Core, SqliteTxState, TxSession> implements Session {
   read<T>(fn: (db: Db) => T): Promise<T> {
     try {
       this.core.assertConnected();
@@ -220,121 +150,30 @@ export class TxSession implements Session {
     }
   }
 
-  /** Registers a hook against this frame. */
-  afterCommit(fn: () => void | Promise<void>): void {
-    // A frame that unwound (itself or through an ancestor) has nothing left to commit.
-    if (isUnwound(this.frame)) return;
-    const state = this.frame.state;
-    if (!state.done) {
-      state.hooks.push({ frame: this.frame, fn });
-      return;
-    }
-    // After the transaction ended: run now if it committed.
-    if (state.committed) void runHooks(this.core, [fn]);
+  protected savepoints(): SavepointSteps<SqliteTxState> {
+    return savepoints(this.core);
   }
 
-  /** Opens a nested frame (a savepoint) and runs `fn` in it. */
-  async nested<T>(fn: (session: TxSession) => Promise<T>): Promise<T> {
-    const core = this.core;
-    const parent = this.frame;
-    try {
-      core.assertConnected();
-      if (parent.child !== undefined && !parent.ended && !parent.state.done) {
-        throw new ConcurrentNestedTxError(
-          "Cannot open a nested transaction frame: a sibling frame on the same handle is still open",
-        );
-      }
-      parent.assertLive();
-    } catch (error) {
-      throw core.translate(error);
-    }
-    const frame = new Frame(parent.state, parent);
-    const state = parent.state;
-    const name = state.nextSavepoint();
-    try {
+  protected on(frame: SqliteFrame): TxSession {
+    return new TxSession(this.core, frame);
+  }
+}
+
+/** SQLite's savepoints on the writer: set at once, the journal marked where each opened. */
+function savepoints(core: Core): SavepointSteps<SqliteTxState> {
+  return {
+    open(frame, name) {
       core.writer.exec(`SAVEPOINT ${name}`);
-    } catch (error) {
-      throw core.translate(error);
-    }
-    frame.journalMark = core.journal.mark();
-    parent.child = frame;
-    let result: T | undefined;
-    let failure: unknown;
-    let failed = false;
-    try {
-      result = await fn(new TxSession(core, frame));
-      if (frame.child !== undefined) {
-        throw new ConcurrentNestedTxError(
-          "Cannot commit the transaction frame: a frame nested in it is still open",
-        );
-      }
-    } catch (error) {
-      failed = true;
-      failure = error;
-    }
-    if (state.done || isUnwound(frame)) {
-      // An enclosing frame already ended and took this savepoint with it: nothing is ours to touch.
-      markUnwound(frame);
-      if (failed) throw failure;
-      throw new StaleTxError(
-        "Cannot commit the nested transaction frame: an enclosing frame ended while it was open",
-      );
-    }
-    if (failed) {
-      try {
-        unwind(core, frame, name);
-      } catch (error) {
-        core.report("beehive store: rolling back a savepoint failed", error);
-      }
-      // fn's own rejection reaches the caller as it was thrown.
-      throw failure;
-    }
-    frame.ended = true;
-    parent.child = undefined;
-    try {
-      core.writer.exec(`RELEASE ${name}`);
-    } catch (error) {
-      throw core.translate(error);
-    }
-    return result as T;
-  }
-}
-
-/** Frames whose writes were rolled back; their handles' late hooks never run. */
-const unwoundFrames = new WeakSet<Frame>();
-
-/** Whether `frame` or a frame enclosing it was rolled back. */
-function isUnwound(frame: Frame): boolean {
-  for (let f: Frame | undefined = frame; f !== undefined; f = f.parent) {
-    if (unwoundFrames.has(f)) return true;
-  }
-  return false;
-}
-
-function unwind(core: Core, frame: Frame, savepoint: string): void {
-  const state = frame.state;
-  for (let i = state.hooks.length - 1; i >= 0; i--) {
-    if (state.hooks[i].frame.within(frame)) state.hooks.splice(i, 1);
-  }
-  markUnwound(frame);
-  frame.ended = true;
-  if (frame.parent !== undefined && frame.parent.child === frame) frame.parent.child = undefined;
-  if (!state.done) core.rollbackToSavepoint(savepoint, frame.journalMark);
-}
-
-function markUnwound(frame: Frame): void {
-  unwoundFrames.add(frame);
-  let f = frame.child;
-  while (f !== undefined) {
-    unwoundFrames.add(f);
-    f.ended = true;
-    f = f.child;
-  }
+      frame.mark = core.journal.mark();
+    },
+    rollback: (frame, name) => core.rollbackToSavepoint(name, frame.mark),
+    release: (_, name) => core.writer.exec(`RELEASE ${name}`),
+  };
 }
 
 /**
  * Runs `fn` as an outermost transaction in the next write group (see
- * `_write_group.ts`): it commits when it resolves and rolls back (alone) when
+ * `../sql/_write_group.ts`): it commits when it resolves and rolls back (alone) when
  * it rejects; resolves after the commit and its hooks.
  */
 export function runOutermost<T>(
@@ -342,51 +181,23 @@ export function runOutermost<T>(
   fn: (session: TxSession) => Promise<T>,
   fence?: Fence,
 ): Promise<T> {
-  try {
-    core.assertOpen();
-  } catch (error) {
-    return Promise.reject(core.translate(error));
-  }
-  const { promise, resolve, reject } = Promise.withResolvers<T>();
-  const state = new TxState();
-  const frame = new Frame(state, undefined);
-  const unwound = () => {
-    frame.ended = true;
-    state.done = true;
-    markUnwound(frame);
-  };
-  let value: T;
-  submitWrite(core, {
-    fence,
-    async run() {
-      try {
-        value = await fn(new TxSession(core, frame));
-      } catch (error) {
-        unwound();
-        // fn's own rejection reaches the caller as it was thrown.
-        throw error;
-      }
-      if (frame.child !== undefined) {
-        unwound();
-        throw new ConcurrentNestedTxError(
-          "Cannot commit the transaction: a nested frame is still open",
-        );
-      }
-      frame.ended = true;
-      state.done = true;
-      return state.drawn;
-    },
-    async committed() {
-      state.committed = true;
-      await runHooks(core, state.hooks.map((h) => h.fn));
-      resolve(value);
-    },
-    failed(error) {
-      // A member that ran to its end lost its writes with the group's commit.
-      if (!state.done) unwound();
-      else markUnwound(frame);
-      reject(error);
-    },
+  const refused = core.refusal();
+  if (refused !== undefined) return refused;
+  const { member, promise } = outermostMember<Core, SqliteTxState, T>(core, fence, {
+    begin: () => new SqliteTxState(),
+    run: (frame) => fn(new TxSession(core, frame)),
+    drawn: (_, state) => state.drawn,
   });
+  submitWrite(core, member);
   return promise;
+}
+
+/** `session` as the shared families see it: bodies driven synchronously on its connection. */
+export function sqlSession(session: Session): SqlSession {
+  return new BodySession(
+    session,
+    sqliteDialect(session.core),
+    session instanceof TxSession,
+    driveSync,
+  );
 }

@@ -5,16 +5,12 @@
  * @module
  */
 import type { Core, Db, IdTable } from "./_core.ts";
+import type { CommitJournal } from "./_journal.ts";
+import type { WriteScope as SqlWriteScope } from "../sql/_session.ts";
 
-/** What a write unit may use: the writer, one clock reading, version draws and row ids. */
-export interface WriteScope {
+/** What a SQLite write unit may use: the shared scope, the writer, and id and version helpers. */
+export interface WriteScope extends SqlWriteScope {
   readonly db: Db;
-  /** `Date.now()` read once for the whole unit. */
-  readonly now: number;
-  /** The next resource version. */
-  draw(): number;
-  /** `n` consecutive resource versions; resolves to the first. */
-  drawMany(n: number): number;
   /** Runs `write` with the next version, drawn only if `write` returns true; returns it or `undefined`. */
   drawIf(write: (rv: number) => boolean): number | undefined;
   /** Runs `insert` with the next id of `table`, taken only if `insert` returns; returns the id. */
@@ -25,6 +21,8 @@ export interface WriteScope {
 export class Scope implements WriteScope {
   readonly db: Db;
   readonly now: number;
+  readonly origin: number;
+  readonly journal: CommitJournal;
   drawn = 0;
   readonly #core: Core;
 
@@ -32,6 +30,8 @@ export class Scope implements WriteScope {
     this.#core = core;
     this.db = core.writer;
     this.now = Date.now();
+    this.origin = core.epoch;
+    this.journal = core.journal;
   }
 
   // Arrow properties: families destructure the scope.
@@ -46,6 +46,18 @@ export class Scope implements WriteScope {
     if (first + n - 1 > this.drawn) this.drawn = first + n - 1;
     return first;
   };
+
+  peekVersion(): number {
+    return this.#core.peekVersion();
+  }
+
+  peekId(table: IdTable): number {
+    return this.#core.peekId(table);
+  }
+
+  takeId(table: IdTable): void {
+    this.#core.takeId(table);
+  }
 
   drawIf = (write: (rv: number) => boolean): number | undefined => {
     if (!write(this.#core.peekVersion())) return undefined;

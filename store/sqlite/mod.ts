@@ -16,4 +16,5 @@
  * @module
  */
 export { openSqliteStore, SqliteStore } from "./sqlite_store.ts";
+export { SqlStore } from "../sql/sql_store.ts";
 export type { SqliteStoreOptions } from "./sqlite_store.ts";

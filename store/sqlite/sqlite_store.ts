@@ -12,43 +12,29 @@ import {
   SchemaVersionDowngradeError,
   StoreError,
 } from "../../src/model/errors.ts";
-import type {
-  Conditions,
-  DeletionRequests,
-  Dependencies,
-  DriverCursors,
-  Edges,
-  Events,
-  Fence,
-  GroupKind,
-  Leases,
-  Objects,
-  ObjectWrites,
-  ReconcileOwed,
-  Store,
-} from "../../src/store.ts";
+import type { Fence, GroupKind } from "../../src/store.ts";
 import { CommitProbe } from "./_commit_probe.ts";
-import { SqliteLeases } from "./_leases.ts";
 import { LockFiles } from "./_lock_files.ts";
-import { SqliteConditions } from "./_conditions.ts";
 import { Core, Db } from "./_core.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
-import { SqliteDeletionRequests } from "./_deletion_requests.ts";
-import { SqliteDependencies } from "./_dependencies.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
-import { SqliteDriverCursors } from "./_driver_cursors.ts";
-import { SqliteEdges } from "./_edges.ts";
-import { SqliteEvents } from "./_events.ts";
-import { SqliteObjectWrites } from "./_object_writes.ts";
-import { SqliteObjects } from "./_objects.ts";
-import { SqliteReconcileOwed } from "./_reconcile_owed.ts";
-import { describe, rejectWith } from "./_rows.ts";
+import {
+  checkIntegerOption,
+  checkMaxPages,
+  checkOpenOptions,
+  describe,
+  rejectWith,
+} from "../sql/_checks.ts";
+import { Families } from "../sql/_families.ts";
+import type { TxHandleParts } from "../sql/_tx_handle.ts";
+import { SqlStore } from "../sql/sql_store.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
 import { MemoryTail } from "./_kind_tails.ts";
 import { type KindTail, openKindTailSymbol } from "../../src/watches/kind_tail.ts";
-import { RootSession, runHooks, runOutermost, type Session, type TxSession } from "./_session.ts";
+import { RootSession, runOutermost, type Session, sqlSession, type TxSession } from "./_session.ts";
+import { runHooks } from "../sql/_frames.ts";
 
 /** How a {@linkcode SqliteStore} is opened. */
 export interface SqliteStoreOptions {
@@ -96,63 +82,9 @@ const FREE_PAGE_FLOOR = 256;
 /** Each open store's commit probe, shared by its root, fenced and transaction handles. */
 const probes = new WeakMap<Core, CommitProbe>();
 
-/** Families bound to one session; shared by the root handle and transaction handles. */
-class Families {
-  readonly #session: Session;
-  #objects?: Objects;
-  #conditions?: Conditions;
-  #edges?: Edges;
-  #deletionRequests?: DeletionRequests;
-  #dependencies?: Dependencies;
-  #driverCursors?: DriverCursors;
-  #events?: Events;
-  #objectWrites?: ObjectWrites;
-  #reconcileOwed?: ReconcileOwed;
-  #leases?: Leases;
-
-  constructor(session: Session) {
-    this.#session = session;
-  }
-
-  get objects(): Objects {
-    return this.#objects ??= new SqliteObjects(this.#session);
-  }
-  get conditions(): Conditions {
-    return this.#conditions ??= new SqliteConditions(this.#session);
-  }
-  get edges(): Edges {
-    return this.#edges ??= new SqliteEdges(this.#session);
-  }
-  get deletionRequests(): DeletionRequests {
-    return this.#deletionRequests ??= new SqliteDeletionRequests(this.#session);
-  }
-  get dependencies(): Dependencies {
-    return this.#dependencies ??= new SqliteDependencies(this.#session);
-  }
-  get driverCursors(): DriverCursors {
-    return this.#driverCursors ??= new SqliteDriverCursors(this.#session);
-  }
-  get events(): Events {
-    return this.#events ??= new SqliteEvents(this.#session);
-  }
-  get objectWrites(): ObjectWrites {
-    return this.#objectWrites ??= new SqliteObjectWrites(this.#session);
-  }
-  get reconcileOwed(): ReconcileOwed {
-    return this.#reconcileOwed ??= new SqliteReconcileOwed(this.#session);
-  }
-  get leases(): Leases {
-    return this.#leases ??= new SqliteLeases(this.#session, this.#session.core.locks);
-  }
-}
-
 function reclaim(session: Session, maxPages: number): Promise<number> {
   return rejectWith(() => {
-    if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
-      throw new TypeError(
-        `Cannot reclaim space: maxPages is ${describe(maxPages)}, expected an integer`,
-      );
-    }
+    checkMaxPages(maxPages);
     if (maxPages <= 0) return Promise.resolve(0);
     // An idle reclaim is a read: the write transaction opens only above the floor.
     return session.read((db) => {
@@ -176,56 +108,15 @@ function drain(session: Session, maxPages: number): Promise<number> {
   });
 }
 
-/** A transaction handle: a `Store` whose calls join one transaction frame. */
-class SqliteTx extends Families implements Store {
-  readonly identity: string;
-  readonly origin: number;
-  readonly #session: TxSession;
-
-  constructor(identity: string, session: TxSession) {
-    super(session);
-    this.identity = identity;
-    this.origin = session.core.epoch;
-    this.#session = session;
-  }
-
-  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    return this.#session.nested((s) => fn(new SqliteTx(this.identity, s)));
-  }
-
-  afterCommit(fn: () => void | Promise<void>): void {
-    if (typeof fn !== "function") {
-      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
-    }
-    this.#session.afterCommit(fn);
-  }
-
-  getLatestResourceVersion(): Promise<number> {
-    return this.#session.read((db) => this.#session.core.latestVersion(db));
-  }
-
-  reclaimSpace(maxPages: number): Promise<number> {
-    return reclaim(this.#session, maxPages);
-  }
-
-  /** The outermost transaction's fence applies: a transaction is checked once, when it begins. */
-  fenced(_fence: Fence): Store {
-    return this;
-  }
-
-  watchCommits(listener: () => void): () => void {
-    return this.#probe.subscribe(listener);
-  }
-
-  get #probe(): CommitProbe {
-    return probes.get(this.#session.core)!;
-  }
-
-  close(): Promise<void> {
-    return Promise.reject(
-      new BeehiveError("Cannot close the store through a transaction handle; close the root store"),
-    );
-  }
+/** What SQLite's transaction handles read of the store's own machinery. */
+function txParts(core: Core): TxHandleParts<TxSession> {
+  return {
+    sql: sqlSession,
+    locks: core.locks,
+    latestVersion: (session) => session.read((db) => core.latestVersion(db)),
+    reclaimSpace: reclaim,
+    watchCommits: (listener) => probes.get(core)!.subscribe(listener),
+  };
 }
 
 /**
@@ -233,37 +124,9 @@ class SqliteTx extends Families implements Store {
  * owned by an async lock and a separate reader connection (WAL): reads never
  * wait on a write and never see uncommitted state.
  */
-export class SqliteStore implements Store {
-  /** The absolute path of the database file, or `memory:<uuid>` for `":memory:"`. */
-  readonly identity: string;
-  /** This open of the database (its `store_epoch`); the write log records it per write. */
-  readonly origin: number;
-  /** The objects table. */
-  readonly objects: Objects;
-  /** The conditions table. */
-  readonly conditions: Conditions;
-  /** The edge table. */
-  readonly edges: Edges;
-  /** The deletion-request lifecycle. */
-  readonly deletionRequests: DeletionRequests;
-  /** The dependency watermarks. */
-  readonly dependencies: Dependencies;
-  /** Driver scan positions. */
-  readonly driverCursors: DriverCursors;
-  /** The event log. */
-  readonly events: Events;
-  /** The object write log. */
-  readonly objectWrites: ObjectWrites;
-  /** The owed counts. */
-  readonly reconcileOwed: ReconcileOwed;
-  /** Named leases with fencing epochs. */
-  readonly leases: Leases;
+export class SqliteStore extends SqlStore {
   readonly #core: Core;
   readonly #session: RootSession;
-  readonly #tempDir: string | undefined;
-  /** The handle `openSqliteStore` returned, which owns the connections; undefined on that one. */
-  readonly #root: SqliteStore | undefined;
-  #closed: Promise<void> | undefined;
 
   /** Use {@linkcode openSqliteStore}. */
   private constructor(
@@ -271,27 +134,23 @@ export class SqliteStore implements Store {
     core: Core,
     tempDir: string | undefined,
     fence?: Fence,
-    root?: SqliteStore,
+    root?: SqlStore,
   ) {
+    if (!probes.has(core)) probes.set(core, new CommitProbe(core));
     const session = new RootSession(core, fence);
-    const families = new Families(session);
-    this.identity = identity;
-    this.origin = core.epoch;
-    this.objects = families.objects;
-    this.conditions = families.conditions;
-    this.edges = families.edges;
-    this.deletionRequests = families.deletionRequests;
-    this.dependencies = families.dependencies;
-    this.driverCursors = families.driverCursors;
-    this.events = families.events;
-    this.objectWrites = families.objectWrites;
-    this.reconcileOwed = families.reconcileOwed;
-    this.leases = families.leases;
+    super(identity, core.epoch, {
+      families: new Families(sqlSession(session), core.locks),
+      tx: txParts(core),
+      fence: session.fence,
+      outermost: (fn, fence) => runOutermost(core, fn, fence),
+      runHook: (fn) => void runHooks(core, [fn]),
+      latestVersion: () => session.read((db) => core.latestVersion(db)),
+      reclaimSpace: (maxPages) => reclaim(session, maxPages),
+      withFence: (fence, root) => new SqliteStore(identity, core, undefined, fence, root),
+      close: () => closeOpen(core, tempDir),
+    }, root);
     this.#core = core;
     this.#session = session;
-    this.#tempDir = tempDir;
-    this.#root = root;
-    if (!probes.has(core)) probes.set(core, new CommitProbe(core));
   }
 
   /** @internal A watch's tail of kind `gk`, served from this store's own commits. */
@@ -362,85 +221,19 @@ export class SqliteStore implements Store {
       );
     }
   }
+}
 
-  within<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    if (typeof fn !== "function") {
-      return Promise.reject(
-        new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`),
-      );
-    }
-    return runOutermost(
-      this.#core,
-      (s) => fn(new SqliteTx(this.identity, s)),
-      this.#session.fence,
-    );
-  }
-
-  afterCommit(fn: () => void | Promise<void>): void {
-    if (typeof fn !== "function") {
-      throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
-    }
-    void runHooks(this.#core, [fn]);
-  }
-
-  getLatestResourceVersion(): Promise<number> {
-    return this.#session.read((db) => this.#core.latestVersion(db));
-  }
-
-  reclaimSpace(maxPages: number): Promise<number> {
-    return reclaim(this.#session, maxPages);
-  }
-
-  /**
-   * A handle on this store whose every write transaction first checks, inside
-   * it, that lease `fence.lease` is not past `fence.epoch`; a write from a term
-   * that is over rejects with `FencedError` and commits nothing.
-   */
-  fenced(fence: Fence): Store {
-    if (
-      typeof fence !== "object" || fence === null || typeof fence.lease !== "string" ||
-      fence.lease === "" || !Number.isSafeInteger(fence.epoch) || fence.epoch < 0
-    ) {
-      throw new TypeError(
-        `Cannot fence the store: fence is ${
-          describe(fence)
-        }, expected { lease: string, epoch: integer >= 0 }`,
-      );
-    }
-    return new SqliteStore(this.identity, this.#core, undefined, { ...fence }, this.#root ?? this);
-  }
-
-  /**
-   * Calls `listener` soon (within about 50 ms) after another connection or
-   * process commits to this database; probing writes nothing.
-   */
-  watchCommits(listener: () => void): () => void {
-    return probes.get(this.#core)!.subscribe(listener);
-  }
-
-  /** Closes the store once the transaction in flight (if any) ends. Idempotent. */
-  close(): Promise<void> {
-    if (this.#root !== undefined) return this.#root.close();
-    return this.#closed ??= this.#close();
-  }
-
-  async #close(): Promise<void> {
-    const core = this.#core;
-    core.markClosing();
-    probes.get(core)?.close();
-    await core.lock.acquire();
-    try {
-      await core.checkpointer?.close();
-      core.close();
-    } finally {
-      core.lock.release();
-      if (this.#tempDir !== undefined) rmSync(this.#tempDir, { recursive: true, force: true });
-    }
-  }
-
-  /** Closes the store. */
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.close();
+/** Closes one open: its commit probe, checkpointer and connections, once the writer is free. */
+async function closeOpen(core: Core, tempDir: string | undefined): Promise<void> {
+  core.markClosing();
+  probes.get(core)?.close();
+  await core.lock.acquire();
+  try {
+    await core.checkpointer?.close();
+    core.close();
+  } finally {
+    core.lock.release();
+    if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
   }
 }
 
@@ -557,9 +350,7 @@ export function openSqliteStore(
         `Cannot open SQLite store: path is ${describe(path)}, expected a file path or ":memory:"`,
       );
     }
-    if (typeof options !== "object" || options === null) {
-      throw new InvalidOptionError(`Cannot open SQLite store: options are ${describe(options)}`);
-    }
+    checkOpenOptions("SQLite", options);
     const { synchronous, busyTimeout } = options;
     if (synchronous !== undefined && synchronous !== "normal" && synchronous !== "full") {
       throw new InvalidOptionError(
@@ -568,16 +359,7 @@ export function openSqliteStore(
         }, expected "normal" or "full"`,
       );
     }
-    if (
-      busyTimeout !== undefined &&
-      (typeof busyTimeout !== "number" || !Number.isSafeInteger(busyTimeout) || busyTimeout < 0)
-    ) {
-      throw new InvalidOptionError(
-        `Cannot open SQLite store with busyTimeout: current value is ${
-          describe(busyTimeout)
-        }, expected an integer >= 0 (ms)`,
-      );
-    }
+    checkIntegerOption("SQLite", "busyTimeout", busyTimeout, 0, "an integer >= 0 (ms)");
     const driver = selectDriver(options);
     if (driver instanceof Promise) return driver.then((d) => SqliteStore.open(path, options, d));
     return Promise.resolve(SqliteStore.open(path, options, driver));

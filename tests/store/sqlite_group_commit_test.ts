@@ -15,7 +15,7 @@ import { NameTakenError } from "../../src/model/errors.ts";
 import type { Connection, Driver } from "../../store/sqlite/_driver.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
 import { SqliteStore } from "../../store/sqlite/sqlite_store.ts";
-import { GROUP_TURNS } from "../../store/sqlite/_write_group.ts";
+import { GROUP_TURNS } from "../../store/sqlite/_dialect.ts";
 import { test } from "../_test.ts";
 import { holdWriter } from "./_held_writer.ts";
 import { installFakeTime } from "../_fake_time.ts";

@@ -21,7 +21,7 @@ import { DatabaseSync } from "node:sqlite";
 import type { Driver } from "../../store/sqlite/_driver.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
 import { SqliteStore } from "../../store/sqlite/sqlite_store.ts";
-import { GROUP_TURNS } from "../../store/sqlite/_write_group.ts";
+import { GROUP_TURNS } from "../../store/sqlite/_dialect.ts";
 
 const Widget: GroupKind = { group: "test.beehive.dev", kind: "Widget" };
 const Gadget: GroupKind = { group: "test.beehive.dev", kind: "Gadget" };

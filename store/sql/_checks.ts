@@ -1,199 +1,25 @@
 /**
- * Row decoding and the argument checks every family shares.
+ * The argument checks and refusals every family shares: each runs once, in
+ * the shared family, before any statement, whatever the dialect.
  *
  * @module
  */
 import {
   ConflictError,
+  DuplicateConditionTypeError,
+  InvalidConditionError,
   InvalidNameError,
   InvalidOptionError,
+  NameTakenError,
   NotFoundError,
-  StoreError,
+  SchemaVersionDowngradeError,
   WrongKindError,
 } from "../../src/model/errors.ts";
-import type {
-  ConditionStatus,
-  GroupKind,
-  ObjectId,
-  ObjectRef,
-  RawCondition,
-  RawObject,
-  RawObjectMeta,
-} from "../../src/store.ts";
-import type { Db, Row, RowArray } from "./_core.ts";
+import type { ConditionInput, GroupKind, ObjectId, ObjectRef, Relation } from "../../src/store.ts";
 import { isStorableText } from "../../src/model/_text.ts";
 import { describe } from "../../src/model/_values.ts";
 import { kindName } from "../../src/model/_kind_keys.ts";
-
-/** The object columns every full-row read selects, in decode order. */
-export const OBJECT_COLUMNS = `id, "group", kind, name, spec, status, spec_version,
-  status_version, generation, observed_generation, observed_at, resource_version,
-  deletion_requested_at, reconcile_owed, finalizers, created_at, updated_at`;
-
-/** Decodes an objects row (an array in OBJECT_COLUMNS order, or an object). @throws {StoreError} the finalizers column is not a JSON string array. */
-export function decodeMeta(row: Row | RowArray): RawObjectMeta {
-  const r = Array.isArray(row) ? row : [
-    row.id,
-    row.group,
-    row.kind,
-    row.name,
-    row.spec,
-    row.status,
-    row.spec_version,
-    row.status_version,
-    row.generation,
-    row.observed_generation,
-    row.observed_at,
-    row.resource_version,
-    row.deletion_requested_at,
-    row.reconcile_owed,
-    row.finalizers,
-    row.created_at,
-    row.updated_at,
-  ];
-  const id = Number(r[0]);
-  return {
-    id,
-    group: r[1] as string,
-    kind: r[2] as string,
-    name: r[3] as string,
-    spec: r[4] as string,
-    status: r[5] === null ? undefined : r[5] as string,
-    specVersion: Number(r[6]),
-    statusVersion: Number(r[7]),
-    generation: Number(r[8]),
-    observedGeneration: r[9] === null ? undefined : Number(r[9]),
-    observedAt: r[10] === null ? undefined : new Date(Number(r[10])),
-    resourceVersion: Number(r[11]),
-    deletionRequestedAt: r[12] === null ? undefined : new Date(Number(r[12])),
-    reconcileOwed: Number(r[13]),
-    finalizers: r[14] === "[]" ? [] : decodeFinalizers(r[14], id),
-    createdAt: new Date(Number(r[15])),
-    updatedAt: new Date(Number(r[16])),
-  };
-}
-
-/** Parses a finalizers column. */
-export function decodeFinalizers(text: unknown, id: ObjectId): string[] {
-  let value: unknown;
-  try {
-    value = JSON.parse(text as string);
-  } catch (cause) {
-    throw new StoreError(`Cannot read object ${id}: its finalizers column is not JSON`, {
-      cause,
-    });
-  }
-  if (!Array.isArray(value) || !value.every((f) => typeof f === "string")) {
-    throw new StoreError(
-      `Cannot read object ${id}: its finalizers column is not an array of strings`,
-    );
-  }
-  return value;
-}
-
-const CONDITION_COLUMNS =
-  "object_id, type, status, reason, message, liveness, open_epoch, transitioned_at, updated_at";
-
-/** Decodes a conditions row (CONDITION_COLUMNS order), downgrading a liveness row from an earlier open. */
-export function decodeCondition(r: RowArray, epoch: number): RawCondition {
-  const liveness = r[5] === 1;
-  const unconfirmed = liveness && Number(r[6]) < epoch;
-  return {
-    type: r[1] as string,
-    status: unconfirmed ? "Unknown" : r[2] as ConditionStatus,
-    reason: r[3] as string,
-    message: r[4] as string,
-    liveness,
-    unconfirmed,
-    transitionedAt: new Date(Number(r[7])),
-    updatedAt: new Date(Number(r[8])),
-  };
-}
-
-const CONDITIONS_OF_ONE =
-  `SELECT ${CONDITION_COLUMNS} FROM conditions WHERE object_id = ? ORDER BY type`;
-const CONDITIONS_OF_IDS = `SELECT ${CONDITION_COLUMNS} FROM conditions
-  WHERE object_id IN (SELECT value FROM json_each(?)) ORDER BY object_id, type`;
-const CONDITIONS_OF_KIND = `SELECT ${CONDITION_COLUMNS} FROM conditions
-  WHERE object_id IN (SELECT id FROM objects WHERE "group" = ? AND kind = ?)
-  ORDER BY object_id, type`;
-
-/** Reads one object's conditions, ordered by type. */
-export function readConditions(db: Db, id: ObjectId, epoch: number): RawCondition[] {
-  return db.rows(CONDITIONS_OF_ONE, id).map((row) => decodeCondition(row, epoch));
-}
-
-/** Ids per batched statement: bounds the JSON array bound as one parameter. */
-export const ID_CHUNK = 30_000;
-
-/** Turns metas into objects by attaching their conditions (in place: the metas are fresh). */
-function attach(
-  metas: RawObjectMeta[],
-  byId: Map<ObjectId, RawCondition[]>,
-): RawObject[] {
-  for (const m of metas) {
-    (m as { conditions?: RawCondition[] }).conditions = byId.get(m.id) ?? [];
-  }
-  return metas as RawObject[];
-}
-
-function group(rows: RowArray[], epoch: number, into: Map<ObjectId, RawCondition[]>): void {
-  for (const row of rows) {
-    const id = Number(row[0]);
-    let list = into.get(id);
-    if (list === undefined) into.set(id, list = []);
-    list.push(decodeCondition(row, epoch));
-  }
-}
-
-/** Attaches conditions to freshly decoded rows, with one batched query per chunk. */
-export function withConditions(db: Db, metas: RawObjectMeta[], epoch: number): RawObject[] {
-  if (metas.length === 1) {
-    (metas[0] as { conditions?: RawCondition[] }).conditions = readConditions(
-      db,
-      metas[0].id,
-      epoch,
-    );
-    return metas as RawObject[];
-  }
-  const byId = new Map<ObjectId, RawCondition[]>();
-  for (let i = 0; i < metas.length; i += ID_CHUNK) {
-    const ids = JSON.stringify(metas.slice(i, i + ID_CHUNK).map((m) => m.id));
-    group(db.rows(CONDITIONS_OF_IDS, ids), epoch, byId);
-  }
-  return attach(metas, byId);
-}
-
-/** Attaches conditions to every row of one kind, read by kind in one query. */
-export function withConditionsOfKind(
-  db: Db,
-  metas: RawObjectMeta[],
-  gk: GroupKind,
-  epoch: number,
-): RawObject[] {
-  const byId = new Map<ObjectId, RawCondition[]>();
-  if (metas.length > 0) group(db.rows(CONDITIONS_OF_KIND, gk.group, gk.kind), epoch, byId);
-  return attach(metas, byId);
-}
-
-const META_BY_ID = `SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`;
-/** Every object of one kind, in id order. */
-export const OBJECTS_OF_KIND =
-  `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? ORDER BY id`;
-
-/** Reads one object row by id, or `undefined`. */
-export function readMeta(db: Db, id: ObjectId): RawObjectMeta | undefined {
-  const row = db.row(META_BY_ID, id);
-  return row === undefined ? undefined : decodeMeta(row);
-}
-
-/** Reads one object row by id with conditions. @throws {NotFoundError} */
-export function readObject(db: Db, id: ObjectId, epoch: number): RawObject {
-  const meta = readMeta(db, id);
-  if (meta === undefined) throw objectNotFound(id);
-  (meta as { conditions?: RawCondition[] }).conditions = readConditions(db, id, epoch);
-  return meta as RawObject;
-}
+import type { Row } from "./_rows.ts";
 
 /** The error for an id that names nothing. */
 export function objectNotFound(id: ObjectId): NotFoundError {
@@ -212,7 +38,7 @@ export function nameNotFound(gk: GroupKind, name: string): NotFoundError {
  * @throws {NotFoundError} `row` is undefined.
  * @throws {WrongKindError} the row is of another kind.
  */
-export function assertKind(ref: ObjectRef, row: Row | undefined): asserts row is Row {
+export function assertKind<R extends Row>(ref: ObjectRef, row: R | undefined): asserts row is R {
   if (row === undefined) throw objectNotFound(ref.id);
   if (row.group !== ref.group || row.kind !== ref.kind) {
     throw new WrongKindError(
@@ -224,6 +50,7 @@ export function assertKind(ref: ObjectRef, row: Row | undefined): asserts row is
 }
 
 export { isStorableText } from "../../src/model/_text.ts";
+export { attempt as rejectWith, describe } from "../../src/model/_values.ts";
 
 /** Checks an id argument. @throws {TypeError} not a positive safe integer. */
 export function checkId(id: unknown, what = "id"): asserts id is ObjectId {
@@ -324,8 +151,6 @@ export function checkFinalizers(finalizers: unknown): string[] {
   return [...new Set(finalizers as string[])];
 }
 
-export { attempt as rejectWith, describe } from "../../src/model/_values.ts";
-
 function checkInteger(value: unknown, what: string, min: number): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
     throw new TypeError(
@@ -424,4 +249,181 @@ export function checkExcludeStalled(
     );
   }
   return v === true;
+}
+
+/** Timelines trimmed by the cap per sweep when the caller leaves it to the store. */
+export const EVENT_CAP_BUDGET = 256;
+
+/** The stamp a write leaves: 0 keeps the stored tag, and the tag never goes down. */
+export function stampVersion(stored: number, incoming: number, what: string, id: ObjectId) {
+  if (incoming === 0) return stored;
+  if (incoming < stored) {
+    throw new SchemaVersionDowngradeError(
+      `Cannot write the ${what} of object ${id} at schema version ${incoming}: it is stored at version ${stored}, and versions never go down`,
+    );
+  }
+  return incoming;
+}
+
+/** Checks a relation. @throws {TypeError} */
+export function checkRelation(relation: unknown): asserts relation is Relation {
+  if (relation !== "owned_by" && relation !== "depends_on") {
+    throw new TypeError(
+      `Cannot use relation: current value is ${
+        describe(relation)
+      }, expected "owned_by" or "depends_on"`,
+    );
+  }
+}
+
+/** Builds the error a create reports for a name held within its kind. */
+export function nameTaken(group: string, kind: string, name: string, cause: unknown) {
+  return new NameTakenError(
+    `Cannot create ${
+      kindName({ group, kind })
+    } "${name}": the name is already in use for this kind`,
+    { cause },
+  );
+}
+
+const STATUSES = new Set(["True", "False", "Unknown"]);
+
+/** A condition as checked, ready to store. */
+export interface NormalCondition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+  liveness: number;
+}
+
+/** Validates a batch before any store work. */
+export function normalizeConditions(conditions: unknown): NormalCondition[] {
+  if (!Array.isArray(conditions)) {
+    throw new TypeError(
+      `Cannot set conditions: current value is ${describe(conditions)}, expected an array`,
+    );
+  }
+  const seen = new Set<string>();
+  return conditions.map((c: ConditionInput) => {
+    if (typeof c !== "object" || c === null) {
+      throw new InvalidConditionError(
+        `Cannot set condition ${describe(c)}: expected an object with type and status`,
+      );
+    }
+    const text = (field: "type" | "reason" | "message", value: unknown): string => {
+      if (value === undefined && field !== "type") return "";
+      if (typeof value !== "string") {
+        throw new InvalidConditionError(
+          `Cannot set condition: its ${field} is ${describe(value)}, expected a string`,
+        );
+      }
+      if (!isStorableText(value)) {
+        throw new InvalidConditionError(
+          `Cannot set condition: its ${field} ${
+            JSON.stringify(value)
+          } is not well-formed UTF-16 without NUL`,
+        );
+      }
+      return value;
+    };
+    const type = text("type", c.type);
+    if (type === "") throw new InvalidConditionError("Cannot set condition: its type is empty");
+    if (typeof c.status !== "string" || !STATUSES.has(c.status)) {
+      throw new InvalidConditionError(
+        `Cannot set condition "${type}": its status is ${
+          describe(c.status)
+        }, expected "True", "False" or "Unknown"`,
+      );
+    }
+    if (c.liveness !== undefined && typeof c.liveness !== "boolean") {
+      throw new InvalidConditionError(
+        `Cannot set condition "${type}": liveness is ${describe(c.liveness)}, expected a boolean`,
+      );
+    }
+    if (seen.has(type)) {
+      throw new DuplicateConditionTypeError(
+        `Cannot set conditions: type "${type}" appears twice in one write`,
+      );
+    }
+    seen.add(type);
+    return {
+      type,
+      status: c.status,
+      reason: text("reason", c.reason),
+      message: text("message", c.message),
+      liveness: c.liveness ? 1 : 0,
+    };
+  });
+}
+
+/** Checks a transaction body. @throws {TypeError} */
+export function checkTransactionFn(fn: unknown): asserts fn is (...args: never[]) => unknown {
+  if (typeof fn !== "function") {
+    throw new TypeError(`Cannot run a transaction: ${describe(fn)} is not a function`);
+  }
+}
+
+/** Checks an afterCommit hook. @throws {TypeError} */
+export function checkHook(fn: unknown): asserts fn is () => void | Promise<void> {
+  if (typeof fn !== "function") {
+    throw new TypeError(`Cannot register afterCommit hook: ${describe(fn)} is not a function`);
+  }
+}
+
+/** Checks a fence to write under. @throws {TypeError} */
+export function checkFenceOption(fence: unknown): void {
+  const f = fence as { lease?: unknown; epoch?: unknown } | null;
+  if (
+    typeof f !== "object" || f === null || typeof f.lease !== "string" ||
+    f.lease === "" || !Number.isSafeInteger(f.epoch) || (f.epoch as number) < 0
+  ) {
+    throw new TypeError(
+      `Cannot fence the store: fence is ${
+        describe(fence)
+      }, expected { lease: string, epoch: integer >= 0 }`,
+    );
+  }
+}
+
+/** Checks a reclaim bound. @throws {TypeError} */
+export function checkMaxPages(maxPages: unknown): asserts maxPages is number {
+  if (typeof maxPages !== "number" || !Number.isSafeInteger(maxPages)) {
+    throw new TypeError(
+      `Cannot reclaim space: maxPages is ${describe(maxPages)}, expected an integer`,
+    );
+  }
+}
+
+/**
+ * Checks an open's options argument is an object.
+ * @throws {InvalidOptionError} naming the store (`"SQLite"`, `"PostgreSQL"`).
+ */
+export function checkOpenOptions(store: string, options: unknown): void {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidOptionError(`Cannot open ${store} store: options are ${describe(options)}`);
+  }
+}
+
+/**
+ * Checks an optional integer option of an open is at least `min`.
+ * @throws {InvalidOptionError} naming the store, the option and `expected`.
+ */
+export function checkIntegerOption(
+  store: string,
+  name: string,
+  value: unknown,
+  min: number,
+  expected: string,
+): void {
+  if (
+    value !== undefined &&
+    (typeof value !== "number" || !Number.isSafeInteger(value) || value < min)
+  ) {
+    throw new InvalidOptionError(
+      `Cannot open ${store} store with ${name}: current value is ${
+        describe(value)
+      }, expected ${expected}`,
+    );
+  }
 }

@@ -4,8 +4,9 @@
  * @module
  */
 import type { DriverCursors } from "../../src/store.ts";
-import { describe, isStorableText, rejectWith } from "./_rows.ts";
-import type { Session } from "./_session.ts";
+import { describe, isStorableText, rejectWith } from "./_checks.ts";
+import { q } from "./_query.ts";
+import type { SqlSession, WriteScope } from "./_session.ts";
 
 function checkCursorName(name: unknown): asserts name is string {
   if (typeof name !== "string" || name === "" || !isStorableText(name)) {
@@ -17,20 +18,17 @@ function checkCursorName(name: unknown): asserts name is string {
   }
 }
 
-export class PostgresDriverCursors implements DriverCursors {
-  readonly #s: Session;
+export class SqlDriverCursors implements DriverCursors {
+  readonly #s: SqlSession;
 
-  constructor(session: Session) {
+  constructor(session: SqlSession) {
     this.#s = session;
   }
 
   get(name: string): Promise<number | undefined> {
     return rejectWith(() => {
       checkCursorName(name);
-      return this.#s.read(async (db) => {
-        const row = await db.get("SELECT cursor FROM driver_cursors WHERE name = ?", name);
-        return row === undefined ? undefined : Number(row.cursor);
-      });
+      return this.#s.read(() => getBody(name));
     });
   }
 
@@ -44,16 +42,23 @@ export class PostgresDriverCursors implements DriverCursors {
           }, expected an integer >= 0`,
         );
       }
-      return this.#s.write(async ({ db, now }) => {
-        await db.run(
-          `INSERT INTO driver_cursors (name, cursor, updated_at) VALUES (?, ?, ?)
-           ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at
-           WHERE excluded.cursor > driver_cursors.cursor`,
-          name,
-          cursor,
-          now,
-        );
-      });
+      return this.#s.write((scope) => setBody(scope, name, cursor));
     });
   }
+}
+
+function* getBody(name: string) {
+  const row = yield* q.get("SELECT cursor FROM driver_cursors WHERE name = ?", name);
+  return row === undefined ? undefined : Number(row.cursor);
+}
+
+function* setBody({ now }: WriteScope, name: string, cursor: number) {
+  yield* q.run(
+    `INSERT INTO driver_cursors (name, cursor, updated_at) VALUES (?, ?, ?)
+     ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at
+     WHERE excluded.cursor > driver_cursors.cursor`,
+    name,
+    cursor,
+    now,
+  );
 }

@@ -1,59 +1,17 @@
 /**
- * Appends to the object write log, and encodes the row image a physical
- * delete stores. The image's keys are a durable format: renaming one changes
- * what old databases decode to.
+ * The write log's durable encodings both SQL stores share: the `op` column's
+ * codes, and the row image a physical delete stores. The image's keys are a
+ * durable format: renaming one changes what old databases decode to.
  *
  * @module
  */
 import { StoreError } from "../../src/model/errors.ts";
 import type { ObjectRef, RawCondition, RawObject, WriteOp } from "../../src/store.ts";
-import type { Db } from "./_core.ts";
 
 /** The `op` column's values. */
 export const OP_CODE: Record<WriteOp, number> = { create: 1, update: 2, delete: 3 };
 /** `op` column values back to names. */
 export const OP_NAME: Record<number, WriteOp> = { 1: "create", 2: "update", 3: "delete" };
-
-const APPEND_SQL = `INSERT INTO object_writes
-  (resource_version, object_id, "group", kind, op, written_at, final, origin)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
-
-/**
- * Appends one entry at `rv`. `row` is the object's row as the write left it,
- * when the caller has it at hand; a delete must pass it, and the entry stores
- * it as the image. The entry is journaled for the kinds tailed from memory.
- */
-export function appendWrite(
-  db: Db,
-  rv: number,
-  ref: ObjectRef,
-  op: WriteOp,
-  now: number,
-  row?: RawObject,
-): void {
-  const final = op === "delete" && row !== undefined ? encodeImage(row) : null;
-  db.run(APPEND_SQL, rv, ref.id, ref.group, ref.kind, OP_CODE[op], now, final, db.origin);
-  const journal = db.journal;
-  if (journal !== undefined && journal.active) {
-    const deleted = op === "delete";
-    journal.logged({
-      id: ref.id,
-      resourceVersion: rv,
-      group: ref.group,
-      kind: ref.kind,
-      op,
-      final: deleted ? row : undefined,
-      origin: db.origin,
-      row: deleted ? undefined : row,
-    });
-  }
-}
-
-/** Bumps a row's resource version and `updated_at`, logging an update (a condition change). */
-export function bumpObject(db: Db, ref: ObjectRef, rv: number, now: number): void {
-  db.run("UPDATE objects SET resource_version = ?, updated_at = ? WHERE id = ?", rv, now, ref.id);
-  appendWrite(db, rv, ref, "update", now);
-}
 
 /** Encodes a collected row's image. */
 export function encodeImage(object: RawObject): string {

@@ -1,7 +1,8 @@
 /**
  * The lease family: timed leases (acquire, renew, release) and held locks
  * (hold), with fencing epochs that only grow. A timed lease lives in its row;
- * a held lock's liveness is a file lock (see `_lock_files.ts`) and its row
+ * a held lock's liveness is the dialect's own lock ({@linkcode LeaseLocks}:
+ * a file lock on SQLite, a session advisory lock on PostgreSQL) and its row
  * only names the holder.
  *
  * @module
@@ -16,10 +17,22 @@ import type {
   LeaseTermInput,
   RawLease,
 } from "../../src/store.ts";
-import type { Db } from "./_core.ts";
-import type { LockFiles } from "./_lock_files.ts";
-import { describe, isStorableText, rejectWith } from "./_rows.ts";
-import { type Session, TxSession } from "./_session.ts";
+import { describe, isStorableText, rejectWith } from "./_checks.ts";
+import type { Maybe } from "./_write_group.ts";
+import { type Q, q } from "./_query.ts";
+import type { SqlSession, WriteScope } from "./_session.ts";
+
+/** The locks that keep held leases alive: a dialect's own, one per lease name. */
+export interface LeaseLocks {
+  /** Whether this store holds lease `name`'s lock. */
+  holds(name: string): boolean;
+  /** Takes lease `name`'s lock without waiting; resolves to whether it did. */
+  tryLock(name: string): Maybe<boolean>;
+  /** Frees lease `name`'s lock if this store holds it. */
+  unlock(name: string): Maybe<void>;
+  /** Whether some live holder, in any process, has lease `name`'s lock: a step of a body. */
+  isLocked(name: string): Q<boolean>;
+}
 
 const SELECT =
   "SELECT name, holder, epoch, acquired_at, expires_at, pid FROM leases WHERE name = ?";
@@ -36,8 +49,8 @@ interface LeaseRow extends RawLease {
   readonly pid: number | undefined;
 }
 
-function read(db: Db, name: string): LeaseRow | undefined {
-  const r = db.get(SELECT, name);
+function* read(name: string): Q<LeaseRow | undefined> {
+  const r = yield* q.get(SELECT, name);
   if (r === undefined) return undefined;
   return {
     name: r.name as string,
@@ -105,34 +118,20 @@ function processId(): number | null {
   return typeof g.process?.pid === "number" ? g.process.pid : null;
 }
 
-export class SqliteLeases implements Leases {
-  readonly #s: Session;
-  readonly #locks: LockFiles;
+export class SqlLeases implements Leases {
+  readonly #s: SqlSession;
+  readonly #locks: LeaseLocks;
 
-  constructor(session: Session, locks: LockFiles) {
+  constructor(session: SqlSession, locks: LeaseLocks) {
     this.#s = session;
     this.#locks = locks;
-  }
-
-  /** Whether `row` names a live holder now (a held lock's file is still locked). */
-  #live(row: LeaseRow | undefined, now: number): boolean {
-    if (row?.holder === undefined) return false;
-    if (row.expiresAt === undefined) return this.#locks.isLocked(row.name);
-    return row.expiresAt > now;
   }
 
   get(name: string): Promise<RawLease | undefined> {
     return rejectWith(() => {
       checkText(name, "name");
-      return this.#s.read((db) => {
-        const row = read(db, name);
-        if (row === undefined) return undefined;
-        // A held lock whose holder died reads as free: nothing holds its file.
-        if (row.holder !== undefined && row.expiresAt === undefined && !this.#live(row, 0)) {
-          return { ...strip(row), holder: undefined, acquiredAt: undefined };
-        }
-        return strip(row);
-      });
+      const locks = this.#locks;
+      return this.#s.read(() => getBody(locks, name));
     });
   }
 
@@ -145,27 +144,8 @@ export class SqliteLeases implements Leases {
       checkText(name, "name");
       checkText(holder, "holder");
       checkDuration(duration);
-      return this.#s.write(({ db, now }) => {
-        const row = read(db, name);
-        const expiresAt = now + Math.ceil(duration);
-        if (row?.holder === holder && row.expiresAt !== undefined) {
-          db.run(
-            "UPDATE leases SET expires_at = ? WHERE name = ? AND epoch = ?",
-            expiresAt,
-            name,
-            row.epoch,
-          );
-          return { acquired: true, lease: strip({ ...row, expiresAt }) };
-        }
-        // Probed under the write lock: a holder taking the file lock now waits for this commit.
-        if (this.#live(row, now)) return { acquired: false, lease: strip(row!) };
-        const epoch = (row?.epoch ?? 0) + 1;
-        db.run(UPSERT, name, holder, epoch, now, expiresAt, processId());
-        return {
-          acquired: true,
-          lease: { name, holder, epoch, acquiredAt: now, expiresAt },
-        };
-      });
+      const locks = this.#locks;
+      return this.#s.write((scope) => acquireBody(scope, locks, name, holder, duration));
     });
   }
 
@@ -174,15 +154,7 @@ export class SqliteLeases implements Leases {
       checkTerm(input);
       checkDuration(input.duration);
       const { name, holder, epoch, duration } = input;
-      return this.#s.write(({ db, now }) => {
-        const row = read(db, name);
-        if (row?.holder !== holder || row.epoch !== epoch || row.expiresAt === undefined) {
-          return undefined;
-        }
-        const expiresAt = now + Math.ceil(duration);
-        db.run("UPDATE leases SET expires_at = ? WHERE name = ?", expiresAt, name);
-        return strip({ ...row, expiresAt });
-      });
+      return this.#s.write((scope) => renewBody(scope, name, holder, epoch, duration));
     });
   }
 
@@ -190,9 +162,7 @@ export class SqliteLeases implements Leases {
     return rejectWith(() => {
       checkTerm(input);
       const { name, holder, epoch } = input;
-      return this.#s.write(({ db }) =>
-        db.run(`${FREE} AND expires_at IS NOT NULL`, name, holder, epoch) > 0
-      );
+      return this.#s.write(() => releaseBody(name, holder, epoch));
     });
   }
 
@@ -200,43 +170,116 @@ export class SqliteLeases implements Leases {
     return rejectWith(() => {
       checkText(name, "name");
       checkText(holder, "holder");
-      if (this.#s instanceof TxSession) {
+      if (this.#s.inTransaction) {
         throw new BeehiveError(
           "Cannot hold a lease inside a transaction: a held lease outlives it; use the root store",
         );
       }
+      this.#s.assertOpen();
       return this.#hold(name, holder);
     });
   }
 
   async #hold(name: string, holder: string): Promise<HeldLease> {
     const locks = this.#locks;
-    if (locks.holds(name) || !locks.tryLock(name)) {
-      const row = await this.#s.read((db) => read(db, name));
+    if (locks.holds(name) || !await locks.tryLock(name)) {
+      const row = await this.#s.read(() => read(name));
       throw inUse(row ?? { name, holder: "another connection", epoch: 0 } as LeaseRow);
     }
     let lease: RawLease;
     try {
-      lease = await this.#s.write(({ db, now }) => {
-        const row = read(db, name);
-        if (row?.holder !== undefined && row.expiresAt !== undefined && row.expiresAt > now) {
-          throw inUse(row);
-        }
-        const epoch = (row?.epoch ?? 0) + 1;
-        db.run(UPSERT, name, holder, epoch, now, null, processId());
-        return { name, holder, epoch, acquiredAt: now, expiresAt: undefined };
-      });
+      lease = await this.#s.write((scope) => holdBody(scope, name, holder));
     } catch (error) {
-      locks.unlock(name);
+      await locks.unlock(name);
       throw error;
     }
     let released: Promise<void> | undefined;
     const release = () =>
-      released ??= this.#s.write(({ db }) => {
-        db.run(`${FREE} AND expires_at IS NULL`, name, holder, lease.epoch);
-      }).catch(() => {
-        // A closed store already dropped the lock; a failed write leaves a row whose file is free.
+      released ??= this.#s.write(() => freeBody(name, holder, lease.epoch)).catch(() => {
+        // A closed store already dropped the lock; a failed write leaves a row whose lock is free.
       }).finally(() => locks.unlock(name));
     return { lease, release };
   }
+}
+
+/** Whether `row` names a live holder now (a held lock's lock is still held). */
+function* live(locks: LeaseLocks, row: LeaseRow | undefined, now: number): Q<boolean> {
+  if (row?.holder === undefined) return false;
+  if (row.expiresAt === undefined) return yield* locks.isLocked(row.name);
+  return row.expiresAt > now;
+}
+
+function* getBody(locks: LeaseLocks, name: string) {
+  const row = yield* read(name);
+  if (row === undefined) return undefined;
+  // A held lock whose holder died reads as free: nothing holds its lock.
+  if (
+    row.holder !== undefined && row.expiresAt === undefined && !(yield* live(locks, row, 0))
+  ) {
+    return { ...strip(row), holder: undefined, acquiredAt: undefined };
+  }
+  return strip(row);
+}
+
+function* acquireBody(
+  { now }: WriteScope,
+  locks: LeaseLocks,
+  name: string,
+  holder: string,
+  duration: number,
+): Q<LeaseAcquireResult> {
+  const row = yield* read(name);
+  const expiresAt = now + Math.ceil(duration);
+  if (row?.holder === holder && row.expiresAt !== undefined) {
+    yield* q.run(
+      "UPDATE leases SET expires_at = ? WHERE name = ? AND epoch = ?",
+      expiresAt,
+      name,
+      row.epoch,
+    );
+    return { acquired: true, lease: strip({ ...row, expiresAt }) };
+  }
+  // Probed inside the write transaction: a holder taking the lock now records itself
+  // only after this commit, and then sees this lease.
+  if (yield* live(locks, row, now)) return { acquired: false, lease: strip(row!) };
+  const epoch = (row?.epoch ?? 0) + 1;
+  yield* q.run(UPSERT, name, holder, epoch, now, expiresAt, processId());
+  return {
+    acquired: true,
+    lease: { name, holder, epoch, acquiredAt: now, expiresAt },
+  };
+}
+
+function* renewBody(
+  { now }: WriteScope,
+  name: string,
+  holder: string,
+  epoch: number,
+  duration: number,
+) {
+  const row = yield* read(name);
+  if (row?.holder !== holder || row.epoch !== epoch || row.expiresAt === undefined) {
+    return undefined;
+  }
+  const expiresAt = now + Math.ceil(duration);
+  yield* q.run("UPDATE leases SET expires_at = ? WHERE name = ?", expiresAt, name);
+  return strip({ ...row, expiresAt });
+}
+
+function* releaseBody(name: string, holder: string, epoch: number) {
+  return (yield* q.run(`${FREE} AND expires_at IS NOT NULL`, name, holder, epoch)) > 0;
+}
+
+function* holdBody({ now }: WriteScope, name: string, holder: string) {
+  const row = yield* read(name);
+  if (row?.holder !== undefined && row.expiresAt !== undefined && row.expiresAt > now) {
+    throw inUse(row);
+  }
+  const epoch = (row?.epoch ?? 0) + 1;
+  yield* q.run(UPSERT, name, holder, epoch, now, null, processId());
+  return { name, holder, epoch, acquiredAt: now, expiresAt: undefined };
+}
+
+function* freeBody(name: string, holder: string, epoch: number) {
+  yield* q.run(`${FREE} AND expires_at IS NULL`, name, holder, epoch);
 }

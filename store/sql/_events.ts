@@ -17,9 +17,6 @@ import type {
   Snapshot,
 } from "../../src/store.ts";
 import { isStorableText } from "../../src/model/_text.ts";
-import { EVENT_CAP_BUDGET } from "../sqlite/_events.ts";
-import type { Db, PgRow, PgValue } from "./_core.ts";
-import { cutoff } from "./_object_writes.ts";
 import {
   assertKind,
   checkId,
@@ -27,10 +24,14 @@ import {
   checkRef,
   checkRetention,
   describe,
+  EVENT_CAP_BUDGET,
   objectNotFound,
   rejectWith,
-} from "./_rows.ts";
-import type { Session } from "./_session.ts";
+} from "./_checks.ts";
+import type { Dialect } from "./_dialect.ts";
+import { type Q, q } from "./_query.ts";
+import type { Row } from "./_rows.ts";
+import type { SqlSession, WriteScope } from "./_session.ts";
 
 const EVENT_COLUMNS =
   "id, object_id, category, type, reason, message, detail, count, first_at, last_at, resource_version";
@@ -40,19 +41,26 @@ const EVENT_COLUMNS =
  * object exists (`run_id` NULL for an empty timeline), none when it does not.
  * "Newest" is append order (greatest id), not clock order.
  */
-const ADD_PROBE_SQL = `SELECT o."group" AS "group", o.kind AS kind,
+const addProbe = (d: Dialect) =>
+  `SELECT o."group" AS "group", o.kind AS kind,
     e.id AS run_id, e.type AS type, e.reason AS reason
   FROM objects o LEFT JOIN events e ON e.id = (
-    SELECT id FROM events WHERE object_id = o.id AND category = ? ORDER BY id DESC LIMIT 1)
+    SELECT id FROM events${d.indexedBy("idx_events_latest")}
+    WHERE object_id = o.id AND category = ? ORDER BY id DESC LIMIT 1)
   WHERE o.id = ?`;
 
 const EXTEND_SQL = `UPDATE events SET count = count + 1, last_at = ?, message = ?, detail = ?,
   resource_version = ? WHERE id = ?`;
 
-const INSERT_SQL = `INSERT INTO events (object_id, category, type, reason, message, detail, count,
-  first_at, last_at, resource_version) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`;
+const INSERT_COLUMNS =
+  "object_id, category, type, reason, message, detail, count, first_at, last_at, resource_version";
+/** A new run under an id the store hands out (SQLite). */
+const INSERT_WITH_ID_SQL =
+  `INSERT INTO events (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`;
+/** A new run under the id the database assigns (PostgreSQL). */
+const INSERT_SQL = `INSERT INTO events (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`;
 
-function decodeEvent(row: PgRow): RawEvent {
+function decodeEvent(row: Row): RawEvent {
   return {
     id: Number(row.id),
     objectId: Number(row.object_id),
@@ -106,10 +114,10 @@ function categoryParam(category: string): string | null {
 }
 
 /** Validates a query and renders its SQL and parameters. */
-function renderList(id: ObjectId, query: EventQuery | undefined): [string, PgValue[]] {
+function renderList(id: ObjectId, query: EventQuery | undefined): [string, unknown[]] {
   const q = query ?? {};
   const where = ["object_id = ?"];
-  const params: PgValue[] = [id];
+  const params: unknown[] = [id];
   if (q.category !== undefined) {
     if (typeof q.category !== "string") {
       throw new TypeError(`Cannot list events: category is ${describe(q.category)}`);
@@ -154,21 +162,16 @@ function renderList(id: ObjectId, query: EventQuery | undefined): [string, PgVal
   return [sql, params];
 }
 
-async function maxVersion(db: Db, id: ObjectId): Promise<number> {
-  const row = await db.row(
+function* maxVersion(id: ObjectId): Q<number> {
+  const row = yield* q.row(
     "SELECT COALESCE(MAX(resource_version), 0) FROM events WHERE object_id = ?",
     id,
   );
   return Number(row![0]);
 }
 
-async function raiseHorizon(
-  db: Db,
-  objectId: number,
-  category: string,
-  through: number,
-): Promise<void> {
-  await db.run(
+function* raiseHorizon(objectId: number, category: string, through: number): Q<void> {
+  yield* q.run(
     `INSERT INTO events_horizon (object_id, category, trimmed_through) VALUES (?, ?, ?)
      ON CONFLICT (object_id, category) DO UPDATE SET trimmed_through = excluded.trimmed_through
      WHERE excluded.trimmed_through > events_horizon.trimmed_through`,
@@ -178,11 +181,27 @@ async function raiseHorizon(
   );
 }
 
-export class PostgresEvents implements Events {
-  readonly #s: Session;
+/** The integer instant `last_at < cutoff` compares with, for a fractional age too. */
+function cutoff(now: number, maxAge: number): number {
+  return Math.ceil(now - maxAge);
+}
 
-  constructor(session: Session) {
+export class SqlEvents implements Events {
+  readonly #s: SqlSession;
+  readonly #addProbe: string;
+  readonly #latest: string;
+  readonly #since: string;
+  readonly #cutAt: string;
+
+  constructor(session: SqlSession) {
     this.#s = session;
+    const d = session.dialect;
+    this.#addProbe = addProbe(d);
+    this.#latest = `SELECT ${EVENT_COLUMNS} FROM events${d.indexedBy("idx_events_latest")}
+      WHERE object_id = ? AND category = ? ORDER BY id DESC LIMIT 1`;
+    this.#since = `SELECT ${EVENT_COLUMNS} FROM events${d.indexedBy("idx_events_object_rv")}
+      WHERE object_id = ? AND resource_version > ? ORDER BY resource_version LIMIT ?`;
+    this.#cutAt = `(last_at, id) <= (${d.bigint}, ${d.bigint})`;
   }
 
   add(ref: ObjectRef, input: EventsAddInput): Promise<void> {
@@ -200,7 +219,7 @@ export class PostgresEvents implements Events {
           `Cannot add event: detail is ${describe(input.detail)}, expected JSON text`,
         );
       }
-      // A lone surrogate cannot be stored as UTF-8: the detail would not read back as written.
+      // Text a store cannot keep as written (a lone surrogate, a NUL) would not read back.
       if (input.detail !== undefined && !isStorableText(input.detail)) {
         throw new InvalidEventError(
           `Cannot add event: its detail ${
@@ -209,27 +228,10 @@ export class PostgresEvents implements Events {
         );
       }
       const detail = input.detail ?? null;
-      return this.#s.write(async ({ db, now, draw }) => {
-        const latest = await db.get(ADD_PROBE_SQL, category, ref.id);
-        assertKind(ref, latest);
-        const rv = draw();
-        if (latest.run_id !== null && latest.type === input.type && latest.reason === reason) {
-          await db.run(EXTEND_SQL, now, message, detail, rv, latest.run_id as number);
-        } else {
-          await db.run(
-            INSERT_SQL,
-            ref.id,
-            category,
-            input.type,
-            reason,
-            message,
-            detail,
-            now,
-            now,
-            rv,
-          );
-        }
-      });
+      const probe = this.#addProbe;
+      return this.#s.write((scope) =>
+        addBody(scope, probe, ref, input, reason, category, message, detail)
+      );
     });
   }
 
@@ -239,15 +241,8 @@ export class PostgresEvents implements Events {
       if (typeof category !== "string") {
         throw new TypeError(`Cannot read events: category is ${describe(category)}`);
       }
-      return this.#s.read(async (db) => {
-        const row = await db.get(
-          `SELECT ${EVENT_COLUMNS} FROM events
-           WHERE object_id = ? AND category = ? ORDER BY id DESC LIMIT 1`,
-          id,
-          categoryParam(category),
-        );
-        return row === undefined ? undefined : decodeEvent(row);
-      });
+      const latest = this.#latest;
+      return this.#s.read(() => latestBody(latest, id, category));
     });
   }
 
@@ -255,7 +250,7 @@ export class PostgresEvents implements Events {
     return rejectWith(() => {
       checkId(id);
       const [sql, params] = renderList(id, query);
-      return this.#s.read(async (db) => (await db.all(sql, ...params)).map(decodeEvent));
+      return this.#s.read(() => listBody(sql, params));
     });
   }
 
@@ -267,39 +262,15 @@ export class PostgresEvents implements Events {
       if (category !== undefined && typeof category !== "string") {
         throw new TypeError(`Cannot read events: category is ${describe(category)}`);
       }
-      return this.#s.readSnapshot(async (db) => {
-        const events = limit <= 0 ? [] : (await db.all(
-          `SELECT ${EVENT_COLUMNS} FROM events
-           WHERE object_id = ? AND resource_version > ? ORDER BY resource_version LIMIT ?`,
-          id,
-          after,
-          limit,
-        )).map(decodeEvent);
-        const h = category === undefined
-          ? await db.get(
-            "SELECT MAX(trimmed_through) AS t FROM events_horizon WHERE object_id = ?",
-            id,
-          )
-          : await db.get(
-            "SELECT trimmed_through AS t FROM events_horizon WHERE object_id = ? AND category = ?",
-            id,
-            categoryParam(category),
-          );
-        const trimmedThrough = h?.t === null || h === undefined ? 0 : Number(h.t);
-        // The log cascades with its object: an empty page there means "gone", not "quiet".
-        if (
-          events.length === 0 && trimmedThrough === 0 &&
-          await db.get("SELECT 1 FROM objects WHERE id = ?", id) === undefined
-        ) throw objectNotFound(id);
-        return { events, trimmedThrough };
-      });
+      const since = this.#since;
+      return this.#s.readSnapshot(() => sinceBody(since, id, after, limit, category));
     });
   }
 
   maxVersion(id: ObjectId): Promise<number> {
     return rejectWith(() => {
       checkId(id);
-      return this.#s.read((db) => maxVersion(db, id));
+      return this.#s.read(() => maxVersion(id));
     });
   }
 
@@ -307,16 +278,14 @@ export class PostgresEvents implements Events {
     return rejectWith(() => {
       checkId(id);
       const [sql, params] = renderList(id, query);
-      return this.#s.readSnapshot(async (db) => ({
-        items: (await db.all(sql, ...params)).map(decodeEvent),
-        resourceVersion: await maxVersion(db, id),
-      }));
+      return this.#s.readSnapshot(() => snapshotBody(sql, params, id));
     });
   }
 
   sweep(options: EventsSweepOptions): Promise<number> {
     return rejectWith(() => {
       const { perTimeline, maxAge } = checkRetention(options, ["perTimeline", "maxAge"]);
+      // A run count: a fraction would reach the database as a non-integer OFFSET.
       if (!Number.isSafeInteger(perTimeline)) {
         throw new InvalidOptionError(
           `Cannot sweep events with perTimeline: current value is ${perTimeline}, expected an integer >= 0`,
@@ -327,61 +296,160 @@ export class PostgresEvents implements Events {
         throw new TypeError(`Cannot sweep events: capBudget is ${describe(capBudget)}`);
       }
       const budget = capBudget > 0 ? capBudget : EVENT_CAP_BUDGET;
-      return this.#s.write(async ({ db, now }) => {
-        let deleted = 0;
-        if (perTimeline > 0) {
-          const timelines = await db.all(
-            `SELECT object_id, category FROM events GROUP BY object_id, category
-             HAVING COUNT(*) > ? LIMIT ?`,
-            perTimeline,
-            budget,
-          );
-          for (const t of timelines) {
-            const objectId = Number(t.object_id);
-            const category = t.category as string;
-            const cut = (await db.get(
-              `SELECT last_at, id FROM events WHERE object_id = ? AND category = ?
-               ORDER BY last_at DESC, id DESC LIMIT 1 OFFSET ?`,
-              objectId,
-              category,
-              perTimeline,
-            ))!;
-            const lastAt = Number(cut.last_at);
-            const cutId = Number(cut.id);
-            const through = (await db.get(
-              `SELECT MAX(resource_version) AS v FROM events
-               WHERE object_id = ? AND category = ? AND (last_at, id) <= (?::bigint, ?::bigint)`,
-              objectId,
-              category,
-              lastAt,
-              cutId,
-            ))!.v;
-            // The horizon rises in the same transaction as the trim it covers.
-            await raiseHorizon(db, objectId, category, Number(through));
-            deleted += await db.run(
-              `DELETE FROM events WHERE object_id = ? AND category = ?
-                 AND (last_at, id) <= (?::bigint, ?::bigint)`,
-              objectId,
-              category,
-              lastAt,
-              cutId,
-            );
-          }
-        }
-        if (maxAge > 0) {
-          const horizon = cutoff(now, maxAge);
-          const aged = await db.all(
-            `SELECT object_id, category, MAX(resource_version) AS v FROM events
-             WHERE last_at < ? GROUP BY object_id, category`,
-            horizon,
-          );
-          for (const t of aged) {
-            await raiseHorizon(db, Number(t.object_id), t.category as string, Number(t.v));
-          }
-          deleted += await db.run("DELETE FROM events WHERE last_at < ?", horizon);
-        }
-        return deleted;
-      });
+      const cutAt = this.#cutAt;
+      return this.#s.write((scope) => sweepBody(scope, cutAt, perTimeline, maxAge, budget));
     });
   }
+}
+
+function* addBody(
+  scope: WriteScope,
+  probe: string,
+  ref: ObjectRef,
+  input: EventsAddInput,
+  reason: string,
+  category: string,
+  message: string,
+  detail: string | null,
+) {
+  const now = scope.now;
+  const latest = yield* q.get(probe, category, ref.id);
+  assertKind(ref, latest);
+  const rv = scope.draw();
+  if (latest.run_id !== null && latest.type === input.type && latest.reason === reason) {
+    yield* q.run(EXTEND_SQL, now, message, detail, rv, latest.run_id);
+    return;
+  }
+  const id = scope.peekId("events");
+  if (id === undefined) {
+    yield* q.run(
+      INSERT_SQL,
+      ref.id,
+      category,
+      input.type,
+      reason,
+      message,
+      detail,
+      now,
+      now,
+      rv,
+    );
+  } else {
+    yield* q.run(
+      INSERT_WITH_ID_SQL,
+      id,
+      ref.id,
+      category,
+      input.type,
+      reason,
+      message,
+      detail,
+      now,
+      now,
+      rv,
+    );
+    scope.takeId("events");
+  }
+}
+
+function* latestBody(latest: string, id: ObjectId, category: string) {
+  const row = yield* q.get(latest, id, categoryParam(category));
+  return row === undefined ? undefined : decodeEvent(row);
+}
+
+function* listBody(sql: string, params: unknown[]) {
+  return (yield* q.all(sql, ...params)).map(decodeEvent);
+}
+
+function* sinceBody(
+  since: string,
+  id: ObjectId,
+  after: number,
+  limit: number,
+  category: string | undefined,
+) {
+  const events = limit <= 0 ? [] : (yield* q.all(since, id, after, limit)).map(decodeEvent);
+  const h = category === undefined
+    ? yield* q.get(
+      "SELECT MAX(trimmed_through) AS t FROM events_horizon WHERE object_id = ?",
+      id,
+    )
+    : yield* q.get(
+      "SELECT trimmed_through AS t FROM events_horizon WHERE object_id = ? AND category = ?",
+      id,
+      categoryParam(category),
+    );
+  const trimmedThrough = h?.t === null || h === undefined ? 0 : Number(h.t);
+  // The log cascades with its object: an empty page there means "gone", not "quiet".
+  if (
+    events.length === 0 && trimmedThrough === 0 &&
+    (yield* q.get("SELECT 1 FROM objects WHERE id = ?", id)) === undefined
+  ) throw objectNotFound(id);
+  return { events, trimmedThrough };
+}
+
+function* snapshotBody(sql: string, params: unknown[], id: ObjectId) {
+  const items = (yield* q.all(sql, ...params)).map(decodeEvent);
+  return { items, resourceVersion: yield* maxVersion(id) };
+}
+
+function* sweepBody(
+  scope: WriteScope,
+  cutAt: string,
+  perTimeline: number,
+  maxAge: number,
+  budget: number,
+) {
+  let deleted = 0;
+  if (perTimeline > 0) {
+    const timelines = yield* q.all(
+      `SELECT object_id, category FROM events GROUP BY object_id, category
+       HAVING COUNT(*) > ? LIMIT ?`,
+      perTimeline,
+      budget,
+    );
+    for (const t of timelines) {
+      const objectId = Number(t.object_id);
+      const category = t.category as string;
+      const cut = (yield* q.get(
+        `SELECT last_at, id FROM events WHERE object_id = ? AND category = ?
+         ORDER BY last_at DESC, id DESC LIMIT 1 OFFSET ?`,
+        objectId,
+        category,
+        perTimeline,
+      ))!;
+      const lastAt = Number(cut.last_at);
+      const cutId = Number(cut.id);
+      const through = (yield* q.get(
+        `SELECT MAX(resource_version) AS v FROM events
+         WHERE object_id = ? AND category = ? AND ${cutAt}`,
+        objectId,
+        category,
+        lastAt,
+        cutId,
+      ))!.v;
+      // The horizon rises in the same transaction as the trim it covers.
+      yield* raiseHorizon(objectId, category, Number(through));
+      deleted += yield* q.run(
+        `DELETE FROM events WHERE object_id = ? AND category = ? AND ${cutAt}`,
+        objectId,
+        category,
+        lastAt,
+        cutId,
+      );
+    }
+  }
+  if (maxAge > 0) {
+    const horizon = cutoff(scope.now, maxAge);
+    const aged = yield* q.all(
+      `SELECT object_id, category, MAX(resource_version) AS v FROM events
+       WHERE last_at < ? GROUP BY object_id, category`,
+      horizon,
+    );
+    for (const t of aged) {
+      yield* raiseHorizon(Number(t.object_id), t.category as string, Number(t.v));
+    }
+    deleted += yield* q.run("DELETE FROM events WHERE last_at < ?", horizon);
+  }
+  return deleted;
 }

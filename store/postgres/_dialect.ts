@@ -1,0 +1,129 @@
+/**
+ * The PostgreSQL dialect: its spelling for the shared families, how it runs
+ * the statements their bodies yield, and its side of the shared write group
+ * (`../sql/_write_group.ts`): its
+ * policy — a group waits one microtask for company (callers resumed together
+ * submit together), takes up to {@linkcode MAX_GROUP} members, and a
+ * transaction that finds the writer free runs at once, alone — and its
+ * transaction steps on one pooled connection: the counter row locked at
+ * `BEGIN` (writers serialize on it anyway, so one group at a time loses no
+ * parallelism), a savepoint per member kept between members, and the
+ * publish, the notification and the `COMMIT` in one round trip.
+ *
+ * @module
+ */
+import type { Fence } from "../../src/store.ts";
+import {
+  type GroupPolicy,
+  type GroupTransactions,
+  type Member,
+  writeGroupOf,
+} from "../sql/_write_group.ts";
+import { MemberSavepoint, releaseClient, rollbackQuietly } from "./_connections.ts";
+import type { Dialect } from "../sql/_dialect.ts";
+import {
+  type Core,
+  Db,
+  FOREIGN_KEY_VIOLATION,
+  type PgClient,
+  sqlState,
+  UNIQUE_VIOLATION,
+} from "./_core.ts";
+import { Draws } from "./_write_scope.ts";
+
+/** The most members one commit takes; the rest form the next group. */
+export const MAX_GROUP = 256;
+
+const POLICY: GroupPolicy = {
+  window: (start) => queueMicrotask(start),
+  cap: MAX_GROUP,
+  transactionsJoin: false,
+};
+
+/** One group's transaction: its pooled connection, the counter's draws, the member savepoint. */
+export class PgTx {
+  readonly client: PgClient;
+  readonly db: Db;
+  readonly draws: Draws;
+  readonly savepoint: MemberSavepoint;
+  /** The draws as the running member's savepoint opened. */
+  mark: { readonly next: number; readonly drawn: number };
+  /** Whether the connection failed (it is destroyed, not reused). */
+  broken = false;
+
+  constructor(client: PgClient, db: Db, committed: number) {
+    this.client = client;
+    this.db = db;
+    this.draws = new Draws(committed);
+    this.savepoint = new MemberSavepoint(db, "bh_member");
+    this.mark = this.draws.mark();
+  }
+}
+
+function transactions(core: Core): GroupTransactions<PgTx> {
+  return {
+    lock: core.writeLock,
+    async begin(): Promise<PgTx> {
+      // Each member passed the open check and is counted as work in flight by its caller,
+      // so a store closing meanwhile waits for the group.
+      const client = await core.connect();
+      const db = new Db(client, core.epoch);
+      try {
+        return new PgTx(client, db, await core.begin(db, undefined));
+      } catch (error) {
+        releaseClient(client, !await rollbackQuietly(db));
+        throw error;
+      }
+    },
+    checkFence: (tx: PgTx, fence: Fence) => core.checkFence(tx.db, fence),
+    async openMember(tx: PgTx): Promise<void> {
+      await tx.savepoint.open();
+      tx.mark = tx.draws.mark();
+    },
+    closeMember(tx: PgTx, failed: boolean): Promise<void> | undefined {
+      if (!failed) return undefined;
+      // Versions drawn by a member that unwound are returned: none was seen outside.
+      tx.draws.restore(tx.mark);
+      return tx.savepoint.rollback();
+    },
+    commit: (tx: PgTx, drawn: number) => core.commit(tx.db, drawn),
+    async abort(tx: PgTx): Promise<void> {
+      tx.broken = !await rollbackQuietly(tx.db);
+    },
+    finish(tx: PgTx): void {
+      releaseClient(tx.client, tx.broken);
+    },
+    translate: (error) => core.translate(error),
+  };
+}
+
+/**
+ * Queues `member` for the next group commit of `core`. The caller has checked
+ * the store is open and counts the write as work in flight.
+ */
+export function submitWrite(core: Core, member: Member<PgTx>): void {
+  writeGroupOf(core, transactions, POLICY).submit(member);
+}
+
+/** PostgreSQL's spelling and abilities, for the shared families. */
+export const postgresDialect: Dialect = {
+  name: "PostgreSQL",
+  inIds: " = ANY(?::bigint[])",
+  ids: (ids) => ids,
+  inTexts: " = ANY(?::text[])",
+  texts: (texts) => texts,
+  unnest: (types, alias, columns) =>
+    ` FROM unnest(${types.map((t) => `?::${t}[]`).join(", ")}) AS ${alias} (${columns.join(", ")})`,
+  inKinds: " IN (SELECT * FROM unnest(?::text[], ?::text[]))",
+  kinds: (kinds) => [kinds.map((k) => k.group), kinds.map((k) => k.kind)],
+  bigint: "?::bigint",
+  isDistinct: "IS DISTINCT FROM",
+  greatest: "GREATEST",
+  noLimit: null,
+  indexedBy: () => "",
+  joinInOrder: "JOIN",
+  forUpdate: " FOR UPDATE",
+  inProcess: false,
+  isUniqueViolation: (error) => sqlState(error) === UNIQUE_VIOLATION,
+  isForeignKeyViolation: (error) => sqlState(error) === FOREIGN_KEY_VIOLATION,
+};

@@ -1,0 +1,88 @@
+/**
+ * Held leases' locks on PostgreSQL: a session advisory lock on a dedicated
+ * connection per held lease, which the server drops with the connection (a
+ * crashed or killed holder frees it at once).
+ *
+ * @module
+ */
+import pg from "pg";
+import type { LeaseLocks } from "../sql/_leases.ts";
+import { type Q, q } from "../sql/_query.ts";
+import { type Core, lockKey, pgTypes } from "./_core.ts";
+
+/** Whether any session holds the advisory lock (pg_locks shows int4 keys as unsigned oids). */
+const LOCKED = `SELECT EXISTS (SELECT 1 FROM pg_locks
+  WHERE locktype = 'advisory' AND granted AND objsubid = 2
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND classid = ?::bigint::oid AND objid = ?::bigint::oid) AS locked`;
+
+/** The advisory-lock key pair of lease `name` in `schema`. */
+function keys(schema: string, name: string): [number, number] {
+  return [lockKey(schema), lockKey(name)];
+}
+
+/** The held locks of one open store: a dedicated connection each. */
+export class HeldLocks implements LeaseLocks {
+  readonly #core: Core;
+  readonly #held = new Map<string, pg.Client>();
+
+  constructor(core: Core) {
+    this.#core = core;
+  }
+
+  /** Whether this store holds `name`. */
+  holds(name: string): boolean {
+    return this.#held.has(name);
+  }
+
+  /** Takes the advisory lock on a new connection; never waits. Resolves to whether it did. */
+  async tryLock(name: string): Promise<boolean> {
+    const client = new pg.Client({ ...this.#core.connection, types: pgTypes });
+    client.on("error", (error) => {
+      this.#core.report(
+        `beehive store: the connection holding lease "${name}" failed; the lease is free`,
+        error,
+      );
+    });
+    try {
+      await client.connect();
+      const [a, b] = keys(this.#core.schema, name);
+      const r = await client.query("SELECT pg_try_advisory_lock($1::int, $2::int) AS got", [a, b]);
+      if (r.rows[0].got === true && !this.#held.has(name)) {
+        this.#held.set(name, client);
+        return true;
+      }
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw this.#core.translate(error);
+    }
+    await client.end().catch(() => {});
+    return false;
+  }
+
+  /** Frees `name`: unlocks, then closes its connection. */
+  async unlock(name: string): Promise<void> {
+    const client = this.#held.get(name);
+    if (client === undefined) return;
+    this.#held.delete(name);
+    try {
+      // Unlocked before the connection ends, so the next reader never sees a dying backend's lock.
+      await client.query("SELECT pg_advisory_unlock_all()");
+    } catch {
+      // The connection is gone, and the lock with it.
+    }
+    await client.end().catch(() => {});
+  }
+
+  /** Frees every held lock. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#held.keys()].map((name) => this.unlock(name)));
+  }
+
+  /** Whether any session holds `name`'s advisory lock: one read. */
+  *isLocked(name: string): Q<boolean> {
+    const [a, b] = keys(this.#core.schema, name);
+    const row = yield* q.get(LOCKED, a >>> 0, b >>> 0);
+    return row!.locked === true;
+  }
+}

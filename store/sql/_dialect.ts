@@ -1,0 +1,60 @@
+/**
+ * What truly differs between the SQL stores, as the shared families see it:
+ * the SQL fragments each database spells its own way, how an id list or a
+ * kind list is bound, error classification, and capability flags. Beginning,
+ * committing and fencing a transaction are the dialect's side of the write
+ * group (`_write_group.ts`); statements reach the database through the
+ * session that drives a family body (`_query.ts`).
+ *
+ * @module
+ */
+import type { GroupKind, ObjectId } from "../../src/store.ts";
+
+/** One SQL database's spelling and abilities. */
+export interface Dialect {
+  /** The store's name in messages ("SQLite", "PostgreSQL"). */
+  readonly name: string;
+  /** `col IN <this>`-style membership in a bound id list: ` IN (SELECT value FROM json_each(?))` or ` = ANY(?::bigint[])`. */
+  readonly inIds: string;
+  /** Binds an id list for {@linkcode Dialect.inIds}. */
+  ids(ids: readonly ObjectId[]): unknown;
+  /** `col IN <this>`-style membership in a bound text list. */
+  readonly inTexts: string;
+  /** Binds a text list for {@linkcode Dialect.inTexts}. */
+  texts(texts: readonly string[]): unknown;
+  /**
+   * Where the database binds arrays (PostgreSQL): a row source of one array
+   * parameter per column, `FROM unnest(?::text[], …) AS alias (a, …)`, so many
+   * rows go in one statement. Absent where each row is its own statement (SQLite).
+   */
+  readonly unnest?: (types: readonly string[], alias: string, columns: readonly string[]) => string;
+  /** A row-value membership in a bound kind list: `("group", kind) IN <this>`. */
+  readonly inKinds: string;
+  /** Binds a kind list for {@linkcode Dialect.inKinds} (one or more parameters). */
+  kinds(kinds: readonly GroupKind[]): unknown[];
+  /** A placeholder for an integer the database must not guess the type of: `?` or `?::bigint`. */
+  readonly bigint: string;
+  /** Null-safe inequality: `IS NOT` or `IS DISTINCT FROM`. */
+  readonly isDistinct: string;
+  /** The larger of two values: `max` or `GREATEST`. */
+  readonly greatest: string;
+  /** The `LIMIT` bound that means no limit. */
+  readonly noLimit: number | null;
+  /** An index hint after a table name (SQLite's `INDEXED BY`); empty where the planner takes none. */
+  indexedBy(index: string): string;
+  /** A join whose tables are scanned in the order written (SQLite's `CROSS JOIN`), or a plain `JOIN`. */
+  readonly joinInOrder: string;
+  /** A row lock for a read inside a write transaction (` FOR UPDATE`); empty where the transaction already holds the database. */
+  readonly forUpdate: string;
+  /**
+   * Whether statements run in-process (SQLite): a statement, or a read
+   * transaction around several, costs no round trip, so a family may take one
+   * snapshot, or read with two point lookups, where a server dialect saves
+   * the round trip instead.
+   */
+  readonly inProcess: boolean;
+  /** Whether a driver error is a unique-constraint violation. */
+  isUniqueViolation(error: unknown): boolean;
+  /** Whether a driver error is a foreign-key violation. */
+  isForeignKeyViolation(error: unknown): boolean;
+}

@@ -1,0 +1,736 @@
+/**
+ * The objects family.
+ *
+ * @module
+ */
+import {
+  DeletionPendingError,
+  InvalidObservedGenerationError,
+  ObservedGenerationFutureError,
+  StoreError,
+} from "../../src/model/errors.ts";
+import type {
+  GroupKind,
+  IncomingEdgeQuery,
+  ObjectId,
+  ObjectNameRef,
+  ObjectRef,
+  Objects,
+  ObjectsCreateInput,
+  ObjectsListIdsOptions,
+  ObjectsListPage,
+  ObjectsUpdateSpecInput,
+  ObjectsUpdateSpecResult,
+  ObjectsUpdateStatusInput,
+  RawObject,
+  RawObjectMeta,
+  ReconcileLoad,
+} from "../../src/store.ts";
+import { kindName } from "../../src/model/_kind_keys.ts";
+import {
+  assertKind,
+  assertVersion,
+  checkExcludeStalled,
+  checkFinalizers,
+  checkGroupKind,
+  checkId,
+  checkIds,
+  checkJsonText,
+  checkListPage,
+  checkName,
+  checkPrecondition,
+  checkRef,
+  checkRelation,
+  checkSchemaVersion,
+  describe,
+  nameNotFound,
+  nameTaken,
+  objectNotFound,
+  rejectWith,
+  stampVersion,
+} from "./_checks.ts";
+import type { Dialect } from "./_dialect.ts";
+import { type Q, q } from "./_query.ts";
+import {
+  OBJECTS_OF_KIND,
+  readConditions,
+  readMeta,
+  readObject,
+  withConditions,
+  withConditionsOfKind,
+} from "./_reads.ts";
+import { decodeFinalizers, decodeMeta, ID_CHUNK, OBJECT_COLUMNS, truthy } from "./_rows.ts";
+import type { SqlSession, WriteScope } from "./_session.ts";
+import { appendWrite } from "./_write_log.ts";
+
+// Lands only on a row of the ref's kind, at or past the generation, not yet observed at it.
+const SETTLE_SQL =
+  `UPDATE objects SET observed_generation = ?, observed_at = ?, resource_version = ?
+  WHERE id = ? AND "group" = ? AND kind = ? AND generation >= ?
+    AND (observed_generation IS NULL OR observed_generation < ?)`;
+
+const INSERT_COLUMNS = `"group", kind, name, spec, spec_version, resource_version,
+  finalizers, created_at, updated_at`;
+
+/** The statements whose spelling depends on the dialect, built once per family. */
+class Statements {
+  readonly listIds: string;
+  readonly listIdsActive: string;
+  readonly unsettled: string;
+  readonly byIds: string;
+  readonly finalizersForUpdate: string;
+
+  constructor(d: Dialect) {
+    this.listIds = `SELECT id FROM objects WHERE "group" = ? AND kind = ? ORDER BY id`;
+    this.listIdsActive = `SELECT id FROM objects WHERE "group" = ? AND kind = ?
+      AND stalled_generation ${d.isDistinct} generation ORDER BY id`;
+    this.unsettled = `SELECT id FROM objects${d.indexedBy("idx_objects_unsettled")}
+      WHERE "group" = ? AND kind = ?
+        AND (observed_generation IS NULL OR observed_generation < generation)
+        AND stalled_generation ${d.isDistinct} generation
+      ORDER BY id`;
+    this.byIds = `SELECT ${OBJECT_COLUMNS} FROM objects
+      WHERE id${d.inIds} AND "group" = ? AND kind = ? ORDER BY id`;
+    this.finalizersForUpdate =
+      `SELECT "group", kind, name, finalizers, deletion_requested_at FROM objects
+       WHERE id = ?${d.forUpdate}`;
+  }
+}
+
+export class SqlObjects implements Objects {
+  readonly #s: SqlSession;
+  readonly #sql: Statements;
+
+  constructor(session: SqlSession) {
+    this.#s = session;
+    this.#sql = new Statements(session.dialect);
+  }
+
+  create(gk: GroupKind, input: ObjectsCreateInput): Promise<RawObject> {
+    return rejectWith(() => {
+      checkGroupKind(gk);
+      checkName(input?.name);
+      checkJsonText(input.spec, "spec");
+      const specVersion = checkSchemaVersion(input.specVersion, "specVersion");
+      const finalizerList = checkFinalizers(input.finalizers);
+      const finalizers = JSON.stringify(finalizerList);
+      const d = this.#s.dialect;
+      return this.#s.write((scope) =>
+        createBody(scope, d, gk, input, specVersion, finalizerList, finalizers)
+      );
+    });
+  }
+
+  get(id: ObjectId): Promise<RawObject> {
+    return rejectWith(() => {
+      checkId(id);
+      const epoch = this.#s.epoch;
+      return this.#s.read(() => readObject(id, epoch));
+    });
+  }
+
+  getByName(ref: ObjectNameRef): Promise<RawObject> {
+    return rejectWith(() => {
+      checkNameRef(ref);
+      const d = this.#s.dialect;
+      const epoch = this.#s.epoch;
+      return this.#s.read(() => getByNameBody(d, ref, epoch));
+    });
+  }
+
+  getMeta(id: ObjectId): Promise<RawObjectMeta> {
+    return rejectWith(() => {
+      checkId(id);
+      return this.#s.read(() => getMetaBody(id));
+    });
+  }
+
+  getMetaByName(ref: ObjectNameRef): Promise<RawObjectMeta> {
+    return rejectWith(() => {
+      checkNameRef(ref);
+      return this.#s.read(() => readMetaByName(ref));
+    });
+  }
+
+  getForReconcile(id: ObjectId): Promise<ReconcileLoad> {
+    return rejectWith(() => {
+      checkId(id);
+      const s = this.#s;
+      const d = s.dialect;
+      const epoch = s.epoch;
+      // One statement reads the row and the cursor together: the cursor can lag the row,
+      // never lead it. Where a snapshot is cheap (SQLite) the conditions are read in it too.
+      const body = () => reconcileLoad(d, id, epoch);
+      return d.inProcess ? s.readSnapshot(body) : s.read(body);
+    });
+  }
+
+  list(gk: GroupKind, page?: ObjectsListPage): Promise<RawObject[]> {
+    return rejectWith(() => {
+      checkGroupKind(gk);
+      const p = checkListPage(page);
+      const d = this.#s.dialect;
+      const epoch = this.#s.epoch;
+      return this.#s.read(() => listBody(d, gk, p, epoch));
+    });
+  }
+
+  listByIds(gk: GroupKind, ids: readonly ObjectId[]): Promise<RawObject[]> {
+    return rejectWith(() => {
+      checkGroupKind(gk);
+      checkIds(ids);
+      const d = this.#s.dialect;
+      const epoch = this.#s.epoch;
+      const byIds = this.#sql.byIds;
+      return this.#s.read(() => listByIdsBody(d, byIds, gk, ids, epoch));
+    });
+  }
+
+  listByIncomingEdge(
+    gk: GroupKind,
+    edge: IncomingEdgeQuery,
+    page?: ObjectsListPage,
+  ): Promise<RawObject[]> {
+    return rejectWith(() => {
+      checkGroupKind(gk);
+      checkId(edge?.toId, "toId");
+      checkRelation(edge.relation);
+      const p = checkListPage(page);
+      const d = this.#s.dialect;
+      const epoch = this.#s.epoch;
+      return this.#s.read(() => incomingBody(d, gk, edge, p, epoch));
+    });
+  }
+
+  listIds(gk: GroupKind, options?: ObjectsListIdsOptions): Promise<ObjectId[]> {
+    return rejectWith(() => {
+      checkGroupKind(gk);
+      const excludeStalled = checkExcludeStalled(options, "list ids");
+      const sql = excludeStalled ? this.#sql.listIdsActive : this.#sql.listIds;
+      return this.#s.read(() => idsBody(sql, gk));
+    });
+  }
+
+  listUnsettledIds(gk: GroupKind): Promise<ObjectId[]> {
+    return rejectWith(() => {
+      checkGroupKind(gk);
+      const sql = this.#sql.unsettled;
+      return this.#s.read(() => idsBody2(sql, gk));
+    });
+  }
+
+  updateSpec(ref: ObjectRef, input: ObjectsUpdateSpecInput): Promise<ObjectsUpdateSpecResult> {
+    return rejectWith(() => {
+      checkRef(ref);
+      checkJsonText(input?.spec, "spec");
+      const version = checkSchemaVersion(input.specVersion, "specVersion");
+      const expected = checkPrecondition(input.resourceVersion);
+      const epoch = this.#s.epoch;
+      return this.#s.write((scope) => updateSpecBody(scope, ref, input, version, expected, epoch));
+    });
+  }
+
+  updateSpecByName(
+    ref: ObjectNameRef,
+    input: ObjectsUpdateSpecInput,
+  ): Promise<ObjectsUpdateSpecResult> {
+    return rejectWith(() => {
+      checkNameRef(ref);
+      checkJsonText(input?.spec, "spec");
+      const version = checkSchemaVersion(input.specVersion, "specVersion");
+      const expected = checkPrecondition(input.resourceVersion);
+      const epoch = this.#s.epoch;
+      return this.#s.write((scope) =>
+        updateSpecByNameBody(scope, ref, input, version, expected, epoch)
+      );
+    });
+  }
+
+  updateStatus(ref: ObjectRef, input: ObjectsUpdateStatusInput): Promise<boolean> {
+    return rejectWith(() => {
+      checkRef(ref);
+      checkJsonText(input?.status, "status");
+      const incoming = checkSchemaVersion(input.statusVersion, "statusVersion");
+      return this.#s.write((scope) => updateStatusBody(scope, ref, input, incoming));
+    });
+  }
+
+  setObservedGeneration(ref: ObjectRef, generation: number): Promise<boolean> {
+    return rejectWith(() => {
+      checkRef(ref);
+      if (typeof generation !== "number" || !Number.isSafeInteger(generation) || generation < 1) {
+        throw new InvalidObservedGenerationError(
+          `Cannot record observed generation ${
+            describe(generation)
+          } for object ${ref.id}: a generation is an integer >= 1`,
+        );
+      }
+      return this.#s.write((scope) => settleBody(scope, ref, generation));
+    });
+  }
+
+  addFinalizer(ref: ObjectRef, finalizer: string): Promise<boolean> {
+    return rejectWith(() => {
+      checkRef(ref);
+      const [checked] = checkFinalizers([finalizer]);
+      const read = this.#sql.finalizersForUpdate;
+      return this.#s.write((scope) => addFinalizerBody(scope, read, ref, checked));
+    });
+  }
+
+  setStalledGeneration(ref: ObjectRef, generation: number | undefined): Promise<boolean> {
+    return rejectWith(() => {
+      checkRef(ref);
+      if (
+        generation !== undefined &&
+        (typeof generation !== "number" || !Number.isSafeInteger(generation) || generation < 1)
+      ) {
+        throw new InvalidObservedGenerationError(
+          `Cannot record stalled generation ${
+            describe(generation)
+          } for object ${ref.id}: a generation is an integer >= 1 or undefined`,
+        );
+      }
+      return this.#s.write(() => stalledBody(ref, generation));
+    });
+  }
+
+  deleteFinalizer(ref: ObjectRef, finalizer: string): Promise<boolean> {
+    return rejectWith(() => {
+      checkRef(ref);
+      if (typeof finalizer !== "string") {
+        throw new TypeError(
+          `Cannot delete finalizer: current value is ${describe(finalizer)}, expected a string`,
+        );
+      }
+      return this.#s.write((scope) => deleteFinalizerBody(scope, ref, finalizer));
+    });
+  }
+
+  delete(id: ObjectId): Promise<void> {
+    return rejectWith(() => {
+      checkId(id);
+      const d = this.#s.dialect;
+      const epoch = this.#s.epoch;
+      return this.#s.write((scope) => deleteBody(scope, d, id, epoch));
+    });
+  }
+}
+
+/** The spec update both spellings of `updateSpec` share, on the stored row. */
+function* updateSpec(
+  scope: WriteScope,
+  epoch: number,
+  stored: RawObjectMeta,
+  spec: string,
+  incoming: number,
+  expected: number | undefined,
+): Q<ObjectsUpdateSpecResult> {
+  // The order is contractual: precondition, deletion mark, version stamp, byte compare.
+  assertVersion(stored.id, stored.resourceVersion, expected);
+  if (stored.deletionRequestedAt !== undefined) {
+    throw new DeletionPendingError(
+      `Cannot update the spec of ${
+        kindName(stored)
+      } "${stored.name}" (id ${stored.id}): its deletion is pending`,
+    );
+  }
+  const version = stampVersion(stored.specVersion, incoming, "spec", stored.id);
+  if (version === stored.specVersion && spec === stored.spec) {
+    return {
+      object: { ...stored, conditions: yield* readConditions(stored.id, epoch) },
+      changed: false,
+    };
+  }
+  const rv = scope.draw();
+  yield* q.run(
+    `UPDATE objects SET spec = ?, spec_version = ?, generation = ?, resource_version = ?,
+       updated_at = ?
+     WHERE id = ?`,
+    spec,
+    version,
+    stored.generation + 1,
+    rv,
+    scope.now,
+    stored.id,
+  );
+  const object: RawObject = {
+    ...stored,
+    spec,
+    specVersion: version,
+    generation: stored.generation + 1,
+    resourceVersion: rv,
+    updatedAt: new Date(scope.now),
+    conditions: yield* readConditions(stored.id, epoch),
+  };
+  yield* appendWrite(scope, rv, stored, "update", object);
+  return { object, changed: true };
+}
+
+function checkNameRef(ref: unknown): asserts ref is ObjectNameRef {
+  checkGroupKind(ref);
+  checkName((ref as ObjectNameRef).name);
+}
+
+function* readMetaByName(ref: ObjectNameRef): Q<RawObjectMeta> {
+  const row = yield* q.row(
+    `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND name = ?`,
+    ref.group,
+    ref.kind,
+    ref.name,
+  );
+  if (row === undefined) throw nameNotFound(ref, ref.name);
+  return decodeMeta(row);
+}
+
+function* createBody(
+  scope: WriteScope,
+  d: Dialect,
+  gk: GroupKind,
+  input: ObjectsCreateInput,
+  specVersion: number,
+  finalizerList: string[],
+  finalizers: string,
+): Q<RawObject> {
+  const { group, kind } = gk;
+  const now = scope.now;
+  const rv = scope.draw();
+  let id = scope.peekId("objects");
+  try {
+    if (id !== undefined) {
+      yield* q.run(
+        `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        id,
+        group,
+        kind,
+        input.name,
+        input.spec,
+        specVersion,
+        rv,
+        finalizers,
+        now,
+        now,
+      );
+      scope.takeId("objects");
+    } else {
+      const row = yield* q.row(
+        `INSERT INTO objects (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         RETURNING id`,
+        group,
+        kind,
+        input.name,
+        input.spec,
+        specVersion,
+        rv,
+        finalizers,
+        now,
+        now,
+      );
+      id = Number(row![0]);
+    }
+  } catch (error) {
+    if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, error);
+    throw error;
+  }
+  // The row is what was just inserted, with the columns' defaults.
+  const object: RawObject = {
+    id,
+    group,
+    kind,
+    name: input.name,
+    spec: input.spec,
+    status: undefined,
+    specVersion,
+    statusVersion: 0,
+    generation: 1,
+    observedGeneration: undefined,
+    observedAt: undefined,
+    resourceVersion: rv,
+    deletionRequestedAt: undefined,
+    reconcileOwed: 0,
+    finalizers: finalizerList,
+    createdAt: new Date(now),
+    updatedAt: new Date(now),
+    conditions: [],
+  };
+  yield* appendWrite(scope, rv, object, "create", object);
+  return object;
+}
+
+function* getByNameBody(d: Dialect, ref: ObjectNameRef, epoch: number) {
+  return (yield* withConditions(d, [yield* readMetaByName(ref)], epoch))[0];
+}
+
+function* getMetaBody(id: ObjectId) {
+  const meta = yield* readMeta(id);
+  if (meta === undefined) throw objectNotFound(id);
+  return meta;
+}
+
+function* reconcileLoad(d: Dialect, id: ObjectId, epoch: number): Q<ReconcileLoad> {
+  const row = yield* q.row(
+    `SELECT ${OBJECT_COLUMNS}, EXISTS (SELECT 1 FROM edges
+       WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies,
+       stalled_generation, (SELECT value FROM resource_version_seq WHERE id = 1) AS cursor
+     FROM objects WHERE id = ?`,
+    id,
+  );
+  if (row === undefined) throw objectNotFound(id);
+  const object = (yield* withConditions(d, [decodeMeta(row)], epoch))[0];
+  // has_dependencies, stalled_generation and cursor follow the 17 object columns.
+  return {
+    object,
+    cursor: Number(row[19]),
+    hasDependencies: truthy(row[17]),
+    stalledGeneration: row[18] === null ? undefined : Number(row[18]),
+  };
+}
+
+function* listBody(
+  d: Dialect,
+  gk: GroupKind,
+  p: { after: number; limit: number | undefined },
+  epoch: number,
+) {
+  if (p.after === 0 && p.limit === undefined) {
+    const metas = (yield* q.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
+    return yield* withConditionsOfKind(metas, gk, epoch);
+  }
+  const metas = (yield* q.rows(
+    `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND id > ?
+     ORDER BY id LIMIT ?`,
+    gk.group,
+    gk.kind,
+    p.after,
+    p.limit ?? d.noLimit,
+  )).map(decodeMeta);
+  return yield* withConditions(d, metas, epoch);
+}
+
+function* listByIdsBody(
+  d: Dialect,
+  byIds: string,
+  gk: GroupKind,
+  ids: readonly ObjectId[],
+  epoch: number,
+) {
+  const metas: RawObjectMeta[] = [];
+  for (let i = 0; i < ids.length; i += ID_CHUNK) {
+    const rows = yield* q.rows(byIds, d.ids(ids.slice(i, i + ID_CHUNK)), gk.group, gk.kind);
+    for (const row of rows) metas.push(decodeMeta(row));
+  }
+  if (ids.length > ID_CHUNK) metas.sort((a, b) => a.id - b.id);
+  return yield* withConditions(d, metas, epoch);
+}
+
+function* incomingBody(
+  d: Dialect,
+  gk: GroupKind,
+  edge: IncomingEdgeQuery,
+  p: { after: number; limit: number | undefined },
+  epoch: number,
+) {
+  // Driven by the edges into toId, already in from_id order: cost tracks those edges.
+  const metas = (yield* q.rows(
+    `SELECT ${OBJECT_COLUMNS} FROM edges ${d.joinInOrder} objects ON id = from_id
+     WHERE to_id = ? AND relation = ? AND from_id > ? AND "group" = ? AND kind = ?
+     ORDER BY from_id LIMIT ?`,
+    edge.toId,
+    edge.relation,
+    p.after,
+    gk.group,
+    gk.kind,
+    p.limit ?? d.noLimit,
+  )).map(decodeMeta);
+  return yield* withConditions(d, metas, epoch);
+}
+
+function* idsBody(sql: string, gk: GroupKind) {
+  return (yield* q.rows(sql, gk.group, gk.kind)).map((r) => Number(r[0]));
+}
+
+function* idsBody2(sql: string, gk: GroupKind) {
+  return (yield* q.rows(sql, gk.group, gk.kind)).map((r) => Number(r[0]));
+}
+
+function* updateSpecBody(
+  scope: WriteScope,
+  ref: ObjectRef,
+  input: ObjectsUpdateSpecInput,
+  version: number,
+  expected: number | undefined,
+  epoch: number,
+) {
+  const row = yield* q.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
+  assertKind(ref, row && { group: row[1], kind: row[2] });
+  const meta = decodeMeta(row!);
+  return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
+}
+
+function* updateSpecByNameBody(
+  scope: WriteScope,
+  ref: ObjectNameRef,
+  input: ObjectsUpdateSpecInput,
+  version: number,
+  expected: number | undefined,
+  epoch: number,
+) {
+  const meta = yield* readMetaByName(ref);
+  return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
+}
+
+function* updateStatusBody(
+  scope: WriteScope,
+  ref: ObjectRef,
+  input: ObjectsUpdateStatusInput,
+  incoming: number,
+) {
+  const row = yield* q.get(
+    `SELECT "group", kind, status, status_version FROM objects WHERE id = ?`,
+    ref.id,
+  );
+  assertKind(ref, row);
+  const stored = Number(row.status_version);
+  const version = stampVersion(stored, incoming, "status", ref.id);
+  if (version === stored && input.status === row.status) return false;
+  const rv = scope.draw();
+  yield* q.run(
+    `UPDATE objects SET status = ?, status_version = ?, resource_version = ?, updated_at = ?
+     WHERE id = ?`,
+    input.status,
+    version,
+    rv,
+    scope.now,
+    ref.id,
+  );
+  yield* appendWrite(scope, rv, ref, "update");
+  return true;
+}
+
+function* settleBody(scope: WriteScope, ref: ObjectRef, generation: number) {
+  // One statement when it lands (the version is drawn only then); the gate read
+  // below only explains a write that did not.
+  const changed = yield* q.run(
+    SETTLE_SQL,
+    generation,
+    scope.now,
+    scope.peekVersion(),
+    ref.id,
+    ref.group,
+    ref.kind,
+    generation,
+    generation,
+  );
+  if (changed === 1) {
+    yield* appendWrite(scope, scope.draw(), ref, "update");
+    return true;
+  }
+  const row = yield* q.get(
+    `SELECT "group", kind, generation FROM objects WHERE id = ?`,
+    ref.id,
+  );
+  assertKind(ref, row);
+  if (generation > Number(row.generation)) {
+    throw new ObservedGenerationFutureError(
+      `Cannot record observed generation ${generation} for object ${ref.id}: its generation is ${row.generation}`,
+    );
+  }
+  return false;
+}
+
+function* addFinalizerBody(scope: WriteScope, read: string, ref: ObjectRef, checked: string) {
+  const row = yield* q.get(read, ref.id);
+  assertKind(ref, row);
+  if (row.deletion_requested_at !== null) {
+    throw new DeletionPendingError(
+      `Cannot add finalizer ${JSON.stringify(checked)} to ${
+        kindName(ref)
+      } "${row.name}" (id ${ref.id}): its deletion is pending`,
+    );
+  }
+  const finalizers = decodeFinalizers(row.finalizers, ref.id);
+  if (finalizers.includes(checked)) return false;
+  const rv = scope.draw();
+  yield* q.run(
+    "UPDATE objects SET finalizers = ?, resource_version = ?, updated_at = ? WHERE id = ?",
+    JSON.stringify([...finalizers, checked]),
+    rv,
+    scope.now,
+    ref.id,
+  );
+  yield* appendWrite(scope, rv, ref, "update");
+  return true;
+}
+
+function* stalledBody(ref: ObjectRef, generation: number | undefined) {
+  const row = yield* q.get(
+    `SELECT "group", kind, generation, stalled_generation FROM objects WHERE id = ?`,
+    ref.id,
+  );
+  assertKind(ref, row);
+  if (generation !== undefined && generation > Number(row.generation)) {
+    throw new ObservedGenerationFutureError(
+      `Cannot record stalled generation ${generation} for object ${ref.id}: its generation is ${row.generation}`,
+    );
+  }
+  const stored = row.stalled_generation === null ? undefined : Number(row.stalled_generation);
+  if (stored === generation) return false;
+  yield* q.run(
+    "UPDATE objects SET stalled_generation = ? WHERE id = ?",
+    generation ?? null,
+    ref.id,
+  );
+  return true;
+}
+
+function* deleteFinalizerBody(scope: WriteScope, ref: ObjectRef, finalizer: string) {
+  const row = yield* q.get(
+    `SELECT "group", kind, finalizers, deletion_requested_at FROM objects WHERE id = ?`,
+    ref.id,
+  );
+  assertKind(ref, row);
+  const finalizers = decodeFinalizers(row.finalizers, ref.id);
+  if (!finalizers.includes(finalizer)) return false;
+  const remaining = finalizers.filter((f) => f !== finalizer);
+  const rv = scope.draw();
+  yield* q.run(
+    "UPDATE objects SET finalizers = ?, resource_version = ?, updated_at = ? WHERE id = ?",
+    JSON.stringify(remaining),
+    rv,
+    scope.now,
+    ref.id,
+  );
+  yield* appendWrite(scope, rv, ref, "update");
+  return remaining.length === 0 && row.deletion_requested_at !== null;
+}
+
+function* deleteBody(scope: WriteScope, d: Dialect, id: ObjectId, epoch: number) {
+  // The image is read before the delete cascades its conditions and edges away.
+  const object = yield* readObject(id, epoch);
+  const ownerRow = yield* q.get(
+    `SELECT e.to_id AS id, o."group" AS "group", o.kind AS kind
+     FROM edges e JOIN objects o ON o.id = e.to_id
+     WHERE e.from_id = ? AND e.relation = 'owned_by' ORDER BY e.to_id LIMIT 1`,
+    id,
+  );
+  yield* q.run("DELETE FROM edges WHERE from_id = ? AND to_id = ?", id, id);
+  try {
+    yield* q.run("DELETE FROM objects WHERE id = ?", id);
+  } catch (error) {
+    if (d.isForeignKeyViolation(error)) {
+      throw new StoreError(
+        `Cannot delete object ${id}: other objects still hold edges pointing at it`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+  const rv = scope.draw();
+  const owner = ownerRow === undefined ? undefined : {
+    id: Number(ownerRow.id),
+    group: ownerRow.group as string,
+    kind: ownerRow.kind as string,
+  };
+  const image = { ...object, resourceVersion: rv, ...(owner ? { owner } : {}) };
+  yield* appendWrite(scope, rv, object, "delete", image);
+}

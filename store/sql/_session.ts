@@ -1,0 +1,122 @@
+/**
+ * The session a shared family runs its bodies through: the dialect's, bound
+ * to a root handle (reads on a pooled or idle connection, each write in the
+ * write group) or to a transaction frame (everything on the transaction's
+ * connection, each write unit in a savepoint).
+ *
+ * @module
+ */
+import type { TailWrite } from "../../src/watches/kind_tail.ts";
+import type { Dialect } from "./_dialect.ts";
+import { type Q, type Query, runOn, type Runs } from "./_query.ts";
+
+/** Where a store keeps the write-log entries of the open transaction for readers tailing from memory. */
+export interface WriteJournal {
+  /** Whether anyone reads this transaction's entries. */
+  readonly active: boolean;
+  /** Keeps one entry. */
+  logged(write: TailWrite): void;
+}
+
+/**
+ * What a write unit may use besides its statements: one clock reading,
+ * version draws, and (where the dialect assigns them) row ids.
+ */
+export interface WriteScope {
+  /** The store open the unit's write-log entries carry as their origin. */
+  readonly origin: number;
+  /** The open transaction's journal, on a store that tails from memory. */
+  readonly journal: WriteJournal | undefined;
+  /** `Date.now()` read once for the whole unit. */
+  readonly now: number;
+  /** The next resource version. */
+  draw(): number;
+  /** `n` consecutive resource versions; returns the first. */
+  drawMany(n: number): number;
+  /** The version {@linkcode WriteScope.draw} returns next, without taking it. */
+  peekVersion(): number;
+  /**
+   * The id the next row of `table` takes, where the store hands ids out
+   * itself (SQLite); `undefined` where the database assigns them on insert.
+   */
+  peekId(table: IdTable): number | undefined;
+  /** Takes the id {@linkcode WriteScope.peekId} returned: its insert succeeded. */
+  takeId(table: IdTable): void;
+}
+
+/** The tables whose ids a store may hand out itself. */
+export type IdTable = "objects" | "events";
+
+/** How a shared family reaches the database. */
+export interface SqlSession {
+  readonly dialect: Dialect;
+  /** This open's number: the liveness downgrade's epoch, and the write log's origin. */
+  readonly epoch: number;
+  /** Whether the session is a transaction frame's (no lease may be held from it). */
+  readonly inTransaction: boolean;
+  /** Refuses new work once the store is closing. @throws {StoreClosedError} */
+  assertOpen(): void;
+  /** Runs a body of reads. */
+  read<T>(body: () => Q<T>): Promise<T>;
+  /** Runs a body of reads that must see one snapshot. */
+  readSnapshot<T>(body: () => Q<T>): Promise<T>;
+  /** Runs a write unit atomically. */
+  write<T>(body: (scope: WriteScope) => Q<T>): Promise<T>;
+}
+
+/** A dialect's own session, as {@linkcode BodySession} drives bodies through it. */
+export interface DriverSession<C, S extends WriteScope & { readonly db: C }> {
+  readonly core: { readonly epoch: number; assertOpen(): void };
+  /** Runs `fn` on a connection for reads. */
+  read(fn: (db: C) => unknown): Promise<unknown>;
+  /** Runs `fn` on a connection inside one snapshot. */
+  readSnapshot(fn: (db: C) => unknown): Promise<unknown>;
+  /** Runs `fn` as one atomic write unit. */
+  write(fn: (scope: S) => unknown): Promise<unknown>;
+}
+
+/** How a dialect drives a body on a connection: `driveSync` or `driveAsync`. */
+export type Drive = <C, T>(
+  body: Q<T>,
+  conn: C,
+  run: (conn: C, query: Query) => unknown,
+) => unknown;
+
+/** A dialect session as the shared families see it: each body driven on the session's connection. */
+export class BodySession<C extends Runs<unknown>, S extends WriteScope & { readonly db: C }>
+  implements SqlSession {
+  readonly dialect: Dialect;
+  readonly epoch: number;
+  readonly inTransaction: boolean;
+  readonly #s: DriverSession<C, S>;
+  readonly #drive: Drive;
+
+  constructor(
+    session: DriverSession<C, S>,
+    dialect: Dialect,
+    inTransaction: boolean,
+    drive: Drive,
+  ) {
+    this.#s = session;
+    this.dialect = dialect;
+    this.epoch = session.core.epoch;
+    this.inTransaction = inTransaction;
+    this.#drive = drive;
+  }
+
+  assertOpen(): void {
+    this.#s.core.assertOpen();
+  }
+
+  read<T>(body: () => Q<T>): Promise<T> {
+    return this.#s.read((db) => this.#drive(body(), db, runOn)) as Promise<T>;
+  }
+
+  readSnapshot<T>(body: () => Q<T>): Promise<T> {
+    return this.#s.readSnapshot((db) => this.#drive(body(), db, runOn)) as Promise<T>;
+  }
+
+  write<T>(body: (scope: WriteScope) => Q<T>): Promise<T> {
+    return this.#s.write((scope) => this.#drive(body(scope), scope.db, runOn)) as Promise<T>;
+  }
+}

@@ -1,0 +1,282 @@
+/**
+ * The write group: every outermost write of one open SQL store — a
+ * single-call write and a `within` transaction alike — queues here, and the
+ * writes waiting when the writer next frees share one transaction and one
+ * commit. What differs per dialect is its {@linkcode GroupPolicy} (how long a
+ * group stays open after its first member queued, how many members one
+ * commit takes, whether a transaction waits for company) and its
+ * {@linkcode GroupTransactions} (how the shared transaction begins, fences,
+ * sets member savepoints and commits).
+ *
+ * Members run in the order they queued, one at a time. A group of one is the
+ * member's own transaction: a throw rolls it all back. With more than one,
+ * each member runs in its own savepoint, so one that throws is rolled back
+ * alone and rejects alone. A fenced member's fence is checked inside the
+ * transaction (inside its savepoint in a larger group). Every member resolves
+ * only once the shared commit is durable (a transaction after its
+ * `afterCommit` hooks, in member order); a failing commit rejects them all.
+ *
+ * A dialect whose statements are synchronous (SQLite) returns plain values
+ * from its steps, and the group never awaits them: a lone single-call write
+ * runs from begin to commit without yielding.
+ *
+ * @module
+ */
+import type { BeehiveError } from "../../src/model/errors.ts";
+import type { Fence } from "../../src/store.ts";
+import type { AsyncLock } from "./_lock.ts";
+
+/** A value, or a promise of it: a synchronous dialect's steps return values. */
+export type Maybe<T> = T | Promise<T>;
+
+/** When a group starts, and how large it may grow: set per dialect. */
+export interface GroupPolicy {
+  /** Calls `start` once the group's first member has waited long enough for company. */
+  readonly window: (start: () => void) => void;
+  /** The most members one commit takes; the rest form the next group. */
+  readonly cap: number;
+  /**
+   * Whether an outermost transaction waits for the window like any write.
+   * When false, a transaction that finds the writer free and nothing queued
+   * takes it at once, alone; one that finds it busy still joins a group.
+   */
+  readonly transactionsJoin: boolean;
+}
+
+/** How a dialect runs the group's shared transaction; `Tx` is its open transaction. */
+export interface GroupTransactions<Tx> {
+  /** The store's writer: one group (or lone transaction) at a time. */
+  readonly lock: AsyncLock;
+  /** Opens the shared transaction (checking the store is still open). */
+  begin(): Maybe<Tx>;
+  /** Refuses the transaction (or the member's savepoint) when `fence` is from a term that is over. */
+  checkFence(tx: Tx, fence: Fence): Maybe<void>;
+  /** Sets the savepoint the next member of a larger group runs in. */
+  openMember(tx: Tx): Maybe<void>;
+  /** Ends a member's savepoint: keeps its writes, or (`failed`) undoes them. */
+  closeMember(tx: Tx, failed: boolean): Maybe<void>;
+  /** Publishes the highest version drawn and commits. */
+  commit(tx: Tx, drawn: number): Maybe<void>;
+  /** Rolls the shared transaction back, quietly (the transaction may already be gone). */
+  abort(tx: Tx): Maybe<void>;
+  /** The transaction is over: `drawn` is its highest committed draw, or undefined when nothing committed. */
+  finish(tx: Tx, drawn: number | undefined): void;
+  /** Translates anything a driver threw into a store error. */
+  translate(error: unknown): BeehiveError;
+}
+
+/** One queued write. */
+export interface Member<Tx> {
+  readonly fence: Fence | undefined;
+  /** Whether the member is an outermost transaction (see {@linkcode GroupPolicy.transactionsJoin}). */
+  readonly transaction: boolean;
+  /**
+   * Runs the member's writes inside the open transaction and returns the
+   * highest version it drew (0 for none). A throw (or rejection) unwinds the
+   * member alone and is what it rejects with.
+   */
+  run(tx: Tx): Maybe<number>;
+  /** The shared commit is durable: finish (hooks) and resolve. */
+  committed(): void | Promise<void>;
+  /** Rejects the member: it was refused, or nothing committed. */
+  failed(error: unknown): void;
+}
+
+/** A member's failure; undefined for a member whose writes stand. */
+type Failure = { readonly error: unknown } | undefined;
+
+/** The write group of one open store. */
+export class WriteGroup<Tx> {
+  readonly #tx: GroupTransactions<Tx>;
+  readonly #policy: GroupPolicy;
+  readonly #pending: Member<Tx>[] = [];
+  #scheduled = false;
+
+  constructor(tx: GroupTransactions<Tx>, policy: GroupPolicy) {
+    this.#tx = tx;
+    this.#policy = policy;
+  }
+
+  /** Queues `member` for the next group commit. */
+  submit(member: Member<Tx>): void {
+    if (
+      member.transaction && !this.#policy.transactionsJoin && this.#pending.length === 0 &&
+      this.#tx.lock.tryAcquire()
+    ) {
+      void this.#runHeld([member]);
+      return;
+    }
+    this.#pending.push(member);
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    this.#policy.window(() => void this.#run());
+  }
+
+  async #run(): Promise<void> {
+    const lock = this.#tx.lock;
+    if (!lock.tryAcquire()) await lock.acquire();
+    // Everything queued by the time the writer is ours goes in this group.
+    const group = this.#pending.splice(0, this.#policy.cap);
+    this.#scheduled = false;
+    if (this.#pending.length > 0) this.#schedule();
+    if (group.length === 0) {
+      lock.release();
+      return;
+    }
+    await this.#runHeld(group);
+  }
+
+  /** Runs `group` with the writer held, then releases it and settles the members. */
+  async #runHeld(group: readonly Member<Tx>[]): Promise<void> {
+    const failures = group.length === 1 ? await this.#alone(group[0]) : await this.#together(group);
+    this.#tx.lock.release();
+    if (failures === undefined) return;
+    for (let i = 0; i < group.length; i++) {
+      const failure = failures[i];
+      if (failure === undefined) await group[i].committed();
+      else group[i].failed(failure.error);
+    }
+  }
+
+  /**
+   * Opens the shared transaction; on failure rejects `group` and returns
+   * undefined. A synchronous dialect's transaction comes back as it is.
+   */
+  #begin(group: readonly Member<Tx>[]): Maybe<{ tx: Tx } | undefined> {
+    const t = this.#tx;
+    const refuse = (error: unknown) => {
+      const failure = t.translate(error);
+      for (const m of group) m.failed(failure);
+      return undefined;
+    };
+    try {
+      const begun = t.begin();
+      if (begun instanceof Promise) return begun.then((tx) => ({ tx }), refuse);
+      return { tx: begun };
+    } catch (error) {
+      return refuse(error);
+    }
+  }
+
+  /** Rolls back after a failure and ends the transaction with nothing committed. */
+  async #abort(tx: Tx): Promise<void> {
+    const t = this.#tx;
+    try {
+      const aborted = t.abort(tx);
+      if (aborted instanceof Promise) await aborted;
+    } finally {
+      t.finish(tx, undefined);
+    }
+  }
+
+  /** Checks a member's fence inside the transaction, as a store error. */
+  #checkFence(tx: Tx, fence: Fence): Promise<void> | undefined {
+    const t = this.#tx;
+    try {
+      const checked = t.checkFence(tx, fence);
+      if (checked instanceof Promise) {
+        return checked.catch((error) => {
+          throw t.translate(error);
+        });
+      }
+      return undefined;
+    } catch (error) {
+      throw t.translate(error);
+    }
+  }
+
+  /** A group of one: the transaction is the member's, and a throw rolls it all back. */
+  async #alone(m: Member<Tx>): Promise<Failure[] | undefined> {
+    const t = this.#tx;
+    const opening = this.#begin([m]);
+    const begun = opening instanceof Promise ? await opening : opening;
+    if (begun === undefined) return undefined;
+    const tx = begun.tx;
+    let drawn: number;
+    try {
+      const fenced = m.fence === undefined ? undefined : this.#checkFence(tx, m.fence);
+      if (fenced !== undefined) await fenced;
+      const ran = m.run(tx);
+      drawn = typeof ran === "number" ? ran : await ran;
+    } catch (error) {
+      await this.#abort(tx);
+      m.failed(error);
+      return undefined;
+    }
+    try {
+      const done = t.commit(tx, drawn);
+      if (done instanceof Promise) await done;
+    } catch (error) {
+      await this.#abort(tx);
+      m.failed(t.translate(error));
+      return undefined;
+    }
+    t.finish(tx, drawn);
+    return [undefined];
+  }
+
+  /** Several members, each in its own savepoint; returns each one's failure (undefined: none). */
+  async #together(group: readonly Member<Tx>[]): Promise<Failure[] | undefined> {
+    const t = this.#tx;
+    const opening = this.#begin(group);
+    const begun = opening instanceof Promise ? await opening : opening;
+    if (begun === undefined) return undefined;
+    const tx = begun.tx;
+    const failures: Failure[] = [];
+    let drawn = 0;
+    try {
+      for (const m of group) {
+        const opened = t.openMember(tx);
+        if (opened instanceof Promise) await opened;
+        let failure: Failure;
+        try {
+          const fenced = m.fence === undefined ? undefined : this.#checkFence(tx, m.fence);
+          if (fenced !== undefined) await fenced;
+          const ran = m.run(tx);
+          const d = typeof ran === "number" ? ran : await ran;
+          if (d > drawn) drawn = d;
+        } catch (error) {
+          failure = { error };
+        }
+        // A failing rollback loses the whole group (below).
+        const closed = t.closeMember(tx, failure !== undefined);
+        if (closed instanceof Promise) await closed;
+        failures.push(failure);
+      }
+      const done = t.commit(tx, drawn);
+      if (done instanceof Promise) await done;
+    } catch (error) {
+      // The shared transaction is lost: nothing any member wrote committed.
+      await this.#abort(tx);
+      const failure = t.translate(error);
+      group.forEach((m, i) => m.failed(failures[i] !== undefined ? failures[i].error : failure));
+      return undefined;
+    }
+    t.finish(tx, drawn);
+    return failures;
+  }
+}
+
+/** Each open store's write group, keyed by its core. */
+const groups = new WeakMap<object, WriteGroup<unknown>>();
+
+/**
+ * The write group of the store `core` belongs to, made on first use from the
+ * dialect's transaction steps and policy.
+ */
+export function writeGroupOf<C extends object, Tx>(
+  core: C,
+  transactions: (core: C) => GroupTransactions<Tx>,
+  policy: GroupPolicy,
+): WriteGroup<Tx> {
+  let group = groups.get(core) as WriteGroup<Tx> | undefined;
+  if (group === undefined) {
+    group = new WriteGroup(transactions(core), policy);
+    groups.set(core, group as WriteGroup<unknown>);
+  }
+  return group;
+}

@@ -1,0 +1,57 @@
+/**
+ * Appends to the object write log. A delete stores the row image
+ * (`_write_image.ts`); on a store that tails kinds from memory, each entry is
+ * also journaled for the open transaction.
+ *
+ * @module
+ */
+import type { ObjectRef, RawObject, WriteOp } from "../../src/store.ts";
+import { type Q, q } from "./_query.ts";
+import type { WriteScope } from "./_session.ts";
+import { encodeImage, OP_CODE } from "./_write_image.ts";
+
+const APPEND_SQL = `INSERT INTO object_writes
+  (resource_version, object_id, "group", kind, op, written_at, final, origin)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
+
+/**
+ * Appends one entry at `rv`. `row` is the object's row as the write left it,
+ * when the caller has it at hand; a delete must pass it, and the entry stores
+ * it as the image.
+ */
+export function* appendWrite(
+  scope: WriteScope,
+  rv: number,
+  ref: ObjectRef,
+  op: WriteOp,
+  row?: RawObject,
+): Q<void> {
+  const deleted = op === "delete";
+  const final = deleted && row !== undefined ? encodeImage(row) : null;
+  const origin = scope.origin;
+  yield* q.run(APPEND_SQL, rv, ref.id, ref.group, ref.kind, OP_CODE[op], scope.now, final, origin);
+  const journal = scope.journal;
+  if (journal !== undefined && journal.active) {
+    journal.logged({
+      id: ref.id,
+      resourceVersion: rv,
+      group: ref.group,
+      kind: ref.kind,
+      op,
+      final: deleted ? row : undefined,
+      origin,
+      row: deleted ? undefined : row,
+    });
+  }
+}
+
+/** Bumps a row's resource version and `updated_at`, logging an update (a condition change). */
+export function* bumpObject(scope: WriteScope, ref: ObjectRef, rv: number): Q<void> {
+  yield* q.run(
+    "UPDATE objects SET resource_version = ?, updated_at = ? WHERE id = ?",
+    rv,
+    scope.now,
+    ref.id,
+  );
+  yield* appendWrite(scope, rv, ref, "update");
+}
