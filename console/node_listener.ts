@@ -170,18 +170,22 @@ async function serve(
     res.end();
     return;
   }
-  // Node holds the head back until the first body chunk; a stream with nothing to send yet (a
-  // quiet watch) would then leave the client waiting for headers it has every right to (Go's
-  // client blocks there). The head goes out now, as fetch servers send it.
-  res.flushHeaders?.();
   const reader = response.body.getReader();
   const cancel = () => void reader.cancel().catch(() => {});
   abort.signal.addEventListener("abort", cancel);
   try {
+    let next = reader.read();
+    // Node holds the head back until the first body chunk. A chunk already at hand goes out with
+    // it, in one write; a stream with nothing to send yet (a quiet watch) must not keep the
+    // client waiting for the head (Go's client blocks there), so the head goes out now, as fetch
+    // servers send it.
+    const notYet = {};
+    if (await Promise.race([next, notYet]) === notYet) res.flushHeaders?.();
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await next;
       if (done) break;
       res.write(value);
+      next = reader.read();
     }
   } catch {
     // the client went away, or the body failed: end what was sent
