@@ -1,7 +1,8 @@
 /**
  * Opening the store a CLI invocation names: a `postgres://` url (with
  * `?schema=`), `:memory:`, or a SQLite file path resolved from the working
- * directory. Shared by the commands and `serve`.
+ * directory; and resolving the paths the commands take (`apply -f`,
+ * `serve --kubeconfig`) the same way.
  *
  * @module
  */
@@ -24,6 +25,11 @@ export function workingDirectory(cwd: string | undefined): string {
   return cwd ?? process.env.INIT_CWD ?? process.cwd();
 }
 
+/** `path`, or when relative, `path` under `cwd`. */
+export function resolvePath(path: string, cwd: string): string {
+  return isAbsolute(path) ? path : resolve(cwd, path);
+}
+
 /**
  * Opens the store `where` names; a relative path is resolved from `cwd`.
  * @throws {NoStoreError} `where` is a path where no file is.
@@ -39,7 +45,7 @@ export async function openStore(where: string, cwd: string): Promise<Store> {
     return await openPostgresStore(url.href, schema === undefined ? {} : { schema });
   }
   if (where === ":memory:") return await openSqliteStore(where);
-  const path = isAbsolute(where) ? where : resolve(cwd, where);
+  const path = resolvePath(where, cwd);
   if (!existsSync(path)) throw new NoStoreError(`no database at ${where}`);
   return await openSqliteStore(path);
 }

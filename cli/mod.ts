@@ -50,7 +50,7 @@ import {
   toView,
 } from "./_inspect.ts";
 import { resolveStoreKind, UnknownKindError } from "./_kinds.ts";
-import { openStore, workingDirectory } from "./_open.ts";
+import { openStore, resolvePath, workingDirectory } from "./_open.ts";
 import { toYaml } from "./_yaml.ts";
 
 /** Where {@linkcode main} reads and writes. Every member but the writers is optional. */
@@ -94,15 +94,20 @@ interface Parsed {
   readonly limit: number | undefined;
   readonly waitFor: string | undefined;
   readonly timeout: number | undefined;
+  readonly port: number | undefined;
+  readonly tls: boolean;
+  readonly kubeconfig: string | undefined;
   readonly help: boolean;
 }
+
+type Flag = "output" | "file" | "limit" | "for" | "timeout" | "port" | "tls" | "kubeconfig";
 
 interface Command {
   readonly usage: string;
   readonly summary: string;
   readonly details: string;
   readonly args: readonly [min: number, max: number];
-  readonly flags: readonly ("output" | "file" | "limit" | "for" | "timeout")[];
+  readonly flags: readonly Flag[];
   run(ctx: Context): Promise<void>;
 }
 
@@ -206,6 +211,19 @@ const COMMANDS: Record<string, Command> = {
     flags: [],
     run: cmdRequeue,
   },
+  serve: {
+    usage: "serve [--port N] [--tls] [--kubeconfig FILE]",
+    summary: "Serve the store as a Kubernetes API on 127.0.0.1, for kubectl",
+    details: "--port N            the port (default 6443; 0 picks a free one)\n" +
+      "--tls               HTTPS with a generated CA and certificate, and a generated\n" +
+      "                    bearer token; both go in the kubeconfig\n" +
+      "--kubeconfig FILE   write the kubeconfig to FILE (mode 0600) rather than\n" +
+      "                    standard output\n" +
+      "Then: kubectl --kubeconfig FILE get <plural>. Runs until Ctrl-C or SIGTERM.",
+    args: [0, 0],
+    flags: ["port", "tls", "kubeconfig"],
+    run: cmdServe,
+  },
 };
 
 const HELP = `Usage: beehive <store> <command> [arguments] [flags]
@@ -218,7 +236,6 @@ Worker.shop.example; "<kind> <name>" may be written "<kind>/<name>", as kubectl 
 
 Commands:
 ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)}${c.summary}`).join("\n")}
-  serve     Serve the store as a Kubernetes API for kubectl ('beehive <store> serve --help')
 
 Flags:
   -o, --output FMT    json or yaml: machine-readable output (default: a table)
@@ -242,6 +259,9 @@ function parseArgs(args: readonly string[]): Parsed {
   let limit: number | undefined;
   let waitFor: string | undefined;
   let timeout: number | undefined;
+  let port: number | undefined;
+  let tls = false;
+  let kubeconfig: string | undefined;
   let help = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -275,11 +295,21 @@ function parseArgs(args: readonly string[]): Parsed {
       limit = n;
     } else if (flag === "--for") waitFor = checkFor(value());
     else if (flag === "--timeout") timeout = parseDuration(value());
+    else if (flag === "--port") port = parsePort(value());
+    else if (flag === "--tls" && eq < 0) tls = true;
+    else if (flag === "--kubeconfig") kubeconfig = value();
     else if (arg.startsWith("-") && arg !== "-") {
       throw new UsageError(`unknown flag ${arg}`);
     } else positionals.push(arg);
   }
-  return { positionals, output, file, limit, waitFor, timeout, help };
+  return { positionals, output, file, limit, waitFor, timeout, port, tls, kubeconfig, help };
+}
+
+function parsePort(v: string): number {
+  if (!/^\d{1,5}$/.test(v) || Number(v) > 65535) {
+    throw new UsageError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(v)}`);
+  }
+  return Number(v);
 }
 
 function checkFor(v: string): string {
@@ -364,9 +394,6 @@ function concat(chunks: readonly Uint8Array[]): Uint8Array {
  * @param io Where to write and read. @default {the process's standard streams}
  */
 export async function main(args: readonly string[], io: CliIo = defaultIo()): Promise<number> {
-  if (args[1] === "serve") {
-    return await (await import("./_serve.ts")).serveCommand(args[0], args.slice(2), io);
-  }
   let parsed: Parsed;
   try {
     parsed = parseArgs(args);
@@ -375,10 +402,6 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
   }
   const [storeArg, name, ...rest] = parsed.positionals;
   if (parsed.help) {
-    if (parsed.positionals.includes("serve")) {
-      io.stdout((await import("./_serve.ts")).SERVE_HELP);
-      return 0;
-    }
     const named = parsed.positionals.find((p) => Object.hasOwn(COMMANDS, p));
     io.stdout(named === undefined ? HELP : commandHelp(named));
     return 0;
@@ -409,20 +432,20 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
       ),
     );
   }
-  if (parsed.output !== "table" && !command.flags.includes("output")) {
-    return usage(io, new UsageError(`${name} has no -o flag`, name));
-  }
-  if (parsed.file !== undefined && !command.flags.includes("file")) {
-    return usage(io, new UsageError(`${name} has no -f flag`, name));
-  }
-  if (parsed.limit !== undefined && !command.flags.includes("limit")) {
-    return usage(io, new UsageError(`${name} has no --limit flag`, name));
-  }
-  if (parsed.waitFor !== undefined && !command.flags.includes("for")) {
-    return usage(io, new UsageError(`${name} has no --for flag`, name));
-  }
-  if (parsed.timeout !== undefined && !command.flags.includes("timeout")) {
-    return usage(io, new UsageError(`${name} has no --timeout flag`, name));
+  const given: readonly [Flag, boolean, string][] = [
+    ["output", parsed.output !== "table", "-o"],
+    ["file", parsed.file !== undefined, "-f"],
+    ["limit", parsed.limit !== undefined, "--limit"],
+    ["for", parsed.waitFor !== undefined, "--for"],
+    ["timeout", parsed.timeout !== undefined, "--timeout"],
+    ["port", parsed.port !== undefined, "--port"],
+    ["tls", parsed.tls, "--tls"],
+    ["kubeconfig", parsed.kubeconfig !== undefined, "--kubeconfig"],
+  ];
+  for (const [flag, used, spelled] of given) {
+    if (used && !command.flags.includes(flag)) {
+      return usage(io, new UsageError(`${name} has no ${spelled} flag`, name));
+    }
   }
   if (name === "wait" && parsed.waitFor === undefined) {
     return usage(io, new UsageError("wait needs --for=condition=<Type> or --for=delete", name));
@@ -752,7 +775,7 @@ async function cmdApply(ctx: Context): Promise<void> {
     if (text.length > APPLY_MAX_BYTES) throw tooBig("stdin", text.length, true);
   } else {
     try {
-      text = await readBounded(file);
+      text = await readBounded(resolvePath(file, ctx.io.cwd!));
     } catch (error) {
       if (error instanceof CliError) throw error;
       throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
@@ -896,6 +919,17 @@ async function cmdWait(ctx: Context): Promise<void> {
     clearTimeout(timer);
     outer?.removeEventListener("abort", onOuter);
   }
+}
+
+async function cmdServe(ctx: Context): Promise<void> {
+  // Loaded only to serve: the other commands need no HTTP server.
+  const { serve } = await import("./_serve.ts");
+  const { port, tls, kubeconfig } = ctx.parsed;
+  await serve(ctx.store, {
+    port: port ?? 6443,
+    tls,
+    kubeconfig: kubeconfig === undefined ? undefined : resolvePath(kubeconfig, ctx.io.cwd!),
+  }, ctx.io);
 }
 
 function isProgram(): boolean {

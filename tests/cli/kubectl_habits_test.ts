@@ -7,6 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
 import { Beehive } from "../../mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
@@ -158,10 +159,13 @@ test("cli wait sees a condition another writer sets while it waits", async () =>
   });
 });
 
-test("cli resolves a relative store path from the directory it was started in", async () => {
+test("cli resolves a relative store path and apply -f file from the directory it was started in", async () => {
   await withFixture(async (_db, dir) => {
     const r = await cli(["fixture.db", "kinds"], { cwd: dir.path });
     assert.equal(r.code, 0, r.err);
     assert.match(r.out, /^Cluster\.kstack\.sh +2$/m);
+    await writeFile(dir.file("qa.json"), JSON.stringify({ ...Cluster, name: "qa", spec: {} }));
+    const applied = await cli(["fixture.db", "apply", "-f", "qa.json"], { cwd: dir.path });
+    assert.equal(applied.out, "Cluster.kstack.sh/qa created\n", applied.err);
   });
 });

@@ -2,7 +2,8 @@
  * `beehive <store> serve` run as a program: writes a kubeconfig the real
  * kubectl uses over generated TLS with a generated token, and stops cleanly
  * on SIGTERM; in-process: a relative store path resolves from the working
- * directory, a missing store is an error, and `--help` shows serve's usage.
+ * directory, a missing store is an error, a bad flag is a usage error, and
+ * `--help` shows serve's usage.
  *
  * @module
  */
@@ -85,7 +86,7 @@ test("beehive serve resolves a relative store path from the working directory an
   }
 });
 
-test("beehive serve reports a missing store, and --help shows serve's usage where beehive's lists serve", async () => {
+test("beehive serve reports a missing store and refuses bad flags, and --help shows serve's usage where beehive's lists serve", async () => {
   const dir = await mkdtemp(join(tmpdir(), "beehive-cli-serve-"));
   try {
     const missing = await cli(["nope.db", "serve", "--port", "0"], { cwd: dir });
@@ -97,6 +98,19 @@ test("beehive serve reports a missing store, and --help shows serve's usage wher
       assert.match(help.out, /^Usage: beehive <store> serve \[--port N\] \[--tls\]/);
     }
     assert.match((await cli(["--help"])).out, /^ {2}serve {5}Serve the store as a Kubernetes API/m);
+    for (
+      const [args, message] of [
+        [["x.db", "serve", "--port", "70000"], /--port must be an integer from 0 to 65535/],
+        [["x.db", "serve", "extra"], /serve takes 0 arguments, got 1/],
+        [["x.db", "serve", "-o", "json"], /serve has no -o flag/],
+        [["x.db", "get", "clusters", "--tls"], /get has no --tls flag/],
+        [["x.db", "kinds", "--kubeconfig", "k"], /kinds has no --kubeconfig flag/],
+      ] as const
+    ) {
+      const refused = await cli(args, { cwd: dir });
+      assert.equal(refused.code, 2, args.join(" "));
+      assert.match(refused.err, message);
+    }
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
