@@ -58,6 +58,7 @@ export interface TestEnv {
    * Starts the Beehive and settles: the startup passes have run when it resolves.
    * @throws {unknown} what a pass threw (see {@linkcode TestEnv}); what `bh.start()` throws.
    * @throws {StoppedError} the env is closed.
+   * @throws {Error} another step (`start`, `settle`, `advance`) is still running: await each.
    */
   start(): Promise<void>;
   /**
@@ -67,7 +68,8 @@ export interface TestEnv {
    * due only by {@linkcode TestEnv.advance}.
    * @throws {unknown} what a pass threw (see {@linkcode TestEnv}).
    * @throws {StoppedError} the env is closed.
-   * @throws {Error} work kept coming due at one instant without end.
+   * @throws {Error} work kept coming due at one instant without end, or another step is still
+   * running.
    */
   settle(): Promise<void>;
   /**
@@ -77,6 +79,7 @@ export interface TestEnv {
    * @throws {RangeError} `ms` is negative, not finite or not a number.
    * @throws {unknown} what a pass threw (see {@linkcode TestEnv}).
    * @throws {StoppedError} the env is closed.
+   * @throws {Error} another step is still running.
    */
   advance(ms: number): Promise<void>;
   /**
@@ -193,6 +196,8 @@ class Env implements TestEnv {
   readonly #errors: unknown[] = [];
   #stop: StopFunction | undefined;
   #closing: Promise<void> | undefined;
+  /** The step running (`start`, `settle` or `advance`), if any. */
+  #stepping: string | undefined;
 
   constructor(clock: FakeClock, store: Store, options: BeehiveOptions) {
     this.#clock = clock;
@@ -206,15 +211,15 @@ class Env implements TestEnv {
     );
   }
 
-  async start(): Promise<void> {
-    this.#open("start");
-    this.#stop = await this.bh.start();
-    await this.#settle();
+  start(): Promise<void> {
+    return this.#exclusive("start", async () => {
+      this.#stop = await this.bh.start();
+      await this.#settle();
+    });
   }
 
-  async settle(): Promise<void> {
-    this.#open("settle");
-    await this.#settle();
+  settle(): Promise<void> {
+    return this.#exclusive("settle", () => this.#settle());
   }
 
   async advance(ms: number): Promise<void> {
@@ -225,10 +230,11 @@ class Env implements TestEnv {
         }, expected a finite number of ms ≥ 0`,
       );
     }
-    this.#open("advance");
-    const settle = () => quiesce(this.#clock, this.#step, QUIET);
-    await stepTo(this.#clock, this.#step, this.#clock.now + ms, settle);
-    this.#report();
+    await this.#exclusive("advance", async () => {
+      const settle = () => quiesce(this.#clock, this.#step, QUIET);
+      await stepTo(this.#clock, this.#step, this.#clock.now + ms, settle);
+      this.#report();
+    });
   }
 
   close(): Promise<void> {
@@ -257,10 +263,25 @@ class Env implements TestEnv {
     this.#report();
   }
 
-  /** @throws {StoppedError} the env is closed. */
-  #open(verb: string): void {
+  /**
+   * Runs step `verb`, one at a time.
+   * @throws {StoppedError} the env is closed.
+   * @throws {Error} another step is running (a step not awaited).
+   */
+  async #exclusive(verb: string, fn: () => Promise<void>): Promise<void> {
     if (this.#closing !== undefined) {
       throw new StoppedError(`Cannot ${verb} the test env: it is closed`);
+    }
+    if (this.#stepping !== undefined) {
+      throw new Error(
+        `Cannot ${verb} the test env: ${this.#stepping}() is still running; await each step`,
+      );
+    }
+    this.#stepping = verb;
+    try {
+      await fn();
+    } finally {
+      this.#stepping = undefined;
     }
   }
 

@@ -242,6 +242,18 @@ test("TestEnv start, settle and advance on a closed env reject with StoppedError
   await env.close();
 });
 
+test("TestEnv.settle refuses to run while an advance not awaited is still running", async () => {
+  await withEnv(async (env) => {
+    await env.start();
+    const advancing = env.advance(60_000);
+    await assert.rejects(env.settle(), {
+      message: "Cannot settle the test env: advance() is still running; await each step",
+    });
+    await advancing;
+    await env.settle();
+  });
+});
+
 test("TestEnv.close gives the real clock back", async () => {
   const realSetTimeout = globalThis.setTimeout;
   const env = await createTestEnv();
