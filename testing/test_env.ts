@@ -65,7 +65,9 @@ export interface TestEnv {
    * Runs everything due now — passes, their writes, the wakes and timers
    * they set for the current instant — until nothing is, without moving time
    * or waiting in real time. A `requeueAfter`, a retry or an interval comes
-   * due only by {@linkcode TestEnv.advance}.
+   * due only by {@linkcode TestEnv.advance} — and so do the wakes the engine
+   * paces: a dependency's wake (within 10 ms of the previous scan), the sixth
+   * push to one object at one instant (then one a second).
    * @throws {unknown} what a pass threw (see {@linkcode TestEnv}).
    * @throws {StoppedError} the env is closed.
    * @throws {Error} work kept coming due at one instant without end, or another step is still

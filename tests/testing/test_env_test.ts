@@ -106,6 +106,29 @@ test("TestEnv.advance fires each timer at its own instant, the passes between th
   });
 });
 
+test("TestEnv.advance delivers a dependency's wake, which the engine paces after its scan", async () => {
+  await withEnv(async (env) => {
+    const Target: GroupKind = { group: "test.beehive.dev", kind: "Target" };
+    const targets = env.bh.client<{ v: number }>(Target);
+    const seen: number[] = [];
+    env.bh.register<{ target: number }>(Widget, async (obj, cc) => {
+      await cc.addDependency(obj.spec.target);
+      seen.push((await targets.get(obj.spec.target)).spec.v);
+      return settled();
+    });
+    env.bh.register(Target, () => settled());
+    await env.start();
+    const target = await targets.create("t", { v: 1 });
+    await env.bh.client(Widget).create("w", { target: target.id });
+    await env.settle();
+    for (let v = 2; v <= 8; v++) {
+      await targets.update(target.id, { v });
+      await env.advance(1_000);
+      assert.equal(seen.at(-1), v);
+    }
+  });
+});
+
 test("TestEnv.settle rejects with the error a pass threw, once, after settling", async () => {
   await withEnv(async (env) => {
     const boom = new Error("boom");
