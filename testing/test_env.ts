@@ -16,6 +16,7 @@ import {
   type FakeClock,
   installFakeClock,
   nextStepper,
+  nextTimerAt,
   quiesce,
   type Stepper,
   stepTo,
@@ -85,8 +86,9 @@ export interface TestEnv {
    */
   advance(ms: number): Promise<void>;
   /**
-   * Stops the Beehive (letting passes in flight finish), closes the store and
-   * gives the real `Date` and timers back. Idempotent.
+   * Stops the Beehive (letting passes in flight finish, moving fake time on
+   * for one that waits on a timer of its own), closes the store and gives
+   * the real `Date` and timers back. Idempotent.
    * @throws {unknown} what a pass threw since the last report (see {@linkcode TestEnv}),
    * once everything is closed.
    */
@@ -124,6 +126,9 @@ function alone(store: Store): Store {
     },
   });
 }
+
+/** The most timers `close()` fires while a pass in flight waits on fake time. */
+const MAX_CLOSE_STEPS = 10_000;
 
 /** A Beehive whose controllers report what they throw. */
 class ReportingBeehive extends Beehive {
@@ -253,7 +258,7 @@ class Env implements TestEnv {
     try {
       const stop = this.#stop;
       this.#stop = undefined;
-      if (stop !== undefined) await stop();
+      if (stop !== undefined) await this.#stopOnFakeTime(stop);
     } finally {
       try {
         await this.store.close();
@@ -263,6 +268,23 @@ class Env implements TestEnv {
       }
     }
     this.#report();
+  }
+
+  /**
+   * Stops the Beehive, moving the clock on while a pass in flight waits on
+   * fake time (a controller's own timer), which would otherwise never come.
+   */
+  async #stopOnFakeTime(stop: StopFunction): Promise<void> {
+    let stopped = false;
+    const stopping = stop().finally(() => void (stopped = true));
+    stopping.catch(() => {}); // awaited below; not unhandled meanwhile
+    for (let i = 0; !stopped && i < MAX_CLOSE_STEPS; i++) {
+      await quiesce(this.#clock, this.#step, QUIET);
+      const next = nextTimerAt(this.#clock);
+      if (stopped || !Number.isFinite(next)) break;
+      await this.#step.fire(next);
+    }
+    await stopping;
   }
 
   /**

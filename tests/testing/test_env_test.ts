@@ -238,6 +238,22 @@ test("TestEnv.close reports an error a pass threw after the last settle, once cl
   await assert.rejects(env.settle(), StoppedError);
 });
 
+test("TestEnv.close lets a pass that waits on a timer of its own finish", async () => {
+  const env = await createTestEnv();
+  let finished = false;
+  env.bh.register(Widget, async () => {
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    finished = true;
+    return settled();
+  });
+  await env.start();
+  await env.bh.client(Widget).create("a", {});
+  await env.settle();
+  assert.equal(finished, false);
+  await env.close();
+  assert.equal(finished, true);
+});
+
 test("TestEnv.advance refuses a negative, non-finite or non-number ms with a RangeError", async () => {
   await withEnv(async (env) => {
     const t0 = Date.now();
