@@ -59,8 +59,28 @@ export const nodeTempDirs: TempDirs = {
   join,
 };
 
-const STORE_MEMBERS = ["objects", "conditions", "edges", "events", "leases"] as const;
-const STORE_METHODS = ["within", "fenced", "close", "watchCommits"] as const;
+/** The Store port's families and methods: what a value must have to be taken for a Store. */
+const STORE_MEMBERS = [
+  "objects",
+  "conditions",
+  "edges",
+  "deletionRequests",
+  "dependencies",
+  "driverCursors",
+  "events",
+  "objectWrites",
+  "reconcileOwed",
+  "leases",
+] as const;
+const STORE_METHODS = [
+  "within",
+  "afterCommit",
+  "getLatestResourceVersion",
+  "reclaimSpace",
+  "fenced",
+  "watchCommits",
+  "close",
+] as const;
 
 /**
  * `value`, checked to look like a Store (what `open` resolved to).

@@ -55,7 +55,7 @@ test("a contract case fails with a TypeError when open resolves to something tha
   await assert.rejects(run(), {
     name: "TypeError",
     message:
-      /^Cannot run the store contract \(broken\): open\(\) resolved to an object, expected a Store \(it lacks conditions, edges, events, leases, within, fenced, close, watchCommits\)$/,
+      /^Cannot run the store contract \(broken\): open\(\) resolved to an object, expected a Store \(it lacks conditions, edges, deletionRequests, dependencies, driverCursors, events, objectWrites, reconcileOwed, leases, within, afterCommit, getLatestResourceVersion, reclaimSpace, fenced, watchCommits, close\)$/,
   });
   const none = firstRun({ name: "empty", open: () => Promise.resolve(undefined as never) });
   await assert.rejects(none(), /open\(\) resolved to undefined, expected a Store$/);
