@@ -27,32 +27,35 @@ function unusable(gk: GroupKind, what: string, detail: string, cause?: unknown):
   );
 }
 
+/**
+ * `text` compiled to a validator; a schema that is not usable compiles to a
+ * validator that refuses every write with a clear `StoreError` (the other of
+ * the kind's two schemas keeps working, and the failure is not recompiled).
+ */
 function compile(
   text: string | undefined,
   what: "spec" | "status",
   gk: GroupKind,
 ): StandardSchema | undefined {
   if (text === undefined) return undefined;
-  let inner: StandardSchema;
+  let check: (value: unknown) => ReturnType<StandardSchema["~standard"]["validate"]>;
   try {
-    inner = compileJsonSchema(JSON.parse(text));
+    const inner = compileJsonSchema(JSON.parse(text))["~standard"];
+    check = (value) => {
+      try {
+        return inner.validate(value);
+      } catch (cause) {
+        if (cause instanceof JsonSchemaProblem) throw unusable(gk, what, cause.message, cause);
+        throw cause;
+      }
+    };
   } catch (cause) {
-    throw unusable(gk, what, cause instanceof Error ? cause.message : String(cause), cause);
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    check = () => {
+      throw unusable(gk, what, detail, cause);
+    };
   }
-  return {
-    "~standard": {
-      version: 1,
-      vendor: inner["~standard"].vendor,
-      validate(value: unknown) {
-        try {
-          return inner["~standard"].validate(value);
-        } catch (cause) {
-          if (cause instanceof JsonSchemaProblem) throw unusable(gk, what, cause.message, cause);
-          throw cause;
-        }
-      },
-    },
-  };
+  return { "~standard": { version: 1, vendor: "beehive-stored-schema", validate: check } };
 }
 
 /** The compiled stored schemas of one Beehive's kinds. */
@@ -62,8 +65,8 @@ export class StoredSchemas {
   /**
    * The validators of `gk`'s stored JSON Schemas as `store` holds them now;
    * none when no definition (or no schema) is stored. A schema is compiled
-   * once, and again only when the stored text changes.
-   * @throws {StoreError} a stored schema is not valid JSON Schema.
+   * once, and again only when the stored text changes; one that is not valid
+   * JSON Schema refuses each write it checks with a `StoreError`.
    */
   async of(store: Store, gk: GroupKind): Promise<KindSchemas> {
     const raw = await store.kinds.get(gk);
