@@ -19,6 +19,8 @@ import {
 import { test } from "./_test.ts";
 import { openTestStore } from "./_sqlite_driver.ts";
 import { withBeehive } from "./_plain.ts";
+import { installFakeTime } from "./_fake_time.ts";
+import { STORED_SCHEMA_TTL } from "../src/engine/_stored_schemas.ts";
 
 interface WorkerSpec {
   replicas: number;
@@ -277,7 +279,8 @@ test("a writer with the kind's own validator uses it, not the stored schema", as
   }
 });
 
-test("a writer follows a stored schema that changes, and a kind without one writes freely", async () => {
+test("a writer follows a stored schema that changes within STORED_SCHEMA_TTL, and reads the definition once per interval", async () => {
+  const clock = installFakeTime();
   const store = await openTestStore(":memory:");
   try {
     const put = (specSchema: string | undefined) =>
@@ -291,18 +294,32 @@ test("a writer follows a stored schema that changes, and a kind without one writ
         specSchema,
         statusSchema: undefined,
       });
+    let reads = 0;
+    const get = store.kinds.get.bind(store.kinds);
+    store.kinds.get = (gk) => {
+      reads++;
+      return get(gk);
+    };
     const client = new Beehive(store).client(plainWorker);
     await client.create("free", 5);
     await put('{"type":"object"}');
+    await client.create("stale", 5); // the definition read a moment ago still holds
+    assert.equal(reads, 1);
+    await clock.tickAsync(STORED_SCHEMA_TTL);
     await assert.rejects(client.create("a", 5), InvalidSpecError);
     await client.create("b", {});
+    assert.equal(reads, 2);
     await put('{"type":"integer"}');
+    await clock.tickAsync(STORED_SCHEMA_TTL);
     await client.create("c", 5);
     await assert.rejects(client.create("d", {}), InvalidSpecError);
     await put(undefined);
+    await clock.tickAsync(STORED_SCHEMA_TTL);
     await client.create("e", "anything");
+    assert.equal(reads, 4);
   } finally {
     await store.close();
+    clock.uninstall();
   }
 });
 

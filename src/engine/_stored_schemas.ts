@@ -13,10 +13,21 @@ import type { StandardSchema } from "../model/standard_schema.ts";
 import type { GroupKind, Store } from "../store.ts";
 
 interface Compiled {
+  /** When the definition was read (`Date.now()`). */
+  at: number;
   readonly spec: string | undefined;
   readonly status: string | undefined;
   readonly schemas: KindSchemas;
 }
+
+/**
+ * How long a read definition is trusted, in ms: a writer sees a schema stored
+ * by another process within this long, and reads the kinds table at most once
+ * per kind per interval rather than once per write.
+ */
+export const STORED_SCHEMA_TTL = 1_000;
+/** How many kinds' definitions are kept; past it the cache starts over. */
+const MAX_CACHED_KINDS = 1_024;
 
 function unusable(gk: GroupKind, what: string, detail: string, cause?: unknown): StoreError {
   return new StoreError(
@@ -63,26 +74,35 @@ export class StoredSchemas {
   readonly #compiled = new Map<string, Compiled>();
 
   /**
-   * The validators of `gk`'s stored JSON Schemas as `store` holds them now;
-   * none when no definition (or no schema) is stored. A schema is compiled
-   * once, and again only when the stored text changes; one that is not valid
-   * JSON Schema refuses each write it checks with a `StoreError`.
+   * The validators of `gk`'s stored JSON Schemas: none when no definition (or
+   * no schema) is stored. The definition is read again once
+   * {@linkcode STORED_SCHEMA_TTL} has passed since the last read; a schema is
+   * compiled once, and again only when the stored text changes. One that is
+   * not valid JSON Schema refuses each write it checks with a `StoreError`.
    */
   async of(store: Store, gk: GroupKind): Promise<KindSchemas> {
-    const raw = await store.kinds.get(gk);
-    if (raw === undefined || (raw.specSchema === undefined && raw.statusSchema === undefined)) {
-      return NO_SCHEMAS;
-    }
     const key = kindKey(gk);
+    const now = Date.now();
     const hit = this.#compiled.get(key);
-    if (hit !== undefined && hit.spec === raw.specSchema && hit.status === raw.statusSchema) {
+    if (hit !== undefined && now >= hit.at && now - hit.at < STORED_SCHEMA_TTL) return hit.schemas;
+    const raw = await store.kinds.get(gk);
+    const spec = raw?.specSchema;
+    const status = raw?.statusSchema;
+    if (hit !== undefined && hit.spec === spec && hit.status === status) {
+      hit.at = now;
       return hit.schemas;
     }
-    const schemas: KindSchemas = {
-      spec: compile(raw.specSchema, "spec", gk),
-      status: compile(raw.statusSchema, "status", gk),
+    const schemas: KindSchemas = spec === undefined && status === undefined ? NO_SCHEMAS : {
+      spec: compile(spec, "spec", gk),
+      status: compile(status, "status", gk),
     };
-    this.#compiled.set(key, { spec: raw.specSchema, status: raw.statusSchema, schemas });
+    if (this.#compiled.size >= MAX_CACHED_KINDS) this.#compiled.clear();
+    this.#compiled.set(key, { at: now, spec, status, schemas });
     return schemas;
+  }
+
+  /** Forgets every definition read: the next write of each kind reads its definition again. */
+  forget(): void {
+    this.#compiled.clear();
   }
 }

@@ -403,6 +403,7 @@ export class Beehive {
     await engine.store.within(async (tx) => {
       for (const { def, replace } of defs.values()) await tx.kinds.put(def, { replace });
     });
+    engine.storedSchemas.forget();
   }
 
   /** Records an aborted start's undo; the next start waits for it. */
