@@ -84,6 +84,20 @@ function workerKind() {
 
 const plainWorker = { group: "shop.example", kind: "Worker" };
 
+/** Worker's definition as another process's start would store it, with `specSchema` as given. */
+function workerDefinition(specSchema: string | undefined) {
+  return {
+    ...plainWorker,
+    plural: "workers",
+    singular: "worker",
+    shortNames: [],
+    namespaced: false,
+    columns: "[]",
+    specSchema,
+    statusSchema: undefined,
+  };
+}
+
 test("defineKind defaults plural, singular, shortNames, namespaced and columns", () => {
   const k = defineKind({ group: "shop.example", kind: "Worker" });
   assert.equal(k.plural, "workers");
@@ -258,16 +272,7 @@ test("an admin client without the kind's validator checks status writes against 
 test("a writer with the kind's own validator uses it, not the stored schema", async () => {
   const store = await openTestStore(":memory:");
   try {
-    await store.kinds.put({
-      ...plainWorker,
-      plural: "workers",
-      singular: "worker",
-      shortNames: [],
-      namespaced: false,
-      columns: "[]",
-      specSchema: '{"type":"string"}',
-      statusSchema: undefined,
-    });
+    await store.kinds.put(workerDefinition('{"type":"string"}'));
     const Worker = defineKind<WorkerSpec>({ ...plainWorker });
     const created = await new Beehive(store).client(Worker).create("w", {
       replicas: 1,
@@ -283,17 +288,7 @@ test("a writer follows a stored schema that changes within STORED_SCHEMA_TTL, an
   const clock = installFakeTime();
   const store = await openTestStore(":memory:");
   try {
-    const put = (specSchema: string | undefined) =>
-      store.kinds.put({
-        ...plainWorker,
-        plural: "workers",
-        singular: "worker",
-        shortNames: [],
-        namespaced: false,
-        columns: "[]",
-        specSchema,
-        statusSchema: undefined,
-      });
+    const put = (specSchema: string | undefined) => store.kinds.put(workerDefinition(specSchema));
     let reads = 0;
     const get = store.kinds.get.bind(store.kinds);
     store.kinds.get = (gk) => {
@@ -327,16 +322,7 @@ test("a stored schema that is not valid JSON Schema is a clear StoreError and wr
   const store = await openTestStore(":memory:");
   try {
     for (const specSchema of ['{"type":12}', "not json", '{"$ref":"#/nowhere"}']) {
-      await store.kinds.put({
-        ...plainWorker,
-        plural: "workers",
-        singular: "worker",
-        shortNames: [],
-        namespaced: false,
-        columns: "[]",
-        specSchema,
-        statusSchema: undefined,
-      });
+      await store.kinds.put(workerDefinition(specSchema));
       const client = new Beehive(store).client(plainWorker);
       await assert.rejects(
         client.create("w", { replicas: 1 }),
