@@ -58,6 +58,7 @@ export const sqliteAdapterCases: ContractCase[] = [
             "object_writes",
             "dependency_watermarks",
             "leases",
+            "kinds",
           ]
         ) {
           assert.ok(tables.includes(t), `missing table ${t}`);
@@ -143,6 +144,52 @@ export const sqliteAdapterCases: ContractCase[] = [
       db.exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)");
       db.close();
       await assert.rejects(openSqliteStore(path), SchemaVersionDowngradeError);
+    },
+  },
+  {
+    name:
+      "a database at schema version 5 migrates to the kinds table (version 7, 6 left to the labels migration), keeping its rows",
+    async fn(h) {
+      const path = h.tempPath("v5.db");
+      const db = new DatabaseSync(path);
+      db.exec("PRAGMA journal_mode = WAL");
+      db.exec(`CREATE TABLE schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
+      for (const m of migrations.filter((m) => m.version <= 5)) {
+        db.exec(m.sql);
+        db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)")
+          .run(m.version, m.name);
+      }
+      db.prepare(
+        `INSERT INTO objects (id, "group", kind, name, spec, resource_version, created_at, updated_at)
+         VALUES (1, ?, ?, 'old', '{}', 1, 0, 0)`,
+      ).run(Widget.group, Widget.kind);
+      db.exec("UPDATE resource_version_seq SET value = 1, last_object_id = 1");
+      db.close();
+      const s = await h.openPath(path);
+      assert.equal((await s.objects.get(1)).name, "old");
+      assert.equal((await s.objects.create(Widget, { name: "new", spec: "{}" })).id, 2);
+      assert.deepEqual(await s.kinds.list(), []);
+      await s.kinds.put({
+        ...Widget,
+        plural: "widgets",
+        singular: "widget",
+        shortNames: [],
+        namespaced: false,
+        columns: "[]",
+        specSchema: "{}",
+        statusSchema: undefined,
+      });
+      assert.equal((await s.kinds.get(Widget))?.specSchema, "{}");
+      await s.close();
+      const check = new DatabaseSync(path);
+      try {
+        const versions = check.prepare("SELECT version FROM schema_migrations ORDER BY version")
+          .all().map((r) => Number(r.version));
+        assert.deepEqual(versions, migrations.map((m) => m.version));
+      } finally {
+        check.close();
+      }
     },
   },
   {
