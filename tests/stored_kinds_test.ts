@@ -214,6 +214,10 @@ test("start stores the kinds option's tokens, and a plain kind never replaces a 
       InvalidOptionError,
     );
     assert.throws(() => new Beehive(store, { kinds: "Worker" as never }), InvalidOptionError);
+    assert.throws(
+      () => new Beehive(store, { kinds: [{ group: "g", kind: "K".repeat(1_025) }] }),
+      InvalidOptionError,
+    );
   } finally {
     await store.close();
   }
@@ -337,5 +341,33 @@ test("a stored schema that is not valid JSON Schema is a clear StoreError and wr
     }
   } finally {
     await store.close();
+  }
+});
+
+test("start rejects when the kinds cannot be stored, starts nothing, and can be retried", async () => {
+  for (const leaderElection of [undefined, { leaseDuration: 60_000 }]) {
+    const store = await openTestStore(":memory:");
+    try {
+      let fail = true;
+      // The definitions are stored in one transaction: it fails.
+      const failing = new Proxy(store, {
+        get(target, prop) {
+          if (prop === "within" && fail) return () => Promise.reject(new StoreError("disk full"));
+          const value = Reflect.get(target, prop, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      const bh = new Beehive(failing, { leaderElection });
+      bh.register(workerKind(), () => ({ requeue: false }) as never);
+      await assert.rejects(bh.start(), /disk full/);
+      assert.equal(bh.isLeader, false);
+      assert.equal((await store.leases.get("beehive"))?.holder, undefined);
+      fail = false;
+      const stop = await bh.start();
+      await stop();
+      assert.deepEqual((await store.kinds.get(plainWorker))?.shortNames, ["wk"]);
+    } finally {
+      await store.close();
+    }
   }
 });

@@ -156,6 +156,7 @@ export class Beehive {
       throw new TypeError("Cannot create a Beehive: store is not a Store");
     }
     this.#engine = new Engine(store, resolveBeehiveOptions(options));
+    for (const k of this.#engine.options.kinds) checkKindBounds(k, this.#engine.options.limits);
     this.#identity = this.#engine.options.leaderElection?.identity ??
       `beehive-${crypto.randomUUID()}`;
   }
@@ -272,14 +273,19 @@ export class Beehive {
 
   /**
    * Starts the Beehive and resolves to the function that stops it. One-shot.
-   * Without leader election it takes the store lease, then starts the
+   * It first stores the definition of every registered kind and of every kind
+   * in the `kinds` option (names, columns and JSON Schemas: see `defineKind`),
+   * so writers without their validators check against them.
+   * Without leader election it then takes the store lease, then starts the
    * reconcile loops, the owed pass of every kind, and the GC sweep. With
-   * leader election it resolves at once and runs those only while it leads.
+   * leader election it resolves once the kinds are stored, and runs those
+   * only while it leads.
    * `signal` bounds the startup; an aborted start undoes what it did (the
    * lease is released) and leaves the Beehive startable.
    * @throws {StoreInUseError} another started Beehive, in this process or another, holds the store lease.
    * @throws {InvalidStoreIdentityError} the store reports no identity.
    * @throws {BeehiveError} started twice, or after stop.
+   * @throws {StoreError} (or another store failure) storing the kind definitions failed; nothing started.
    * @throws {unknown} the signal's `reason`, when it aborts before the start completes.
    */
   start(options?: StartOptions): Promise<StopFunction> {
