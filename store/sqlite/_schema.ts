@@ -262,11 +262,34 @@ DELETE FROM sqlite_sequence WHERE name IN ('objects', 'events');
 DROP INDEX idx_object_writes_age;
 `;
 
-/** Every migration, in order, numbered from 1 without gaps. */
+// Kind definitions (docs/adr/2026-12-02-stored-kinds-and-json-schema.md): what
+// start() learns from defineKind, for every process and tool that lacks it.
+const kinds = `
+CREATE TABLE kinds (
+  "group"       TEXT    NOT NULL,
+  kind          TEXT    NOT NULL,
+  plural        TEXT    NOT NULL,
+  singular      TEXT    NOT NULL,
+  short_names   TEXT    NOT NULL DEFAULT '[]',
+  namespaced    INTEGER NOT NULL DEFAULT 0,
+  columns       TEXT    NOT NULL DEFAULT '[]',
+  spec_schema   TEXT,
+  status_schema TEXT,
+  updated_at    INTEGER NOT NULL,
+  PRIMARY KEY ("group", kind)
+) STRICT, WITHOUT ROWID;
+`;
+
+/**
+ * Every migration, in ascending order. Version 6 is reserved for the object
+ * model's labels and annotations; the runner applies each migration above the
+ * database's version, so the gap is harmless.
+ */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
   { version: 2, name: "leases", sql: leases },
   { version: 3, name: "write origin", sql: origin },
   { version: 4, name: "stalled generation", sql: stalled },
   { version: 5, name: "lean write path", sql: lean, foreignKeysOff: true },
+  { version: 6, name: "kinds", sql: kinds },
 ];

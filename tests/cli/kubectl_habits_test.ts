@@ -163,7 +163,7 @@ test("cli resolves a relative store path and apply -f file from the directory it
   await withFixture(async (_db, dir) => {
     const r = await cli(["fixture.db", "kinds"], { cwd: dir.path });
     assert.equal(r.code, 0, r.err);
-    assert.match(r.out, /^Cluster\.kstack\.sh +2$/m);
+    assert.match(r.out, /^Cluster\.kstack\.sh +clusters +- +- +2$/m);
     await writeFile(dir.file("qa.json"), JSON.stringify({ ...Cluster, name: "qa", spec: {} }));
     const applied = await cli(["fixture.db", "apply", "-f", "qa.json"], { cwd: dir.path });
     assert.equal(applied.out, "Cluster.kstack.sh/qa created\n", applied.err);

@@ -12,8 +12,8 @@ import {
   InvalidOptionError,
   NotFoundError,
   WrongKindError,
-} from "../../../src/model/errors.ts";
-import type { ObjectRef, Store } from "../../../src/store.ts";
+} from "../../src/model/errors.ts";
+import type { ObjectRef, Store } from "../../src/store.ts";
 import { type ContractCase, Gadget, logCount, make, Widget } from "./harness.ts";
 
 /** What a write can change, to prove a refused call wrote nothing. */
