@@ -2,14 +2,14 @@
  * Which kinds the API serves and how they are named: today every kind the
  * store shows a trace of (as the CLI's `kinds` command finds them), served as
  * `<group>/v1`, resource = its plural, cluster-scoped. Its names (plural,
- * singular, short names) are the CLI's `kindNames`, the one place that will
- * read them from stored kind definitions.
+ * singular, short names) are the ones the CLI answers to: the stored kind
+ * definition's, else derived from the kind (`namesOf`).
  *
  * @module
  */
 import type { GroupKind, Store } from "@beehive/beehive";
-import { listKinds } from "../cli/_inspect.ts";
-import { type KindNames, kindNames } from "../cli/_kinds.ts";
+import { findKinds } from "../cli/_inspect.ts";
+import { type KindNames, kindNames, namesOf } from "../cli/_kinds.ts";
 
 /** The one version every kind is served at. */
 export const VERSION = "v1";
@@ -34,11 +34,25 @@ export function isGroupName(group: string): boolean {
   return group.length <= 253 && DNS_SUBDOMAIN.test(group);
 }
 
-/** Serves `gk`, or `undefined` when Kubernetes cannot name it (core group, or a kind or group outside its syntax). */
-export function serve(gk: GroupKind): ServedKind | undefined {
+/**
+ * Serves the kind `names` names (by default the names derived from the kind),
+ * or `undefined` when Kubernetes cannot name it (core group, or a kind or
+ * group outside its syntax).
+ */
+export function serve(names: GroupKind | KindNames): ServedKind | undefined {
+  const { group, kind } = names;
   // The core group belongs to /api/v1, whose names are Kubernetes' own.
-  if (gk.group === "" || !isGroupName(gk.group) || !KIND.test(gk.kind)) return undefined;
-  return { ...kindNames(gk), apiVersion: `${gk.group}/${VERSION}`, namespaced: false };
+  if (group === "" || !isGroupName(group) || !KIND.test(kind)) return undefined;
+  const named = "plural" in names ? names : kindNames(names);
+  return {
+    group,
+    kind,
+    plural: named.plural,
+    singular: named.singular,
+    shortNames: named.shortNames,
+    apiVersion: `${group}/${VERSION}`,
+    namespaced: false,
+  };
 }
 
 /**
@@ -48,10 +62,11 @@ export function serve(gk: GroupKind): ServedKind | undefined {
 export async function listServedKinds(store: Store): Promise<ServedKind[]> {
   const out: ServedKind[] = [];
   const taken = new Set<string>();
-  const found = await listKinds(store);
+  // Which kinds, not how many objects each holds: discovery counts nothing.
+  const found = await namesOf(store, await findKinds(store));
   found.sort((a, b) => a.group.localeCompare(b.group) || a.kind.localeCompare(b.kind));
-  for (const gk of found) {
-    const served = serve(gk);
+  for (const names of found) {
+    const served = serve(names);
     if (served === undefined) continue;
     const key = `${served.group}/${served.plural}`;
     if (taken.has(key)) continue;

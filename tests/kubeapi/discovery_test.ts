@@ -1,10 +1,12 @@
 /**
  * kubeApiHandler discovery: /version, /api, /apis, a group and its resource
- * list, the legacy forms for an aggregated-discovery Accept, the base path.
+ * list, a stored kind's own names, the legacy forms for an aggregated-discovery
+ * Accept, the base path.
  *
  * @module
  */
 import assert from "node:assert/strict";
+import { Beehive, defineKind } from "../../mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
 import { call, Cluster, intercept, Node, withStore } from "./_kubeapi_harness.ts";
@@ -80,6 +82,32 @@ test("kubeApiHandler /apis/<group>/v1 lists the kinds as cluster-scoped plurals 
     ]);
     assert.equal((await call(handle, "/apis/kstack.sh/v2")).status, 404);
     assert.equal((await call(handle, "/apis/other.io/v1")).status, 404);
+  });
+});
+
+test("kubeApiHandler serves a stored kind under its stored plural, with its short names", async () => {
+  await withStore(async (store, bh) => {
+    const Fleet = defineKind({
+      group: "kstack.sh",
+      kind: "Fleet",
+      plural: "fleetz",
+      singular: "fleet",
+      shortNames: ["fl"],
+    });
+    // A Beehive stores the definitions of the kinds it is given when it starts.
+    const stop = await new Beehive(store, { kinds: [Fleet] }).start();
+    await stop();
+    await bh.client(Fleet).create("east", {});
+    const handle = kubeApiHandler({ store });
+    const list = await call(handle, "/apis/kstack.sh/v1");
+    const fleet = (list.body.resources as Record<string, unknown>[]).find((r) =>
+      r.kind === "Fleet"
+    );
+    assert.equal(fleet?.name, "fleetz");
+    assert.equal(fleet?.singularName, "fleet");
+    assert.deepEqual(fleet?.shortNames, ["fl"]);
+    assert.equal((await call(handle, "/apis/kstack.sh/v1/fleetz/east")).status, 200);
+    assert.equal((await call(handle, "/apis/kstack.sh/v1/fleets/east")).status, 404);
   });
 });
 
