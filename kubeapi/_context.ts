@@ -13,6 +13,8 @@ export interface KubeContext {
   readonly store: Store;
   readonly bh: Beehive;
   readonly kinds: ServedKinds;
+  /** The path the API is mounted under, as requests spell it (`""` at the root). */
+  readonly base: string;
 }
 
 /** A request addressed to one served kind. */

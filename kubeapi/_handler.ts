@@ -83,7 +83,7 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
   const authenticator = options.auth === undefined
     ? undefined
     : new Authenticator(checkTokens(options.auth?.tokens));
-  const ctx = { store, bh, kinds: new ServedKinds(store) };
+  const ctx = { store, bh, kinds: new ServedKinds(store), base };
   return async (request) => {
     let path: string;
     try {

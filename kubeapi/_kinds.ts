@@ -7,7 +7,13 @@
  *
  * @module
  */
-import type { GroupKind, Store } from "@beehive/beehive";
+import {
+  type Beehive,
+  type GroupKind,
+  type Store,
+  type StoredKind,
+  StoreError,
+} from "@beehive/beehive";
 import { findKinds } from "../cli/_inspect.ts";
 import { type KindNames, kindNames, namesOf } from "../cli/_kinds.ts";
 
@@ -53,6 +59,24 @@ export function serve(names: GroupKind | KindNames): ServedKind | undefined {
     apiVersion: `${group}/${VERSION}`,
     namespaced: false,
   };
+}
+
+/**
+ * The stored definition of `kind` (columns, schemas), read afresh, or
+ * `undefined` when none is stored or it cannot be read: a definition another
+ * tool corrupted serves the kind without columns or schemas rather than not
+ * at all.
+ */
+export async function readDefinition(
+  bh: Beehive,
+  kind: GroupKind,
+): Promise<StoredKind | undefined> {
+  try {
+    return await bh.adminClient(kind).getKind(kind);
+  } catch (error) {
+    if (error instanceof StoreError) return undefined;
+    throw error;
+  }
 }
 
 /**

@@ -18,7 +18,7 @@ import {
 } from "./_request.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { jsonResponse, KubeApiFailure, notFoundMessage, type StatusDetails } from "./_status.ts";
-import { table, tableRow, tableType } from "./_tables.ts";
+import { printerOf, table, tableType } from "./_tables.ts";
 
 const LOAD = { load: ["owner"] } as const;
 const MAX_LIMIT = 2 ** 31 - 1;
@@ -52,10 +52,11 @@ export async function answerObject(
 ): Promise<Response> {
   const owner = (await resolveOwners(ctx.store, [obj])).get(obj.id);
   if (rep.as === "table") {
-    const row = tableRow(kind, { obj, owner, include: includeObjectParam(url), now: Date.now() });
+    const printer = await printerOf(ctx, kind);
+    const row = printer.row({ obj, owner, include: includeObjectParam(url), now: Date.now() });
     return jsonResponse(
       200,
-      table(rep.version, [row], { resourceVersion: String(obj.resourceVersion) }),
+      table(rep.version, [row], { resourceVersion: String(obj.resourceVersion) }, printer.columns),
       tableType(rep.version),
     );
   }
@@ -161,10 +162,15 @@ export async function listResources({ ctx, kind, request, url }: KindRequest): P
   };
   if (rep.as === "table") {
     const now = Date.now();
+    const printer = await printerOf(ctx, kind);
     const rows = page.objects.map((obj) =>
-      tableRow(kind, { obj, owner: owners.get(obj.id), include, now })
+      printer.row({ obj, owner: owners.get(obj.id), include, now })
     );
-    return jsonResponse(200, table(rep.version, rows, metadata), tableType(rep.version));
+    return jsonResponse(
+      200,
+      table(rep.version, rows, metadata, printer.columns),
+      tableType(rep.version),
+    );
   }
   return jsonResponse(200, {
     apiVersion: kind.apiVersion,

@@ -10,6 +10,7 @@ import { deleteResource } from "./_delete.ts";
 import { coreResourceList, coreVersions, listEvents } from "./_events.ts";
 import { apiGroup, apiGroupList, apiResourceList, versionInfo } from "./_discovery.ts";
 import { isGroupName, VERSION } from "./_kinds.ts";
+import { groupDocumentText, openApiIndex } from "./_openapi.ts";
 import { getResource, listResources } from "./_reads.ts";
 import { boolParam } from "./_request.ts";
 import { failureResponse, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
@@ -74,6 +75,10 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
     return jsonResponse(200, versionInfo());
   }
   if (parts[0] === "api") return core(ctx, request, url, parts, readOnly);
+  if (parts[0] === "openapi") {
+    readOnly(`/${parts.join("/")}`);
+    return await openApi(ctx, parts);
+  }
   if (parts[0] !== "apis") throw notFoundPath();
   if (parts.length === 1) {
     readOnly("/apis");
@@ -97,6 +102,27 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
   if (parts.length === 6 && parts[5] === "status") {
     readOnly(`the status of ${kind.plural}`);
     return await getResource(r, parts[4]);
+  }
+  throw notFoundPath();
+}
+
+/**
+ * `/openapi/v3` and `/openapi/v3/apis/<group>/v1`. `/openapi/v2` is not
+ * served: kubectl ≥ 1.27 reads v3, and a 404 tells a client to fall back.
+ */
+async function openApi(ctx: KubeContext, parts: readonly string[]): Promise<Response> {
+  if (parts.length === 2 && parts[1] === "v3") {
+    return jsonResponse(200, await openApiIndex(ctx, ctx.base));
+  }
+  if (parts.length === 5 && parts[1] === "v3" && parts[2] === "apis" && parts[4] === VERSION) {
+    const doc = isGroupName(parts[3])
+      ? await groupDocumentText(ctx, parts[3], await ctx.kinds.list())
+      : undefined;
+    if (doc !== undefined) {
+      return new Response(doc, {
+        headers: { "content-type": "application/json", "cache-control": "no-store" },
+      });
+    }
   }
   throw notFoundPath();
 }

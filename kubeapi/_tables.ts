@@ -1,67 +1,20 @@
 /**
  * Server-side printing: the `meta.k8s.io/v1` `Table` kubectl asks for with
- * `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` — NAME, READY (the
- * `Ready` condition) and AGE, each row carrying its object as metadata, whole,
- * or not at all (`includeObject`).
+ * `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` — NAME, the kind's
+ * printer columns, READY (the `Ready` condition) and AGE, each row carrying
+ * its object as metadata, whole, or not at all (`includeObject`).
  *
  * @module
  */
+import type { KindColumn } from "@beehive/beehive";
 import { age, readySummary } from "../cli/_inspect.ts";
-import type { ServedKind } from "./_kinds.ts";
+import type { KubeContext } from "./_context.ts";
+import { parseJsonPath, readJsonPath } from "./_json_path.ts";
+import { readDefinition, type ServedKind } from "./_kinds.ts";
 import { type Answered, toPartialMetadata, toResource } from "./_objects.ts";
 
 /** What a row's `object` holds: `?includeObject=None|Metadata|Object`. */
 export type IncludeObject = "None" | "Metadata" | "Object";
-
-const COLUMNS = [
-  {
-    name: "Name",
-    type: "string",
-    format: "name",
-    description: "The object's name, unique within its kind.",
-    priority: 0,
-  },
-  {
-    name: "Ready",
-    type: "string",
-    format: "",
-    description: "The status of the object's Ready condition; - when it has none.",
-    priority: 0,
-  },
-  {
-    name: "Age",
-    type: "string",
-    format: "",
-    description: "Time since the object was created.",
-    priority: 0,
-  },
-];
-
-/** How rows are drawn: what their `object` holds, and the instant AGE counts to. */
-export interface RowOptions {
-  readonly include: IncludeObject;
-  readonly now: number;
-}
-
-/** One row. */
-export function tableRow(
-  kind: ServedKind,
-  row: Answered & RowOptions,
-): Record<string, unknown> {
-  const { obj, include, now } = row;
-  const ready = readySummary(obj.conditions);
-  return {
-    cells: [obj.name, ready === "Unknown?" ? "Unknown" : ready, age(obj.createdAt, now)],
-    ...(include === "None" ? {} : {
-      object: include === "Object" ? toResource(kind, row) : toPartialMetadata(row),
-    }),
-  };
-}
-
-/** The media type of a Table answer at `version` (`v1` or `v1beta1`). */
-export function tableType(version: string): string {
-  return `application/json;as=Table;v=${version};g=meta.k8s.io`;
-}
 
 /** One column definition of a Table. */
 export interface Column {
@@ -72,15 +25,118 @@ export interface Column {
   readonly priority: number;
 }
 
+const NAME: Column = {
+  name: "Name",
+  type: "string",
+  format: "name",
+  description: "The object's name, unique within its kind.",
+  priority: 0,
+};
+const READY: Column = {
+  name: "Ready",
+  type: "string",
+  format: "",
+  description: "The status of the object's Ready condition; - when it has none.",
+  priority: 0,
+};
+const AGE: Column = {
+  name: "Age",
+  type: "string",
+  format: "",
+  description: "Time since the object was created.",
+  priority: 0,
+};
+
+/** How rows are drawn: what their `object` holds, and the instant AGE counts to. */
+export interface RowOptions {
+  readonly include: IncludeObject;
+  readonly now: number;
+}
+
+/** How one kind's objects print: its column definitions and one row per object. */
+export interface Printer {
+  readonly columns: readonly Column[];
+  row(answered: Answered & RowOptions): Record<string, unknown>;
+}
+
+/** A printer column, compiled: its path parsed once. */
+interface Compiled {
+  readonly column: KindColumn;
+  readonly steps: ReturnType<typeof parseJsonPath>;
+}
+
 /**
- * A Table of `rows` with list metadata `metadata`, at `meta.k8s.io/<version>`;
- * `columns` default to a served kind's NAME, READY and AGE.
+ * A cell as Kubernetes prints a custom resource's column: numbers and
+ * booleans as they are, a `date` column as an age, objects and arrays as
+ * JSON, a missing value as `null` (kubectl prints `<none>`).
  */
+function cell(value: unknown, type: KindColumn["type"], now: number): unknown {
+  if (value === undefined || value === null) return null;
+  if (type === "date" && typeof value === "string") {
+    const at = new Date(value);
+    return Number.isNaN(at.getTime()) ? value : age(at, now);
+  }
+  if (typeof value === "object") return JSON.stringify(value);
+  return value;
+}
+
+/** The printer of `kind` with printer columns `columns`. */
+export function printer(kind: ServedKind, columns: readonly KindColumn[] = []): Printer {
+  const compiled: Compiled[] = columns.map((column) => ({
+    column,
+    steps: parseJsonPath(column.jsonPath),
+  }));
+  const own: Column[] = compiled.map(({ column }) => ({
+    name: column.name,
+    type: column.type ?? "string",
+    format: "",
+    description: `The value at ${column.jsonPath}.`,
+    priority: 0,
+  }));
+  return {
+    columns: [NAME, ...own, READY, AGE],
+    row(row) {
+      const { obj, include, now } = row;
+      const resource = compiled.length > 0 || include === "Object"
+        ? toResource(kind, row)
+        : undefined;
+      const cells = compiled.map(({ column, steps }) =>
+        cell(steps === undefined ? undefined : readJsonPath(resource, steps), column.type, now)
+      );
+      const ready = readySummary(obj.conditions);
+      return {
+        cells: [
+          obj.name,
+          ...cells,
+          ready === "Unknown?" ? "Unknown" : ready,
+          age(obj.createdAt, now),
+        ],
+        ...(include === "None" ? {} : {
+          object: resource !== undefined && include === "Object"
+            ? resource
+            : toPartialMetadata(row),
+        }),
+      };
+    },
+  };
+}
+
+/** The printer of `kind` as its stored definition describes it, read afresh. */
+export async function printerOf(ctx: KubeContext, kind: ServedKind): Promise<Printer> {
+  return printer(kind, (await readDefinition(ctx.bh, kind))?.columns ?? []);
+}
+
+/** The media type of a Table answer at `version` (`v1` or `v1beta1`). */
+export function tableType(version: string): string {
+  return `application/json;as=Table;v=${version};g=meta.k8s.io`;
+}
+
+/** A Table of `rows` with list metadata `metadata`, at `meta.k8s.io/<version>`. */
 export function table(
   version: string,
   rows: readonly Record<string, unknown>[],
   metadata: Record<string, unknown>,
-  columns: readonly Column[] = COLUMNS,
+  columns: readonly Column[],
 ): Record<string, unknown> {
   return {
     kind: "Table",

@@ -26,7 +26,7 @@ import {
 } from "./_request.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { failureStatus, KubeApiFailure, toFailure } from "./_status.ts";
-import { type IncludeObject, table, tableRow, tableType } from "./_tables.ts";
+import { type IncludeObject, printerOf, table, tableType } from "./_tables.ts";
 
 const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
 
@@ -79,6 +79,7 @@ function parseWatch(request: Request, url: URL): WatchRequest {
 /** `GET …/<plural>?watch=true`. */
 export async function watchResources({ ctx, kind, request, url }: KindRequest): Promise<Response> {
   const w = parseWatch(request, url);
+  const printer = w.rep.as === "table" ? await printerOf(ctx, kind) : undefined;
   const abort = new AbortController();
   const stream = await ctx.bh.client(kind).watchList({
     resumeFrom: w.resumeFrom,
@@ -98,13 +99,12 @@ export async function watchResources({ ctx, kind, request, url }: KindRequest): 
       owner: (await resolveOwners(ctx.store, [obj])).get(obj.id),
       resourceVersion,
     };
-    const object = w.rep.as === "table"
+    const object = printer !== undefined && w.rep.as === "table"
       ? table(
         w.rep.version,
-        [tableRow(kind, { ...answered, include: w.include, now: Date.now() })],
-        {
-          resourceVersion: String(resourceVersion ?? obj.resourceVersion),
-        },
+        [printer.row({ ...answered, include: w.include, now: Date.now() })],
+        { resourceVersion: String(resourceVersion ?? obj.resourceVersion) },
+        printer.columns,
       )
       : toResource(kind, answered);
     return encoder.encode(`${JSON.stringify({ type, object })}\n`);

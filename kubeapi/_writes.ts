@@ -10,6 +10,13 @@
  * @module
  */
 import type { KindRequest } from "./_context.ts";
+import {
+  fieldValidationParam,
+  judgeUnknown,
+  unknownFields,
+  warningHeader,
+} from "./_field_validation.ts";
+import { readDefinition } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { detailsOf, findByName, notFound } from "./_reads.ts";
@@ -122,15 +129,48 @@ function sameList(a: readonly string[] | undefined, b: readonly string[]): boole
   return JSON.stringify([...(a ?? [])].sort()) === JSON.stringify([...b].sort());
 }
 
-async function answer(r: KindRequest, obj: AnyObject, status: number): Promise<Response> {
+async function answer(
+  r: KindRequest,
+  obj: AnyObject,
+  status: number,
+  warnings: readonly string[],
+): Promise<Response> {
   const owner = (await resolveOwners(r.ctx.store, [obj])).get(obj.id);
-  return jsonResponse(status, toResource(r.kind, { obj, owner }));
+  return jsonResponse(
+    status,
+    toResource(r.kind, { obj, owner }),
+    "application/json",
+    warningHeader(warnings),
+  );
+}
+
+/**
+ * Applies `?fieldValidation` to the fields of `body` the kind's schema does
+ * not declare: the warnings to send, or a throw under `Strict`.
+ */
+async function validateFields(
+  r: KindRequest,
+  body: unknown,
+  details: StatusDetails,
+  before?: unknown,
+): Promise<string[]> {
+  const mode = fieldValidationParam(r.url);
+  if (mode === "Ignore") return [];
+  const definition = await readDefinition(r.ctx.bh, r.kind);
+  const unknown = unknownFields(r.kind, definition, body);
+  // A patched resource is judged on what the patch added, not on what was already stored.
+  const stored = new Set(before === undefined ? [] : unknownFields(r.kind, definition, before));
+  return judgeUnknown(mode, unknown.filter((f) => !stored.has(f)), details);
 }
 
 /** `POST …/<plural>`: creates the object the body describes. */
 export async function createResource(r: KindRequest): Promise<Response> {
   refuseDryRun(r.url);
   const body = await jsonBody(r.request, r.kind.kind);
+  const named = isObject(body) && isObject(body.metadata) && typeof body.metadata.name === "string"
+    ? body.metadata.name
+    : undefined;
+  const warnings = await validateFields(r, body, detailsOf(r.kind, named));
   const written = checkResource(r, body, detailsOf(r.kind));
   if (written.name === undefined || written.name === "") {
     throw invalid(detailsOf(r.kind), "metadata.name", "Required value: name is required");
@@ -149,7 +189,7 @@ export async function createResource(r: KindRequest): Promise<Response> {
   } catch (error) {
     throw toFailure(error, details);
   }
-  return await answer(r, obj, 201);
+  return await answer(r, obj, 201, warnings);
 }
 
 async function writeSpec(
@@ -181,11 +221,13 @@ async function writeSpec(
 export async function replaceResource(r: KindRequest, name: string): Promise<Response> {
   refuseDryRun(r.url);
   const details = detailsOf(r.kind, name);
-  const written = checkResource(r, await jsonBody(r.request, r.kind.kind), details);
+  const body = await jsonBody(r.request, r.kind.kind);
+  const warnings = await validateFields(r, body, details);
+  const written = checkResource(r, body, details);
   const current = await findByName(r, name);
   if (current === undefined) throw notFound(r.kind, name);
   try {
-    return await answer(r, await writeSpec(r, name, written, current, details), 200);
+    return await answer(r, await writeSpec(r, name, written, current, details), 200, warnings);
   } catch (error) {
     throw toFailure(error, { ...details, uid: String(current.id) });
   }
@@ -209,14 +251,16 @@ export async function patchResource(r: KindRequest, name: string, type: string):
     if (error instanceof KubeApiFailure) throw error;
     throw new KubeApiFailure("BadRequest", "the patch is not JSON");
   }
+  const merge = type === "application/merge-patch+json";
+  // A merge patch is shaped like the resource: its own fields are the ones to judge.
+  let warnings = merge ? await validateFields(r, patch, details) : undefined;
   for (let attempt = 1;; attempt++) {
     const current = await findByName(r, name);
     if (current === undefined) throw notFound(r.kind, name);
     const owner = (await resolveOwners(r.ctx.store, [current])).get(current.id);
     const resource = toResource(r.kind, { obj: current, owner });
-    const patched = type === "application/json-patch+json"
-      ? jsonPatch(resource, patch)
-      : mergePatch(resource, patch);
+    const patched = merge ? mergePatch(resource, patch) : jsonPatch(resource, patch);
+    warnings ??= await validateFields(r, patched, details, resource);
     const written = checkResource(r, patched, details);
     const pinned = written.resourceVersion !== undefined &&
       written.resourceVersion !== current.resourceVersion;
@@ -231,7 +275,7 @@ export async function patchResource(r: KindRequest, name: string, type: string):
         current,
         details,
       );
-      return await answer(r, obj, 200);
+      return await answer(r, obj, 200, warnings);
     } catch (error) {
       const failure = toFailure(error, { ...details, uid: String(current.id) });
       if (failure.reason !== "Conflict" || pinned || attempt >= PATCH_ATTEMPTS) throw failure;

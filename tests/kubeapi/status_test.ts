@@ -39,7 +39,7 @@ test("kubeApiHandler answers NotFound 404 for a missing object, kind or path", a
     for (
       const path of [
         "/apis/kstack.sh/v1/widgets",
-        "/openapi/v3",
+        "/openapi/v2",
         "/apis/kstack.sh/v1/namespaces/default/clusters",
         `${CLUSTERS}/prod/scale`,
       ]

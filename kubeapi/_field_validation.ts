@@ -1,0 +1,125 @@
+/**
+ * `fieldValidation` on writes: the fields of a body the kind's schema does
+ * not declare. `Strict` refuses them (422 `Invalid`, each field named),
+ * `Warn` (the default) keeps them and says so in a `Warning` header kubectl
+ * prints, `Ignore` keeps them silently. Kubernetes prunes undeclared fields
+ * under `Warn` and `Ignore`; this server keeps what it was sent. Which fields
+ * are declared is read from the resource's OpenAPI schema: under an object
+ * that declares `properties`, a member it does not declare is unknown,
+ * unless the object takes `additionalProperties` or preserves unknown fields.
+ *
+ * @module
+ */
+import type { StoredKind } from "@beehive/beehive";
+import type { ServedKind } from "./_kinds.ts";
+import { OBJECT_META_SCHEMA, resourceSchema } from "./_openapi.ts";
+import { FREE_FORM, type OpenApiSchema } from "./_openapi_schema.ts";
+import { param } from "./_request.ts";
+import { KubeApiFailure, type StatusDetails } from "./_status.ts";
+
+/** What `fieldValidation` asks for. */
+export type FieldValidation = "Ignore" | "Warn" | "Strict";
+
+/** The most unknown fields one answer names. */
+const MAX_REPORTED = 32;
+
+/**
+ * `?fieldValidation=`: `Warn` when absent.
+ * @throws {KubeApiFailure} BadRequest: another value.
+ */
+export function fieldValidationParam(url: URL): FieldValidation {
+  const value = param(url, "fieldValidation");
+  if (value === undefined || value === "") return "Warn";
+  if (value === "Ignore" || value === "Warn" || value === "Strict") return value;
+  throw new KubeApiFailure(
+    "BadRequest",
+    `fieldValidation must be Ignore, Warn or Strict: current value is ${JSON.stringify(value)}`,
+  );
+}
+
+type JsonObject = Record<string, unknown>;
+const isObject = (v: unknown): v is JsonObject =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** `schema` and the schemas its `allOf`/`anyOf`/`oneOf` branches add to it. */
+function branches(schema: OpenApiSchema): OpenApiSchema[] {
+  const out = [schema];
+  for (const key of ["allOf", "anyOf", "oneOf"]) {
+    const list = schema[key];
+    if (Array.isArray(list)) {
+      for (const sub of list) if (isObject(sub)) out.push(...branches(sub));
+    }
+  }
+  return out;
+}
+
+function walk(value: unknown, schema: OpenApiSchema, path: string, out: string[]): void {
+  if (out.length >= MAX_REPORTED) return;
+  const all = branches(schema);
+  if (Array.isArray(value)) {
+    const items = all.map((s) => s.items).find(isObject);
+    if (items !== undefined) value.forEach((v, i) => walk(v, items, `${path}[${i}]`, out));
+    return;
+  }
+  if (!isObject(value)) return;
+  const free = all.some((s) => s["x-kubernetes-preserve-unknown-fields"] === true);
+  const additional = all.map((s) => s.additionalProperties).find(isObject);
+  const declared = all.some((s) => isObject(s.properties));
+  for (const [key, member] of Object.entries(value)) {
+    const at = path === "" ? key : `${path}.${key}`;
+    const own = all.map((s) => (s.properties as JsonObject | undefined)?.[key]).find(isObject);
+    if (own !== undefined) walk(member, own, at, out);
+    else if (additional !== undefined) walk(member, additional, at, out);
+    else if (declared && !free) out.push(at);
+    if (out.length >= MAX_REPORTED) return;
+  }
+}
+
+/**
+ * The fields of `body` (a resource, or a merge patch shaped like one) that
+ * `kind`'s schema does not declare, as dotted paths (`spec.replicaz`). The
+ * status is not checked: a write ignores it.
+ */
+export function unknownFields(
+  kind: ServedKind,
+  definition: StoredKind | undefined,
+  body: unknown,
+): string[] {
+  const schema = resourceSchema(kind, definition, OBJECT_META_SCHEMA);
+  (schema.properties as JsonObject).status = FREE_FORM;
+  const out: string[] = [];
+  walk(body, schema, "", out);
+  return out;
+}
+
+/**
+ * Applies `mode` to the unknown fields `fields`: `Strict` throws, `Warn`
+ * answers the `Warning` header values to send, `Ignore` none.
+ * @throws {KubeApiFailure} Invalid: `Strict` and at least one unknown field.
+ */
+export function judgeUnknown(
+  mode: FieldValidation,
+  fields: readonly string[],
+  details: StatusDetails,
+): string[] {
+  if (fields.length === 0 || mode === "Ignore") return [];
+  const messages = fields.map((f) => `unknown field ${JSON.stringify(f)}`);
+  if (mode === "Warn") return messages;
+  const what = `${details.kind}.${details.group}${
+    details.name === undefined ? "" : ` "${details.name}"`
+  }`;
+  throw new KubeApiFailure("Invalid", `${what} is invalid: ${messages.join(", ")}`, {
+    ...details,
+    causes: fields.map((field) => ({
+      field,
+      message: `unknown field ${JSON.stringify(field)}`,
+      reason: "FieldValueInvalid",
+    })),
+  });
+}
+
+/** `messages` as a `Warning` header (RFC 7234 code 299, as Kubernetes sends them); none when empty. */
+export function warningHeader(messages: readonly string[]): Record<string, string> {
+  if (messages.length === 0) return {};
+  return { warning: messages.map((m) => `299 - ${JSON.stringify(m)}`).join(", ") };
+}

@@ -1,0 +1,140 @@
+/**
+ * The real kubectl against a kind whose definition a Beehive stored: `get`
+ * prints its columns, `explain` its schema, `create -f` with kubectl's
+ * default (strict) validation leaves validation to the server through
+ * `/openapi/v3`, which refuses undeclared fields and schema violations by
+ * name; server-side apply is refused with a message kubectl prints.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Beehive, defineKind, type StandardSchema } from "../../mod.ts";
+import { serveKubeApi } from "../../kubeapi/mod.ts";
+import { test } from "../_test.ts";
+import { KUBECTL, kubectlIn, withStore } from "./_kubeapi_harness.ts";
+
+interface ClusterSpec {
+  replicas: number;
+  zone?: string;
+}
+
+const SPEC_SCHEMA = {
+  $schema: "https://json-schema.org/draft/2020-12/schema",
+  type: "object",
+  description: "What the cluster should be.",
+  required: ["replicas"],
+  properties: {
+    replicas: { type: "integer", minimum: 0, description: "How many nodes to run." },
+    zone: { type: "string", description: "The zone the nodes run in." },
+    network: { $ref: "#/$defs/Network" },
+  },
+  $defs: {
+    Network: {
+      type: "object",
+      description: "How the nodes are reached.",
+      properties: { cidr: { type: "string", description: "The address range." } },
+    },
+  },
+};
+
+/** A spec validator that describes itself as JSON Schema, as zod ≥ 4.2 and arktype do. */
+const specValidator: StandardSchema<unknown, ClusterSpec> = {
+  "~standard": {
+    version: 1,
+    vendor: "test",
+    validate: (value) => {
+      const s = value as ClusterSpec;
+      return Number.isInteger(s?.replicas) && s.replicas >= 0
+        ? { value: s }
+        : { issues: [{ message: "replicas must be a whole number ≥ 0", path: ["replicas"] }] };
+    },
+    jsonSchema: { input: () => SPEC_SCHEMA, output: () => SPEC_SCHEMA },
+  } as StandardSchema<unknown, ClusterSpec>["~standard"],
+};
+
+const Cluster = defineKind<ClusterSpec, unknown>({
+  group: "kstack.sh",
+  kind: "Cluster",
+  shortNames: ["cl"],
+  columns: [
+    { name: "Replicas", jsonPath: ".spec.replicas", type: "integer" },
+    { name: "Zone", jsonPath: ".spec.zone" },
+  ],
+  spec: specValidator,
+});
+
+test("kubectl get prints a stored kind's columns, explain its schema, and create -f validates on the server", async () => {
+  assert.ok(existsSync(KUBECTL), `${KUBECTL} is missing: this test drives the real kubectl`);
+  await withStore(async (store) => {
+    // The app's process stores the kind's definition when it starts; the API server has no token.
+    await (await new Beehive(store, { kinds: [Cluster] }).start())();
+    const bh = new Beehive(store);
+    await bh.client(Cluster).create("prod", { replicas: 3, zone: "eu-1" });
+    const dir = await mkdtemp(join(tmpdir(), "beehive-kinds-"));
+    const server = await serveKubeApi({ store, port: 0 });
+    try {
+      const config = join(dir, "kubeconfig");
+      await writeFile(config, server.kubeconfig());
+      const kubectl = kubectlIn(dir, config);
+
+      const table = await kubectl("get", "cl");
+      assert.equal(table.code, 0, table.stderr);
+      const lines = table.stdout.trim().split("\n").map((l) => l.split(/\s+/));
+      assert.deepEqual(lines[0], ["NAME", "REPLICAS", "ZONE", "READY", "AGE"]);
+      assert.deepEqual(lines[1].slice(0, 4), ["prod", "3", "eu-1", "-"]);
+
+      const explained = await kubectl("explain", "clusters");
+      assert.equal(explained.code, 0, explained.stderr);
+      assert.match(explained.stdout, /^KIND:\s+Cluster$/m);
+      assert.match(explained.stdout, /^\s+spec\s+<Object>$/m);
+      const spec = await kubectl("explain", "cluster.spec");
+      assert.equal(spec.code, 0, spec.stderr);
+      assert.match(spec.stdout, /What the cluster should be\./);
+      assert.match(spec.stdout, /^\s+replicas\s+<integer> -required-$/m);
+      assert.match(spec.stdout, /How many nodes to run\./);
+      assert.match(spec.stdout, /^\s+network\s+<Object>$/m);
+      const network = await kubectl("explain", "cluster.spec.network");
+      assert.equal(network.code, 0, network.stderr);
+      assert.match(network.stdout, /^\s+cidr\s+<string>$/m);
+
+      const file = join(dir, "dev.json");
+      const manifest = (spec: unknown) => ({
+        apiVersion: "kstack.sh/v1",
+        kind: "Cluster",
+        metadata: { name: "dev" },
+        spec,
+      });
+      await writeFile(file, JSON.stringify(manifest({ replicas: 1, zonee: "b" })));
+      const unknown = await kubectl("create", "-f", file);
+      assert.notEqual(unknown.code, 0);
+      assert.match(unknown.stderr, /spec\.zonee/);
+      assert.match(unknown.stderr, /unknown field/);
+
+      await writeFile(file, JSON.stringify(manifest({ replicas: -1 })));
+      const invalid = await kubectl("create", "-f", file);
+      assert.notEqual(invalid.code, 0);
+      assert.match(invalid.stderr, /is invalid/);
+      assert.match(invalid.stderr, /spec\.replicas/);
+
+      await writeFile(file, JSON.stringify(manifest({ replicas: 1, zone: "b" })));
+      const created = await kubectl("create", "-f", file);
+      assert.equal(created.code, 0, created.stderr);
+      assert.match(created.stdout, /cluster\.kstack\.sh\/dev created/);
+      assert.deepEqual((await bh.client(Cluster).getByName("dev")).spec, {
+        replicas: 1,
+        zone: "b",
+      });
+
+      const serverSide = await kubectl("apply", "--server-side", "-f", file);
+      assert.notEqual(serverSide.code, 0);
+      assert.match(serverSide.stderr, /Server-side apply not available on the server/);
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
