@@ -173,6 +173,23 @@ CREATE INDEX idx_objects_stalled ON objects ("group", kind, id)
 // because this store's queries still read them. A no-op keeps the numbering.
 const lean = `SELECT 1;`;
 
+// Labels and annotations (docs/adr/2026-12-02-labels.md): JSON columns a read decodes,
+// and an index table a selector reads, one row per (object, key) carrying the kind.
+// Existing rows read as having none.
+const labels = `
+ALTER TABLE objects ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE objects ADD COLUMN annotations TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE object_labels (
+  object_id BIGINT NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  "group"   TEXT   NOT NULL,
+  kind      TEXT   NOT NULL,
+  key       TEXT   NOT NULL,
+  value     TEXT   NOT NULL,
+  PRIMARY KEY (object_id, key)
+);
+CREATE INDEX idx_object_labels_select ON object_labels ("group", kind, key, value, object_id);
+`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
@@ -180,4 +197,5 @@ export const migrations: readonly Migration[] = [
   { version: 3, name: "write origin", sql: origin },
   { version: 4, name: "stalled generation", sql: stalled },
   { version: 5, name: "lean write path (no-op here)", sql: lean },
+  { version: 6, name: "labels", sql: labels },
 ];

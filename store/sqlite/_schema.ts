@@ -262,6 +262,23 @@ DELETE FROM sqlite_sequence WHERE name IN ('objects', 'events');
 DROP INDEX idx_object_writes_age;
 `;
 
+// Labels and annotations (docs/adr/2026-12-02-labels.md): JSON columns a read decodes,
+// and an index table a selector reads, one row per (object, key) carrying the kind.
+// Existing rows read as having none.
+const labels = `
+ALTER TABLE objects ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE objects ADD COLUMN annotations TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE object_labels (
+  object_id INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  "group"   TEXT    NOT NULL,
+  kind      TEXT    NOT NULL,
+  key       TEXT    NOT NULL,
+  value     TEXT    NOT NULL,
+  PRIMARY KEY (object_id, key)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_object_labels_select ON object_labels ("group", kind, key, value, object_id);
+`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
@@ -269,4 +286,5 @@ export const migrations: readonly Migration[] = [
   { version: 3, name: "write origin", sql: origin },
   { version: 4, name: "stalled generation", sql: stalled },
   { version: 5, name: "lean write path", sql: lean, foreignKeysOff: true },
+  { version: 6, name: "labels", sql: labels },
 ];
