@@ -69,7 +69,7 @@ function parseWatch(request: Request, url: URL): WatchRequest {
   return {
     rep,
     include: includeObjectParam(url),
-    keep: (obj) => fields.matches(obj) && labels({}),
+    keep: (obj) => fields.matches(obj) && labels(obj.labels),
     resumeFrom: initialEvents || rv === undefined || rv === 0 ? undefined : rv,
     initialEventsEnd: initialEvents,
     timeoutSeconds: intParam(url, "timeoutSeconds", MAX_TIMEOUT_SECONDS),
