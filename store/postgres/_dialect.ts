@@ -114,6 +114,7 @@ export const postgresDialect: Dialect = {
   texts: (texts) => texts,
   unnest: (types, alias, columns) =>
     ` FROM unnest(${types.map((t) => `?::${t}[]`).join(", ")}) AS ${alias} (${columns.join(", ")})`,
+  jsonEntries: " FROM jsonb_each_text(?::jsonb)",
   inKinds: " IN (SELECT * FROM unnest(?::text[], ?::text[]))",
   kinds: (kinds) => [kinds.map((k) => k.group), kinds.map((k) => k.kind)],
   bigint: "?::bigint",

@@ -28,6 +28,11 @@ export interface Dialect {
    * rows go in one statement. Absent where each row is its own statement (SQLite).
    */
   readonly unnest?: (types: readonly string[], alias: string, columns: readonly string[]) => string;
+  /**
+   * A row source of a bound JSON object's entries as text columns `key` and
+   * `value`: ` FROM json_each(?)` or ` FROM jsonb_each_text(?::jsonb)`.
+   */
+  readonly jsonEntries: string;
   /** A row-value membership in a bound kind list: `("group", kind) IN <this>`. */
   readonly inKinds: string;
   /** Binds a kind list for {@linkcode Dialect.inKinds} (one or more parameters). */

@@ -16,28 +16,33 @@ import { type Q, q } from "./_query.ts";
 const INSERT_ONE =
   `INSERT INTO object_labels (object_id, "group", kind, key, value) VALUES (?, ?, ?, ?, ?)`;
 
-/** Indexes `labels` for a new row (or the changed keys of an existing one). */
+/**
+ * Indexes `labels` for a new row (or `keys`, the changed keys of an existing
+ * one): one statement whatever the count. `text` is `labels` as JSON, when the
+ * caller has it.
+ */
 export function* insertLabels(
   d: Dialect,
   id: ObjectId,
   gk: GroupKind,
   labels: Labels,
   keys: readonly string[] = Object.keys(labels),
+  text?: string,
 ): Q<void> {
   if (keys.length === 0) return;
-  if (d.unnest !== undefined && keys.length > 1) {
-    yield* q.run(
-      `INSERT INTO object_labels (object_id, "group", kind, key, value)
-       SELECT ?, ?, ?, l.key, l.value${d.unnest(["text", "text"], "l", ["key", "value"])}`,
-      id,
-      gk.group,
-      gk.kind,
-      keys,
-      keys.map((k) => labels[k]),
-    );
+  if (keys.length === 1) {
+    yield* q.run(INSERT_ONE, id, gk.group, gk.kind, keys[0], labels[keys[0]]);
     return;
   }
-  for (const key of keys) yield* q.run(INSERT_ONE, id, gk.group, gk.kind, key, labels[key]);
+  const subset = text ?? JSON.stringify(Object.fromEntries(keys.map((k) => [k, labels[k]])));
+  yield* q.run(
+    `INSERT INTO object_labels (object_id, "group", kind, key, value)
+     SELECT ?, ?, ?, key, value${d.jsonEntries}`,
+    id,
+    gk.group,
+    gk.kind,
+    subset,
+  );
 }
 
 /** Brings the index of row `id` from `before` to `after`. */

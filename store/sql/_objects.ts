@@ -77,6 +77,7 @@ import {
   type Labels,
   mergeMetadata,
   type MetadataPatch,
+  NO_LABELS,
   sameMetadata,
 } from "../../src/model/labels.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
@@ -477,7 +478,7 @@ function* createBody(
     if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, error);
     throw error;
   }
-  yield* insertLabels(d, id, gk, labels);
+  if (labels !== NO_LABELS) yield* insertLabels(d, id, gk, labels, Object.keys(labels), labelsText);
   // The row is what was just inserted, with the columns' defaults.
   const object: RawObject = {
     id,

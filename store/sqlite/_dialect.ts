@@ -121,6 +121,7 @@ function newDialect(core: Core): Dialect {
     ids: (ids) => JSON.stringify(ids),
     inTexts: " IN (SELECT value FROM json_each(?))",
     texts: (texts) => JSON.stringify(texts),
+    jsonEntries: " FROM json_each(?)",
     inKinds: " IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))",
     kinds: (kinds) => [JSON.stringify(kinds.map((k) => [k.group, k.kind]))],
     bigint: "?",
