@@ -33,10 +33,12 @@ import {
   Beehive,
   type BeehiveObject,
   type GroupKind,
+  InvalidOptionError,
   NotFoundError,
   type ObjectChange,
   type Store,
 } from "@beehive/beehive";
+import { parseLabelSelector } from "../src/model/label_selector.ts";
 import type { RawObject } from "@beehive/beehive/store";
 import { openSqliteStore } from "@beehive/beehive/sqlite";
 import {
@@ -94,6 +96,7 @@ interface Parsed {
   readonly output: Output;
   readonly file: string | undefined;
   readonly limit: number | undefined;
+  readonly selector: string | undefined;
   readonly waitFor: string | undefined;
   readonly timeout: number | undefined;
   readonly help: boolean;
@@ -104,7 +107,7 @@ interface Command {
   readonly summary: string;
   readonly details: string;
   readonly args: readonly [min: number, max: number];
-  readonly flags: readonly ("output" | "file" | "limit" | "for" | "timeout")[];
+  readonly flags: readonly ("output" | "file" | "limit" | "selector" | "for" | "timeout")[];
   run(ctx: Context): Promise<void>;
 }
 
@@ -133,14 +136,16 @@ const COMMANDS: Record<string, Command> = {
     run: cmdKinds,
   },
   get: {
-    usage: "get <kind> [name] [-o json|yaml]",
+    usage: "get <kind> [name] [-l selector] [-o json|yaml]",
     summary: "List a kind's objects, or show one",
     details: "Columns: NAME, ID, GEN (generation/observed), READY (the Ready condition),\n" +
       "STATE (Settled, Reconciling, Pending, Stalled, Terminating), CONDITIONS, AGE.\n" +
       "Pending: no pass has observed the object yet (no controller runs its kind, or\n" +
-      "none has reached it).",
+      "none has reached it).\n" +
+      "-l, --selector S   only objects whose labels match S, e.g. 'app=web,tier!=db',\n" +
+      "                   'env in (prod,qa)', 'team', '!legacy' (a comma is AND)",
     args: [1, 2],
-    flags: ["output"],
+    flags: ["output", "selector"],
     run: cmdGet,
   },
   describe: {
@@ -223,6 +228,7 @@ ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)}${c.summary}`
 
 Flags:
   -o, --output FMT    json or yaml: machine-readable output (default: a table)
+  -l, --selector S    get: only objects whose labels match S (e.g. app=web,tier!=db)
   -h, --help          help for beehive or for one command
 
 Exit codes: 0 success, 1 error, 2 usage error.
@@ -241,6 +247,7 @@ function parseArgs(args: readonly string[]): Parsed {
   let output: Output = "table";
   let file: string | undefined;
   let limit: number | undefined;
+  let selector: string | undefined;
   let waitFor: string | undefined;
   let timeout: number | undefined;
   let help = false;
@@ -274,13 +281,21 @@ function parseArgs(args: readonly string[]): Parsed {
         throw new UsageError(`--limit must be a positive integer, got ${JSON.stringify(v)}`);
       }
       limit = n;
+    } else if (flag === "-l" || flag === "--selector") {
+      selector = value();
+      try {
+        parseLabelSelector(selector);
+      } catch (error) {
+        if (error instanceof InvalidOptionError) throw new UsageError(error.message);
+        throw error;
+      }
     } else if (flag === "--for") waitFor = checkFor(value());
     else if (flag === "--timeout") timeout = parseDuration(value());
     else if (arg.startsWith("-") && arg !== "-") {
       throw new UsageError(`unknown flag ${arg}`);
     } else positionals.push(arg);
   }
-  return { positionals, output, file, limit, waitFor, timeout, help };
+  return { positionals, output, file, limit, selector, waitFor, timeout, help };
 }
 
 function checkFor(v: string): string {
@@ -411,6 +426,12 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
   }
   if (parsed.limit !== undefined && !command.flags.includes("limit")) {
     return usage(io, new UsageError(`${name} has no --limit flag`, name));
+  }
+  if (parsed.selector !== undefined && !command.flags.includes("selector")) {
+    return usage(io, new UsageError(`${name} has no -l flag`, name));
+  }
+  if (parsed.selector !== undefined && name === "get" && rest.length === 2) {
+    return usage(io, new UsageError("get takes a name or -l, not both", name));
   }
   if (parsed.waitFor !== undefined && !command.flags.includes("for")) {
     return usage(io, new UsageError(`${name} has no --for flag`, name));
@@ -579,15 +600,19 @@ async function cmdKinds(ctx: Context): Promise<void> {
 async function cmdGet(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
   const name = ctx.args[1];
+  const selector = ctx.parsed.selector;
+  const labelSelector = selector === undefined ? undefined : parseLabelSelector(selector);
   const views = name === undefined
-    ? (await ctx.store.objects.list(gk)).map(toView)
+    ? (await ctx.store.objects.list(gk, { labelSelector })).map(toView)
     : [toView(await getRaw(ctx.store, gk, name))];
   if (ctx.parsed.output !== "table") {
     ctx.data(name === undefined ? views : views[0]);
     return;
   }
   if (views.length === 0) {
-    ctx.out(`No ${kindLabel(gk)} objects found.`);
+    ctx.out(
+      `No ${kindLabel(gk)} objects found${selector === undefined ? "" : ` matching ${selector}`}.`,
+    );
     return;
   }
   const now = Date.now();
