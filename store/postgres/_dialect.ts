@@ -115,6 +115,8 @@ export const postgresDialect: Dialect = {
   unnest: (types, alias, columns) =>
     ` FROM unnest(${types.map((t) => `?::${t}[]`).join(", ")}) AS ${alias} (${columns.join(", ")})`,
   jsonEntries: " FROM jsonb_each_text(?::jsonb)",
+  labelValue: (column) => `(${column}::jsonb ->> ?::text)`,
+  labelKey: (key) => key,
   inKinds: " IN (SELECT * FROM unnest(?::text[], ?::text[]))",
   kinds: (kinds) => [kinds.map((k) => k.group), kinds.map((k) => k.kind)],
   bigint: "?::bigint",

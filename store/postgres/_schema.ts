@@ -173,21 +173,22 @@ CREATE INDEX idx_objects_stalled ON objects ("group", kind, id)
 // because this store's queries still read them. A no-op keeps the numbering.
 const lean = `SELECT 1;`;
 
-// Labels and annotations (docs/adr/2026-12-02-labels.md): JSON columns a read decodes,
-// and an index table a selector reads, one row per (object, key) carrying the kind.
-// Existing rows read as having none.
+// Labels and annotations (docs/adr/2026-12-02-labels.md): JSON columns a read decodes
+// and a selector's other requirements test, and an index table a selector is driven
+// by, one row per (object, label) keyed by kind, key and value. It has no foreign key:
+// the family writes and deletes its rows with the object's. Existing rows read as
+// having none.
 const labels = `
 ALTER TABLE objects ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE objects ADD COLUMN annotations TEXT NOT NULL DEFAULT '{}';
 CREATE TABLE object_labels (
-  object_id BIGINT NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
-  "group"   TEXT   NOT NULL,
-  kind      TEXT   NOT NULL,
-  key       TEXT   NOT NULL,
-  value     TEXT   NOT NULL,
-  PRIMARY KEY (object_id, key)
+  "group"   TEXT    NOT NULL,
+  kind      TEXT    NOT NULL,
+  key       TEXT    NOT NULL,
+  value     TEXT    NOT NULL,
+  object_id BIGINT  NOT NULL,
+  PRIMARY KEY ("group", kind, key, value, object_id)
 );
-CREATE INDEX idx_object_labels_select ON object_labels ("group", kind, key, value, object_id);
 `;
 
 /** Every migration, in order, numbered from 1 without gaps. */

@@ -33,6 +33,14 @@ export interface Dialect {
    * `value`: ` FROM json_each(?)` or ` FROM jsonb_each_text(?::jsonb)`.
    */
   readonly jsonEntries: string;
+  /**
+   * The value of one label of a row, from its `labels` JSON column: an
+   * expression with one parameter, bound with {@linkcode Dialect.labelKey}
+   * (`json_extract(col, ?)` or `(col::jsonb ->> ?::text)`); NULL when absent.
+   */
+  labelValue(column: string): string;
+  /** Binds a label key for {@linkcode Dialect.labelValue}. */
+  labelKey(key: string): string;
   /** A row-value membership in a bound kind list: `("group", kind) IN <this>`. */
   readonly inKinds: string;
   /** Binds a kind list for {@linkcode Dialect.inKinds} (one or more parameters). */

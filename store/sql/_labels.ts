@@ -1,10 +1,11 @@
 /**
  * The label index both SQL stores keep beside the objects table: one
- * `object_labels` row per (object, key) carrying the object's kind, so a
- * selector's `In`/`Exists` requirement reads only the rows holding that label
+ * `object_labels` row per (object, label), keyed by (kind, key, value,
+ * object id), so a selector's `In`/`Exists` requirement reads one key range
+ * holding exactly the matching objects of the kind, in id order
  * (docs/adr/2026-12-02-labels.md). The objects row's `labels` column stays
- * the source a read decodes; this table is written in the same statement
- * group and only ever answers selectors.
+ * the source a read decodes and the other requirements test; this table is
+ * written in the same transaction and only ever drives selections.
  *
  * @module
  */
@@ -14,7 +15,9 @@ import type { Dialect } from "./_dialect.ts";
 import { type Q, q } from "./_query.ts";
 
 const INSERT_ONE =
-  `INSERT INTO object_labels (object_id, "group", kind, key, value) VALUES (?, ?, ?, ?, ?)`;
+  `INSERT INTO object_labels ("group", kind, key, value, object_id) VALUES (?, ?, ?, ?, ?)`;
+const DELETE_ONE = `DELETE FROM object_labels
+  WHERE "group" = ? AND kind = ? AND key = ? AND value = ? AND object_id = ?`;
 
 /**
  * Indexes `labels` for a new row (or `keys`, the changed keys of an existing
@@ -31,18 +34,29 @@ export function* insertLabels(
 ): Q<void> {
   if (keys.length === 0) return;
   if (keys.length === 1) {
-    yield* q.run(INSERT_ONE, id, gk.group, gk.kind, keys[0], labels[keys[0]]);
+    yield* q.run(INSERT_ONE, gk.group, gk.kind, keys[0], labels[keys[0]], id);
     return;
   }
   const subset = text ?? JSON.stringify(Object.fromEntries(keys.map((k) => [k, labels[k]])));
   yield* q.run(
-    `INSERT INTO object_labels (object_id, "group", kind, key, value)
-     SELECT ?, ?, ?, key, value${d.jsonEntries}`,
-    id,
+    `INSERT INTO object_labels ("group", kind, key, value, object_id)
+     SELECT ?, ?, key, value, ?${d.jsonEntries}`,
     gk.group,
     gk.kind,
+    id,
     subset,
   );
+}
+
+/** Removes the index rows of `keys` (with their values in `labels`) of row `id`. */
+export function* deleteLabels(
+  id: ObjectId,
+  gk: GroupKind,
+  labels: Labels,
+  keys: readonly string[] = Object.keys(labels),
+): Q<void> {
+  // Each by its whole primary key: the table has no other index to find a row's entries by.
+  for (const key of keys) yield* q.run(DELETE_ONE, gk.group, gk.kind, key, labels[key], id);
 }
 
 /** Brings the index of row `id` from `before` to `after`. */
@@ -53,14 +67,7 @@ export function* syncLabels(
   before: Labels,
   after: Labels,
 ): Q<void> {
-  const gone = Object.keys(before).filter((k) => after[k] !== before[k]);
-  if (gone.length > 0) {
-    yield* q.run(
-      `DELETE FROM object_labels WHERE object_id = ? AND key${d.inTexts}`,
-      id,
-      d.texts(gone),
-    );
-  }
+  yield* deleteLabels(id, gk, before, Object.keys(before).filter((k) => after[k] !== before[k]));
   const set = Object.keys(after).filter((k) => after[k] !== before[k]);
   yield* insertLabels(d, id, gk, after, set);
 }
@@ -74,58 +81,36 @@ export interface Fragment {
 function valueTest(d: Dialect, values: readonly string[], params: unknown[]): string {
   if (values.length === 1) {
     params.push(values[0]);
-    return " AND value = ?";
+    return " = ?";
   }
   params.push(d.texts(values));
-  return ` AND value${d.inTexts}`;
-}
-
-/** Whether a requirement can drive a listing from the index: it names a label rows must carry. */
-function positive(r: LabelRequirement): boolean {
-  return r.operator === "In" || r.operator === "Exists";
+  return d.inTexts;
 }
 
 /**
  * The requirement that drives a listing: the first `In` with the fewest
- * values (an equality first of all), else the first `Exists`; `undefined`
- * when every requirement is negative (the listing then reads the kind).
+ * values (an equality first of all), else the first `Exists`; -1 when every
+ * requirement is negative (the listing then reads the kind).
  */
 export function drivingRequirement(reqs: readonly LabelRequirement[]): number {
+  const rank = (r: LabelRequirement) =>
+    r.operator === "In" ? r.values.length : r.operator === "Exists" ? Infinity : -1;
   let best = -1;
   for (let i = 0; i < reqs.length; i++) {
-    const r = reqs[i];
-    if (!positive(r)) continue;
-    if (best < 0) {
-      best = i;
-      continue;
-    }
-    const b = reqs[best];
-    const rank = (x: LabelRequirement) => x.operator === "Exists" ? Infinity : x.values.length;
-    if (rank(r) < rank(b)) best = i;
+    const r = rank(reqs[i]);
+    if (r >= 0 && (best < 0 || r < rank(reqs[best]))) best = i;
   }
   return best;
 }
 
 /**
- * `objects.id IN (…)` over the index for the driving requirement: the ids of
- * kind `gk` carrying the label, read from `idx_object_labels_select`.
- */
-export function drivingIds(d: Dialect, gk: GroupKind, r: LabelRequirement): Fragment {
-  const params: unknown[] = [gk.group, gk.kind, r.key];
-  const sql = `SELECT object_id FROM object_labels WHERE "group" = ? AND kind = ? AND key = ?${
-    r.operator === "In" ? valueTest(d, r.values, params) : ""
-  }`;
-  return { sql, params };
-}
-
-/**
- * ` AND [NOT] EXISTS (…)` per requirement (but `skip`), each a point lookup on
- * `object_labels`' primary key (object_id, key) correlated with `idColumn`.
+ * ` AND …` per requirement (but `skip`), each testing the row's `labels`
+ * column (`column`): a requirement on a row already read costs no lookup.
  */
 export function labelFilters(
   d: Dialect,
   reqs: readonly LabelRequirement[],
-  idColumn: string,
+  column: string,
   skip = -1,
 ): Fragment {
   let sql = "";
@@ -133,29 +118,50 @@ export function labelFilters(
   for (let i = 0; i < reqs.length; i++) {
     if (i === skip) continue;
     const r = reqs[i];
-    const negate = r.operator === "NotIn" || r.operator === "DoesNotExist";
-    params.push(r.key);
-    let test = `SELECT 1 FROM object_labels WHERE object_id = ${idColumn} AND key = ?`;
-    if (r.operator === "In" || r.operator === "NotIn") test += valueTest(d, r.values, params);
-    sql += ` AND ${negate ? "NOT " : ""}EXISTS (${test})`;
+    const value = d.labelValue(column);
+    params.push(d.labelKey(r.key));
+    switch (r.operator) {
+      case "In":
+        sql += ` AND ${value}${valueTest(d, r.values, params)}`;
+        break;
+      case "NotIn": {
+        // The key is bound twice: absent, or present with none of the values.
+        params.push(d.labelKey(r.key));
+        sql += ` AND (${value} IS NULL OR NOT (${value}${valueTest(d, r.values, params)}))`;
+        break;
+      }
+      case "Exists":
+        sql += ` AND ${value} IS NOT NULL`;
+        break;
+      case "DoesNotExist":
+        sql += ` AND ${value} IS NULL`;
+        break;
+    }
   }
   return { sql, params };
 }
 
 /**
  * The `WHERE` clause (without the keyword) and parameters selecting kind
- * `gk`'s rows that meet `reqs`: driven by the index where a requirement is
- * positive, else by the kind. The caller appends its own bounds and order.
+ * `gk`'s rows of `objects` that meet `reqs`: driven by the index where a
+ * requirement is positive (`id IN (…)` over one key range of
+ * `object_labels`), else by the kind. The caller appends its bounds and order.
  */
 export function selectRows(d: Dialect, gk: GroupKind, reqs: readonly LabelRequirement[]): Fragment {
   const driver = drivingRequirement(reqs);
-  const rest = labelFilters(d, reqs, "objects.id", driver);
+  const rest = labelFilters(d, reqs, "objects.labels", driver);
   if (driver < 0) {
     return {
       sql: `"group" = ? AND kind = ?${rest.sql}`,
       params: [gk.group, gk.kind, ...rest.params],
     };
   }
-  const ids = drivingIds(d, gk, reqs[driver]);
-  return { sql: `id IN (${ids.sql})${rest.sql}`, params: [...ids.params, ...rest.params] };
+  const r = reqs[driver];
+  const params: unknown[] = [gk.group, gk.kind, r.key];
+  const value = r.operator === "In" ? ` AND value${valueTest(d, r.values, params)}` : "";
+  return {
+    sql: `id IN (SELECT object_id FROM object_labels
+      WHERE "group" = ? AND kind = ? AND key = ?${value})${rest.sql}`,
+    params: [...params, ...rest.params],
+  };
 }

@@ -70,7 +70,7 @@ import {
   OBJECT_COLUMNS,
   truthy,
 } from "./_rows.ts";
-import { insertLabels, labelFilters, selectRows, syncLabels } from "./_labels.ts";
+import { deleteLabels, insertLabels, labelFilters, selectRows, syncLabels } from "./_labels.ts";
 import {
   checkMetadata,
   checkMetadataUpdate,
@@ -586,7 +586,7 @@ function* incomingBody(
   epoch: number,
 ) {
   // Driven by the edges into toId, already in from_id order: cost tracks those edges.
-  const labels = labelFilters(d, p.selector ?? [], "objects.id");
+  const labels = labelFilters(d, p.selector ?? [], "objects.labels");
   const metas = (yield* q.rows(
     `SELECT ${OBJECT_COLUMNS} FROM edges ${d.joinInOrder} objects ON id = from_id
      WHERE to_id = ? AND relation = ? AND from_id > ? AND "group" = ? AND kind = ?${labels.sql}
@@ -815,6 +815,7 @@ function* deleteBody(scope: WriteScope, d: Dialect, id: ObjectId, epoch: number)
     id,
   );
   yield* q.run("DELETE FROM edges WHERE from_id = ? AND to_id = ?", id, id);
+  yield* deleteLabels(id, object, object.labels);
   try {
     yield* q.run("DELETE FROM objects WHERE id = ?", id);
   } catch (error) {

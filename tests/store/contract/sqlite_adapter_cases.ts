@@ -361,9 +361,13 @@ export const sqliteAdapterCases: ContractCase[] = [
           db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => String(r.detail)).join("; ");
         const selected = plan(`SELECT * FROM objects WHERE id IN (SELECT object_id FROM
             object_labels WHERE "group" = 'g' AND kind = 'k' AND key = 'app' AND value = 'web')
-          AND NOT EXISTS (SELECT 1 FROM object_labels WHERE object_id = objects.id
-            AND key = 'legacy') AND id > 0 ORDER BY id LIMIT 10`);
-        assert.match(selected, /idx_object_labels_select/);
+          AND json_extract(objects.labels, '$."legacy"') IS NULL AND id > 0
+          ORDER BY id LIMIT 10`);
+        assert.match(
+          selected,
+          /SEARCH object_labels USING PRIMARY KEY \(group=\? AND kind=\? AND key=\? AND value=\?\)/,
+        );
+        assert.doesNotMatch(selected, /TEMP B-TREE/);
         assert.doesNotMatch(selected, /SCAN objects/);
         assert.doesNotMatch(selected, /idx_objects_kind/);
       } finally {
