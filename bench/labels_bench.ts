@@ -9,7 +9,8 @@
  *    PostgreSQL (`BEEHIVE_BENCH_POSTGRES_URL` set) `EXPLAIN ANALYZE`'s actual rows.
  * 2. Create→settled: n objects created through a Client and settled by a no-op
  *    controller, with three labels each against none, alternating A, B, A, B
- *    so load from other processes hits both alike.
+ *    so load from other processes hits both alike; one caller (a commit per
+ *    object) and sixteen (creates share group commits).
  *
  * Run: `deno run -A bench/labels_bench.ts` (`--quick` for a smoke run).
  * Figures go in docs/performance.md.
@@ -152,7 +153,10 @@ async function postgresList(url: string): Promise<void> {
 }
 
 /** Creates n objects (with `labels`) and resolves to objects/s until a no-op controller settled them. */
-async function settleRate(labels: Record<string, string> | undefined): Promise<number> {
+async function settleRate(
+  labels: Record<string, string> | undefined,
+  callers: number,
+): Promise<number> {
   const { path, done } = tempFile();
   const store = await openSqliteStore(path);
   try {
@@ -166,9 +170,12 @@ async function settleRate(labels: Record<string, string> | undefined): Promise<n
     const stop = await bh.start();
     const client = bh.client(Kind);
     const t0 = performance.now();
-    for (let i = 0; i < SETTLE_OBJECTS; i++) {
-      await client.create(`item-${i}`, SPEC, labels === undefined ? undefined : { labels });
-    }
+    let next = 0;
+    await Promise.all(Array.from({ length: callers }, async () => {
+      while (next < SETTLE_OBJECTS) {
+        await client.create(`item-${next++}`, SPEC, labels === undefined ? undefined : { labels });
+      }
+    }));
     await all.promise;
     await stop();
     return SETTLE_OBJECTS / ((performance.now() - t0) / 1000);
@@ -178,17 +185,17 @@ async function settleRate(labels: Record<string, string> | undefined): Promise<n
   }
 }
 
-async function createSettled(): Promise<void> {
+async function createSettled(callers: number): Promise<void> {
   const bare: number[] = [];
   const labelled: number[] = [];
   for (let i = 0; i < SETTLE_ROUNDS; i++) {
-    bare.push(await settleRate(undefined));
-    labelled.push(await settleRate(LABELS));
+    bare.push(await settleRate(undefined, callers));
+    labelled.push(await settleRate(LABELS, callers));
   }
   const a = median(bare);
   const b = median(labelled);
   console.log(
-    `create→settled, ${SETTLE_OBJECTS} objects, median of ${SETTLE_ROUNDS} alternating rounds: ` +
+    `create→settled, ${SETTLE_OBJECTS} objects, ${callers} caller(s), median of ${SETTLE_ROUNDS} alternating rounds: ` +
       `no labels ${a.toFixed(0)}/s, three labels ${b.toFixed(0)}/s (${
         ((b / a - 1) * 100).toFixed(1)
       }%)`,
@@ -203,4 +210,5 @@ async function createSettled(): Promise<void> {
 await sqliteList();
 const pgUrl = process.env.BEEHIVE_BENCH_POSTGRES_URL;
 if (pgUrl !== undefined) await postgresList(pgUrl);
-await createSettled();
+await createSettled(1);
+await createSettled(16);
