@@ -15,7 +15,7 @@ import {
   WrongKindError,
 } from "../../../src/model/errors.ts";
 import type { LabelRequirement, ObjectRef, Store } from "../../../src/store.ts";
-import { type ContractCase, Gadget, logCount, make, ref, Widget } from "./harness.ts";
+import { type ContractCase, footprint, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 
 async function labelled(
   s: Store,
@@ -35,15 +35,6 @@ const eq = (key: string, value: string): LabelRequirement => ({
   operator: "In",
   values: [value],
 });
-
-/** What a write can change, to prove a refused call wrote nothing. */
-async function footprint(s: Store, a: ObjectRef) {
-  return {
-    object: await s.objects.get(a.id),
-    log: await logCount(s, Widget),
-    latest: await s.getLatestResourceVersion(),
-  };
-}
 
 export const labelsCases: ContractCase[] = [
   {

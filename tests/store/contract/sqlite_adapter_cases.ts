@@ -36,6 +36,20 @@ function memoryDirs(identity: string): string[] {
   return readdirSync(tmpdir()).filter((d) => d.startsWith(`beehive-${uuid}-`));
 }
 
+/** A database file written by the migrations up to `version` only, as an older build left it. */
+function databaseAt(path: string, version: number): DatabaseSync {
+  const db = new DatabaseSync(path);
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec(`CREATE TABLE schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
+  for (const m of migrations.filter((m) => m.version <= version)) {
+    db.exec(m.sql);
+    db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)")
+      .run(m.version, m.name);
+  }
+  return db;
+}
+
 export const sqliteAdapterCases: ContractCase[] = [
   {
     name: "openSqliteStore creates the file with WAL, incremental auto-vacuum and the schema",
@@ -150,15 +164,7 @@ export const sqliteAdapterCases: ContractCase[] = [
       "a database at schema version 3 migrates to 4: its rows are not stalled and stay listed as unsettled",
     async fn(h) {
       const path = h.tempPath("v3.db");
-      const db = new DatabaseSync(path);
-      db.exec("PRAGMA journal_mode = WAL");
-      db.exec(`CREATE TABLE schema_migrations (
-        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-      for (const m of migrations.filter((m) => m.version <= 3)) {
-        db.exec(m.sql);
-        db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)")
-          .run(m.version, m.name);
-      }
+      const db = databaseAt(path, 3);
       db.prepare(
         `INSERT INTO objects ("group", kind, name, spec, resource_version, created_at, updated_at)
          VALUES (?, ?, 'old', '{}', 1, 0, 0)`,
@@ -179,16 +185,8 @@ export const sqliteAdapterCases: ContractCase[] = [
       "a database at schema version 4 migrates to 5 keeping every row, its foreign keys, and ids above every old one, deleted or not",
     async fn(h) {
       const path = h.tempPath("v4.db");
-      const db = new DatabaseSync(path);
-      db.exec("PRAGMA journal_mode = WAL");
+      const db = databaseAt(path, 4);
       db.exec("PRAGMA foreign_keys = ON");
-      db.exec(`CREATE TABLE schema_migrations (
-        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-      for (const m of migrations.filter((m) => m.version <= 4)) {
-        db.exec(m.sql);
-        db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)")
-          .run(m.version, m.name);
-      }
       const object = db.prepare(
         `INSERT INTO objects ("group", kind, name, spec, status, resource_version, finalizers,
            stalled_generation, created_at, updated_at)
@@ -321,15 +319,7 @@ export const sqliteAdapterCases: ContractCase[] = [
       "a database at schema version 5 migrates to 6 (labels): its rows read with no labels and take new ones",
     async fn(h) {
       const path = h.tempPath("v5.db");
-      const db = new DatabaseSync(path);
-      db.exec("PRAGMA journal_mode = WAL");
-      db.exec(`CREATE TABLE schema_migrations (
-        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-      for (const m of migrations.filter((m) => m.version <= 5)) {
-        db.exec(m.sql);
-        db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)")
-          .run(m.version, m.name);
-      }
+      const db = databaseAt(path, 5);
       db.exec(`INSERT INTO objects (id, "group", kind, name, spec, resource_version, created_at,
           updated_at) VALUES (1, '${Widget.group}', '${Widget.kind}', 'old', '{}', 1, 10, 20);
         UPDATE resource_version_seq SET value = 1, last_object_id = 1;`);
