@@ -1,42 +1,38 @@
 /**
  * Fake time for engine tests: `Date`, `setTimeout` and `setInterval` are
  * controlled by the returned clock, starting at the real current time.
- * Always `uninstall()` in a `finally`.
+ * Always `uninstall()` in a `finally`. On a networked store (PostgreSQL) its
+ * `tickAsync` steps timer by timer and waits out store calls between steps;
+ * the mechanism is the `"./testing"` entry's (`testing/_fake_time.ts`).
  *
  * @module
  */
 import process from "node:process";
-import FakeTimers from "@sinonjs/fake-timers";
-import { pendingStoreCalls, storeProgress, useRealClearTimeout } from "./_store_activity.ts";
+import {
+  type FakeClock,
+  installFakeClock,
+  quiesce,
+  type QuiesceOptions,
+  stepTo,
+  tickingStepper,
+} from "../testing/_fake_time.ts";
 
-/** The installed clock. */
-export type FakeClock = ReturnType<typeof FakeTimers.install>;
-
-const realSetTimeout = globalThis.setTimeout;
-useRealClearTimeout(globalThis.clearTimeout);
+export type { FakeClock };
 
 /** Whether fake-time steps wait for store calls (a networked store under test). */
 const networked = process.env.BEEHIVE_TEST_STORE === "postgres";
 
-/** How long a step waits, in real ms, for store calls that never settle (a test's held gate). */
-const QUIET_LIMIT = 3000;
-
-/** Runs zero-delay work until no store call is in flight (or none settles for a while). */
-async function quiesce(tickAsync: (ms: number) => Promise<unknown>): Promise<void> {
-  const started = performance.now();
-  let quiet = 0;
-  while (quiet < 3 && performance.now() - started < QUIET_LIMIT) {
-    await tickAsync(0);
-    if (pendingStoreCalls() === 0) {
-      quiet++;
-      // A real macrotask: socket reads resolve here.
-      await new Promise((resolve) => realSetTimeout(resolve, 0));
-    } else {
-      quiet = 0;
-      await storeProgress(20, realSetTimeout);
-    }
-  }
-}
+/**
+ * Quiet as these suites need it: three rounds with no store call in flight; a
+ * step gives up after 3 s of real time on calls that never settle (a test's held gate).
+ */
+const QUIET: QuiesceOptions = {
+  rounds: 3,
+  strict: false,
+  stuckAfter: 3000,
+  throwWhenStuck: false,
+  maxRounds: Infinity,
+};
 
 /**
  * Makes `tickAsync` step timer by timer, letting store calls settle between
@@ -44,22 +40,10 @@ async function quiesce(tickAsync: (ms: number) => Promise<unknown>): Promise<voi
  * resolve in promise callbacks.
  */
 function waitForStore(clock: FakeClock): FakeClock {
-  const tickAsync = clock.tickAsync.bind(clock);
+  const step = tickingStepper(clock);
+  const settle = () => quiesce(clock, step, QUIET);
   clock.tickAsync = (async (ms: number) => {
-    const target = clock.now + Number(ms);
-    await quiesce(tickAsync);
-    for (;;) {
-      const timers = [
-        ...((clock as unknown as { timers?: Map<number, { callAt: number }> }).timers?.values() ??
-          []),
-      ];
-      const next = Math.min(...timers.map((t) => t.callAt));
-      if (!Number.isFinite(next) || next > target) break;
-      await tickAsync(Math.max(0, next - clock.now));
-      await quiesce(tickAsync);
-    }
-    await tickAsync(Math.max(0, target - clock.now));
-    await quiesce(tickAsync);
+    await stepTo(clock, step, clock.now + Number(ms), settle);
     return clock.now;
   }) as FakeClock["tickAsync"];
   return clock;
@@ -67,9 +51,6 @@ function waitForStore(clock: FakeClock): FakeClock {
 
 /** Installs fake time over `Date`, timeouts and intervals. */
 export function installFakeTime(): FakeClock {
-  const clock = FakeTimers.install({
-    now: Date.now(),
-    toFake: ["Date", "setTimeout", "clearTimeout", "setInterval", "clearInterval"],
-  });
+  const clock = installFakeClock();
   return networked ? waitForStore(clock) : clock;
 }

@@ -26,7 +26,7 @@ import {
 } from "../store/sqlite/mod.ts";
 
 import { openPostgresStore, schemaForPath } from "./_postgres.ts";
-import { track } from "./_store_activity.ts";
+import { track } from "../testing/_store_activity.ts";
 
 export type { SqliteStore, SqliteStoreOptions };
 

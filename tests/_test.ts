@@ -1,31 +1,8 @@
 /**
  * `test(name, fn)` on either runtime: `Deno.test` under Deno (with the leak
- * sanitizers deno.json enables), `node:test` under Node 22.
+ * sanitizers deno.json enables), `node:test` under Node 22. The registrar the
+ * `"./testing"` entry uses too.
  *
  * @module
  */
-type Fn = () => void | Promise<void>;
-
-interface DenoTest {
-  test(name: string, fn: Fn): void;
-  test(options: { name: string; ignore: boolean; fn: Fn }): void;
-}
-
-const deno = (globalThis as { Deno?: DenoTest }).Deno;
-const nodeTest = deno === undefined ? (await import("node:test")).test : undefined;
-
-/** Registers a test on the runtime running this file. */
-export function test(name: string, fn: Fn): void {
-  if (deno !== undefined) deno.test(name, fn);
-  else void nodeTest!(name, fn);
-}
-
-/**
- * Registers a case that does not apply in this run, shown as ignored (Deno) or skipped (Node)
- * with `reason` in its name: never a silent skip.
- */
-export function notApplicable(name: string, reason: string): void {
-  const label = `${name} (not applicable: ${reason})`;
-  if (deno !== undefined) deno.test({ name: label, ignore: true, fn: () => {} });
-  else void nodeTest!(label, { skip: reason }, () => {});
-}
+export { notApplicable, test } from "../testing/_runner.ts";

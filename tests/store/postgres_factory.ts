@@ -6,7 +6,7 @@
  * @module
  */
 import { openPostgresStore, schemaForPath } from "../_postgres.ts";
-import type { StoreFactory } from "./contract/harness.ts";
+import type { StoreFactory } from "../../testing/_contract/harness.ts";
 
 export const postgresFactory: StoreFactory = {
   name: "postgres",

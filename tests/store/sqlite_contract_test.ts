@@ -1,17 +1,19 @@
 /**
  * Runs the store contract suite against the SQLite store, under Deno
- * (`deno test`) and Node 22 (`node --test`) alike.
+ * (`deno test`) and Node 22 (`node --test`) alike, through the published
+ * `storeContract`; then the SQLite store's own cases (files, pages, drivers).
  *
  * @module
  */
+import { storeContract } from "../../testing/mod.ts";
 import { test } from "../_test.ts";
-import { contractSuites } from "./contract/mod.ts";
-import { runCase } from "./contract/harness.ts";
+import { runCase } from "../../testing/_contract/harness.ts";
 import { nodeTempDirs, sqliteFactory } from "./sqlite_factory.ts";
+import { sqliteAdapterCases } from "./sqlite_adapter_cases.ts";
 
-for (const [family, cases] of Object.entries(contractSuites)) {
-  for (const c of cases) {
-    test(`store contract (sqlite) ${family}: ${c.name}`, () =>
-      runCase(sqliteFactory, nodeTempDirs, c));
-  }
+storeContract(sqliteFactory.name, sqliteFactory.open, { openPath: sqliteFactory.openPath });
+
+for (const c of sqliteAdapterCases) {
+  test(`store contract (sqlite) sqlite_adapter: ${c.name}`, () =>
+    runCase(sqliteFactory, nodeTempDirs, c));
 }

@@ -1,23 +1,16 @@
 /**
- * The SQLite store under the contract suite, plus temp-directory plumbing that
- * works on Deno and Node alike.
+ * The SQLite store under the contract suite, and the suite's temp-directory
+ * plumbing (Deno and Node alike).
  *
  * @module
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { openSqliteStore } from "../_sqlite_driver.ts";
-import type { StoreFactory, TempDirs } from "./contract/harness.ts";
+import type { StoreFactory } from "../../testing/_contract/harness.ts";
+
+export { nodeTempDirs } from "../../testing/_contract/harness.ts";
 
 export const sqliteFactory: StoreFactory = {
   name: "sqlite",
   open: () => openSqliteStore(":memory:"),
   openPath: (path) => openSqliteStore(path),
-};
-
-export const nodeTempDirs: TempDirs = {
-  make: () => mkdtempSync(join(tmpdir(), "beehive-test-")),
-  remove: (dir) => rmSync(dir, { recursive: true, force: true }),
-  join,
 };

@@ -1,19 +1,26 @@
 /**
- * Store calls in flight, for suites run on a networked store: a store whose
- * I/O completes on the event loop (PostgreSQL), not in promise callbacks like
- * SQLite's, needs fake-time steps to wait for it (`tests/_fake_time.ts`).
- * `track` wraps a store so every promise its members return is counted.
+ * Store calls started and in flight, so fake-time steps know when the engine
+ * has gone quiet (`_fake_time.ts`): a pass, a wake or a sweep always calls
+ * the store, and a store whose I/O completes on the event loop (PostgreSQL),
+ * not in promise callbacks like SQLite's, must be waited for. `track` wraps a
+ * store so every promise its members return is counted.
  *
  * @module
  */
 import type { HeldLease, Store } from "../src/store.ts";
 
 let pending = 0;
+let started = 0;
 let waiters: (() => void)[] = [];
 
 /** Store calls started and not yet settled. */
 export function pendingStoreCalls(): number {
   return pending;
+}
+
+/** Store calls started in this process so far: a count that moves whenever the engine works. */
+export function storeCallsStarted(): number {
+  return started;
 }
 
 /** Resolves when a store call settles, or after `ms` of real time, whichever is first. */
@@ -44,6 +51,7 @@ function settled(): void {
 function count<T>(value: T): T {
   if (value instanceof Promise) {
     pending++;
+    started++;
     value.then(settled, settled);
   }
   return value;

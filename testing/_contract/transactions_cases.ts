@@ -10,8 +10,8 @@ import {
   NameTakenError,
   NotFoundError,
   StaleTxError,
-} from "../../../src/model/errors.ts";
-import type { Store } from "../../../src/store.ts";
+} from "../../src/model/errors.ts";
+import type { Store } from "../../src/store.ts";
 import { type ContractCase, Gadget, logCount, make, Widget } from "./harness.ts";
 
 /** The names of a kind's objects, in id order, read through `store`. */

@@ -4,8 +4,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { NotFoundError } from "../../../src/model/errors.ts";
-import type { GroupKind, ObjectId, ObjectRef, Relation, Store } from "../../../src/store.ts";
+import { NotFoundError } from "../../src/model/errors.ts";
+import type { GroupKind, ObjectId, ObjectRef, Relation, Store } from "../../src/store.ts";
 import { type ContractCase, Core, Gadget, logCount, make, Widget } from "./harness.ts";
 
 /** The ids of every stale dependent of `kinds`, one per (target, dependent) pair, in scan order. */

@@ -4,7 +4,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { Store } from "../../../src/store.ts";
+import type { Store } from "../../src/store.ts";
 import { type ContractCase, Gadget, make, ref, Widget, withFakeDate } from "./harness.ts";
 
 /** Every write-log entry's resource version, ascending by the log's order. */
@@ -254,6 +254,7 @@ export const versionsCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "versions survive a reopen and resume above everything issued before",
     async fn(h) {
       const path = h.tempPath("x.db");
@@ -285,6 +286,7 @@ export const versionsCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "a reopen after a transaction that drew past a block resumes above it",
     async fn(h) {
       const path = h.tempPath("x.db");

@@ -4,8 +4,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { InvalidOptionError } from "../../../src/model/errors.ts";
-import type { ObjectWritesSweepOptions, Store } from "../../../src/store.ts";
+import { InvalidOptionError } from "../../src/model/errors.ts";
+import type { ObjectWritesSweepOptions, Store } from "../../src/store.ts";
 import {
   type ContractCase,
   Core,

@@ -5,8 +5,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { FencedError, StoreInUseError } from "../../../src/model/errors.ts";
-import type { Store } from "../../../src/store.ts";
+import { FencedError, StoreInUseError } from "../../src/model/errors.ts";
+import type { Store } from "../../src/store.ts";
 import { type ContractCase, type Harness, make, ref, Widget, withFakeDate } from "./harness.ts";
 
 /** Two handles on one store, as two processes would hold it. */
@@ -157,6 +157,7 @@ export const leasesCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "lease epochs are never reused across a reopen",
     async fn(h) {
       const path = h.tempPath("epochs.db");
@@ -208,6 +209,7 @@ export const leasesCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name:
       "leases.hold takes the lease as a lock; a second holder on another connection is refused by name",
     async fn(h) {
@@ -230,6 +232,7 @@ export const leasesCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name:
       "a held lease is freed at once when its holder's store closes, with no expiry to wait for",
     async fn(h) {
@@ -243,6 +246,7 @@ export const leasesCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "a held lease and a timed lease of one name keep each other out while live",
     async fn(h) {
       const [a, b] = await twoHandles(h);
@@ -259,6 +263,7 @@ export const leasesCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "a timed lease is taken over from a held lease whose holder died",
     async fn(h) {
       const [a, b] = await twoHandles(h);
@@ -328,6 +333,7 @@ export const leasesCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "fencing is checked against the lease as committed by another connection",
     async fn(h) {
       const [a, b] = await twoHandles(h);
@@ -356,6 +362,7 @@ export const leasesCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "versions follow commit order across two connections writing in turn",
     async fn(h) {
       const [a, b] = await twoHandles(h);
@@ -378,6 +385,7 @@ export const leasesCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "a tailer on one connection misses nothing the other commits",
     async fn(h) {
       const [a, b] = await twoHandles(h);
@@ -396,6 +404,7 @@ export const leasesCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "watchCommits hears another connection's commit, and not this connection's own",
     async fn(h) {
       const [a, b] = await twoHandles(h);
@@ -414,6 +423,7 @@ export const leasesCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "getForReconcile's cursor covers another connection's commits",
     async fn(h) {
       const [a, b] = await twoHandles(h);

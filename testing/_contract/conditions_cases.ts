@@ -9,8 +9,8 @@ import {
   InvalidConditionError,
   NotFoundError,
   WrongKindError,
-} from "../../../src/model/errors.ts";
-import type { ConditionInput, RawCondition, Store } from "../../../src/store.ts";
+} from "../../src/model/errors.ts";
+import type { ConditionInput, RawCondition, Store } from "../../src/store.ts";
 import {
   type ContractCase,
   footprint,
@@ -393,6 +393,7 @@ export const conditionsCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "a liveness condition from an earlier open reads Unknown and unconfirmed on every path",
     async fn(h) {
       const path = h.tempPath("x.db");
@@ -440,6 +441,7 @@ export const conditionsCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "an Unknown liveness condition written in this open is not unconfirmed",
     async fn(h) {
       const path = h.tempPath("x.db");
@@ -455,6 +457,7 @@ export const conditionsCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name:
       "re-setting the identical liveness condition after a reopen rewrites it and clears the downgrade",
     async fn(h) {

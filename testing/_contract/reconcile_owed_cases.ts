@@ -4,8 +4,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { WrongKindError } from "../../../src/model/errors.ts";
-import type { ObjectRef, Store } from "../../../src/store.ts";
+import { WrongKindError } from "../../src/model/errors.ts";
+import type { ObjectRef, Store } from "../../src/store.ts";
 import { type ContractCase, Core, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 
 /** The owed count of `r`. */
@@ -137,6 +137,7 @@ export const reconcileOwedCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "an owed count survives a restart",
     async fn(h) {
       const path = h.tempPath("owed.db");

@@ -1,9 +1,9 @@
 /**
- * Every store contract case, by family.
+ * Every store contract case, by family, and the tests they make for one store.
  *
  * @module
  */
-import type { ContractCase } from "./harness.ts";
+import { type ContractCase, nodeTempDirs, runCase, type StoreFactory } from "./harness.ts";
 import { objectsCases } from "./objects_cases.ts";
 import { conditionsCases } from "./conditions_cases.ts";
 import { transactionsCases } from "./transactions_cases.ts";
@@ -15,7 +15,6 @@ import { dependenciesCases } from "./dependencies_cases.ts";
 import { driverCursorsCases } from "./driver_cursors_cases.ts";
 import { eventsCases } from "./events_cases.ts";
 import { reconcileOwedCases } from "./reconcile_owed_cases.ts";
-import { sqliteAdapterCases } from "./sqlite_adapter_cases.ts";
 import { leasesCases } from "./leases_cases.ts";
 import { kubernetesCases } from "./kubernetes_cases.ts";
 import { stalledCases } from "./stalled_cases.ts";
@@ -38,5 +37,33 @@ export const contractSuites: Record<string, ContractCase[]> = {
   kubernetes: kubernetesCases,
   stalled: stalledCases,
   labels: labelsCases,
-  sqlite_adapter: sqliteAdapterCases,
 };
+
+/** One test of the contract: its name, and how to run it or why it does not apply. */
+export type ContractTest =
+  | { readonly name: string; readonly run: () => Promise<void> }
+  | { readonly name: string; readonly notApplicable: string };
+
+/** The test name of `c` of `family` on the store named `store`. */
+export function contractTestName(store: string, family: string, c: ContractCase): string {
+  return `store contract (${store}) ${family}: ${c.name}`;
+}
+
+/**
+ * The contract's tests for `factory`: every case of every family, the cases
+ * that reopen a store not applicable when the factory has no `openPath`.
+ */
+export function contractTests(factory: StoreFactory): ContractTest[] {
+  const tests: ContractTest[] = [];
+  for (const [family, cases] of Object.entries(contractSuites)) {
+    for (const c of cases) {
+      const name = contractTestName(factory.name, family, c);
+      if (c.reopens && factory.openPath === undefined) {
+        tests.push({ name, notApplicable: "it reopens a store, and no openPath was given" });
+      } else {
+        tests.push({ name, run: () => runCase(factory, nodeTempDirs, c) });
+      }
+    }
+  }
+  return tests;
+}

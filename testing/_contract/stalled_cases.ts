@@ -10,7 +10,7 @@ import {
   NotFoundError,
   ObservedGenerationFutureError,
   WrongKindError,
-} from "../../../src/model/errors.ts";
+} from "../../src/model/errors.ts";
 import { type ContractCase, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 
 export const stalledCases: ContractCase[] = [
@@ -98,6 +98,7 @@ export const stalledCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "the stalled generation survives a reopen",
     async fn(h) {
       const path = h.tempPath("stalled.db");

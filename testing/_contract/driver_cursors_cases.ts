@@ -74,6 +74,7 @@ export const driverCursorsCases: ContractCase[] = [
     },
   },
   {
+    reopens: true,
     name: "a cursor survives a restart",
     async fn(h) {
       const path = h.tempPath("cursors.db");

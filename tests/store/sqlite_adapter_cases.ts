@@ -16,10 +16,17 @@ import {
   SchemaVersionDowngradeError,
   StoreClosedError,
   StoreError,
-} from "../../../src/model/errors.ts";
-import { openSqliteStore } from "../../_sqlite_driver.ts";
-import { migrations } from "../../../store/sqlite/_schema.ts";
-import { type ContractCase, Gadget, make, ref, Widget, withFakeDate } from "./harness.ts";
+} from "../../src/model/errors.ts";
+import { openSqliteStore } from "../_sqlite_driver.ts";
+import { migrations } from "../../store/sqlite/_schema.ts";
+import {
+  type ContractCase,
+  Gadget,
+  make,
+  ref,
+  Widget,
+  withFakeDate,
+} from "../../testing/_contract/harness.ts";
 
 function pragma(path: string, name: string): unknown {
   const db = new DatabaseSync(path);

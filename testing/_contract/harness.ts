@@ -4,12 +4,16 @@
  *
  * @module
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import FakeTimers from "@sinonjs/fake-timers";
-import type { GroupKind, ObjectRef, Store } from "../../../src/store.ts";
+import type { GroupKind, ObjectRef, Store } from "../../src/store.ts";
+import { describe } from "../../src/model/_values.ts";
 
 /** Opens stores for one case and closes whatever the case left open. */
 export interface StoreFactory {
-  /** A short label for test names, e.g. "sqlite". */
+  /** A short label for test names and errors, e.g. "sqlite". */
   readonly name: string;
   /** Opens a fresh, empty store. */
   open(): Promise<Store>;
@@ -33,14 +37,68 @@ export interface Harness {
 /** One contract case. */
 export interface ContractCase {
   readonly name: string;
+  /**
+   * The case opens one store by path twice (a restart, or two connections to
+   * one store): it runs only on a factory with `openPath`.
+   */
+  readonly reopens?: boolean;
   readonly fn: (h: Harness) => Promise<void>;
 }
 
-/** Temp-directory plumbing the runner supplies (runtime-specific). */
+/** Temp-directory plumbing the runner supplies. */
 export interface TempDirs {
   make(): string;
   remove(dir: string): void;
   join(dir: string, name: string): string;
+}
+
+/** Temp directories under the OS's temp directory, through `node:fs` (Deno and Node alike). */
+export const nodeTempDirs: TempDirs = {
+  make: () => mkdtempSync(join(tmpdir(), "beehive-test-")),
+  remove: (dir) => rmSync(dir, { recursive: true, force: true }),
+  join,
+};
+
+/** The Store port's families and methods: what a value must have to be taken for a Store. */
+const STORE_MEMBERS = [
+  "objects",
+  "conditions",
+  "edges",
+  "deletionRequests",
+  "dependencies",
+  "driverCursors",
+  "events",
+  "objectWrites",
+  "reconcileOwed",
+  "leases",
+] as const;
+const STORE_METHODS = [
+  "within",
+  "afterCommit",
+  "getLatestResourceVersion",
+  "reclaimSpace",
+  "fenced",
+  "watchCommits",
+  "close",
+] as const;
+
+/**
+ * `value`, checked to look like a Store (what `open` resolved to).
+ * @throws {TypeError} it is not one.
+ */
+export function checkStore(value: unknown, factory: string, opener: string): Store {
+  const s = value as Record<string, unknown> | null;
+  const missing = typeof s !== "object" || s === null ? undefined : [
+    ...STORE_MEMBERS.filter((m) => typeof s[m] !== "object" || s[m] === null),
+    ...STORE_METHODS.filter((m) => typeof s[m] !== "function"),
+  ];
+  if (missing === undefined || missing.length > 0) {
+    throw new TypeError(
+      `Cannot run the store contract (${factory}): ${opener} resolved to ${describe(value)}, ` +
+        `expected a Store${missing === undefined ? "" : ` (it lacks ${missing.join(", ")})`}`,
+    );
+  }
+  return value as Store;
 }
 
 /** Runs one case with cleanup: every store it opened is closed, every temp dir removed. */
@@ -53,13 +111,13 @@ export async function runCase(
   const made: string[] = [];
   const h: Harness = {
     async open() {
-      const s = await factory.open();
+      const s = checkStore(await factory.open(), factory.name, "open()");
       stores.push(s);
       return s;
     },
     async openPath(path) {
       if (factory.openPath === undefined) throw new Error(`${factory.name} has no paths`);
-      const s = await factory.openPath(path);
+      const s = checkStore(await factory.openPath(path), factory.name, "openPath()");
       stores.push(s);
       return s;
     },

@@ -4,8 +4,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { InvalidNameError, NotFoundError, WrongKindError } from "../../../src/model/errors.ts";
-import type { GroupKind, ObjectRef, ObjectWrite, Store } from "../../../src/store.ts";
+import { InvalidNameError, NotFoundError, WrongKindError } from "../../src/model/errors.ts";
+import type { GroupKind, ObjectRef, ObjectWrite, Store } from "../../src/store.ts";
 import { type ContractCase, Core, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 
 /** Every write-log entry of `gk`. */

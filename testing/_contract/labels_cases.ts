@@ -13,8 +13,8 @@ import {
   InvalidOptionError,
   NotFoundError,
   WrongKindError,
-} from "../../../src/model/errors.ts";
-import type { LabelRequirement, ObjectRef, Store } from "../../../src/store.ts";
+} from "../../src/model/errors.ts";
+import type { LabelRequirement, ObjectRef, Store } from "../../src/store.ts";
 import { type ContractCase, footprint, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 
 async function labelled(

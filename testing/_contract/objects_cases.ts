@@ -15,11 +15,12 @@ import {
   SchemaVersionDowngradeError,
   StoreError,
   WrongKindError,
-} from "../../../src/model/errors.ts";
+} from "../../src/model/errors.ts";
 import { type ContractCase, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 
 export const objectsCases: ContractCase[] = [
   {
+    reopens: true,
     name: "create never reuses an id, even after the highest one is deleted, across a reopen",
     async fn(h) {
       const path = h.tempPath("ids.db");

@@ -11,8 +11,8 @@ import {
   InvalidOptionError,
   NotFoundError,
   WrongKindError,
-} from "../../../src/model/errors.ts";
-import type { ObjectRef, RawEvent, Store } from "../../../src/store.ts";
+} from "../../src/model/errors.ts";
+import type { ObjectRef, RawEvent, Store } from "../../src/store.ts";
 import { type ContractCase, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 
 /** A fixed wall-clock instant for the cases that fake `Date`. */
@@ -47,6 +47,7 @@ async function horizon(s: Store, id: number, category?: string): Promise<number>
 
 export const eventsCases: ContractCase[] = [
   {
+    reopens: true,
     name: "event ids are never reused, even after the newest run is deleted with its object",
     async fn(h) {
       const path = h.tempPath("event-ids.db");

@@ -12,7 +12,7 @@ import {
   InvalidOptionError,
   NotFoundError,
   WrongKindError,
-} from "../../../src/model/errors.ts";
+} from "../../src/model/errors.ts";
 import { type ContractCase, footprint, Gadget, logCount, make, Widget } from "./harness.ts";
 
 function conflictAt(rv: number) {

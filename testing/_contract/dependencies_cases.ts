@@ -4,7 +4,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { GroupKind, ObjectRef, StalePos, Store } from "../../../src/store.ts";
+import type { GroupKind, ObjectRef, StalePos, Store } from "../../src/store.ts";
 import { type ContractCase, Core, Gadget, make, Widget } from "./harness.ts";
 
 const START: StalePos = { targetVersion: 0, targetId: 0, dependentId: 0 };
