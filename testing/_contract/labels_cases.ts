@@ -250,6 +250,40 @@ export const labelsCases: ContractCase[] = [
   },
   {
     name:
+      "a selector's requirements on prefixed and dotted keys hold both as the driving one and as a filter",
+    async fn(h) {
+      const s = await h.open();
+      const k = "example.com/tier.name";
+      await labelled(s, "a", { app: "web", [k]: "front" });
+      await labelled(s, "b", { app: "web", [k]: "back" });
+      await labelled(s, "c", { app: "web" });
+      await labelled(s, "d", { [k]: "front" });
+      assert.deepEqual(await names(s, [eq(k, "front")]), ["a", "d"]);
+      assert.deepEqual(await names(s, [eq("app", "web"), eq(k, "front")]), ["a"]);
+      assert.deepEqual(
+        await names(s, [eq("app", "web"), { key: k, operator: "NotIn", values: ["front", "x"] }]),
+        ["b", "c"],
+      );
+      assert.deepEqual(
+        await names(s, [eq("app", "web"), { key: k, operator: "Exists", values: [] }]),
+        ["a", "b"],
+      );
+      assert.deepEqual(
+        await names(s, [eq("app", "web"), { key: k, operator: "DoesNotExist", values: [] }]),
+        ["c"],
+      );
+      assert.deepEqual(
+        await names(s, [{ key: k, operator: "In", values: ["back", "front"] }, eq("app", "web")]),
+        ["a", "b"],
+      );
+      assert.deepEqual(
+        await names(s, [{ key: "app", operator: "NotIn", values: ["web"] }]),
+        ["d"],
+      );
+    },
+  },
+  {
+    name:
       "a selector follows metadata writes: a changed or removed label stops matching, a new one starts",
     async fn(h) {
       const s = await h.open();
