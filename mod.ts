@@ -50,7 +50,7 @@ export type {
   RequeueOptions,
 } from "./src/clients/client.ts";
 export { defineKind } from "./src/model/kind.ts";
-export type { Kind, KindDefinition } from "./src/model/kind.ts";
+export type { JsonSchema, Kind, KindColumn, KindDefinition, StoredKind } from "./src/model/kind.ts";
 export type {
   StandardFailure,
   StandardProps,

@@ -31,10 +31,10 @@ export interface KindSummary extends GroupKind {
 const PAGE = 1_000;
 
 /**
- * Every kind the store shows a trace of: kinds in the retained write log, kinds
- * with deletion-pending objects, and `extra`. The Store port has no kind
- * listing, so a kind whose every write aged out of the log is found only
- * through `extra`. Unsorted; {@linkcode listKinds} adds counts and sorts.
+ * Every kind the store shows a trace of: stored kind definitions, kinds in the
+ * retained write log, kinds with deletion-pending objects, and `extra`. A kind
+ * never defined whose every write aged out of the log is found only through
+ * `extra`. Unsorted; {@linkcode listKinds} adds counts and sorts.
  */
 export async function findKinds(
   store: Store,
@@ -46,6 +46,7 @@ export async function findKinds(
     if (!found.has(key)) found.set(key, { group: gk.group, kind: gk.kind });
   };
   for (const gk of extra) note(gk);
+  for (const k of await store.kinds.list()) note(k);
   for (const ref of await store.deletionRequests.list()) note(ref);
   let after = 0;
   for (;;) {

@@ -19,14 +19,27 @@ export interface KindNames extends GroupKind {
   readonly shortNames: readonly string[];
 }
 
-/**
- * The names `gk` answers to. Derived from the kind alone today; once kind
- * definitions are stored (the object-model milestone), their `plural` and
- * `shortNames` are read here, and nowhere else.
- */
+/** The names a kind without a stored definition answers to: derived from the kind alone. */
 export function kindNames(gk: GroupKind): KindNames {
   const singular = gk.kind.toLowerCase();
   return { group: gk.group, kind: gk.kind, plural: `${singular}s`, singular, shortNames: [] };
+}
+
+/** The names each of `kinds` answers to: its stored definition's, else derived ({@linkcode kindNames}). */
+export async function namesOf(store: Store, kinds: readonly GroupKind[]): Promise<KindNames[]> {
+  const key = (gk: GroupKind) => JSON.stringify([gk.group, gk.kind]);
+  const stored = new Map<string, KindNames>();
+  for (const k of await store.kinds.list()) stored.set(key(k), k);
+  return kinds.map((gk) => {
+    const k = stored.get(key(gk));
+    return k === undefined ? kindNames(gk) : {
+      group: k.group,
+      kind: k.kind,
+      plural: k.plural,
+      singular: k.singular,
+      shortNames: k.shortNames,
+    };
+  });
 }
 
 /** A kind that could not be resolved: the message names the input and suggests a near name. */
@@ -141,7 +154,7 @@ export async function resolveStoreKind(store: Store, input: string): Promise<Gro
     const exact = { group: input.slice(dot + 1), kind: input.slice(0, dot) };
     if (await exists(exact)) return exact;
   }
-  const known = (await findKinds(store)).map(kindNames)
+  const known = (await namesOf(store, await findKinds(store)))
     .sort((a, b) => kindLabel(a).localeCompare(kindLabel(b)));
   return await resolveKind(input, known, exists);
 }

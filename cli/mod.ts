@@ -39,7 +39,7 @@ import {
   type Store,
 } from "@beehive/beehive";
 import { parseLabelSelector } from "../src/model/label_selector.ts";
-import type { RawObject } from "@beehive/beehive/store";
+import type { RawKind, RawObject } from "@beehive/beehive/store";
 import { openSqliteStore } from "@beehive/beehive/sqlite";
 import {
   age,
@@ -54,7 +54,7 @@ import {
   stateSummary,
   toView,
 } from "./_inspect.ts";
-import { resolveStoreKind, UnknownKindError } from "./_kinds.ts";
+import { namesOf, resolveStoreKind, UnknownKindError } from "./_kinds.ts";
 import { toYaml } from "./_yaml.ts";
 
 /** Where {@linkcode main} reads and writes. Every member but the writers is optional. */
@@ -586,15 +586,43 @@ function objectRow(view: ObjectView, now: number): string[] {
 
 async function cmdKinds(ctx: Context): Promise<void> {
   const kinds = await listKinds(ctx.store);
+  const names = await namesOf(ctx.store, kinds);
+  const key = (gk: GroupKind) => JSON.stringify([gk.group, gk.kind]);
+  const stored = new Map<string, RawKind>();
+  for (const k of await ctx.store.kinds.list()) stored.set(key(k), k);
+  const schemas = (k: GroupKind) => {
+    const def = stored.get(key(k));
+    return [
+      ...(def?.specSchema === undefined ? [] : ["spec"]),
+      ...(def?.statusSchema === undefined ? [] : ["status"]),
+    ];
+  };
   if (ctx.parsed.output !== "table") {
-    ctx.data(kinds.map((k) => ({ ...k, label: kindLabel(k) })));
+    ctx.data(kinds.map((k, i) => ({
+      ...k,
+      label: kindLabel(k),
+      plural: names[i].plural,
+      singular: names[i].singular,
+      shortNames: names[i].shortNames,
+      stored: stored.has(key(k)),
+      schemas: schemas(k),
+    })));
     return;
   }
   if (kinds.length === 0) {
     ctx.out("No kinds found.");
     return;
   }
-  ctx.out(table(["KIND", "OBJECTS"], kinds.map((k) => [kindLabel(k), String(k.objects)])));
+  ctx.out(table(
+    ["KIND", "PLURAL", "SHORTNAMES", "SCHEMA", "OBJECTS"],
+    kinds.map((k, i) => [
+      kindLabel(k),
+      names[i].plural,
+      names[i].shortNames.join(",") || "-",
+      schemas(k).join(",") || "-",
+      String(k.objects),
+    ]),
+  ));
 }
 
 async function cmdGet(ctx: Context): Promise<void> {

@@ -1024,6 +1024,58 @@ export interface Leases {
   hold(name: string, holder: string): Promise<HeldLease>;
 }
 
+/** A kind's stored definition, as {@linkcode Kinds} reads it. */
+export interface RawKind extends GroupKind {
+  /** The plural resource name (`"workers"`); non-empty. */
+  readonly plural: string;
+  /** The singular resource name (`"worker"`); non-empty. */
+  readonly singular: string;
+  /** Short names (`["wk"]`); `[]` when none. */
+  readonly shortNames: readonly string[];
+  /** Whether objects of the kind live in namespaces. */
+  readonly namespaced: boolean;
+  /** The printer columns as JSON text (an array); `"[]"` when none. */
+  readonly columns: string;
+  /** The spec's JSON Schema as JSON text; `undefined` when none is known. */
+  readonly specSchema: string | undefined;
+  /** The status's JSON Schema as JSON text; `undefined` when none is known. */
+  readonly statusSchema: string | undefined;
+  /** When the definition was last written. */
+  readonly updatedAt: Date;
+}
+
+/** What {@linkcode Kinds.put} writes: a definition without its timestamp. */
+export type KindsPutInput = Omit<RawKind, "updatedAt">;
+
+/** Options of {@linkcode Kinds.put}. */
+export interface KindsPutOptions {
+  /** Whether a stored definition of the kind is replaced; `false` only adds a missing one. @default {true} */
+  readonly replace?: boolean;
+}
+
+/**
+ * The kind family: each kind's definition (names, scope, printer columns and
+ * the JSON Schemas of its spec and status), keyed by group and kind. The JSON
+ * texts are stored as given, never parsed. A definition is not an object: it
+ * takes no resource version and is not in the write log.
+ */
+export interface Kinds {
+  /** The definition of `gk`, or `undefined` when none is stored. */
+  get(gk: GroupKind): Promise<RawKind | undefined>;
+
+  /** Every stored definition, ordered by group, then kind. */
+  list(): Promise<RawKind[]>;
+
+  /**
+   * Stores `input` as the definition of its kind; resolves to whether the
+   * stored definition changed (a definition equal to the stored one writes
+   * nothing, and neither does one that is kept because `replace` is false).
+   * @throws {InvalidOptionError} a malformed group or kind.
+   * @throws {TypeError} a malformed name, short name, flag or JSON text.
+   */
+  put(input: KindsPutInput, options?: KindsPutOptions): Promise<boolean>;
+}
+
 /** The lease and epoch a fenced store's writes are checked against. */
 export interface Fence {
   /** The lease's name. */
@@ -1064,6 +1116,8 @@ export interface Store {
   readonly reconcileOwed: ReconcileOwed;
   /** Named leases with fencing epochs. */
   readonly leases: Leases;
+  /** The stored kind definitions. */
+  readonly kinds: Kinds;
 
   /**
    * Runs `fn` in one transaction: commits when it resolves, rolls back when it

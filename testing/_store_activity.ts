@@ -87,6 +87,7 @@ const FAMILIES = new Set([
   "objectWrites",
   "reconcileOwed",
   "leases",
+  "kinds",
 ]);
 
 /** `store` with every call counted, transaction and fenced handles included. */

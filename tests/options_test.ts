@@ -78,6 +78,7 @@ test("resolveBeehiveOptions defaults every option", () => {
     leaderElection: undefined,
     meter: undefined,
     tracer: undefined,
+    kinds: [],
   };
   assert.deepEqual(resolveBeehiveOptions(undefined), expected);
   assert.deepEqual(resolveBeehiveOptions({}), expected);
@@ -128,6 +129,7 @@ test("resolveBeehiveOptions takes every valid value it is given", () => {
       leaseDuration: 9_000,
       renewInterval: 1_000,
     },
+    kinds: [{ group: "", kind: "Thing" }],
   });
   const o = resolveBeehiveOptions(given());
   assert.deepEqual(o, given());
@@ -209,6 +211,7 @@ test("resolveRegisterOptions defaults to the Beehive's resolved options", () => 
     triggerById: [],
     triggerByName: [],
     fencedRepository: undefined,
+    owns: [],
   };
   assert.deepEqual(resolveRegisterOptions(undefined, BASE), expected);
   assert.deepEqual(resolveRegisterOptions({}, BASE), expected);
@@ -254,6 +257,15 @@ test("resolveRegisterOptions takes several feeds of a kind as an array", () => {
   assert.equal(o.triggerById[1], b);
   assert.deepEqual(o.triggerByName, []);
   rejects(register, { triggerById: [a, 5] }, "triggerById");
+});
+
+test("resolveRegisterOptions takes owns as a list of kinds and refuses anything else", () => {
+  const child = { group: "g", kind: "Child" };
+  assert.deepEqual(resolveRegisterOptions({ owns: [child] }, BASE).owns, [child]);
+  for (const owns of ["Child", [{ group: "g" }], [{ group: "g", kind: "" }], [null], {}]) {
+    rejects(register, { owns }, "owns");
+  }
+  rejects(beehive, { kinds: [{ kind: 5, group: "" }] }, "kinds");
 });
 
 test("resolveRegisterOptions accepts a ReadableStream as a trigger", async () => {

@@ -9,7 +9,7 @@ import { attempt } from "../model/_values.ts";
 import { checkKindBounds } from "./_write_checks.ts";
 import { PassWriter } from "./controller_client.ts";
 import { InvalidOptionError, WrongKindError } from "../model/errors.ts";
-import { schemasOf } from "../model/kind.ts";
+import { schemasOf, type StoredKind, storedKindOf } from "../model/kind.ts";
 import type { KindSchemas } from "./_write_checks.ts";
 import type { ConditionWrite, EventWrite } from "../model/object.ts";
 import type { GroupKind, ObjectId } from "../store.ts";
@@ -138,6 +138,28 @@ export class AdminClient<Status> {
       checkId(toId, "toId");
       await this.#checkSource(fromId);
       return w.deleteDependency(toId);
+    });
+  }
+
+  /**
+   * Every kind definition the store holds (stored by `start()` of the Beehives
+   * that registered or listed them), ordered by group, then kind; not only
+   * this client's kind.
+   * @throws {StoreError} a stored definition is unreadable.
+   */
+  listKinds(): Promise<StoredKind[]> {
+    return attempt(async () => (await this.#engine.store.kinds.list()).map(storedKindOf));
+  }
+
+  /**
+   * The stored definition of `kind`, or `undefined` when none is stored.
+   * @throws {InvalidOptionError} `kind` is malformed.
+   * @throws {StoreError} the stored definition is unreadable.
+   */
+  getKind(kind: GroupKind): Promise<StoredKind | undefined> {
+    return attempt(async () => {
+      const raw = await this.#engine.store.kinds.get(checkKind(kind));
+      return raw === undefined ? undefined : storedKindOf(raw);
     });
   }
 }

@@ -333,8 +333,8 @@ export class Client<Spec, Status> {
   }
 
   /** Validates, encodes and bounds a spec: the text to store. */
-  #prepareSpec(spec: unknown): Promise<string> {
-    const schemas = this.#engine.schemas(this.#gk, this.#schemas);
+  async #prepareSpec(spec: unknown): Promise<string> {
+    const schemas = await this.#engine.schemas(this.#gk, this.#schemas, this.#store);
     return prepareValue(schemas.spec, spec, "spec", this.#gk, this.#engine.options.limits);
   }
 

@@ -245,7 +245,7 @@ export class PassWriter<Status> implements ControllerTx<Status> {
 
   updateStatus(status: Status): Promise<void> {
     return this.#run(async () => {
-      const schemas = this.#engine.schemas(this.#ref, this.#state.schemas);
+      const schemas = await this.#engine.schemas(this.#ref, this.#state.schemas, this.#store);
       const limits = this.#engine.options.limits;
       const text = await prepareValue(schemas.status, status, "status", this.#ref, limits);
       // Validation may have awaited: the pass may have returned meanwhile.

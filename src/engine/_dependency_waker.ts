@@ -1,15 +1,16 @@
 /**
  * The dependency waker: after a commit, reads the store-wide write log above
  * its cursor and enqueues the registered dependents of every object written,
- * and every object another process wrote (its push, which that process could
- * not make here).
+ * the owner of every written object of a kind its owner's kind `owns`, and
+ * every object another process wrote (its push, which that process could not
+ * make here).
  * An optimisation with no tick of its own; the stale-dependents pass is the
  * guarantee behind it.
  *
  * @module
  */
-import type { Engine, Term } from "./_engine.ts";
-import type { ObjectId } from "../store.ts";
+import { type Engine, kindKey, type Term } from "./_engine.ts";
+import type { ObjectId, ObjectRef, ObjectWrite } from "../store.ts";
 
 /** The driver-cursor row the waker persists its position under. */
 export const WAKER_CURSOR = "dependency_waker";
@@ -43,10 +44,20 @@ export class DependencyWaker {
   #passing: Promise<void> | undefined;
   #unsubscribe: (() => void) | undefined;
   #failures = new Set<string>();
+  /** Per owned kind, the kinds that `owns` it. */
+  readonly #ownedBy = new Map<string, Set<string>>();
 
   constructor(engine: Engine, term: Term) {
     this.#engine = engine;
     this.#term = term;
+    for (const reg of engine.registrations()) {
+      for (const child of reg.owns) {
+        const key = kindKey(child);
+        let parents = this.#ownedBy.get(key);
+        if (parents === undefined) this.#ownedBy.set(key, parents = new Set());
+        parents.add(kindKey(reg.gk));
+      }
+    }
   }
 
   /** Subscribes to commits, then seeds the cursor; a seed failure is retried by the loop. */
@@ -168,6 +179,7 @@ export class DependencyWaker {
           if (ref.id !== target) this.#engine.pushThrottled(ref);
         }
       }
+      if (this.#ownedBy.size > 0) await this.#wakeOwners(writes);
       this.#watermark = writes[writes.length - 1].resourceVersion;
       if (writes.length < PAGE) {
         this.#draining = undefined;
@@ -186,6 +198,49 @@ export class DependencyWaker {
       return false;
     }
     return true;
+  }
+
+  /**
+   * Queues the owner of each written object whose kind the owner's kind
+   * `owns`, once per owner however many of its children the page wrote. A
+   * deleted child's owner is read from its delete entry's row image (its
+   * `owned_by` edge is gone by then).
+   */
+  async #wakeOwners(writes: readonly ObjectWrite[]): Promise<void> {
+    const store = this.#engine.store;
+    const owners = new Map<ObjectId, ObjectRef>();
+    const take = (child: ObjectWrite, owner: ObjectRef | undefined) => {
+      if (owner !== undefined && this.#ownedBy.get(kindKey(child))!.has(kindKey(owner))) {
+        owners.set(owner.id, owner);
+      }
+    };
+    const live: ObjectWrite[] = [];
+    const deletes = new Map<string, ObjectWrite[]>();
+    for (const w of writes) {
+      const key = kindKey(w);
+      if (!this.#ownedBy.has(key)) continue;
+      if (w.op !== "delete") live.push(w);
+      else deletes.set(key, [...deletes.get(key) ?? [], w]);
+    }
+    if (live.length > 0) {
+      const edges = await store.edges.groupOutgoingByIds(
+        [...new Set(live.map((w) => w.id))],
+        "owned_by",
+      );
+      for (const w of live) take(w, edges.get(w.id)?.[0]);
+    }
+    for (const entries of deletes.values()) {
+      // The store-wide page carries no row images: read this kind's, from its first delete on.
+      const versions = new Set(entries.map((w) => w.resourceVersion));
+      const { writes: imaged } = await store.objectWrites.listSince(entries[0], {
+        after: entries[0].resourceVersion - 1,
+        limit: PAGE,
+      });
+      for (const w of imaged) {
+        if (w.op === "delete" && versions.has(w.resourceVersion)) take(w, w.final?.owner);
+      }
+    }
+    for (const owner of owners.values()) this.#engine.pushThrottled(owner);
   }
 
   /** Persists the cursor (floored); resolves to when to try again, or undefined when done. */

@@ -10,7 +10,7 @@ import { FencedError, InvalidOptionError } from "../model/errors.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import { filterLogger } from "../telemetry/logger_levels.ts";
 import type { ResolvedBeehiveOptions } from "./options.ts";
-import type { GroupKind, ObjectId, ObjectRef, Store } from "../store.ts";
+import type { GroupKind, KindsPutInput, ObjectId, ObjectRef, Store } from "../store.ts";
 import type { WorkQueue } from "./work_queue.ts";
 import type { Fencing } from "./fencing.ts";
 
@@ -18,7 +18,8 @@ import { kindKey } from "../model/_kind_keys.ts";
 import { isStorableText } from "../model/_text.ts";
 import { describe } from "../model/_values.ts";
 import { WriteSignals } from "./_write_signals.ts";
-import { type KindSchemas, NO_SCHEMAS } from "../clients/_write_checks.ts";
+import type { KindSchemas } from "../clients/_write_checks.ts";
+import { StoredSchemas } from "./_stored_schemas.ts";
 import { Telemetry } from "../telemetry/telemetry.ts";
 
 export { kindKey, kindName } from "../model/_kind_keys.ts";
@@ -77,8 +78,12 @@ export interface Registration {
   readonly gk: GroupKind;
   readonly codec: KindCodec;
   readonly reconciler: KindLoop;
-  /** The validators of the token it was registered with (none for a plain kind). */
-  readonly schemas: KindSchemas;
+  /** The validators of the token it was registered with; `undefined` for a plain kind. */
+  readonly schemas: KindSchemas | undefined;
+  /** The definition `start()` stores; `replace` false for a plain kind's defaults. */
+  readonly definition: KindsPutInput;
+  /** The kinds whose objects' writes wake their owner of this kind. */
+  readonly owns: readonly GroupKind[];
 }
 
 /**
@@ -117,6 +122,8 @@ export class Engine {
   term: Term | undefined;
   /** Metrics and traces; `undefined` when neither a meter nor a tracer was given. */
   readonly telemetry: Telemetry | undefined;
+  /** The kinds' stored JSON Schemas, compiled. */
+  readonly storedSchemas: StoredSchemas = new StoredSchemas();
   /** Ends `term` at once: set by a Beehive under leader election. */
   depose: ((term: Term, reason: string) => void) | undefined;
   /** Terms whose loss a pass has reported. */
@@ -173,10 +180,16 @@ export class Engine {
 
   /**
    * The validators for writes of `gk` through a surface made from `kind`: the
-   * `defineKind` token's own when it is one, else the registered token's.
+   * `defineKind` token's own when it is one, else the registered token's,
+   * else those of the kind's JSON Schemas as `store` holds them.
+   * @throws {StoreError} a stored schema is not valid JSON Schema.
    */
-  schemas(gk: GroupKind, own: KindSchemas | undefined): KindSchemas {
-    return own ?? this.registration(gk)?.schemas ?? NO_SCHEMAS;
+  schemas(
+    gk: GroupKind,
+    own: KindSchemas | undefined,
+    store: Store,
+  ): KindSchemas | Promise<KindSchemas> {
+    return own ?? this.registration(gk)?.schemas ?? this.storedSchemas.of(store, gk);
   }
 
   /**

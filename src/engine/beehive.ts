@@ -8,7 +8,7 @@ import { Client } from "../clients/client.ts";
 import { KindCodec } from "../model/_codec.ts";
 import { collect } from "./_collect.ts";
 import type { ControllerClient } from "../clients/controller_client.ts";
-import { checkKind, Engine, kindName, type Term } from "./_engine.ts";
+import { checkKind, Engine, kindKey, kindName, type Term } from "./_engine.ts";
 import {
   BeehiveError,
   InvalidOptionError,
@@ -29,10 +29,10 @@ import { DependencyWaker } from "./_dependency_waker.ts";
 import { StaleDependents } from "./_stale_dependents.ts";
 import { sleep } from "./_sleep.ts";
 import type { ReconcileResult } from "../model/result.ts";
-import type { GroupKind, HeldLease, Store } from "../store.ts";
+import type { GroupKind, HeldLease, KindsPutInput, Store } from "../store.ts";
 import { LeaderElector } from "./_leader_elector.ts";
-import { type Kind, schemasOf } from "../model/kind.ts";
-import { checkKindBounds, NO_SCHEMAS } from "../clients/_write_checks.ts";
+import { isKindToken, type Kind, kindDefinitionOf, schemasOf } from "../model/kind.ts";
+import { checkKindBounds } from "../clients/_write_checks.ts";
 import type { Fencing } from "./fencing.ts";
 
 /** A reconcile function: drives one object toward its spec. */
@@ -156,6 +156,7 @@ export class Beehive {
       throw new TypeError("Cannot create a Beehive: store is not a Store");
     }
     this.#engine = new Engine(store, resolveBeehiveOptions(options));
+    for (const k of this.#engine.options.kinds) checkKindBounds(k, this.#engine.options.limits);
     this.#identity = this.#engine.options.leaderElection?.identity ??
       `beehive-${crypto.randomUUID()}`;
   }
@@ -217,7 +218,9 @@ export class Beehive {
       gk,
       codec,
       reconciler: new Reconciler(engine, gk, fn, opts, codec),
-      schemas: schemasOf(kind) ?? NO_SCHEMAS,
+      schemas: schemasOf(kind),
+      definition: kindDefinitionOf(kind),
+      owns: opts.owns.map((k) => checkKind(k)),
     });
   }
 
@@ -270,14 +273,19 @@ export class Beehive {
 
   /**
    * Starts the Beehive and resolves to the function that stops it. One-shot.
-   * Without leader election it takes the store lease, then starts the
+   * It first stores the definition of every registered kind and of every kind
+   * in the `kinds` option (names, columns and JSON Schemas: see `defineKind`),
+   * so writers without their validators check against them.
+   * Without leader election it then takes the store lease, then starts the
    * reconcile loops, the owed pass of every kind, and the GC sweep. With
-   * leader election it resolves at once and runs those only while it leads.
+   * leader election it resolves once the kinds are stored, and runs those
+   * only while it leads.
    * `signal` bounds the startup; an aborted start undoes what it did (the
    * lease is released) and leaves the Beehive startable.
    * @throws {StoreInUseError} another started Beehive, in this process or another, holds the store lease.
    * @throws {InvalidStoreIdentityError} the store reports no identity.
    * @throws {BeehiveError} started twice, or after stop.
+   * @throws {StoreError} (or another store failure) storing the kind definitions failed; nothing started.
    * @throws {unknown} the signal's `reason`, when it aborts before the start completes.
    */
   start(options?: StartOptions): Promise<StopFunction> {
@@ -309,9 +317,12 @@ export class Beehive {
       if (this.#starting) throw new BeehiveError("Cannot start the Beehive: it is starting");
       const le = engine.options.leaderElection;
       if (le !== undefined) {
-        engine.state = "running";
-        this.#observeGauges();
-        return Promise.resolve(this.#campaign(le));
+        this.#starting = true;
+        return bounded(this.#storeKinds(), signal).then(() => {
+          engine.state = "running";
+          this.#observeGauges();
+          return this.#campaign(le);
+        }).finally(() => (this.#starting = false));
       }
       // Candidates share a store by design; plain Beehives are refused early in-process.
       if (claims.has(identity)) {
@@ -342,6 +353,12 @@ export class Beehive {
     const unclaim = () => {
       if (claims.get(identity) === token) claims.delete(identity);
     };
+    try {
+      await bounded(this.#storeKinds(), signal);
+    } catch (error) {
+      unclaim();
+      throw error;
+    }
     const holding = engine.store.leases.hold(engine.options.leaseName, this.#identity);
     let held: HeldLease;
     try {
@@ -370,6 +387,29 @@ export class Beehive {
     this.#observeGauges();
     this.#launchFeeds();
     return (options) => this.#stop(release, options);
+  }
+
+  /**
+   * Stores the definition of every registered kind and of every kind in the
+   * `kinds` option, in one transaction: a token's replaces the stored one, a
+   * plain kind's default names are stored only where none is.
+   */
+  async #storeKinds(): Promise<void> {
+    const engine = this.#engine;
+    const defs = new Map<string, { def: KindsPutInput; replace: boolean }>();
+    const add = (def: KindsPutInput, replace: boolean) => {
+      const key = kindKey(def);
+      if (!defs.get(key)?.replace) defs.set(key, { def, replace });
+    };
+    for (const k of engine.options.kinds) add(kindDefinitionOf(k), isKindToken(k));
+    for (const reg of engine.registrations()) {
+      add(reg.definition, reg.schemas !== undefined);
+    }
+    if (defs.size === 0) return;
+    await engine.store.within(async (tx) => {
+      for (const { def, replace } of defs.values()) await tx.kinds.put(def, { replace });
+    });
+    engine.storedSchemas.forget();
   }
 
   /** Records an aborted start's undo; the next start waits for it. */

@@ -12,7 +12,7 @@ import { isLogLevel, type LogLevel } from "../telemetry/logger_levels.ts";
 import type { Migrator } from "../model/migrator.ts";
 import type { FencedRepository } from "./fencing.ts";
 import { isStorableText } from "../model/_text.ts";
-import type { ObjectId } from "../store.ts";
+import type { GroupKind, ObjectId } from "../store.ts";
 import {
   checkMeter,
   checkTracer,
@@ -143,6 +143,14 @@ export interface BeehiveOptions extends ControllerOptions {
   /** The lowest level passed to the logger. @default {"info"} */
   logLevel?: LogLevel;
   /**
+   * Kinds whose definitions `start()` stores besides the registered ones:
+   * `defineKind` tokens (their names, columns and JSON Schemas), or plain
+   * `{ group, kind }`s (stored with default names when not yet stored), so a
+   * process that only writes a kind still teaches other writers its schema.
+   * @default {[]}
+   */
+  kinds?: readonly GroupKind[];
+  /**
    * An OpenTelemetry `Meter` (e.g. `metrics.getMeter("beehive")` from
    * `npm:@opentelemetry/api`, typed structurally): beehive records
    * `beehive.reconcile.passes`, `beehive.reconcile.duration`,
@@ -179,6 +187,13 @@ export interface RegisterOptions extends ControllerOptions {
    * @default {undefined} (`cc.fencedWrite` rejects with `TypeError`)
    */
   fencedRepository?: FencedRepository;
+  /**
+   * Kinds whose objects this kind owns (controller-runtime's `Owns`): any
+   * write to an object of one of them — spec, status, conditions, deletion —
+   * requeues its owner of this kind, one pass per owner for a burst of
+   * writes. @default {[]}
+   */
+  owns?: readonly GroupKind[];
 }
 
 /** Every controller option, resolved. */
@@ -213,6 +228,7 @@ export interface ResolvedBeehiveOptions extends ResolvedControllerOptions {
   leaderElection: ResolvedLeaderElection | undefined;
   meter: TelemetryMeter | undefined;
   tracer: TelemetryTracer | undefined;
+  kinds: readonly GroupKind[];
 }
 
 /** Leader election, resolved. */
@@ -251,6 +267,7 @@ export const DEFAULTS: ResolvedBeehiveOptions = {
   leaderElection: undefined,
   meter: undefined,
   tracer: undefined,
+  kinds: [],
 };
 
 /** The default lease duration of leader election, in ms. */
@@ -428,7 +445,29 @@ export function resolveBeehiveOptions(options: unknown): ResolvedBeehiveOptions 
   }
   if (o.meter !== undefined) out.meter = checkMeter(o.meter);
   if (o.tracer !== undefined) out.tracer = checkTracer(o.tracer);
+  if (o.kinds !== undefined) out.kinds = kindList("kinds", o.kinds);
   return out;
+}
+
+/** The most kinds a `kinds` or `owns` option lists. */
+const MAX_KINDS = 1_024;
+
+/** A list of kinds, each `{ group, kind }` strings with a non-empty kind (the objects kept as given). */
+function kindList(name: string, value: unknown): GroupKind[] {
+  if (!Array.isArray(value) || value.length > MAX_KINDS) {
+    throw invalid(name, value, `an array of at most ${MAX_KINDS} kinds`);
+  }
+  return value.map((k, i) => {
+    const gk = k as GroupKind;
+    if (
+      typeof gk !== "object" || gk === null || typeof gk.group !== "string" ||
+      typeof gk.kind !== "string" || gk.kind === "" || !isStorableText(gk.group) ||
+      !isStorableText(gk.kind)
+    ) {
+      throw invalid(`${name}[${i}]`, k, "{ group, kind } strings with a non-empty kind");
+    }
+    return gk;
+  });
 }
 
 function text(name: string, value: unknown): string {
@@ -471,6 +510,7 @@ export interface ResolvedRegisterOptions extends ResolvedControllerOptions {
   triggerById: AsyncIterable<ObjectId>[];
   triggerByName: AsyncIterable<string>[];
   fencedRepository: FencedRepository | undefined;
+  owns: readonly GroupKind[];
 }
 
 function isAsyncIterable(value: unknown): boolean {
@@ -504,6 +544,7 @@ export function resolveRegisterOptions(
     triggerById: [],
     triggerByName: [],
     fencedRepository: undefined,
+    owns: [],
   };
   if (o.migrator !== undefined) {
     const m = o.migrator as Record<string, unknown>;
@@ -532,5 +573,6 @@ export function resolveRegisterOptions(
     }
     out.fencedRepository = r as FencedRepository;
   }
+  if (o.owns !== undefined) out.owns = kindList("owns", o.owns);
   return out;
 }

@@ -173,6 +173,24 @@ CREATE INDEX idx_objects_stalled ON objects ("group", kind, id)
 // because this store's queries still read them. A no-op keeps the numbering.
 const lean = `SELECT 1;`;
 
+// Kind definitions (docs/adr/2026-12-02-stored-kinds-and-json-schema.md): what
+// start() learns from defineKind, for every process and tool that lacks it.
+const kinds = `
+CREATE TABLE kinds (
+  "group"       TEXT    NOT NULL,
+  kind          TEXT    NOT NULL,
+  plural        TEXT    NOT NULL,
+  singular      TEXT    NOT NULL,
+  short_names   TEXT    NOT NULL DEFAULT '[]',
+  namespaced    INTEGER NOT NULL DEFAULT 0,
+  columns       TEXT    NOT NULL DEFAULT '[]',
+  spec_schema   TEXT,
+  status_schema TEXT,
+  updated_at    BIGINT  NOT NULL,
+  PRIMARY KEY ("group", kind)
+);
+`;
+
 // Labels and annotations (docs/adr/2026-12-02-labels.md): JSON columns a read decodes
 // and a selector's other requirements test, and an index table a selector is driven
 // by, one row per (object, label) keyed by kind, key and value. It has no foreign key:
@@ -198,5 +216,6 @@ export const migrations: readonly Migration[] = [
   { version: 3, name: "write origin", sql: origin },
   { version: 4, name: "stalled generation", sql: stalled },
   { version: 5, name: "lean write path (no-op here)", sql: lean },
-  { version: 6, name: "labels", sql: labels },
+  { version: 6, name: "kinds", sql: kinds },
+  { version: 7, name: "labels", sql: labels },
 ];

@@ -11,6 +11,7 @@ import type {
   DriverCursors,
   Edges,
   Events,
+  Kinds,
   Leases,
   Objects,
   ObjectWrites,
@@ -22,6 +23,7 @@ import { SqlDependencies } from "./_dependencies.ts";
 import { SqlDriverCursors } from "./_driver_cursors.ts";
 import { SqlEdges } from "./_edges.ts";
 import { SqlEvents } from "./_events.ts";
+import { SqlKinds } from "./_kinds.ts";
 import { type LeaseLocks, SqlLeases } from "./_leases.ts";
 import { SqlObjectWrites } from "./_object_writes.ts";
 import { SqlObjects } from "./_objects.ts";
@@ -42,6 +44,7 @@ export class Families {
   #objectWrites?: ObjectWrites;
   #reconcileOwed?: ReconcileOwed;
   #leases?: Leases;
+  #kinds?: Kinds;
 
   constructor(sql: SqlSession, locks: LeaseLocks) {
     this.#sql = sql;
@@ -77,5 +80,8 @@ export class Families {
   }
   get leases(): Leases {
     return this.#leases ??= new SqlLeases(this.#sql, this.#locks);
+  }
+  get kinds(): Kinds {
+    return this.#kinds ??= new SqlKinds(this.#sql);
   }
 }

@@ -12,6 +12,7 @@ import type {
   Edges,
   Events,
   Fence,
+  Kinds,
   Leases,
   Objects,
   ObjectWrites,
@@ -77,6 +78,8 @@ export abstract class SqlStore implements Store {
   readonly reconcileOwed: ReconcileOwed;
   /** Named leases with fencing epochs. */
   readonly leases: Leases;
+  /** The stored kind definitions. */
+  readonly kinds: Kinds;
   // deno-lint-ignore no-explicit-any
   readonly #parts: RootParts<any>;
   /** The handle the open returned, which owns the connections; undefined on that one. */
@@ -104,6 +107,7 @@ export abstract class SqlStore implements Store {
     this.objectWrites = families.objectWrites;
     this.reconcileOwed = families.reconcileOwed;
     this.leases = families.leases;
+    this.kinds = families.kinds;
     this.#parts = parts;
     this.#root = root;
   }

@@ -262,6 +262,24 @@ DELETE FROM sqlite_sequence WHERE name IN ('objects', 'events');
 DROP INDEX idx_object_writes_age;
 `;
 
+// Kind definitions (docs/adr/2026-12-02-stored-kinds-and-json-schema.md): what
+// start() learns from defineKind, for every process and tool that lacks it.
+const kinds = `
+CREATE TABLE kinds (
+  "group"       TEXT    NOT NULL,
+  kind          TEXT    NOT NULL,
+  plural        TEXT    NOT NULL,
+  singular      TEXT    NOT NULL,
+  short_names   TEXT    NOT NULL DEFAULT '[]',
+  namespaced    INTEGER NOT NULL DEFAULT 0,
+  columns       TEXT    NOT NULL DEFAULT '[]',
+  spec_schema   TEXT,
+  status_schema TEXT,
+  updated_at    INTEGER NOT NULL,
+  PRIMARY KEY ("group", kind)
+) STRICT, WITHOUT ROWID;
+`;
+
 // Labels and annotations (docs/adr/2026-12-02-labels.md): JSON columns a read decodes
 // and a selector's other requirements test, and an index table a selector is driven
 // by, one row per (object, label) keyed by kind, key and value. It has no foreign key:
@@ -287,5 +305,6 @@ export const migrations: readonly Migration[] = [
   { version: 3, name: "write origin", sql: origin },
   { version: 4, name: "stalled generation", sql: stalled },
   { version: 5, name: "lean write path", sql: lean, foreignKeysOff: true },
-  { version: 6, name: "labels", sql: labels },
+  { version: 6, name: "kinds", sql: kinds },
+  { version: 7, name: "labels", sql: labels },
 ];

@@ -14,6 +14,7 @@ import { deletionRequestsCases } from "./deletion_requests_cases.ts";
 import { dependenciesCases } from "./dependencies_cases.ts";
 import { driverCursorsCases } from "./driver_cursors_cases.ts";
 import { eventsCases } from "./events_cases.ts";
+import { kindsCases } from "./kinds_cases.ts";
 import { reconcileOwedCases } from "./reconcile_owed_cases.ts";
 import { leasesCases } from "./leases_cases.ts";
 import { kubernetesCases } from "./kubernetes_cases.ts";
@@ -32,6 +33,7 @@ export const contractSuites: Record<string, ContractCase[]> = {
   dependencies: dependenciesCases,
   driver_cursors: driverCursorsCases,
   events: eventsCases,
+  kinds: kindsCases,
   reconcile_owed: reconcileOwedCases,
   leases: leasesCases,
   kubernetes: kubernetesCases,

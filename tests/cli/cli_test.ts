@@ -38,14 +38,34 @@ test("cli kinds lists every kind with its object count, as a table and as JSON",
     const table = await cli([db, "kinds"]);
     assert.equal(table.code, 0, table.err);
     assert.deepEqual(rows(table.out), [
-      ["KIND", "OBJECTS"],
-      ["Cluster.kstack.sh", "2"],
-      ["Node.kstack.sh", "1"],
+      ["KIND", "PLURAL", "SHORTNAMES", "SCHEMA", "OBJECTS"],
+      ["Cluster.kstack.sh", "clusters", "-", "-", "2"],
+      ["Node.kstack.sh", "nodes", "-", "-", "1"],
     ]);
     const json = await cli([db, "kinds", "-o", "json"]);
+    // The fixture's app registered Cluster: its start stored Cluster's definition.
+    const names = (plural: string, singular: string, stored: boolean) => ({
+      plural,
+      singular,
+      shortNames: [],
+      stored,
+      schemas: [],
+    });
     assert.deepEqual(JSON.parse(json.out), [
-      { group: "kstack.sh", kind: "Cluster", objects: 2, label: "Cluster.kstack.sh" },
-      { group: "kstack.sh", kind: "Node", objects: 1, label: "Node.kstack.sh" },
+      {
+        group: "kstack.sh",
+        kind: "Cluster",
+        objects: 2,
+        label: "Cluster.kstack.sh",
+        ...names("clusters", "cluster", true),
+      },
+      {
+        group: "kstack.sh",
+        kind: "Node",
+        objects: 1,
+        label: "Node.kstack.sh",
+        ...names("nodes", "node", false),
+      },
     ]);
   });
 });
@@ -455,8 +475,8 @@ test("cli reads and applies while a live process reconciles and writes the same 
     const before = n(await pollGet(tick, () => true, "the ticker"));
     await pollGet(tick, (o) => n(o) > before, "the ticker to move");
     const kinds = await cli([db, "kinds"]);
-    assert.match(kinds.out, /^Ticker\.test\.beehive +1$/m);
-    assert.match(kinds.out, /^Widget\.test\.beehive +1$/m);
+    assert.match(kinds.out, /^Ticker\.test\.beehive +tickers +- +- +1$/m);
+    assert.match(kinds.out, /^Widget\.test\.beehive +widgets +- +- +1$/m);
     const events = await cli([db, "events", "Widget.test.beehive", "w1"]);
     assert.match(events.out, /Normal +Reconciled +- +\d+ +\d+s +generation 2/);
     const described = await cli([db, "describe", "Widget.test.beehive", "w1"]);

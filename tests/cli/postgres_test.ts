@@ -25,7 +25,7 @@ test("cli runs every command against a postgres:// url with ?schema=", async () 
     const db = url.href;
     const kinds = await cli([db, "kinds"]);
     assert.equal(kinds.code, 0, kinds.err);
-    assert.match(kinds.out, /^Worker\.shop\.example +1$/m);
+    assert.match(kinds.out, /^Worker\.shop\.example +workers +- +- +1$/m);
     assert.match((await cli([db, "get", "worker", "w-2", "-o", "yaml"])).out, /^name: w-2$/m);
     assert.equal((await cli([db, "describe", "workers", "w-2"])).code, 0);
     assert.equal((await cli([db, "events", "Worker", "w-2"])).code, 0);

@@ -38,6 +38,7 @@ import {
   settled,
   StaleTxError,
   StoreClosedError,
+  StoreError,
   TooLargeError,
   WrongKindError,
 } from "../../mod.ts";
@@ -3367,6 +3368,347 @@ const applyItem = fc.oneof(
     ).map((item) => ({ item, bad: true })),
   },
 );
+
+// ---------------------------------------------------------------------------
+// Issue 27: stored kinds — every writer checks the stored JSON Schema
+
+/** The stored spec schema the writers without the validator are held to. */
+const STORED_SPEC_SCHEMA = {
+  type: "object",
+  required: ["replicas"],
+  additionalProperties: false,
+  properties: {
+    replicas: { type: "integer", minimum: 0, maximum: 100 },
+    image: { type: "string", minLength: 1, maxLength: 8 },
+  },
+};
+const STORED_STATUS_SCHEMA = { type: "object", properties: { ready: { type: "boolean" } } };
+
+/** The model of {@linkcode STORED_SPEC_SCHEMA}: whether JSON `value` conforms. */
+function conformsToStoredSpec(value: unknown): boolean {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const v = value as Record<string, unknown>;
+  if (Object.keys(v).some((k) => k !== "replicas" && k !== "image")) return false;
+  const r = v.replicas;
+  if (typeof r !== "number" || !Number.isInteger(r) || r < 0 || r > 100) return false;
+  if (!("image" in v)) return true;
+  const chars = typeof v.image === "string" ? [...v.image].length : -1;
+  return chars >= 1 && chars <= 8;
+}
+
+function conformsToStoredStatus(value: unknown): boolean {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const ready = (value as Record<string, unknown>).ready;
+  return ready === undefined || typeof ready === "boolean";
+}
+
+const fieldArb = fc.oneof(
+  fc.integer({ min: -5, max: 105 }),
+  fc.double({ noNaN: true, noDefaultInfinity: true, min: -2, max: 2 }),
+  fc.string({ maxLength: 10 }),
+  fc.constantFrom<unknown>(null, true, [], {}, "", "nginx"),
+);
+const storedSpecArb: fc.Arbitrary<unknown> = fc.oneof(
+  fc.record(
+    { replicas: fieldArb, image: fieldArb, extra: fieldArb },
+    { requiredKeys: [] },
+  ),
+  fc.record({ replicas: fc.integer({ min: 0, max: 100 }), image: fc.string({ maxLength: 9 }) }),
+  fc.constantFrom<unknown>(null, 5, "s", [], [{ replicas: 1 }]),
+);
+
+type StoredWriter =
+  | "create"
+  | "getOrCreate"
+  | "createOrUpdate"
+  | "update"
+  | "updateByName"
+  | "tx.create"
+  | "status"
+  | "apply";
+
+const storedWriterArb = fc.constantFrom<StoredWriter>(
+  "create",
+  "getOrCreate",
+  "createOrUpdate",
+  "update",
+  "updateByName",
+  "tx.create",
+  "status",
+  "apply",
+);
+
+/** Stores `gk`'s definition with the given spec and status schema texts, as another process's start would. */
+async function putStoredKind(
+  store: { kinds: { put(input: unknown): Promise<boolean> } },
+  gk: GroupKind,
+  specSchema: string | undefined,
+  statusSchema: string | undefined,
+): Promise<void> {
+  await store.kinds.put({
+    ...gk,
+    plural: "stored",
+    singular: "stored",
+    shortNames: [],
+    namespaced: false,
+    columns: "[]",
+    specSchema,
+    statusSchema,
+  });
+}
+
+/** Runs one write of `value` through `writer` on a Beehive that knows only `gk`; resolves to its outcome. */
+async function storedWrite(
+  store: Parameters<typeof putStoredKind>[0] & ConstructorParameters<typeof Beehive>[0],
+  db: string | undefined,
+  gk: GroupKind,
+  writer: StoredWriter,
+  seededId: number,
+  value: unknown,
+): Promise<{ ok: true } | { ok: false; error: unknown }> {
+  const bh = new Beehive(store);
+  const client = bh.client(gk);
+  const call = async (): Promise<unknown> => {
+    switch (writer) {
+      case "create":
+        return await client.create("new", value);
+      case "getOrCreate":
+        return await client.getOrCreate("new", value);
+      case "createOrUpdate":
+        return await client.createOrUpdate("seed", value);
+      case "update":
+        return await client.update(seededId, value);
+      case "updateByName":
+        return await client.updateByName("seed", value);
+      case "tx.create":
+        return await store.within((tx) => new Beehive(tx).client(gk).create("new", value));
+      case "status":
+        return await bh.adminClient(gk).updateStatus(seededId, value);
+      case "apply": {
+        const r = await cli([db!, "apply", "-f", "-"], {
+          stdin: JSON.stringify({ ...gk, name: "new", spec: value }),
+        });
+        if (r.code !== 0) throw Object.assign(new Error(r.err), { exitCode: r.code });
+        return r;
+      }
+    }
+  };
+  return await call().then(
+    () => ({ ok: true as const }),
+    (error) => ({ ok: false as const, error }),
+  );
+}
+
+test("bad input: specs and statuses that violate a stored JSON Schema are refused from every writer without the validator, and write nothing", async () => {
+  const dir = scratchDir();
+  let n = 0;
+  try {
+    const db = dir.file("stored.db");
+    const store = await openSqliteFile(db);
+    try {
+      await fc.assert(
+        fc.asyncProperty(storedWriterArb, storedSpecArb, async (writer, value) => {
+          const gk = { group: "test.beehive.dev", kind: `Stored${n++}` };
+          // Seeded before the schema is stored: the row a non-create write targets.
+          const seeded = await new Beehive(store).client(gk).create("seed", { replicas: 1 });
+          await putStoredKind(
+            store,
+            gk,
+            JSON.stringify(STORED_SPEC_SCHEMA),
+            JSON.stringify(STORED_STATUS_SCHEMA),
+          );
+          const before = await store.getLatestResourceVersion();
+          const expected = writer === "status"
+            ? conformsToStoredStatus(value)
+            : conformsToStoredSpec(value);
+          figures.calls++;
+          const outcome = await storedWrite(store, db, gk, writer, seeded.id, value);
+          const label = `${writer} of ${show(value)}`;
+          if (expected) {
+            assert.ok(
+              outcome.ok,
+              `${label}: ${describeError((outcome as { error?: unknown }).error)}`,
+            );
+            figures.resolved++;
+          } else {
+            assert.ok(!outcome.ok, `${label} resolved; expected a refusal`);
+            const e = outcome.error;
+            if (writer === "apply") {
+              assert.equal((e as { exitCode?: number }).exitCode, 1, label);
+              assert.match((e as Error).message, /Cannot write the spec of Stored/, label);
+            } else {
+              const invalid = writer === "status" ? InvalidStatusError : InvalidSpecError;
+              assert.ok(e instanceof invalid, `${label}: ${describeError(e)}`);
+              assert.ok(e.issues.length > 0, label);
+              for (const issue of e.issues) {
+                assert.equal(typeof issue.message, "string", label);
+                assert.ok(Array.isArray(issue.path), label);
+              }
+            }
+            const name = writer === "apply" ? "exit 1" : (e as Error).constructor.name;
+            figures.rejected.set(name, (figures.rejected.get(name) ?? 0) + 1);
+            assert.equal(await store.getLatestResourceVersion(), before, `${label} wrote`);
+            figures.refusalsWithoutWrite++;
+          }
+          figures.checks++;
+        }),
+        { seed: SEED, numRuns: 200, ...replay() },
+      );
+      figures.runs = 200;
+    } finally {
+      await store.close();
+    }
+  } finally {
+    dir.remove();
+    report("stored JSON Schemas");
+  }
+});
+
+/** Stored schema texts that are not usable draft 2020-12 JSON Schema. */
+const UNUSABLE_SCHEMAS = [
+  "not json",
+  "[]",
+  '"object"',
+  "42",
+  '{"type":12}',
+  '{"type":"thing"}',
+  '{"properties":[]}',
+  '{"required":"replicas"}',
+  '{"minimum":"0"}',
+  '{"multipleOf":0}',
+  '{"pattern":"("}',
+  '{"items":[{}]}',
+  '{"$ref":"#/$defs/missing"}',
+  '{"properties":{"a":{"$ref":"https://elsewhere.example/schema"}}}',
+  '{"allOf":[]}',
+];
+
+test("bad input: a stored schema that is not valid JSON Schema is a clear StoreError from every writer, and writes nothing", async () => {
+  const dir = scratchDir();
+  let n = 0;
+  try {
+    const db = dir.file("unusable.db");
+    const store = await openSqliteFile(db);
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...UNUSABLE_SCHEMAS),
+          storedWriterArb,
+          async (schema, writer) => {
+            const gk = { group: "test.beehive.dev", kind: `Unusable${n++}` };
+            const seeded = await new Beehive(store).client(gk).create("seed", { replicas: 1 });
+            await putStoredKind(store, gk, schema, schema);
+            const before = await store.getLatestResourceVersion();
+            figures.calls++;
+            const value = { replicas: 1 };
+            const outcome = await storedWrite(store, db, gk, writer, seeded.id, value);
+            const label = `${writer} under ${schema}`;
+            assert.ok(!outcome.ok, `${label} resolved; expected a refusal`);
+            const what = writer === "status" ? "status" : "spec";
+            const message = new RegExp(
+              `Cannot check the ${what} of ${gk.kind}\\.test\\.beehive\\.dev against its stored JSON Schema`,
+            );
+            if (writer === "apply") {
+              assert.equal((outcome.error as { exitCode?: number }).exitCode, 1, label);
+              assert.match((outcome.error as Error).message, message, label);
+            } else {
+              assert.ok(
+                outcome.error instanceof StoreError,
+                `${label}: ${describeError(outcome.error)}`,
+              );
+              assert.match(outcome.error.message, message, label);
+            }
+            figures.rejected.set("StoreError", (figures.rejected.get("StoreError") ?? 0) + 1);
+            assert.equal(await store.getLatestResourceVersion(), before, `${label} wrote`);
+            figures.refusalsWithoutWrite++;
+            figures.checks++;
+          },
+        ),
+        { seed: SEED, numRuns: 120, ...replay() },
+      );
+      figures.runs = 120;
+    } finally {
+      await store.close();
+    }
+  } finally {
+    dir.remove();
+    report("unusable stored schemas");
+  }
+});
+
+test("bad input: hostile Standard JSON Schema converters and kind definitions are refused by defineKind with InvalidOptionError", () => {
+  const converter = (input: unknown) => ({
+    "~standard": {
+      version: 1 as const,
+      vendor: "hostile",
+      validate: (value: unknown) => ({ value }),
+      jsonSchema: input,
+    },
+  });
+  const cyclic: Record<string, unknown> = { type: "object" };
+  cyclic.properties = { self: cyclic };
+  const hostile: unknown[] = [
+    null,
+    5,
+    {},
+    { input: "schema" },
+    {
+      input: () => {
+        throw new Error("unrepresentable");
+      },
+    },
+    { input: () => 1n },
+    { input: () => cyclic },
+    { input: () => ({ type: "object", maximum: Number.POSITIVE_INFINITY }) },
+    { input: () => ({ type: 12 }) },
+    { input: () => ({ description: "x".repeat(1_100_000) }) },
+    { input: () => "object" },
+  ];
+  for (const jsonSchema of hostile) {
+    for (const where of ["spec", "status"] as const) {
+      figures.calls++;
+      assert.throws(
+        () => defineKind({ group: "g", kind: "K", [where]: converter(jsonSchema) } as never),
+        InvalidOptionError,
+        `${where} converter ${show(jsonSchema)}`,
+      );
+      figures.rejected.set(
+        "InvalidOptionError",
+        (figures.rejected.get("InvalidOptionError") ?? 0) + 1,
+      );
+      figures.checks++;
+    }
+  }
+  const names: Record<string, unknown>[] = [
+    { plural: "Ws" },
+    { plural: "w".repeat(64) },
+    { singular: "" },
+    { singular: "a\u0000" },
+    { shortNames: [5] },
+    { shortNames: ["ok", "NOT"] },
+    { shortNames: { length: 1 } },
+    { namespaced: 1 },
+    { columns: [{ name: "X", jsonPath: ".spec", type: "uuid" }] },
+    { columns: [{ name: "x".repeat(64), jsonPath: ".spec" }] },
+    { columns: [{ name: "X", jsonPath: `.${"a".repeat(300)}` }] },
+    { columns: [{ name: "X\uD800", jsonPath: ".spec" }] },
+  ];
+  for (const extra of names) {
+    figures.calls++;
+    assert.throws(
+      () => defineKind({ group: "g", kind: "K", ...extra } as never),
+      InvalidOptionError,
+      show(extra),
+    );
+    figures.rejected.set(
+      "InvalidOptionError",
+      (figures.rejected.get("InvalidOptionError") ?? 0) + 1,
+    );
+    figures.checks++;
+  }
+  figures.runs = 1;
+  report("kind definitions");
+});
 
 test("bad input: apply writes every item or none: one refused item leaves the store as it was", async () => {
   const dir = scratchDir();

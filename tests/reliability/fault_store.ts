@@ -25,6 +25,7 @@ import type {
   Edges,
   Events,
   Fence,
+  Kinds,
   Leases,
   Objects,
   ObjectWrites,
@@ -40,6 +41,7 @@ export type FamilyName =
   | "deletionRequests"
   | "dependencies"
   | "driverCursors"
+  | "kinds"
   | "events"
   | "objectWrites"
   | "reconcileOwed"
@@ -302,6 +304,7 @@ export class FaultStore implements Store {
   readonly objectWrites: ObjectWrites;
   readonly reconcileOwed: ReconcileOwed;
   readonly leases: Leases;
+  readonly kinds: Kinds;
   /** The switchboard. */
   readonly faults: FaultInjector;
   readonly #inner: Store;
@@ -327,6 +330,7 @@ export class FaultStore implements Store {
     this.objectWrites = wrapFamily(inner.objectWrites, "objectWrites", faults, scope);
     this.reconcileOwed = wrapFamily(inner.reconcileOwed, "reconcileOwed", faults, scope);
     this.leases = wrapFamily(inner.leases, "leases", faults, scope);
+    this.kinds = wrapFamily(inner.kinds, "kinds", faults, scope);
   }
 
   /** A fenced view of the wrapped store, with the same switchboard. */

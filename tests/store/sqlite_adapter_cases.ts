@@ -37,16 +37,15 @@ function pragma(path: string, name: string): unknown {
   }
 }
 
-/** The temp directories of the memory store with this identity. */
-function memoryDirs(identity: string): string[] {
-  const uuid = identity.slice("memory:".length);
-  return readdirSync(tmpdir()).filter((d) => d.startsWith(`beehive-${uuid}-`));
-}
-
-/** A database file written by the migrations up to `version` only, as an older build left it. */
-function databaseAt(path: string, version: number): DatabaseSync {
+/** A database file at `path` brought to schema `version` by this build's own migrations, left open. */
+function databaseAt(
+  path: string,
+  version: number,
+  options: { foreignKeys?: boolean } = {},
+): DatabaseSync {
   const db = new DatabaseSync(path);
   db.exec("PRAGMA journal_mode = WAL");
+  if (options.foreignKeys) db.exec("PRAGMA foreign_keys = ON");
   db.exec(`CREATE TABLE schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
   for (const m of migrations.filter((m) => m.version <= version)) {
@@ -55,6 +54,12 @@ function databaseAt(path: string, version: number): DatabaseSync {
       .run(m.version, m.name);
   }
   return db;
+}
+
+/** The temp directories of the memory store with this identity. */
+function memoryDirs(identity: string): string[] {
+  const uuid = identity.slice("memory:".length);
+  return readdirSync(tmpdir()).filter((d) => d.startsWith(`beehive-${uuid}-`));
 }
 
 export const sqliteAdapterCases: ContractCase[] = [
@@ -79,6 +84,7 @@ export const sqliteAdapterCases: ContractCase[] = [
             "object_writes",
             "dependency_watermarks",
             "leases",
+            "kinds",
           ]
         ) {
           assert.ok(tables.includes(t), `missing table ${t}`);
@@ -168,6 +174,44 @@ export const sqliteAdapterCases: ContractCase[] = [
   },
   {
     name:
+      "a database at schema version 5 migrates to the kinds table (version 6), keeping its rows",
+    async fn(h) {
+      const path = h.tempPath("v5.db");
+      const db = databaseAt(path, 5);
+      db.prepare(
+        `INSERT INTO objects (id, "group", kind, name, spec, resource_version, created_at, updated_at)
+         VALUES (1, ?, ?, 'old', '{}', 1, 0, 0)`,
+      ).run(Widget.group, Widget.kind);
+      db.exec("UPDATE resource_version_seq SET value = 1, last_object_id = 1");
+      db.close();
+      const s = await h.openPath(path);
+      assert.equal((await s.objects.get(1)).name, "old");
+      assert.equal((await s.objects.create(Widget, { name: "new", spec: "{}" })).id, 2);
+      assert.deepEqual(await s.kinds.list(), []);
+      await s.kinds.put({
+        ...Widget,
+        plural: "widgets",
+        singular: "widget",
+        shortNames: [],
+        namespaced: false,
+        columns: "[]",
+        specSchema: "{}",
+        statusSchema: undefined,
+      });
+      assert.equal((await s.kinds.get(Widget))?.specSchema, "{}");
+      await s.close();
+      const check = new DatabaseSync(path);
+      try {
+        const versions = check.prepare("SELECT version FROM schema_migrations ORDER BY version")
+          .all().map((r) => Number(r.version));
+        assert.deepEqual(versions, migrations.map((m) => m.version));
+      } finally {
+        check.close();
+      }
+    },
+  },
+  {
+    name:
       "a database at schema version 3 migrates to 4: its rows are not stalled and stay listed as unsettled",
     async fn(h) {
       const path = h.tempPath("v3.db");
@@ -192,8 +236,7 @@ export const sqliteAdapterCases: ContractCase[] = [
       "a database at schema version 4 migrates to 5 keeping every row, its foreign keys, and ids above every old one, deleted or not",
     async fn(h) {
       const path = h.tempPath("v4.db");
-      const db = databaseAt(path, 4);
-      db.exec("PRAGMA foreign_keys = ON");
+      const db = databaseAt(path, 4, { foreignKeys: true });
       const object = db.prepare(
         `INSERT INTO objects ("group", kind, name, spec, status, resource_version, finalizers,
            stalled_generation, created_at, updated_at)
@@ -323,10 +366,10 @@ export const sqliteAdapterCases: ContractCase[] = [
   },
   {
     name:
-      "a database at schema version 5 migrates to 6 (labels): its rows read with no labels and take new ones",
+      "a database at schema version 6 migrates to 7 (labels): its rows read with no labels and take new ones",
     async fn(h) {
-      const path = h.tempPath("v5.db");
-      const db = databaseAt(path, 5);
+      const path = h.tempPath("v6.db");
+      const db = databaseAt(path, 6);
       db.exec(`INSERT INTO objects (id, "group", kind, name, spec, resource_version, created_at,
           updated_at) VALUES (1, '${Widget.group}', '${Widget.kind}', 'old', '{}', 1, 10, 20);
         UPDATE resource_version_seq SET value = 1, last_object_id = 1;`);

@@ -1,0 +1,118 @@
+/**
+ * The CLI over stored kinds: once the app has started, `kinds` shows each
+ * kind's stored names and schemas, a short name resolves, and `apply` checks
+ * a spec against the stored JSON Schema, refusing what the app's validator
+ * forbids (exit 1, nothing written).
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { Beehive, defineKind, settled, type StandardSchema } from "../../mod.ts";
+import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { test } from "../_test.ts";
+import { tempDir } from "../_beehive_harness.ts";
+import { cli } from "./_cli_harness.ts";
+
+interface Spec {
+  replicas: number;
+  image: string;
+}
+
+const SPEC_SCHEMA = {
+  type: "object",
+  required: ["replicas", "image"],
+  properties: {
+    replicas: { type: "integer", minimum: 0 },
+    image: { type: "string", minLength: 1 },
+  },
+};
+
+/** The app's validator: checks in-process and offers its JSON Schema (Standard JSON Schema). */
+const specValidator: StandardSchema<unknown, Spec> = {
+  "~standard": {
+    version: 1,
+    vendor: "test",
+    validate: (value) => {
+      const s = value as Spec;
+      return Number.isInteger(s?.replicas) && s.replicas >= 0 && typeof s.image === "string" &&
+          s.image !== ""
+        ? { value: s }
+        : { issues: [{ message: "invalid" }] };
+    },
+    jsonSchema: { input: () => SPEC_SCHEMA, output: () => SPEC_SCHEMA },
+  } as StandardSchema<unknown, Spec>["~standard"],
+};
+
+const Service = defineKind<Spec, { ready: boolean }>({
+  group: "shop.example",
+  kind: "Service",
+  shortNames: ["svc"],
+  spec: specValidator,
+});
+
+/** Starts and stops the app once on `db`: what it leaves is its kinds' definitions. */
+async function startApp(db: string): Promise<void> {
+  const store = await openSqliteStore(db);
+  try {
+    const bh = new Beehive(store);
+    bh.register(Service, () => settled());
+    await (await bh.start())();
+  } finally {
+    await store.close();
+  }
+}
+
+test("cli apply refuses a spec the app's validator forbids once the app has started: exit 1, nothing written", async () => {
+  const dir = tempDir();
+  try {
+    const db = dir.file("shop.db");
+    await startApp(db);
+    const manifest = (spec: unknown) =>
+      JSON.stringify({ group: "shop.example", kind: "Service", name: "web", spec });
+    const refused = await cli([db, "apply", "-f", "-"], {
+      stdin: manifest({ replicas: -1, image: "" }),
+    });
+    assert.equal(refused.code, 1);
+    assert.equal(refused.out, "");
+    assert.match(refused.err, /Service\.shop\.example/);
+    assert.match(refused.err, /replicas: -1 is less than 0/);
+    const got = await cli([db, "get", "svc", "web"]);
+    assert.equal(got.code, 1);
+    assert.match(got.err, /not found/i);
+    const applied = await cli([db, "apply", "-f", "-"], {
+      stdin: manifest({ replicas: 2, image: "nginx" }),
+    });
+    assert.equal(applied.code, 0, applied.err);
+    assert.equal(applied.out, "Service.shop.example/web created\n");
+  } finally {
+    dir.remove();
+  }
+});
+
+test("cli kinds shows stored plural, short names and schemas, and a short name resolves", async () => {
+  const dir = tempDir();
+  try {
+    const db = dir.file("shop.db");
+    await startApp(db);
+    const table = await cli([db, "kinds"]);
+    assert.equal(table.code, 0, table.err);
+    assert.match(table.out, /^KIND +PLURAL +SHORTNAMES +SCHEMA +OBJECTS$/m);
+    assert.match(table.out, /^Service\.shop\.example +services +svc +spec +0$/m);
+    const json = JSON.parse((await cli([db, "kinds", "-o", "json"])).out);
+    assert.deepEqual(json, [{
+      group: "shop.example",
+      kind: "Service",
+      objects: 0,
+      label: "Service.shop.example",
+      plural: "services",
+      singular: "service",
+      shortNames: ["svc"],
+      stored: true,
+      schemas: ["spec"],
+    }]);
+    const list = await cli([db, "get", "svc"]);
+    assert.equal(list.code, 0, list.err);
+  } finally {
+    dir.remove();
+  }
+});
