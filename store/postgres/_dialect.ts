@@ -115,6 +115,7 @@ export const postgresDialect: Dialect = {
   unnest: (types, alias, columns) =>
     ` FROM unnest(${types.map((t) => `?::${t}[]`).join(", ")}) AS ${alias} (${columns.join(", ")})`,
   jsonEntries: " FROM jsonb_each_text(?::jsonb)",
+  chainsInserts: true,
   labelValue: (column) => `(${column}::jsonb ->> ?::text)`,
   labelKey: (key) => key,
   inKinds: " IN (SELECT * FROM unnest(?::text[], ?::text[]))",

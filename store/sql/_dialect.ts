@@ -41,6 +41,12 @@ export interface Dialect {
   labelValue(column: string): string;
   /** Binds a label key for {@linkcode Dialect.labelValue}. */
   labelKey(key: string): string;
+  /**
+   * Whether one statement may insert into two tables (PostgreSQL's
+   * data-modifying `WITH`): a create then indexes its labels without a round
+   * trip of its own. SQLite has no such statement.
+   */
+  readonly chainsInserts: boolean;
   /** A row-value membership in a bound kind list: `("group", kind) IN <this>`. */
   readonly inKinds: string;
   /** Binds a kind list for {@linkcode Dialect.inKinds} (one or more parameters). */

@@ -122,6 +122,7 @@ function newDialect(core: Core): Dialect {
     inTexts: " IN (SELECT value FROM json_each(?))",
     texts: (texts) => JSON.stringify(texts),
     jsonEntries: " FROM json_each(?)",
+    chainsInserts: false,
     // A key holds no '"' (Kubernetes' key rules), so quoting it makes a path.
     labelValue: (column) => `json_extract(${column}, ?)`,
     labelKey: (key) => `$."${key}"`,
