@@ -91,7 +91,14 @@ export { ScheduleStream } from "./src/engine/schedule_stream.ts";
 export { ObjectListStream, ObjectStream } from "./src/watches/object_watch.ts";
 export { WatchStream } from "./src/watches/watch_stream.ts";
 export type { ChangeType, ObjectChange } from "./src/watches/object_change.ts";
-export type { WatchOptions } from "./src/watches/object_watch.ts";
+export type { WatchListOptions, WatchOptions } from "./src/watches/object_watch.ts";
+export type {
+  LabelSelector,
+  LabelSelectorExpression,
+  LabelSelectorObject,
+  LabelSelectorOperator,
+} from "./src/model/label_selector.ts";
+export type { MetadataUpdate } from "./src/model/labels.ts";
 export { EventStream } from "./src/watches/event_watch.ts";
 export type { EventStreamRetention, EventWatchOptions } from "./src/watches/event_watch.ts";
 export type { LogLevel } from "./src/telemetry/logger_levels.ts";

@@ -87,6 +87,8 @@ export interface ObjectView {
   readonly conditions: readonly RawCondition[];
   readonly createdAt: Date;
   readonly updatedAt: Date;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
 }
 
 function parseJson(text: string | undefined): unknown {
@@ -116,6 +118,8 @@ export function toView(raw: RawObject): ObjectView {
     conditions: raw.conditions.map((c) => ({ ...c })),
     createdAt: raw.createdAt,
     updatedAt: raw.updatedAt,
+    labels: raw.labels,
+    annotations: raw.annotations,
   };
 }
 

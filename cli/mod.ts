@@ -31,10 +31,12 @@ import {
   Beehive,
   type BeehiveObject,
   type GroupKind,
+  InvalidOptionError,
   NotFoundError,
   type ObjectChange,
   type Store,
 } from "@beehive/beehive";
+import { parseLabelSelector } from "../src/model/label_selector.ts";
 import type { RawKind, RawObject } from "@beehive/beehive/store";
 import {
   age,
@@ -92,6 +94,7 @@ interface Parsed {
   readonly output: Output;
   readonly file: string | undefined;
   readonly limit: number | undefined;
+  readonly selector: string | undefined;
   readonly waitFor: string | undefined;
   readonly timeout: number | undefined;
   readonly port: number | undefined;
@@ -100,7 +103,16 @@ interface Parsed {
   readonly help: boolean;
 }
 
-type Flag = "output" | "file" | "limit" | "for" | "timeout" | "port" | "tls" | "kubeconfig";
+type Flag =
+  | "output"
+  | "file"
+  | "limit"
+  | "selector"
+  | "for"
+  | "timeout"
+  | "port"
+  | "tls"
+  | "kubeconfig";
 
 interface Command {
   readonly usage: string;
@@ -136,14 +148,16 @@ const COMMANDS: Record<string, Command> = {
     run: cmdKinds,
   },
   get: {
-    usage: "get <kind> [name] [-o json|yaml]",
+    usage: "get <kind> [name] [-l selector] [-o json|yaml]",
     summary: "List a kind's objects, or show one",
     details: "Columns: NAME, ID, GEN (generation/observed), READY (the Ready condition),\n" +
       "STATE (Settled, Reconciling, Pending, Stalled, Terminating), CONDITIONS, AGE.\n" +
       "Pending: no pass has observed the object yet (no controller runs its kind, or\n" +
-      "none has reached it).",
+      "none has reached it).\n" +
+      "-l, --selector S   only objects whose labels match S, e.g. 'app=web,tier!=db',\n" +
+      "                   'env in (prod,qa)', 'team', '!legacy' (a comma is AND)",
     args: [1, 2],
-    flags: ["output"],
+    flags: ["output", "selector"],
     run: cmdGet,
   },
   describe: {
@@ -239,6 +253,7 @@ ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)}${c.summary}`
 
 Flags:
   -o, --output FMT    json or yaml: machine-readable output (default: a table)
+  -l, --selector S    get: only objects whose labels match S (e.g. app=web,tier!=db)
   -h, --help          help for beehive or for one command
 
 Exit codes: 0 success, 1 error, 2 usage error.
@@ -257,6 +272,7 @@ function parseArgs(args: readonly string[]): Parsed {
   let output: Output = "table";
   let file: string | undefined;
   let limit: number | undefined;
+  let selector: string | undefined;
   let waitFor: string | undefined;
   let timeout: number | undefined;
   let port: number | undefined;
@@ -293,6 +309,14 @@ function parseArgs(args: readonly string[]): Parsed {
         throw new UsageError(`--limit must be a positive integer, got ${JSON.stringify(v)}`);
       }
       limit = n;
+    } else if (flag === "-l" || flag === "--selector") {
+      selector = value();
+      try {
+        parseLabelSelector(selector);
+      } catch (error) {
+        if (error instanceof InvalidOptionError) throw new UsageError(error.message);
+        throw error;
+      }
     } else if (flag === "--for") waitFor = checkFor(value());
     else if (flag === "--timeout") timeout = parseDuration(value());
     else if (flag === "--port") port = parsePort(value());
@@ -302,7 +326,19 @@ function parseArgs(args: readonly string[]): Parsed {
       throw new UsageError(`unknown flag ${arg}`);
     } else positionals.push(arg);
   }
-  return { positionals, output, file, limit, waitFor, timeout, port, tls, kubeconfig, help };
+  return {
+    positionals,
+    output,
+    file,
+    limit,
+    selector,
+    waitFor,
+    timeout,
+    port,
+    tls,
+    kubeconfig,
+    help,
+  };
 }
 
 function parsePort(v: string): number {
@@ -436,6 +472,7 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
     ["output", parsed.output !== "table", "-o"],
     ["file", parsed.file !== undefined, "-f"],
     ["limit", parsed.limit !== undefined, "--limit"],
+    ["selector", parsed.selector !== undefined, "-l"],
     ["for", parsed.waitFor !== undefined, "--for"],
     ["timeout", parsed.timeout !== undefined, "--timeout"],
     ["port", parsed.port !== undefined, "--port"],
@@ -446,6 +483,9 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
     if (used && !command.flags.includes(flag)) {
       return usage(io, new UsageError(`${name} has no ${spelled} flag`, name));
     }
+  }
+  if (parsed.selector !== undefined && name === "get" && rest.length === 2) {
+    return usage(io, new UsageError("get takes a name or -l, not both", name));
   }
   if (name === "wait" && parsed.waitFor === undefined) {
     return usage(io, new UsageError("wait needs --for=condition=<Type> or --for=delete", name));
@@ -619,15 +659,19 @@ async function cmdKinds(ctx: Context): Promise<void> {
 async function cmdGet(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
   const name = ctx.args[1];
+  const selector = ctx.parsed.selector;
+  const labelSelector = selector === undefined ? undefined : parseLabelSelector(selector);
   const views = name === undefined
-    ? (await ctx.store.objects.list(gk)).map(toView)
+    ? (await ctx.store.objects.list(gk, { labelSelector })).map(toView)
     : [toView(await getRaw(ctx.store, gk, name))];
   if (ctx.parsed.output !== "table") {
     ctx.data(name === undefined ? views : views[0]);
     return;
   }
   if (views.length === 0) {
-    ctx.out(`No ${kindLabel(gk)} objects found.`);
+    ctx.out(
+      `No ${kindLabel(gk)} objects found${selector === undefined ? "" : ` matching ${selector}`}.`,
+    );
     return;
   }
   const now = Date.now();

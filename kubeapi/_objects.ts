@@ -51,9 +51,8 @@ export function objectMetadata(
     ...(obj.deletionRequestedAt === undefined
       ? {}
       : { deletionTimestamp: rfc3339(obj.deletionRequestedAt) }),
-    // Labels and annotations arrive with the object model; until then every object has none.
-    labels: {},
-    annotations: {},
+    labels: { ...obj.labels },
+    annotations: { ...obj.annotations },
     ...(obj.finalizers.length === 0 ? {} : { finalizers: [...obj.finalizers] }),
     ...(owner === undefined ? {} : {
       ownerReferences: [{

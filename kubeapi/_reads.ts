@@ -146,7 +146,7 @@ export async function listResources({ ctx, kind, request, url }: KindRequest): P
   const token = decodeContinue(param(url, "continue"));
   const include = includeObjectParam(url);
   const rv = token?.rv ?? await ctx.store.objectWrites.maxVersion(kind);
-  const keep = (obj: AnyObject) => fields.matches(obj) && labels({});
+  const keep = (obj: AnyObject) => fields.matches(obj) && labels(obj.labels);
   let page: Page;
   if (fields.name !== undefined) {
     const obj = token === undefined ? await findByName({ ctx, kind }, fields.name) : undefined;

@@ -7,6 +7,8 @@
  * @module
  */
 import { KubeApiFailure } from "./_status.ts";
+import { InvalidOptionError } from "@beehive/beehive";
+import { matchesLabels, parseLabelSelector as parseSelector } from "../src/model/label_selector.ts";
 
 /** A parsed selector: a predicate over what it selects on. */
 export interface FieldSelector {
@@ -68,70 +70,18 @@ function splitTerms(text: string): string[] {
   return out;
 }
 
-const KEY =
-  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
-const VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
-
-function checkKey(key: string): string {
-  if (key.length > 317 || !KEY.test(key)) throw bad(`invalid label key: ${JSON.stringify(key)}`);
-  return key;
-}
-
-function checkValue(value: string): string {
-  if (value.length > 63 || !VALUE.test(value)) {
-    throw bad(`invalid label value: ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-/** Splits a label selector on commas outside parentheses. */
-function splitRequirements(text: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let current = "";
-  for (const ch of text) {
-    if (ch === "(") depth++;
-    if (ch === ")") depth--;
-    if (depth < 0) throw bad(`invalid label selector: unbalanced parenthesis`);
-    if (ch === "," && depth === 0) {
-      out.push(current);
-      current = "";
-    } else current += ch;
-  }
-  if (depth !== 0) throw bad(`invalid label selector: unbalanced parenthesis`);
-  out.push(current);
-  return out;
-}
-
 /**
- * Parses `labelSelector`.
+ * Parses `labelSelector` with the one selector parser (src/model/label_selector.ts).
  * @throws {KubeApiFailure} BadRequest: a requirement, key or value that does not parse.
  */
 export function parseLabelSelector(text: string | undefined): LabelSelector {
-  if (text === undefined || text.trim() === "") return () => true;
-  const requirements: LabelSelector[] = splitRequirements(text).map((raw) => {
-    const term = raw.trim();
-    let m = /^([^\s!=()]+)\s+(in|notin)\s*\(([^()]*)\)$/.exec(term);
-    if (m !== null) {
-      const key = checkKey(m[1]);
-      const values = new Set(m[3].split(",").map((v) => checkValue(v.trim())));
-      const inSet = m[2] === "in";
-      return (labels) => (key in labels && values.has(labels[key])) === inSet;
-    }
-    m = /^([^\s!=()]+)\s*(==|=|!=)\s*([^\s!=()]*)$/.exec(term);
-    if (m !== null) {
-      const key = checkKey(m[1]);
-      const value = checkValue(m[3]);
-      const equal = m[2] !== "!=";
-      return (labels) => (labels[key] === value) === equal;
-    }
-    m = /^(!?)\s*([^\s!=()]+)$/.exec(term);
-    if (m !== null) {
-      const key = checkKey(m[2]);
-      const exists = m[1] === "";
-      return (labels) => (key in labels) === exists;
-    }
-    throw bad(`invalid label selector requirement: ${JSON.stringify(term)}`);
-  });
-  return (labels) => requirements.every((r) => r(labels));
+  if (text === undefined) return () => true;
+  let requirements;
+  try {
+    requirements = parseSelector(text)!;
+  } catch (error) {
+    if (error instanceof InvalidOptionError) throw bad(`invalid label selector: ${error.message}`);
+    throw error;
+  }
+  return (labels) => matchesLabels(requirements, labels);
 }

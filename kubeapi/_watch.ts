@@ -34,7 +34,10 @@ const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" }
 interface WatchRequest {
   readonly rep: Representation;
   readonly include: IncludeObject;
+  /** The field selector's test; the label selector is the watch's own. */
   readonly keep: (obj: AnyObject) => boolean;
+  /** The label selector, checked: the watch reports objects leaving it as DELETED, entering as ADDED. */
+  readonly labelSelector: string | undefined;
   /** Resume above this position; `undefined` = the current objects as ADDED first. */
   readonly resumeFrom: number | undefined;
   readonly initialEventsEnd: boolean;
@@ -50,7 +53,8 @@ function invalid(message: string, field: string): KubeApiFailure {
 function parseWatch(request: Request, url: URL): WatchRequest {
   const rep = negotiate(request);
   const fields = parseFieldSelector(param(url, "fieldSelector"));
-  const labels = parseLabelSelector(param(url, "labelSelector"));
+  const labelSelector = param(url, "labelSelector");
+  parseLabelSelector(labelSelector);
   const rv = resourceVersionParam(url);
   const match = param(url, "resourceVersionMatch");
   const initialEvents = boolParam(url, "sendInitialEvents");
@@ -69,7 +73,8 @@ function parseWatch(request: Request, url: URL): WatchRequest {
   return {
     rep,
     include: includeObjectParam(url),
-    keep: (obj) => fields.matches(obj) && labels({}),
+    keep: (obj) => fields.matches(obj),
+    labelSelector,
     resumeFrom: initialEvents || rv === undefined || rv === 0 ? undefined : rv,
     initialEventsEnd: initialEvents,
     timeoutSeconds: intParam(url, "timeoutSeconds", MAX_TIMEOUT_SECONDS),
@@ -83,6 +88,7 @@ export async function watchResources({ ctx, kind, request, url }: KindRequest): 
   const abort = new AbortController();
   const stream = await ctx.bh.client(kind).watchList({
     resumeFrom: w.resumeFrom,
+    labelSelector: w.labelSelector,
     load: ["owner"],
     signal: abort.signal,
   });

@@ -120,8 +120,12 @@ export interface RawObjectMeta extends ObjectRef {
   readonly owner?: ObjectRef;
   /** When the object was created. */
   readonly createdAt: Date;
-  /** When the content (spec, status, conditions, finalizers, deletion mark) last changed. */
+  /** When the content (spec, status, conditions, finalizers, deletion mark, metadata) last changed. */
   readonly updatedAt: Date;
+  /** The labels, frozen, keys sorted; `{}` when none. */
+  readonly labels: Readonly<Record<string, string>>;
+  /** The annotations, frozen, keys sorted; `{}` when none. */
+  readonly annotations: Readonly<Record<string, string>>;
 }
 
 /** An object row with its conditions, ordered by type. */
@@ -140,6 +144,48 @@ export interface ObjectsCreateInput {
   readonly specVersion?: number;
   /** Finalizers to hold the row after deletion is requested. @default {[]} */
   readonly finalizers?: readonly string[];
+  /** The labels, under Kubernetes' key and value rules. @default {{}} */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** The annotations, under Kubernetes' key rules, 256 KiB in all. @default {{}} */
+  readonly annotations?: Readonly<Record<string, string>>;
+}
+
+/** A metadata write: JSON-merge patches of the labels and annotations. */
+export interface ObjectsUpdateMetadataInput {
+  /** Keys to set (a string) or remove (`null`). @default {undefined} (labels unchanged) */
+  readonly labels?: Readonly<Record<string, string | null>>;
+  /** Keys to set (a string) or remove (`null`). @default {undefined} (annotations unchanged) */
+  readonly annotations?: Readonly<Record<string, string | null>>;
+  /**
+   * A precondition as in {@linkcode ObjectsUpdateSpecInput.resourceVersion}.
+   * @default {undefined} (no precondition)
+   */
+  readonly resourceVersion?: number;
+}
+
+/** The outcome of a metadata write. */
+export interface ObjectsUpdateMetadataResult {
+  /** The row after the write (the stored row when nothing changed), with conditions. */
+  readonly object: RawObject;
+  /** Whether the write changed the row. */
+  readonly changed: boolean;
+}
+
+/** A label selector requirement's operator, as Kubernetes spells it. */
+export type LabelSelectorOperator = "In" | "NotIn" | "Exists" | "DoesNotExist";
+
+/**
+ * One requirement of a label selector. `In`: the label is present with one of
+ * `values`; `NotIn`: absent, or present with none of them; `Exists`: present;
+ * `DoesNotExist`: absent (`values` empty for these two).
+ */
+export interface LabelRequirement {
+  /** The label key. */
+  readonly key: string;
+  /** How the label is tested. */
+  readonly operator: LabelSelectorOperator;
+  /** The values `In` and `NotIn` test against (non-empty for them). */
+  readonly values: readonly string[];
 }
 
 /** A spec write. */
@@ -162,6 +208,12 @@ export interface ObjectsListPage {
   readonly after?: number;
   /** At most this many rows (an integer ≥ 1). @default {undefined} (no bound) */
   readonly limit?: number;
+  /**
+   * Only rows whose labels meet every requirement (AND). A store answers from
+   * an index of the labels: a requirement of `In` or `Exists` reads only the
+   * rows carrying that label. @default {undefined} (every row)
+   */
+  readonly labelSelector?: readonly LabelRequirement[];
 }
 
 /** The outcome of a spec write. */
@@ -213,6 +265,7 @@ export interface Objects {
    * Inserts an object of kind `gk`: generation 1, no status, owed count 0, and a
    * `"create"` entry in the write log at the row's resource version.
    * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16.
+   * @throws {InvalidMetadataError} a label or annotation breaks the rules.
    * @throws {NameTakenError} the name is held within the kind (deletion-pending rows included).
    */
   create(gk: GroupKind, input: ObjectsCreateInput): Promise<RawObject>;
@@ -242,8 +295,10 @@ export interface Objects {
 
   /**
    * The objects of kind `gk`, ordered by id, with conditions: every one, or
-   * the page `page` bounds (ids above `after`, at most `limit`).
+   * the page `page` bounds (ids above `after`, at most `limit`, matching
+   * `labelSelector`).
    * @throws {TypeError} `after` or `limit` is malformed.
+   * @throws {InvalidOptionError} `labelSelector` is malformed.
    */
   list(gk: GroupKind, page?: ObjectsListPage): Promise<RawObject[]>;
 
@@ -318,6 +373,22 @@ export interface Objects {
     ref: ObjectNameRef,
     input: ObjectsUpdateSpecInput,
   ): Promise<ObjectsUpdateSpecResult>;
+
+  /**
+   * Applies JSON-merge patches to the labels and annotations (a string sets a
+   * key, `null` removes it). A change bumps the resource version and
+   * `updatedAt` and logs an `"update"`, never the generation; a patch that
+   * changes nothing writes nothing. The precondition is checked first, as in
+   * {@linkcode Objects.updateSpec}; a deletion-pending row takes metadata writes.
+   * @throws {InvalidMetadataError} a key or value breaks the rules, or the merged annotations are above 256 KiB.
+   * @throws {NotFoundError} no such id.
+   * @throws {WrongKindError} the id belongs to another kind.
+   * @throws {ConflictError} `resourceVersion` is set and the row's differs (carries the row's).
+   */
+  updateMetadata(
+    ref: ObjectRef,
+    input: ObjectsUpdateMetadataInput,
+  ): Promise<ObjectsUpdateMetadataResult>;
 
   /**
    * Replaces the status. Changed text bumps resource version and `updatedAt`
@@ -780,6 +851,12 @@ export interface ObjectWritesSweepOptions {
   readonly maxAge: number;
 }
 
+/** Options of {@linkcode ObjectWrites.snapshot}. */
+export interface ObjectWritesSnapshotOptions {
+  /** Only rows whose labels meet every requirement. @default {undefined} (every row) */
+  readonly labelSelector?: readonly LabelRequirement[];
+}
+
 /** The append-only object write log. */
 export interface ObjectWrites {
   /**
@@ -803,8 +880,12 @@ export interface ObjectWrites {
   /** The store-wide bare maximum and horizon, reported apart. */
   maxVersionAll(): Promise<ObjectWritesMaxVersionAllResult>;
 
-  /** Every object of kind `gk` and the kind's position, read in one transaction. */
-  snapshot(gk: GroupKind): Promise<Snapshot<RawObject>>;
+  /**
+   * Every object of kind `gk` (or those matching `options.labelSelector`, as
+   * in {@linkcode Objects.list}) and the kind's position, read in one transaction.
+   * @throws {InvalidOptionError} `labelSelector` is malformed.
+   */
+  snapshot(gk: GroupKind, options?: ObjectWritesSnapshotOptions): Promise<Snapshot<RawObject>>;
 
   /** One object (or none, when missing or of another kind) and its kind's position. */
   snapshotById(gk: GroupKind, id: ObjectId): Promise<Snapshot<RawObject>>;

@@ -871,6 +871,8 @@ test("Client.get returns plain data: JSON.stringify gives exactly the data field
       "conditions",
       "createdAt",
       "updatedAt",
+      "labels",
+      "annotations",
     ];
     assert.deepEqual(Object.keys(obj).sort(), [...fields].sort());
     assert.deepEqual(JSON.parse(JSON.stringify(obj)), {
@@ -885,6 +887,8 @@ test("Client.get returns plain data: JSON.stringify gives exactly the data field
       conditions: [],
       createdAt: created.createdAt.toISOString(),
       updatedAt: created.updatedAt.toISOString(),
+      labels: {},
+      annotations: {},
     });
     // Loaded relations stay off the data.
     assert.equal(JSON.stringify(obj), JSON.stringify(await things.get(created.id)));

@@ -18,7 +18,7 @@ function passesOf(h: Harness, id: number): number {
   return h.passes.filter((p) => p.id === id).length;
 }
 
-test("register owns: a spec, status, condition or deletion write to an owned child queues its owner's pass", async () => {
+test("register owns: a spec, status, condition, metadata or deletion write to an owned child queues its owner's pass", async () => {
   await withHarness({ beehive: PARKED, register: { owns: [Other] } }, async (h) => {
     await h.start();
     const parent = await h.create("parent");
@@ -32,6 +32,7 @@ test("register owns: a spec, status, condition or deletion write to an owned chi
         "condition",
         () => h.bh.adminClient(Other).setCondition(child.id, { type: "Ready", status: "True" }),
       ],
+      ["metadata", () => children.updateMetadata(child.id, { labels: { phase: "up" } })],
       ["deletion", () => children.delete(child.id)],
     ];
     for (const [what, write] of writes) {

@@ -34,7 +34,14 @@ import {
   type Relations,
   toEvent,
 } from "../model/object.ts";
-import type { GroupKind, ObjectId, ObjectRef, RawObject, Store } from "../store.ts";
+import type {
+  GroupKind,
+  LabelRequirement,
+  ObjectId,
+  ObjectRef,
+  RawObject,
+  Store,
+} from "../store.ts";
 import type { Schedule } from "../engine/work_queue.ts";
 import { ScheduleStream } from "../engine/schedule_stream.ts";
 import { loadRelations } from "../engine/_relations.ts";
@@ -42,8 +49,17 @@ import {
   ObjectListStream,
   ObjectStream,
   openObjectWatch,
+  type WatchListOptions,
   type WatchOptions,
 } from "../watches/object_watch.ts";
+import { type LabelSelector, matchesLabels, parseLabelSelector } from "../model/label_selector.ts";
+import {
+  checkMetadata,
+  checkMetadataUpdate,
+  type Labels,
+  type MetadataUpdate,
+  NO_LABELS,
+} from "../model/labels.ts";
 import {
   type EventStream,
   type EventWatchOptions,
@@ -58,6 +74,18 @@ export interface CreateOptions {
   readonly finalizers?: readonly string[];
   /** Runs once the outermost transaction commits, only if the row was created. */
   readonly onCreate?: () => void | Promise<void>;
+  /**
+   * The labels, under Kubernetes' key and value rules. `createOrUpdate` also
+   * sets them on an object it finds (merged: keys not named are kept).
+   * @default {{}}
+   */
+  readonly labels?: Readonly<Record<string, string>>;
+  /**
+   * The annotations, under Kubernetes' key rules, 256 KiB in all; merged on an
+   * object `createOrUpdate` finds, as `labels`.
+   * @default {{}}
+   */
+  readonly annotations?: Readonly<Record<string, string>>;
 }
 
 /** Options of the reads: which relations to load eagerly. */
@@ -104,6 +132,12 @@ export interface ListOptions extends ReadOptions {
   readonly limit?: number;
   /** Only objects whose id is above this (an integer ≥ 0): the last id of the previous page. @default {0} */
   readonly after?: number;
+  /**
+   * Only objects whose labels match, in Kubernetes' string syntax (`app=web,tier!=db`)
+   * or as `{ matchLabels, matchExpressions }`; answered from the store's label index.
+   * @default {undefined} (every object)
+   */
+  readonly labelSelector?: LabelSelector;
 }
 
 /** Options of `requeue`. */
@@ -154,6 +188,7 @@ interface CheckedWatch {
   readonly load: readonly LoadKey[];
   readonly resumeFrom: number | undefined;
   readonly signal: AbortSignal | undefined;
+  readonly selector: readonly LabelRequirement[] | undefined;
 }
 
 function checkResumeFrom(value: unknown, call: string): number | undefined {
@@ -234,7 +269,13 @@ function checkPage(options: ListOptions | undefined, call: string) {
       `Cannot ${call}: after is ${String(after)}, expected an integer >= 0 (an object id)`,
     );
   }
-  return { load, limit, after: after ?? 0 };
+  const selector = parseLabelSelector(options?.labelSelector);
+  return {
+    load,
+    limit,
+    after: after ?? 0,
+    labelSelector: selector === undefined || selector.length === 0 ? undefined : selector,
+  };
 }
 
 /** A create call's arguments, checked. */
@@ -243,6 +284,8 @@ interface CheckedCreate {
   readonly owner: ObjectId | undefined;
   readonly finalizers: string[] | undefined;
   readonly onCreate: (() => void | Promise<void>) | undefined;
+  readonly labels: Labels;
+  readonly annotations: Labels;
 }
 
 /**
@@ -352,9 +395,11 @@ export class Client<Spec, Status> {
       checkFinalizerBounds(o.finalizers, this.#engine.options.limits);
       finalizers = [...o.finalizers];
     }
+    const labels = checkMetadata(o.labels, "labels");
+    const annotations = checkMetadata(o.annotations, "annotations");
     // Validated last: a schema sees only calls whose other arguments are sound.
     const text = await this.#prepareSpec(spec);
-    return { text, owner: o.owner, finalizers, onCreate: o.onCreate };
+    return { text, owner: o.owner, finalizers, onCreate: o.onCreate, labels, annotations };
   }
 
   /** The create tail, inside a transaction. */
@@ -368,6 +413,8 @@ export class Client<Spec, Status> {
       spec: c.text,
       specVersion: this.#engine.codec(this.#gk).specVersion,
       finalizers: c.finalizers,
+      labels: c.labels,
+      annotations: c.annotations,
     });
     if (c.owner !== undefined) {
       const edge = await tx.edges.add({ fromId: raw.id, toId: c.owner, relation: "owned_by" });
@@ -390,6 +437,7 @@ export class Client<Spec, Status> {
   /**
    * Creates an object under `name`, unsettled and owed its first reconcile.
    * @throws {InvalidNameError} `name` is empty, not well-formed UTF-16, or contains NUL.
+   * @throws {InvalidMetadataError} a label or annotation breaks Kubernetes' rules.
    * @throws {NameTakenError} the name is held within the kind (deletion-pending rows included).
    * @throws {InvalidOptionError} `finalizers` on a kind with no controller registered here.
    * @throws {NotFoundError} `owner` names no object.
@@ -409,6 +457,7 @@ export class Client<Spec, Status> {
    * options ignored), or creates it. Atomic: concurrent calls create one row.
    * Options are validated even when the row exists.
    * @throws {InvalidNameError} `name` is empty, not well-formed UTF-16, or contains NUL.
+   * @throws {InvalidMetadataError} a label or annotation breaks Kubernetes' rules.
    * @throws {InvalidOptionError} `finalizers` on a kind with no controller registered here.
    * @throws {InvalidSpecError} the kind's spec schema refused `spec` (checked even when the name is held).
    * @throws {TooLargeError} the spec's JSON is above `limits.objectBytes`.
@@ -435,7 +484,9 @@ export class Client<Spec, Status> {
 
   /**
    * Makes whatever holds `name` hold `spec`, creating it when absent; options
-   * apply only on create. A byte-identical spec writes nothing.
+   * apply only on create, but `labels` and `annotations`, which are also
+   * merged into an object found. A byte-identical spec writes nothing.
+   * @throws {InvalidMetadataError} a label or annotation breaks Kubernetes' rules.
    * @throws {DeletionPendingError} the row holding the name is deletion-pending.
    * @throws {InvalidNameError} `name` is empty, not well-formed UTF-16, or contains NUL.
    * @throws {InvalidSpecError} the kind's spec schema refused `spec`.
@@ -455,15 +506,29 @@ export class Client<Spec, Status> {
             spec: c.text,
             specVersion: this.#engine.codec(this.#gk).specVersion,
           });
-          const object = this.#decode(r.object);
-          if (r.changed) this.#pushSelf(tx, r.object.id);
-          return { object, created: false };
+          let raw = r.object;
+          if (r.changed) this.#pushSelf(tx, raw.id);
+          if (c.labels !== NO_LABELS || c.annotations !== NO_LABELS) {
+            const m = await tx.objects.updateMetadata(this.#ref(raw.id), {
+              labels: c.labels,
+              annotations: c.annotations,
+            });
+            if (m.changed && !r.changed) this.#wakeWatchers(tx, raw.id);
+            raw = m.object;
+          }
+          return { object: this.#decode(raw), created: false };
         } catch (error) {
           if (!(error instanceof NotFoundError)) throw error;
         }
         return { object: await this.#insert(tx, name, c), created: true };
       });
     });
+  }
+
+  /** After a metadata-only write: wakes the kind's watchers, never a pass. */
+  #wakeWatchers(tx: Store, id: ObjectId): void {
+    const ref = this.#ref(id);
+    tx.afterCommit(() => this.#engine.writes.kindWritten(ref));
   }
 
   #pushSelf(tx: Store, id: ObjectId): void {
@@ -539,6 +604,40 @@ export class Client<Spec, Status> {
         const object = this.#decode(r.object);
         if (r.changed) this.#pushSelf(tx, r.object.id);
         return object;
+      });
+    });
+  }
+
+  /**
+   * Updates the labels and annotations of object `id` with JSON-merge
+   * semantics: a string sets a key, `null` removes it, a key not named is
+   * kept. A change bumps `resourceVersion` (watches see it), never
+   * `generation`: it owes no reconcile pass. A patch that changes nothing
+   * writes nothing. With `resourceVersion`, writes only if the object is
+   * still at that version.
+   * @throws {InvalidMetadataError} a key or value breaks Kubernetes' rules, or the annotations would exceed 256 KiB; nothing is written.
+   * @throws {NotFoundError} `id` holds no object of this kind.
+   * @throws {ConflictError} the object has moved on from `resourceVersion`; nothing is written.
+   * @throws {TypeError} `id` or an argument is malformed.
+   */
+  updateMetadata(
+    id: ObjectId,
+    update: MetadataUpdate,
+    options?: PreconditionOptions,
+  ): Promise<BeehiveObject<Spec, Status>> {
+    return attempt(() => {
+      checkId(id);
+      const resourceVersion = checkPrecondition(options, "update metadata");
+      const patch = checkMetadataUpdate(update, "update metadata");
+      return this.#store.within(async (tx) => {
+        let r;
+        try {
+          r = await tx.objects.updateMetadata(this.#ref(id), { ...patch, resourceVersion });
+        } catch (error) {
+          throw this.#hideWrongKind(error, id);
+        }
+        if (r.changed) this.#wakeWatchers(tx, id);
+        return this.#decode(r.object);
       });
     });
   }
@@ -647,7 +746,11 @@ export class Client<Spec, Status> {
   list(options?: ListOptions): Promise<BeehiveObject<Spec, Status>[]> {
     return attempt(() => {
       const p = checkPage(options, "list");
-      return this.#page((page) => this.#store.objects.list(this.#gk, page), p);
+      const labelSelector = p.labelSelector;
+      return this.#page(
+        (page) => this.#store.objects.list(this.#gk, { ...page, labelSelector }),
+        p,
+      );
     });
   }
 
@@ -664,8 +767,10 @@ export class Client<Spec, Status> {
       checkId(ownerId, "ownerId");
       const p = checkPage(options, "list owned objects");
       const edge = { toId: ownerId, relation: "owned_by" } as const;
+      const labelSelector = p.labelSelector;
       return this.#page(
-        (page) => this.#store.objects.listByIncomingEdge(this.#gk, edge, page),
+        (page) =>
+          this.#store.objects.listByIncomingEdge(this.#gk, edge, { ...page, labelSelector }),
         p,
       );
     });
@@ -788,22 +893,24 @@ export class Client<Spec, Status> {
   }
 
   /** Checks a watch call's options. @throws {BeehiveError} inside a transaction. */
-  #checkWatch(options: WatchOptions | undefined, call: string): CheckedWatch {
+  #checkWatch(options: WatchListOptions | undefined, call: string): CheckedWatch {
     if (this.#inTransaction) {
       throw new BeehiveError(
         `Cannot ${call} through a transaction's client: a watch outlives the transaction and would miss its writes; use a client from bh.client(kind)`,
       );
     }
     checkOptions(options, call);
+    const selector = parseLabelSelector((options as WatchListOptions | undefined)?.labelSelector);
     return {
       load: checkLoads(options === undefined ? undefined : { load: options.load }),
       resumeFrom: checkResumeFrom(options?.resumeFrom, call),
       signal: checkSignal(options?.signal, call),
+      selector: selector === undefined || selector.length === 0 ? undefined : selector,
     };
   }
 
   #watchSnapshot(
-    scope: { id?: ObjectId; owner?: ObjectId },
+    scope: { id?: ObjectId; owner?: ObjectId; selector?: readonly LabelRequirement[] },
     o: CheckedWatch,
     snapshot: () => Promise<{ items: RawObject[]; resourceVersion: number }>,
   ) {
@@ -851,17 +958,22 @@ export class Client<Spec, Status> {
    * Watches every object of the kind: resolves once the snapshot (`objects`
    * and its `resourceVersion`) is read, then streams every change strictly
    * above it, ascending — no gap, no overlap. One shared reader per kind
-   * however many watches it has; a slow consumer stalls only itself.
+   * however many watches it has; a slow consumer stalls only itself. With
+   * `labelSelector`, the snapshot holds the matching objects, an object that
+   * comes to match is streamed as `"Added"` and one that stops matching as
+   * `"Deleted"`.
    * @throws {BeehiveError} called through a transaction's client.
+   * @throws {InvalidOptionError} `labelSelector` is malformed.
    * @throws {TypeError} an option is malformed.
    */
-  watchList(options?: WatchOptions): Promise<ObjectListStream<Spec, Status>> {
+  watchList(options?: WatchListOptions): Promise<ObjectListStream<Spec, Status>> {
     return attempt(async () => {
       const o = this.#checkWatch(options, "watch the list");
+      const labelSelector = o.selector;
       const w = await this.#watchSnapshot(
-        {},
+        { selector: labelSelector },
         o,
-        () => this.#engine.store.objectWrites.snapshot(this.#gk),
+        () => this.#engine.store.objectWrites.snapshot(this.#gk, { labelSelector }),
       );
       return new ObjectListStream<Spec, Status>(
         w.objects as BeehiveObject<Spec, Status>[],
@@ -874,21 +986,29 @@ export class Client<Spec, Status> {
   /**
    * {@linkcode Client.listOwnedObjects} as a watch: this kind's children of
    * `ownerId`, then every change to one of them — a child created later as
-   * `"Added"`, its collection as `"Deleted"`. Same contract as `watchList`.
+   * `"Added"`, its collection as `"Deleted"`. Same contract as `watchList`,
+   * `labelSelector` included.
    * @throws {BeehiveError} called through a transaction's client.
+   * @throws {InvalidOptionError} `labelSelector` is malformed.
    * @throws {TypeError} `ownerId` or an option is malformed.
    */
   watchOwnedObjects(
     ownerId: ObjectId,
-    options?: WatchOptions,
+    options?: WatchListOptions,
   ): Promise<ObjectListStream<Spec, Status>> {
     return attempt(async () => {
       checkId(ownerId, "ownerId");
       const o = this.#checkWatch(options, "watch owned objects");
+      const selector = o.selector;
       const w = await this.#watchSnapshot(
-        { owner: ownerId },
+        { owner: ownerId, selector },
         o,
-        () => this.#engine.store.objectWrites.snapshotByOwner(this.#gk, ownerId),
+        async () => {
+          const snap = await this.#engine.store.objectWrites.snapshotByOwner(this.#gk, ownerId);
+          if (selector === undefined) return snap;
+          // An owner's children are few: the selector filters them here.
+          return { ...snap, items: snap.items.filter((r) => matchesLabels(selector, r.labels)) };
+        },
       );
       return new ObjectListStream<Spec, Status>(
         w.objects as BeehiveObject<Spec, Status>[],

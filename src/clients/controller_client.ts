@@ -25,6 +25,7 @@ import { isStorableText } from "../model/_text.ts";
 import { describe } from "../model/_values.ts";
 import type { Kind } from "../model/kind.ts";
 import type { ConditionWrite, EventWrite } from "../model/object.ts";
+import { checkMetadataUpdate, type MetadataUpdate } from "../model/labels.ts";
 import type { GroupKind, ObjectRef, Store } from "../store.ts";
 import {
   type FencedRepository,
@@ -98,6 +99,15 @@ export interface ControllerWrites<Status> {
   setConditions(conditions: readonly ConditionWrite[]): Promise<void>;
   /** Removes the condition of `type`; absent is a no-op. */
   deleteCondition(type: string): Promise<void>;
+  /**
+   * Updates the object's labels and annotations with JSON-merge semantics (a
+   * string sets a key, `null` removes it). Bumps `resourceVersion` (watches
+   * see it), never `generation`: it owes the object no pass. A patch that
+   * changes nothing writes nothing.
+   * @throws {InvalidMetadataError} a key or value breaks Kubernetes' rules, or the annotations would exceed 256 KiB.
+   * @throws {TypeError} `update` is not an object.
+   */
+  updateMetadata(update: MetadataUpdate): Promise<void>;
   /**
    * Records an observation: extends the timeline's latest run when category,
    * type and reason match, else starts a run.
@@ -320,6 +330,14 @@ export class PassWriter<Status> implements ControllerTx<Status> {
       const known = this.#knownTypes();
       if (known !== undefined) this.#store.afterCommit(() => void known.delete(type));
       this.#wake();
+    });
+  }
+
+  updateMetadata(update: MetadataUpdate): Promise<void> {
+    return this.#run(async () => {
+      const patch = checkMetadataUpdate(update, "update metadata");
+      const r = await this.#store.objects.updateMetadata(this.#ref, patch);
+      if (r.changed) this.#wake();
     });
   }
 

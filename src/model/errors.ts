@@ -39,6 +39,29 @@ export class DeletionPendingError extends BeehiveError {}
 /** A name is empty or not well-formed UTF-16. */
 export class InvalidNameError extends BeehiveError {}
 
+/**
+ * A label or annotation breaks Kubernetes' rules: a malformed key, a label
+ * value that is not a short name, or annotations above 256 KiB in all.
+ * `field` says which map, `key` which entry (`""` when the whole map is at fault).
+ */
+export class InvalidMetadataError extends BeehiveError {
+  /** `"labels"` or `"annotations"`. */
+  readonly field: "labels" | "annotations";
+  /** The offending key; `""` when the map as a whole is at fault (its type or its size). */
+  readonly key: string;
+  /** Creates the error for `key` of `field`. */
+  constructor(
+    message: string,
+    field: "labels" | "annotations",
+    key: string,
+    options?: BeehiveErrorOptions,
+  ) {
+    super(message, options);
+    this.field = field;
+    this.key = key;
+  }
+}
+
 /** An id-keyed call names an object of a different kind than the one it is scoped to. */
 export class WrongKindError extends BeehiveError {}
 

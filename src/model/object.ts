@@ -166,6 +166,10 @@ export class BeehiveObject<Spec, Status> {
   readonly createdAt: Date;
   /** When its content last changed. */
   readonly updatedAt: Date;
+  /** The labels (frozen, keys sorted; `{}` when none): what label selectors match. */
+  readonly labels: Readonly<Record<string, string>>;
+  /** The annotations (frozen, keys sorted; `{}` when none): free-form notes for tools. */
+  readonly annotations: Readonly<Record<string, string>>;
 
   /** @internal Objects come from clients and passes. */
   constructor(raw: RawObject, spec: Spec, status: Status | undefined, rel?: Relations) {
@@ -184,6 +188,8 @@ export class BeehiveObject<Spec, Status> {
     this.conditions = raw.conditions.map((c) => ({ ...c }));
     this.createdAt = raw.createdAt;
     this.updatedAt = raw.updatedAt;
+    this.labels = raw.labels;
+    this.annotations = raw.annotations;
     if (rel !== undefined) relations.set(this, rel);
   }
 

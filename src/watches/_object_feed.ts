@@ -8,7 +8,8 @@ import { type Engine, kindName } from "../engine/_engine.ts";
 import { WatchTooNewError, WatchTooOldError } from "../model/errors.ts";
 import type { LoadKey, Relations } from "../model/object.ts";
 import { loadRelations } from "../engine/_relations.ts";
-import type { GroupKind, ObjectId } from "../store.ts";
+import type { GroupKind, LabelRequirement, ObjectId } from "../store.ts";
+import { matchesLabels } from "../model/label_selector.ts";
 import { nextRetry, TAIL_PAGE } from "./_pacing.ts";
 import { asError, FailureLog, Feed, isTerminal } from "./_feed.ts";
 import { collectChanges, mergeChange, type RawChange } from "./_changes.ts";
@@ -20,6 +21,8 @@ export interface FeedScope {
   readonly id?: ObjectId;
   /** `watchOwnedObjects(owner)`: only this owner's children. */
   readonly owner?: ObjectId;
+  /** `labelSelector`: only objects whose labels meet every requirement. */
+  readonly selector?: readonly LabelRequirement[];
 }
 
 /**
@@ -56,6 +59,13 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> implements 
   #replay: number | undefined;
   #replayFirst = true;
   #retry = 0;
+  /**
+   * With a selector: the ids in the consumer's view (the snapshot's, then as
+   * delivered). `undefined` on a resume, whose view is unknown.
+   */
+  #selected: Set<ObjectId> | undefined;
+  /** With a selector on a resume: the ids delivered as leaving (or never entering) the view. */
+  #outside: Set<ObjectId> | undefined;
 
   constructor(engine: Engine, gk: GroupKind, scope: FeedScope, load: readonly LoadKey[]) {
     super();
@@ -84,6 +94,46 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> implements 
     this.#open = true;
   }
 
+  /**
+   * Sets a selector watch's starting view: the snapshot's ids, or `undefined`
+   * on a resume (an object the stream has not reported is then treated as
+   * possibly in view: leaving is reported as `"Deleted"`).
+   */
+  seedSelection(ids: readonly ObjectId[] | undefined): void {
+    if (ids === undefined) this.#outside = new Set();
+    else this.#selected = new Set(ids);
+  }
+
+  /**
+   * What a selector watch hands out for changes in delivery order: an object
+   * entering the selection as `"Added"`, one leaving it as `"Deleted"` (with
+   * its state), one outside it not at all.
+   */
+  #select(
+    changes: readonly ObjectChange<unknown, unknown>[],
+  ): readonly ObjectChange<unknown, unknown>[] {
+    const selector = this.#scope.selector;
+    if (selector === undefined) return changes;
+    const out: ObjectChange<unknown, unknown>[] = [];
+    for (const c of changes) {
+      const inView = this.#selected !== undefined
+        ? this.#selected.has(c.id)
+        : !this.#outside!.has(c.id);
+      const matches = c.type !== "Deleted" && c.object !== undefined &&
+        matchesLabels(selector, c.object.labels);
+      if (matches) {
+        this.#selected?.add(c.id);
+        this.#outside?.delete(c.id);
+        out.push(inView || c.type === "Added" ? c : Object.freeze({ ...c, type: "Added" }));
+      } else {
+        this.#selected?.delete(c.id);
+        this.#outside?.add(c.id);
+        if (inView) out.push(c.type === "Deleted" ? c : Object.freeze({ ...c, type: "Deleted" }));
+      }
+    }
+    return out;
+  }
+
   /** Starts with a replay of the log above `from` instead of a snapshot. */
   resume(from: number): void {
     this.#replay = from;
@@ -109,7 +159,7 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> implements 
       return;
     }
     const scope = this.#scope;
-    if (scope.id === undefined && scope.owner === undefined) {
+    if (scope.id === undefined && scope.owner === undefined && scope.selector === undefined) {
       const caughtUp = this.#open && this.#replay === undefined && this.#shared === undefined &&
         this.#held.size === 0 && !this.buffered;
       if (caughtUp) {
@@ -207,7 +257,7 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> implements 
     const held = [...this.#held.values()].filter((c) => c.resourceVersion > this.floor);
     this.#held.clear();
     held.sort((a, b) => a.resourceVersion - b.resourceVersion);
-    this.push(held);
+    this.push(this.#select(held));
   }
 
   protected override taken(): void {
@@ -232,7 +282,7 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> implements 
     const batch = [...this.#pending.values()].filter((c) => c.rv > this.floor);
     this.#pending.clear();
     batch.sort((a, b) => a.rv - b.rv);
-    this.push(await this.#decode(batch));
+    this.push(this.#select(await this.#decode(batch)));
     return true;
   }
 
@@ -279,7 +329,7 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> implements 
         : changes.filter((c) => c.owner === this.#scope.owner);
       this.#retry = 0;
       this.#failures.succeeded();
-      this.push(await this.#decode(scoped));
+      this.push(this.#select(await this.#decode(scoped)));
       this.#replayFirst = false;
       const end = page.writes.length === 0
         ? cursor

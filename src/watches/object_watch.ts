@@ -12,6 +12,7 @@ import { WatchStream } from "./watch_stream.ts";
 import { type Engine, kindName } from "../engine/_engine.ts";
 import { StoppedError } from "../model/errors.ts";
 import type { BeehiveObject, LoadKey } from "../model/object.ts";
+import type { LabelSelector } from "../model/label_selector.ts";
 import type { GroupKind, RawObject } from "../store.ts";
 import type { Feed } from "./_feed.ts";
 import { acquireTailer } from "./_tailer.ts";
@@ -31,6 +32,18 @@ export interface WatchOptions {
   readonly load?: readonly LoadKey[];
   /** Ends the stream quietly when it aborts. */
   readonly signal?: AbortSignal;
+}
+
+/** Options of `watchList` and `watchOwnedObjects`. */
+export interface WatchListOptions extends WatchOptions {
+  /**
+   * Only objects whose labels match: the snapshot holds the matching ones, an
+   * object that comes to match is streamed as `"Added"` and one that stops
+   * matching as `"Deleted"` (carrying its state).
+   * @throws {InvalidOptionError} the selector is malformed.
+   * @default {undefined} (every object)
+   */
+  readonly labelSelector?: LabelSelector;
 }
 
 // ---------------------------------------------------------------------------
@@ -118,11 +131,13 @@ export async function openObjectWatch(o: OpenWatch): Promise<{
   }
   try {
     if (o.resumeFrom !== undefined) {
+      if (o.scope.selector !== undefined) feed.seedSelection(undefined);
       feed.resume(o.resumeFrom);
       finish(o, feed);
       return { feed, objects: [], resourceVersion: o.resumeFrom };
     }
     const snap = await o.snapshot();
+    if (o.scope.selector !== undefined) feed.seedSelection(snap.items.map((r) => r.id));
     const objects = (await o.decode(snap.items)).map(freezeObject);
     feed.open(snap.resourceVersion);
     finish(o, feed);

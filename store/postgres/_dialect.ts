@@ -114,6 +114,10 @@ export const postgresDialect: Dialect = {
   texts: (texts) => texts,
   unnest: (types, alias, columns) =>
     ` FROM unnest(${types.map((t) => `?::${t}[]`).join(", ")}) AS ${alias} (${columns.join(", ")})`,
+  jsonEntries: " FROM jsonb_each_text(?::jsonb)",
+  chainsInserts: true,
+  labelValue: (column) => `(${column}::jsonb ->> ?::text)`,
+  labelKey: (key) => key,
   inKinds: " IN (SELECT * FROM unnest(?::text[], ?::text[]))",
   kinds: (kinds) => [kinds.map((k) => k.group), kinds.map((k) => k.kind)],
   bigint: "?::bigint",

@@ -191,11 +191,25 @@ CREATE TABLE kinds (
 );
 `;
 
-/**
- * Every migration, in ascending order. Version 6 is reserved for the object
- * model's labels and annotations; the runner applies each migration above the
- * database's version, so the gap is harmless.
- */
+// Labels and annotations (docs/adr/2026-12-02-labels.md): JSON columns a read decodes
+// and a selector's other requirements test, and an index table a selector is driven
+// by, one row per (object, label) keyed by kind, key and value. It has no foreign key:
+// the family writes and deletes its rows with the object's. Existing rows read as
+// having none.
+const labels = `
+ALTER TABLE objects ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE objects ADD COLUMN annotations TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE object_labels (
+  "group"   TEXT    NOT NULL,
+  kind      TEXT    NOT NULL,
+  key       TEXT    NOT NULL,
+  value     TEXT    NOT NULL,
+  object_id BIGINT  NOT NULL,
+  PRIMARY KEY ("group", kind, key, value, object_id)
+);
+`;
+
+/** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
   { version: 2, name: "leases", sql: leases },
@@ -203,4 +217,5 @@ export const migrations: readonly Migration[] = [
   { version: 4, name: "stalled generation", sql: stalled },
   { version: 5, name: "lean write path (no-op here)", sql: lean },
   { version: 6, name: "kinds", sql: kinds },
+  { version: 7, name: "labels", sql: labels },
 ];

@@ -15,7 +15,15 @@ import {
   SchemaVersionDowngradeError,
   WrongKindError,
 } from "../../src/model/errors.ts";
-import type { ConditionInput, GroupKind, ObjectId, ObjectRef, Relation } from "../../src/store.ts";
+import type {
+  ConditionInput,
+  GroupKind,
+  LabelRequirement,
+  ObjectId,
+  ObjectRef,
+  Relation,
+} from "../../src/store.ts";
+import { parseLabelSelector } from "../../src/model/label_selector.ts";
 import { isStorableText } from "../../src/model/_text.ts";
 import { describe } from "../../src/model/_values.ts";
 import { kindName } from "../../src/model/_kind_keys.ts";
@@ -216,10 +224,35 @@ export function assertVersion(id: ObjectId, stored: number, expected: number | u
   );
 }
 
+/** A checked listing page; `selector` is `undefined` when it selects every row. */
+export interface CheckedPage {
+  readonly after: number;
+  readonly limit: number | undefined;
+  readonly selector: readonly LabelRequirement[] | undefined;
+}
+
+/**
+ * Checks label requirements (the object form's expressions); `[]` and
+ * `undefined` read as no selector.
+ * @throws {InvalidOptionError}
+ */
+export function checkSelector(value: unknown): readonly LabelRequirement[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) {
+    throw new InvalidOptionError(
+      `Cannot use labelSelector: current value is ${
+        describe(value)
+      }, expected an array of requirements`,
+    );
+  }
+  const reqs = parseLabelSelector({ matchExpressions: value })!;
+  return reqs.length === 0 ? undefined : reqs;
+}
+
 /** Checks an id-ordered page: `after` >= 0 (default 0), `limit` >= 1 or omitted. @throws {TypeError} */
-export function checkListPage(page: unknown): { after: number; limit: number | undefined } {
-  if (page === undefined) return { after: 0, limit: undefined };
-  const o = page as { after?: unknown; limit?: unknown };
+export function checkListPage(page: unknown): CheckedPage {
+  if (page === undefined) return { after: 0, limit: undefined, selector: undefined };
+  const o = page as { after?: unknown; limit?: unknown; labelSelector?: unknown };
   if (typeof o !== "object" || o === null) {
     throw new TypeError(
       `Cannot list a page: current options are ${describe(page)}, expected { after, limit }`,
@@ -228,6 +261,7 @@ export function checkListPage(page: unknown): { after: number; limit: number | u
   return {
     after: o.after === undefined ? 0 : checkInteger(o.after, "after", 0),
     limit: o.limit === undefined ? undefined : checkInteger(o.limit, "limit", 1),
+    selector: checkSelector(o.labelSelector),
   };
 }
 

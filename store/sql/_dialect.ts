@@ -28,6 +28,25 @@ export interface Dialect {
    * rows go in one statement. Absent where each row is its own statement (SQLite).
    */
   readonly unnest?: (types: readonly string[], alias: string, columns: readonly string[]) => string;
+  /**
+   * A row source of a bound JSON object's entries as text columns `key` and
+   * `value`: ` FROM json_each(?)` or ` FROM jsonb_each_text(?::jsonb)`.
+   */
+  readonly jsonEntries: string;
+  /**
+   * The value of one label of a row, from its `labels` JSON column: an
+   * expression with one parameter, bound with {@linkcode Dialect.labelKey}
+   * (`json_extract(col, ?)` or `(col::jsonb ->> ?::text)`); NULL when absent.
+   */
+  labelValue(column: string): string;
+  /** Binds a label key for {@linkcode Dialect.labelValue}. */
+  labelKey(key: string): string;
+  /**
+   * Whether one statement may insert into two tables (PostgreSQL's
+   * data-modifying `WITH`): a create then indexes its labels without a round
+   * trip of its own. SQLite has no such statement.
+   */
+  readonly chainsInserts: boolean;
   /** A row-value membership in a bound kind list: `("group", kind) IN <this>`. */
   readonly inKinds: string;
   /** Binds a kind list for {@linkcode Dialect.inKinds} (one or more parameters). */

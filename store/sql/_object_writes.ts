@@ -6,17 +6,27 @@
 import { InvalidOptionError } from "../../src/model/errors.ts";
 import type {
   GroupKind,
+  LabelRequirement,
   ObjectId,
   ObjectWrite,
   ObjectWrites,
   ObjectWritesListSinceOptions,
   ObjectWritesListSinceResult,
   ObjectWritesMaxVersionAllResult,
+  ObjectWritesSnapshotOptions,
   ObjectWritesSweepOptions,
   RawObject,
   Snapshot,
 } from "../../src/store.ts";
-import { checkGroupKind, checkId, checkPage, checkRetention, rejectWith } from "./_checks.ts";
+import {
+  checkGroupKind,
+  checkId,
+  checkPage,
+  checkRetention,
+  checkSelector,
+  rejectWith,
+} from "./_checks.ts";
+import { selectRows } from "./_labels.ts";
 import type { Dialect } from "./_dialect.ts";
 import { type Q, q } from "./_query.ts";
 import { OBJECTS_OF_KIND, readMeta, withConditions, withConditionsOfKind } from "./_reads.ts";
@@ -186,10 +196,13 @@ export class SqlObjectWrites implements ObjectWrites {
     return this.#s.read(() => maxVersionAllBody());
   }
 
-  snapshot(gk: GroupKind): Promise<Snapshot<RawObject>> {
+  snapshot(gk: GroupKind, options?: ObjectWritesSnapshotOptions): Promise<Snapshot<RawObject>> {
     return rejectWith(() => {
       checkGroupKind(gk);
-      return this.#snapshot(gk, (epoch) => kindRows(gk, epoch));
+      const selector = checkSelector(options?.labelSelector);
+      if (selector === undefined) return this.#snapshot(gk, (epoch) => kindRows(gk, epoch));
+      const d = this.#s.dialect;
+      return this.#snapshot(gk, (epoch) => selectedRows(d, gk, selector, epoch));
     });
   }
 
@@ -266,6 +279,20 @@ function* maxVersionAllBody() {
 function* kindRows(gk: GroupKind, epoch: number) {
   const metas = (yield* q.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
   return yield* withConditionsOfKind(metas, gk, epoch);
+}
+
+function* selectedRows(
+  d: Dialect,
+  gk: GroupKind,
+  selector: readonly LabelRequirement[],
+  epoch: number,
+) {
+  const where = selectRows(d, gk, selector);
+  const metas = (yield* q.rows(
+    `SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where.sql} ORDER BY id`,
+    ...where.params,
+  )).map(decodeMeta);
+  return yield* withConditions(d, metas, epoch);
 }
 
 function* rowById(d: Dialect, gk: GroupKind, id: ObjectId, epoch: number) {

@@ -19,6 +19,8 @@ import type {
   ObjectsCreateInput,
   ObjectsListIdsOptions,
   ObjectsListPage,
+  ObjectsUpdateMetadataInput,
+  ObjectsUpdateMetadataResult,
   ObjectsUpdateSpecInput,
   ObjectsUpdateSpecResult,
   ObjectsUpdateStatusInput,
@@ -30,6 +32,7 @@ import { kindName } from "../../src/model/_kind_keys.ts";
 import {
   assertKind,
   assertVersion,
+  type CheckedPage,
   checkExcludeStalled,
   checkFinalizers,
   checkGroupKind,
@@ -59,7 +62,24 @@ import {
   withConditions,
   withConditionsOfKind,
 } from "./_reads.ts";
-import { decodeFinalizers, decodeMeta, ID_CHUNK, OBJECT_COLUMNS, truthy } from "./_rows.ts";
+import {
+  decodeFinalizers,
+  decodeMeta,
+  ID_CHUNK,
+  OBJECT_COLUMN_COUNT,
+  OBJECT_COLUMNS,
+  truthy,
+} from "./_rows.ts";
+import { deleteLabels, insertLabels, labelFilters, selectRows, syncLabels } from "./_labels.ts";
+import {
+  checkMetadata,
+  checkMetadataUpdate,
+  type Labels,
+  mergeMetadata,
+  type MetadataPatch,
+  NO_LABELS,
+  sameMetadata,
+} from "../../src/model/labels.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
 import { appendWrite } from "./_write_log.ts";
 
@@ -70,7 +90,18 @@ const SETTLE_SQL =
     AND (observed_generation IS NULL OR observed_generation < ?)`;
 
 const INSERT_COLUMNS = `"group", kind, name, spec, spec_version, resource_version,
-  finalizers, created_at, updated_at`;
+  finalizers, created_at, updated_at, labels, annotations`;
+
+const CREATE_RETURNING = `INSERT INTO objects (${INSERT_COLUMNS})
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
+
+/** A create that indexes its labels in the same statement (a data-modifying WITH). */
+function createWithLabels(d: Dialect): string {
+  return `WITH o AS (${CREATE_RETURNING}),
+    l AS (INSERT INTO object_labels ("group", kind, key, value, object_id)
+      SELECT ?, ?, key, value, (SELECT id FROM o)${d.jsonEntries})
+    SELECT id FROM o`;
+}
 
 /** The statements whose spelling depends on the dialect, built once per family. */
 class Statements {
@@ -114,9 +145,13 @@ export class SqlObjects implements Objects {
       const specVersion = checkSchemaVersion(input.specVersion, "specVersion");
       const finalizerList = checkFinalizers(input.finalizers);
       const finalizers = JSON.stringify(finalizerList);
+      const meta = {
+        labels: checkMetadata(input.labels, "labels"),
+        annotations: checkMetadata(input.annotations, "annotations"),
+      };
       const d = this.#s.dialect;
       return this.#s.write((scope) =>
-        createBody(scope, d, gk, input, specVersion, finalizerList, finalizers)
+        createBody(scope, d, gk, input, specVersion, finalizerList, finalizers, meta)
       );
     });
   }
@@ -243,6 +278,20 @@ export class SqlObjects implements Objects {
       return this.#s.write((scope) =>
         updateSpecByNameBody(scope, ref, input, version, expected, epoch)
       );
+    });
+  }
+
+  updateMetadata(
+    ref: ObjectRef,
+    input: ObjectsUpdateMetadataInput,
+  ): Promise<ObjectsUpdateMetadataResult> {
+    return rejectWith(() => {
+      checkRef(ref);
+      const patch = checkMetadataUpdate(input, "update metadata");
+      const expected = checkPrecondition(input.resourceVersion);
+      const d = this.#s.dialect;
+      const epoch = this.#s.epoch;
+      return this.#s.write((scope) => updateMetadataBody(scope, d, ref, patch, expected, epoch));
     });
   }
 
@@ -391,15 +440,20 @@ function* createBody(
   specVersion: number,
   finalizerList: string[],
   finalizers: string,
+  meta: { labels: Labels; annotations: Labels },
 ): Q<RawObject> {
   const { group, kind } = gk;
+  const { labels, annotations } = meta;
+  const labelsText = JSON.stringify(labels);
+  const annotationsText = JSON.stringify(annotations);
   const now = scope.now;
   const rv = scope.draw();
   let id = scope.peekId("objects");
+  let indexed = labels !== NO_LABELS;
   try {
     if (id !== undefined) {
       yield* q.run(
-        `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         id,
         group,
         kind,
@@ -410,12 +464,15 @@ function* createBody(
         finalizers,
         now,
         now,
+        labelsText,
+        annotationsText,
       );
       scope.takeId("objects");
     } else {
+      // Where one statement may insert into two tables, the labels ride along: no round trip.
+      const chained = indexed && d.chainsInserts;
       const row = yield* q.row(
-        `INSERT INTO objects (${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-         RETURNING id`,
+        chained ? createWithLabels(d) : CREATE_RETURNING,
         group,
         kind,
         input.name,
@@ -425,13 +482,18 @@ function* createBody(
         finalizers,
         now,
         now,
+        labelsText,
+        annotationsText,
+        ...(chained ? [group, kind, labelsText] : []),
       );
       id = Number(row![0]);
+      if (chained) indexed = false;
     }
   } catch (error) {
     if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, error);
     throw error;
   }
+  if (indexed) yield* insertLabels(d, id, gk, labels, Object.keys(labels), labelsText);
   // The row is what was just inserted, with the columns' defaults.
   const object: RawObject = {
     id,
@@ -451,6 +513,8 @@ function* createBody(
     finalizers: finalizerList,
     createdAt: new Date(now),
     updatedAt: new Date(now),
+    labels,
+    annotations,
     conditions: [],
   };
   yield* appendWrite(scope, rv, object, "create", object);
@@ -477,21 +541,27 @@ function* reconcileLoad(d: Dialect, id: ObjectId, epoch: number): Q<ReconcileLoa
   );
   if (row === undefined) throw objectNotFound(id);
   const object = (yield* withConditions(d, [decodeMeta(row)], epoch))[0];
-  // has_dependencies, stalled_generation and cursor follow the 17 object columns.
+  // has_dependencies, stalled_generation and cursor follow the object columns.
+  const n = OBJECT_COLUMN_COUNT;
   return {
     object,
-    cursor: Number(row[19]),
-    hasDependencies: truthy(row[17]),
-    stalledGeneration: row[18] === null ? undefined : Number(row[18]),
+    cursor: Number(row[n + 2]),
+    hasDependencies: truthy(row[n]),
+    stalledGeneration: row[n + 1] === null ? undefined : Number(row[n + 1]),
   };
 }
 
-function* listBody(
-  d: Dialect,
-  gk: GroupKind,
-  p: { after: number; limit: number | undefined },
-  epoch: number,
-) {
+function* listBody(d: Dialect, gk: GroupKind, p: CheckedPage, epoch: number) {
+  if (p.selector !== undefined) {
+    const where = selectRows(d, gk, p.selector);
+    const metas = (yield* q.rows(
+      `SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where.sql} AND id > ? ORDER BY id LIMIT ?`,
+      ...where.params,
+      p.after,
+      p.limit ?? d.noLimit,
+    )).map(decodeMeta);
+    return yield* withConditions(d, metas, epoch);
+  }
   if (p.after === 0 && p.limit === undefined) {
     const metas = (yield* q.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
     return yield* withConditionsOfKind(metas, gk, epoch);
@@ -527,19 +597,21 @@ function* incomingBody(
   d: Dialect,
   gk: GroupKind,
   edge: IncomingEdgeQuery,
-  p: { after: number; limit: number | undefined },
+  p: CheckedPage,
   epoch: number,
 ) {
   // Driven by the edges into toId, already in from_id order: cost tracks those edges.
+  const labels = labelFilters(d, p.selector ?? [], "objects.labels");
   const metas = (yield* q.rows(
     `SELECT ${OBJECT_COLUMNS} FROM edges ${d.joinInOrder} objects ON id = from_id
-     WHERE to_id = ? AND relation = ? AND from_id > ? AND "group" = ? AND kind = ?
+     WHERE to_id = ? AND relation = ? AND from_id > ? AND "group" = ? AND kind = ?${labels.sql}
      ORDER BY from_id LIMIT ?`,
     edge.toId,
     edge.relation,
     p.after,
     gk.group,
     gk.kind,
+    ...labels.params,
     p.limit ?? d.noLimit,
   )).map(decodeMeta);
   return yield* withConditions(d, metas, epoch);
@@ -577,6 +649,50 @@ function* updateSpecByNameBody(
 ) {
   const meta = yield* readMetaByName(ref);
   return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
+}
+
+function* updateMetadataBody(
+  scope: WriteScope,
+  d: Dialect,
+  ref: ObjectRef,
+  patch: { labels: MetadataPatch | undefined; annotations: MetadataPatch | undefined },
+  expected: number | undefined,
+  epoch: number,
+): Q<ObjectsUpdateMetadataResult> {
+  const row = yield* q.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
+  assertKind(ref, row && { group: row[1], kind: row[2] });
+  const stored = decodeMeta(row!);
+  assertVersion(stored.id, stored.resourceVersion, expected);
+  const labels = mergeMetadata(stored.labels, patch.labels, "labels");
+  const annotations = mergeMetadata(stored.annotations, patch.annotations, "annotations");
+  const labelsSame = sameMetadata(labels, stored.labels);
+  if (labelsSame && sameMetadata(annotations, stored.annotations)) {
+    return {
+      object: { ...stored, conditions: yield* readConditions(stored.id, epoch) },
+      changed: false,
+    };
+  }
+  const rv = scope.draw();
+  yield* q.run(
+    `UPDATE objects SET labels = ?, annotations = ?, resource_version = ?, updated_at = ?
+     WHERE id = ?`,
+    JSON.stringify(labels),
+    JSON.stringify(annotations),
+    rv,
+    scope.now,
+    stored.id,
+  );
+  if (!labelsSame) yield* syncLabels(d, stored.id, ref, stored.labels, labels);
+  const object: RawObject = {
+    ...stored,
+    labels,
+    annotations,
+    resourceVersion: rv,
+    updatedAt: new Date(scope.now),
+    conditions: yield* readConditions(stored.id, epoch),
+  };
+  yield* appendWrite(scope, rv, stored, "update", object);
+  return { object, changed: true };
 }
 
 function* updateStatusBody(
@@ -714,6 +830,7 @@ function* deleteBody(scope: WriteScope, d: Dialect, id: ObjectId, epoch: number)
     id,
   );
   yield* q.run("DELETE FROM edges WHERE from_id = ? AND to_id = ?", id, id);
+  yield* deleteLabels(id, object, object.labels);
   try {
     yield* q.run("DELETE FROM objects WHERE id = ?", id);
   } catch (error) {

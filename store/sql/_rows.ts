@@ -6,6 +6,7 @@
  */
 import { StoreError } from "../../src/model/errors.ts";
 import type { ConditionStatus, ObjectId, RawCondition, RawObjectMeta } from "../../src/store.ts";
+import { type Labels, NO_LABELS } from "../../src/model/labels.ts";
 
 /** A row keyed by column name. */
 export type Row = Record<string, unknown>;
@@ -16,7 +17,10 @@ export type RowArray = unknown[];
 /** The object columns every full-row read selects, in decode order. */
 export const OBJECT_COLUMNS = `id, "group", kind, name, spec, status, spec_version,
   status_version, generation, observed_generation, observed_at, resource_version,
-  deletion_requested_at, reconcile_owed, finalizers, created_at, updated_at`;
+  deletion_requested_at, reconcile_owed, finalizers, created_at, updated_at, labels, annotations`;
+
+/** How many columns {@linkcode OBJECT_COLUMNS} selects: a read's extra columns follow them. */
+export const OBJECT_COLUMN_COUNT = 19;
 
 /** Decodes an objects row (an array in OBJECT_COLUMNS order, or an object). @throws {StoreError} the finalizers column is not a JSON string array. */
 export function decodeMeta(row: Row | RowArray): RawObjectMeta {
@@ -38,6 +42,8 @@ export function decodeMeta(row: Row | RowArray): RawObjectMeta {
     row.finalizers,
     row.created_at,
     row.updated_at,
+    row.labels,
+    row.annotations,
   ];
   const id = Number(r[0]);
   return {
@@ -58,7 +64,28 @@ export function decodeMeta(row: Row | RowArray): RawObjectMeta {
     finalizers: r[14] === "[]" ? [] : decodeFinalizers(r[14], id),
     createdAt: new Date(Number(r[15])),
     updatedAt: new Date(Number(r[16])),
+    labels: r[17] === "{}" ? NO_LABELS : decodeLabels(r[17], id, "labels"),
+    annotations: r[18] === "{}" ? NO_LABELS : decodeLabels(r[18], id, "annotations"),
   };
+}
+
+/** Parses a labels or annotations column into a frozen map. @throws {StoreError} not a JSON object of strings. */
+export function decodeLabels(text: unknown, id: ObjectId, column: string): Labels {
+  let value: unknown;
+  try {
+    value = JSON.parse(text as string);
+  } catch (cause) {
+    throw new StoreError(`Cannot read object ${id}: its ${column} column is not JSON`, { cause });
+  }
+  if (
+    typeof value !== "object" || value === null || Array.isArray(value) ||
+    !Object.values(value).every((v) => typeof v === "string")
+  ) {
+    throw new StoreError(
+      `Cannot read object ${id}: its ${column} column is not an object of strings`,
+    );
+  }
+  return Object.freeze(value as Record<string, string>);
 }
 
 /** Parses a finalizers column. */

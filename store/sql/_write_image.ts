@@ -6,6 +6,7 @@
  * @module
  */
 import { StoreError } from "../../src/model/errors.ts";
+import { type Labels, NO_LABELS } from "../../src/model/labels.ts";
 import type { ObjectRef, RawCondition, RawObject, WriteOp } from "../../src/store.ts";
 
 /** The `op` column's values. */
@@ -46,6 +47,8 @@ export function encodeImage(object: RawObject): string {
       : { id: object.owner.id, group: object.owner.group, kind: object.owner.kind },
     createdAt: object.createdAt.getTime(),
     updatedAt: object.updatedAt.getTime(),
+    labels: object.labels,
+    annotations: object.annotations,
   });
 }
 
@@ -78,6 +81,14 @@ interface ImageJson {
   owner: ObjectRef | null;
   createdAt: number;
   updatedAt: number;
+  /** Absent in images written before labels existed. */
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+function frozen(map: Record<string, string> | undefined): Labels {
+  if (map === undefined || Object.keys(map).length === 0) return NO_LABELS;
+  return Object.freeze(map);
 }
 
 /** Decodes a delete entry's image. @throws {StoreError} missing or corrupt. */
@@ -117,6 +128,8 @@ export function decodeImage(text: unknown, rv: number): RawObject {
       ...(j.owner === null ? {} : { owner: j.owner }),
       createdAt: new Date(j.createdAt),
       updatedAt: new Date(j.updatedAt),
+      labels: frozen(j.labels),
+      annotations: frozen(j.annotations),
     };
   } catch (cause) {
     throw new StoreError(`Cannot read write-log entry ${rv}: its row image is corrupt`, {

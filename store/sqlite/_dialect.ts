@@ -121,6 +121,11 @@ function newDialect(core: Core): Dialect {
     ids: (ids) => JSON.stringify(ids),
     inTexts: " IN (SELECT value FROM json_each(?))",
     texts: (texts) => JSON.stringify(texts),
+    jsonEntries: " FROM json_each(?)",
+    chainsInserts: false,
+    // A key holds no '"' (Kubernetes' key rules), so quoting it makes a path.
+    labelValue: (column) => `json_extract(${column}, ?)`,
+    labelKey: (key) => `$."${key}"`,
     inKinds: " IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))",
     kinds: (kinds) => [JSON.stringify(kinds.map((k) => [k.group, k.kind]))],
     bigint: "?",

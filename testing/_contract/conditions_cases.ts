@@ -10,21 +10,21 @@ import {
   NotFoundError,
   WrongKindError,
 } from "../../src/model/errors.ts";
-import type { ConditionInput, ObjectRef, RawCondition, Store } from "../../src/store.ts";
-import { type ContractCase, Gadget, logCount, make, ref, Widget, withFakeDate } from "./harness.ts";
+import type { ConditionInput, RawCondition, Store } from "../../src/store.ts";
+import {
+  type ContractCase,
+  footprint,
+  Gadget,
+  logCount,
+  make,
+  ref,
+  Widget,
+  withFakeDate,
+} from "./harness.ts";
 
 /** `id`'s condition of type `type`, read through `get`. */
 async function cond(store: Store, id: number, type: string): Promise<RawCondition | undefined> {
   return (await store.objects.get(id)).conditions.find((c) => c.type === type);
-}
-
-/** What a write can change, to prove a refused or suppressed call wrote nothing. */
-async function footprint(store: Store, a: ObjectRef) {
-  return {
-    object: await store.objects.get(a.id),
-    log: await logCount(store, Widget),
-    latest: await store.getLatestResourceVersion(),
-  };
 }
 
 export const conditionsCases: ContractCase[] = [

@@ -157,6 +157,15 @@ export async function make(
   return ref(gk, o.id);
 }
 
+/** What a write to `a` can change (the row, the log of its kind, the latest version): equal before and after a refused call. */
+export async function footprint(store: Store, a: ObjectRef) {
+  return {
+    object: await store.objects.get(a.id),
+    log: await logCount(store, a),
+    latest: await store.getLatestResourceVersion(),
+  };
+}
+
 /** Counts write-log entries of `gk`. */
 export async function logCount(store: Store, gk: GroupKind): Promise<number> {
   return (await store.objectWrites.listSince(gk, { after: 0, limit: 1_000_000 })).writes.length;

@@ -13,17 +13,7 @@ import {
   NotFoundError,
   WrongKindError,
 } from "../../src/model/errors.ts";
-import type { ObjectRef, Store } from "../../src/store.ts";
-import { type ContractCase, Gadget, logCount, make, Widget } from "./harness.ts";
-
-/** What a write can change, to prove a refused call wrote nothing. */
-async function footprint(s: Store, a: ObjectRef) {
-  return {
-    object: await s.objects.get(a.id),
-    log: await logCount(s, Widget),
-    latest: await s.getLatestResourceVersion(),
-  };
-}
+import { type ContractCase, footprint, Gadget, logCount, make, Widget } from "./harness.ts";
 
 function conflictAt(rv: number) {
   return (e: unknown) => e instanceof ConflictError && e.resourceVersion === rv;

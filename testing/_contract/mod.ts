@@ -19,6 +19,7 @@ import { reconcileOwedCases } from "./reconcile_owed_cases.ts";
 import { leasesCases } from "./leases_cases.ts";
 import { kubernetesCases } from "./kubernetes_cases.ts";
 import { stalledCases } from "./stalled_cases.ts";
+import { labelsCases } from "./labels_cases.ts";
 
 /** Every case, grouped by family name. */
 export const contractSuites: Record<string, ContractCase[]> = {
@@ -37,6 +38,7 @@ export const contractSuites: Record<string, ContractCase[]> = {
   leases: leasesCases,
   kubernetes: kubernetesCases,
   stalled: stalledCases,
+  labels: labelsCases,
 };
 
 /** One test of the contract: its name, and how to run it or why it does not apply. */

@@ -497,3 +497,47 @@ test("cli reads and applies while a live process reconciles and writes the same 
     assert.equal(code, 0, "the worker stopped cleanly");
   }
 });
+
+test("cli get -l lists only the objects whose labels match, and refuses a malformed selector as a usage error", async () => {
+  const dir = tempDir();
+  try {
+    const db = dir.file("labels.db");
+    const store = await openSqliteStore(db);
+    const Cluster = { group: "kstack.sh", kind: "Cluster" };
+    const fixture: [string, Record<string, string>][] = [
+      ["web", { app: "web" }],
+      ["db", { app: "db" }],
+      ["bare", {}],
+    ];
+    for (const [name, labels] of fixture) {
+      await store.objects.create(Cluster, { name, spec: "{}", labels });
+    }
+    await store.close();
+    const names = async (...flags: string[]) => {
+      const r = await cli([db, "get", "Cluster.kstack.sh", ...flags, "-o", "json"]);
+      assert.equal(r.code, 0, r.err);
+      return JSON.parse(r.out).map((o: { name: string }) => o.name);
+    };
+    assert.deepEqual(await names("-l", "app=web"), ["web"]);
+    assert.deepEqual(await names("--selector=app!=web"), ["db", "bare"]);
+    assert.deepEqual(await names("-l", "app in (web,db)"), ["web", "db"]);
+    const json = await cli([db, "get", "Cluster.kstack.sh", "-l", "app", "-o", "json"]);
+    assert.deepEqual(JSON.parse(json.out)[1].labels, { app: "db" });
+    const none = await cli([db, "get", "Cluster.kstack.sh", "-l", "app=api"]);
+    assert.equal(none.code, 0);
+    assert.match(none.out, /No Cluster\.kstack\.sh objects found matching app=api/);
+    for (
+      const args of [
+        ["get", "Cluster.kstack.sh", "-l", "app in web"],
+        ["get", "Cluster.kstack.sh", "web", "-l", "app=web"],
+        ["describe", "Cluster.kstack.sh", "web", "-l", "app=web"],
+        ["get", "Cluster.kstack.sh", "-l"],
+      ]
+    ) {
+      const r = await cli([db, ...args]);
+      assert.equal(r.code, 2, args.join(" "));
+    }
+  } finally {
+    dir.remove();
+  }
+});

@@ -160,6 +160,8 @@ test("kubeApiHandler chunks a list by limit and continue, every page at the firs
 test("kubeApiHandler filters by the metadata.name field selector and by label selectors", async () => {
   await withStore(async (store, bh) => {
     for (const name of ["prod", "dev", "qa"]) await bh.client(Cluster).create(name, {});
+    const dev = await bh.client(Cluster).getByName("dev");
+    await bh.client(Cluster).updateMetadata(dev.id, { labels: { app: "web", env: "dev" } });
     const handle = kubeApiHandler({ store });
     const names = async (query: string) => {
       const list = await call(handle, `${CLUSTERS}?${query}`);
@@ -169,13 +171,8 @@ test("kubeApiHandler filters by the metadata.name field selector and by label se
     assert.deepEqual(await names("fieldSelector=metadata.name%3Ddev"), ["dev"]);
     assert.deepEqual(await names("fieldSelector=metadata.name%3D%3Dnope"), []);
     assert.deepEqual(await names("fieldSelector=metadata.name!%3Ddev"), ["prod", "qa"]);
-    // Until labels are stored every object has none.
-    assert.deepEqual(await names("labelSelector=app%3Dweb"), []);
-    assert.deepEqual(await names("labelSelector=!legacy,env%20notin%20(dev)"), [
-      "prod",
-      "dev",
-      "qa",
-    ]);
+    assert.deepEqual(await names("labelSelector=app%3Dweb"), ["dev"]);
+    assert.deepEqual(await names("labelSelector=!legacy,env%20notin%20(dev)"), ["prod", "qa"]);
     for (
       const query of [
         "fieldSelector=spec.replicas%3D3",

@@ -161,3 +161,36 @@ test("kubeApiHandler watch with timeoutSeconds ends the stream on its own", asyn
     assert.equal(await eventsOf(response).next(), undefined);
   });
 });
+
+test("kubeApiHandler watch with a labelSelector sends an object leaving the selection as DELETED and one entering as ADDED", async () => {
+  await withStore(async (store, bh) => {
+    const clusters = bh.client(Cluster);
+    const prod = await clusters.create("prod", {}, { labels: { env: "prod" } });
+    await clusters.create("dev", {}, { labels: { env: "dev" } });
+    const abort = new AbortController();
+    const response = await kubeApiHandler({ store, pollInterval: 50 })(
+      new Request(
+        `http://kube.test${CLUSTERS}?watch=true&resourceVersion=0&labelSelector=env%3Dprod`,
+        { signal: abort.signal },
+      ),
+    );
+    assert.equal(response.status, 200);
+    const events = eventsOf(response);
+    assert.deepEqual(names(await events.next()), ["ADDED", "prod"]);
+    await clusters.updateMetadata(prod.id, { labels: { env: "staging" } });
+    const left = await events.next();
+    assert.deepEqual(names(left), ["DELETED", "prod"]);
+    const metadata = (left!.object as { metadata: { labels: unknown } }).metadata;
+    assert.deepEqual(metadata.labels, { env: "staging" });
+    const qa = await clusters.create("qa", {});
+    await clusters.updateMetadata(qa.id, { labels: { env: "prod" } });
+    assert.deepEqual(names(await events.next()), ["ADDED", "qa"]);
+    abort.abort();
+    assert.equal(await events.next(), undefined);
+    const bad = await kubeApiHandler({ store })(
+      new Request(`http://kube.test${CLUSTERS}?watch=true&labelSelector=env%20in%20prod`),
+    );
+    assert.equal(bad.status, 400);
+    await bad.body?.cancel();
+  });
+});

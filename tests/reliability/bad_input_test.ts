@@ -25,6 +25,7 @@ import {
   type GroupKind,
   InvalidConditionError,
   InvalidEventError,
+  InvalidMetadataError,
   InvalidNameError,
   InvalidOptionError,
   InvalidSpecError,
@@ -50,6 +51,7 @@ import { cli } from "../cli/_cli_harness.ts";
 import { test } from "../_test.ts";
 import { type AnyCC, Harness, Other, Thing } from "../_beehive_harness.ts";
 import { scratchDir } from "./_scratch.ts";
+import { matchesLabels, parseLabelSelector } from "../../src/model/label_selector.ts";
 import { type FakeClock, installFakeTime } from "../_fake_time.ts";
 
 // ---------------------------------------------------------------------------
@@ -3856,5 +3858,81 @@ test("bad input: malformed request lines and Host headers through toNodeListener
     await server.close();
     await store.close();
     report("raw requests through toNodeListener (by status; 0 = closed without an answer)");
+  }
+});
+
+// ---------------------------------------------------------------------------
+// Issue 27: labels, annotations and label selectors
+
+/** Label keys and values drawn from characters that are legal, illegal, or legal only in places. */
+const labelPieceArb = fc.oneof(
+  {
+    arbitrary: fc.constantFrom("app", "tier", "example.com/app", "a.b-c_d", "x", "web"),
+    weight: 12,
+  },
+  fc.constantFrom("", "-x", "x-", "a b", "A/b"),
+  fc.stringMatching(/^[a-zA-Z0-9._\/ -]{0,8}$/),
+  fc.constantFrom("k".repeat(63), "k".repeat(64), `${"p".repeat(253)}/k`, `${"p".repeat(254)}/k`),
+  fc.constantFrom("\ud800", "a\u0000b", "ü", "a/b/c", "/x", "x/"),
+);
+const labelMapArb = fc.dictionary(labelPieceArb, labelPieceArb, { maxKeys: 4 });
+/** Selector strings: pieces of the grammar, well-formed or not, joined at random. */
+const selectorArb = fc.oneof(
+  fc.array(
+    fc.oneof(
+      labelPieceArb,
+      fc.constantFrom("=", "==", "!=", "!", ",", " in ", " notin ", "(", ")", " ", "x", "app"),
+    ),
+    { maxLength: 8 },
+  ).map((parts) => parts.join("")),
+  fc.constantFrom("app=web", "tier in (x, app)", "!legacy", "app,tier!=x", ""),
+);
+
+test("bad input: hostile labels, annotations and selectors get InvalidMetadataError or InvalidOptionError, write nothing, and a selector the store answers matches exactly what the labels say", async () => {
+  const store = await openTestStore(":memory:");
+  let n = 0;
+  const stats = { created: 0, refused: 0, selectors: 0, malformed: 0 };
+  try {
+    const bh = new Beehive(store);
+    const client = bh.client({ group: "test.beehive.dev", kind: "Labelled" });
+    await fc.assert(
+      fc.asyncProperty(labelMapArb, labelMapArb, selectorArb, async (labels, notes, selector) => {
+        const before = await store.getLatestResourceVersion();
+        const name = `o${n++}`;
+        try {
+          const o = await client.create(name, {}, { labels, annotations: notes });
+          stats.created++;
+          assert.deepEqual({ ...o.labels }, { ...labels });
+          assert.deepEqual({ ...(await client.get(o.id)).annotations }, { ...notes });
+        } catch (error) {
+          assert.ok(error instanceof InvalidMetadataError, describeError(error));
+          assert.ok(
+            error.key === "" || error.key in (error.field === "labels" ? labels : notes),
+            `the error names ${JSON.stringify(error.key)}, not a key given`,
+          );
+          assert.equal(await store.getLatestResourceVersion(), before);
+          stats.refused++;
+        }
+        try {
+          const selected = await client.list({ labelSelector: selector });
+          stats.selectors++;
+          const requirements = parseLabelSelector(selector)!;
+          const expected = (await client.list()).filter((o) =>
+            matchesLabels(requirements, o.labels)
+          );
+          assert.deepEqual(selected.map((o) => o.id), expected.map((o) => o.id), selector);
+        } catch (error) {
+          assert.ok(error instanceof InvalidOptionError, `${selector}: ${describeError(error)}`);
+          assert.throws(() => parseLabelSelector(selector), InvalidOptionError);
+          stats.malformed++;
+        }
+      }),
+      { seed: SEED, numRuns: 300 },
+    );
+    console.log(
+      `[bad-input] labels: created ${stats.created}, refused ${stats.refused}; selectors answered ${stats.selectors}, malformed ${stats.malformed}`,
+    );
+  } finally {
+    await store.close();
   }
 });

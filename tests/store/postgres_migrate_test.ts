@@ -1,6 +1,7 @@
 /**
  * A PostgreSQL schema written by an earlier build is brought forward on open:
- * one at version 5 gains the kinds table (version 6) and keeps its rows.
+ * one at version 5 gains the kinds table (version 6) and labels (version 7),
+ * and keeps its rows, which read with no labels or annotations.
  *
  * @module
  */
@@ -36,7 +37,13 @@ test("openPostgresStore brings a version-5 schema forward to the kinds table, ke
     const id = Number(rows[0].id);
     const store = await openPostgresStore({ schema });
     try {
-      assert.equal((await store.objects.get(id)).name, "old");
+      const old = await store.objects.get(id);
+      assert.deepEqual([old.name, old.labels, old.annotations], ["old", {}, {}]);
+      await store.objects.updateMetadata({ ...Widget, id }, { labels: { app: "web" } });
+      const selected = await store.objects.list(Widget, {
+        labelSelector: [{ key: "app", operator: "In", values: ["web"] }],
+      });
+      assert.deepEqual(selected.map((o) => o.id), [id]);
       assert.deepEqual(await store.kinds.list(), []);
       await store.kinds.put({
         ...Widget,

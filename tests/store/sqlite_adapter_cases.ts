@@ -23,6 +23,7 @@ import {
   type ContractCase,
   Gadget,
   make,
+  ref,
   Widget,
   withFakeDate,
 } from "../../testing/_contract/harness.ts";
@@ -358,6 +359,57 @@ export const sqliteAdapterCases: ContractCase[] = [
         const sql = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table'").all()
           .map((r) => String(r.sql)).join("\n");
         assert.doesNotMatch(sql, /AUTOINCREMENT/);
+      } finally {
+        db.close();
+      }
+    },
+  },
+  {
+    name:
+      "a database at schema version 6 migrates to 7 (labels): its rows read with no labels and take new ones",
+    async fn(h) {
+      const path = h.tempPath("v6.db");
+      const db = databaseAt(path, 6);
+      db.exec(`INSERT INTO objects (id, "group", kind, name, spec, resource_version, created_at,
+          updated_at) VALUES (1, '${Widget.group}', '${Widget.kind}', 'old', '{}', 1, 10, 20);
+        UPDATE resource_version_seq SET value = 1, last_object_id = 1;`);
+      db.close();
+      const s = await h.openPath(path);
+      const old = await s.objects.get(1);
+      assert.deepEqual([old.name, old.labels, old.annotations], ["old", {}, {}]);
+      await s.objects.updateMetadata(ref(Widget, 1), { labels: { app: "web" } });
+      assert.deepEqual(
+        (await s.objects.list(Widget, {
+          labelSelector: [{ key: "app", operator: "In", values: ["web"] }],
+        })).map((o) => o.name),
+        ["old"],
+      );
+      await s.close();
+    },
+  },
+  {
+    name:
+      "a selector list reads the label index, never the kind's rows, when a requirement names a label",
+    async fn(h) {
+      const path = h.tempPath("plan.db");
+      const s = await h.openPath(path);
+      await s.objects.create(Widget, { name: "a", spec: "{}", labels: { app: "web" } });
+      await s.close();
+      const db = new DatabaseSync(path);
+      try {
+        const plan = (sql: string) =>
+          db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => String(r.detail)).join("; ");
+        const selected = plan(`SELECT * FROM objects WHERE id IN (SELECT object_id FROM
+            object_labels WHERE "group" = 'g' AND kind = 'k' AND key = 'app' AND value = 'web')
+          AND json_extract(objects.labels, '$."legacy"') IS NULL AND id > 0
+          ORDER BY id LIMIT 10`);
+        assert.match(
+          selected,
+          /SEARCH object_labels USING PRIMARY KEY \(group=\? AND kind=\? AND key=\? AND value=\?\)/,
+        );
+        assert.doesNotMatch(selected, /TEMP B-TREE/);
+        assert.doesNotMatch(selected, /SCAN objects/);
+        assert.doesNotMatch(selected, /idx_objects_kind/);
       } finally {
         db.close();
       }
