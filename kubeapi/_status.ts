@@ -8,6 +8,7 @@
 import {
   ConflictError,
   DeletionPendingError,
+  InvalidMetadataError,
   InvalidNameError,
   InvalidSpecError,
   NameTakenError,
@@ -147,6 +148,17 @@ export function toFailure(error: unknown, details?: StatusDetails): KubeApiFailu
         causes.map((c) => `${c.field}: ${c.message}`).join(", ")
       }`,
       { ...details, causes },
+    );
+  }
+  if (error instanceof InvalidMetadataError) {
+    const field = `metadata.${error.field}`;
+    return new KubeApiFailure(
+      "Invalid",
+      `${describe(details)} is invalid: ${field}: ${error.message}`,
+      {
+        ...details,
+        causes: [{ field, message: error.message, reason: "FieldValueInvalid" }],
+      },
     );
   }
   if (error instanceof TooLargeError) {

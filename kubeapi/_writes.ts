@@ -55,17 +55,35 @@ async function jsonBody(request: Request, what: string): Promise<unknown> {
   }
 }
 
+type StringMap = Readonly<Record<string, string>>;
+
 /** What a written resource may carry: its name, spec and the metadata this server can keep. */
 interface Written {
   readonly name: string | undefined;
   readonly spec: unknown;
   readonly resourceVersion: number | undefined;
   readonly finalizers: readonly string[] | undefined;
+  /** The labels the object is to hold, whole (`{}` when the body has none). */
+  readonly labels: StringMap;
+  /** The annotations the object is to hold, whole. */
+  readonly annotations: StringMap;
+}
+
+/**
+ * `metadata.labels` or `metadata.annotations` of a body: a map of strings,
+ * `{}` when absent. Keys and values are judged by the library when written.
+ */
+function stringMap(value: unknown, field: string, details: StatusDetails): StringMap {
+  if (value === undefined || value === null) return {};
+  if (!isObject(value) || !Object.values(value).every((v) => typeof v === "string")) {
+    throw invalid(details, `metadata.${field}`, "must be a map of strings");
+  }
+  return value as StringMap;
 }
 
 /**
  * Checks a resource body against the kind: `apiVersion`/`kind` when given,
- * and no labels, annotations or owner references (the object model has none yet).
+ * and the shape of the metadata this server keeps.
  */
 function checkResource(r: KindRequest, body: unknown, details: StatusDetails): Written {
   if (!isObject(body)) throw new KubeApiFailure("BadRequest", "the request body is not an object");
@@ -84,17 +102,6 @@ function checkResource(r: KindRequest, body: unknown, details: StatusDetails): W
   }
   const metadata = body.metadata ?? {};
   if (!isObject(metadata)) throw invalid(details, "metadata", "must be an object");
-  for (const field of ["labels", "annotations"] as const) {
-    const value = metadata[field];
-    if (value === undefined || value === null) continue;
-    if (!isObject(value) || Object.keys(value).length > 0) {
-      throw invalid(
-        details,
-        `metadata.${field}`,
-        `${field} are not supported yet: this server's objects hold none`,
-      );
-    }
-  }
   const owners = metadata.ownerReferences;
   if (owners !== undefined && owners !== null && !Array.isArray(owners)) {
     throw invalid(details, "metadata.ownerReferences", "must be an array");
@@ -122,7 +129,29 @@ function checkResource(r: KindRequest, body: unknown, details: StatusDetails): W
     spec: body.spec === undefined ? {} : body.spec,
     resourceVersion: rv === undefined || rv === "" ? undefined : Number(rv),
     finalizers: (finalizers ?? undefined) as string[] | undefined,
+    labels: stringMap(metadata.labels, "labels", details),
+    annotations: stringMap(metadata.annotations, "annotations", details),
   };
+}
+
+/**
+ * The JSON-merge patch taking `from` to `to` (`null` removes a key), or
+ * `undefined` when they hold the same entries.
+ */
+function diffMap(from: StringMap, to: StringMap): Record<string, string | null> | undefined {
+  const patch: Record<string, string | null> = {};
+  for (const key of Object.keys(from)) if (!Object.hasOwn(to, key)) patch[key] = null;
+  for (const [key, value] of Object.entries(to)) if (from[key] !== value) patch[key] = value;
+  return Object.keys(patch).length === 0 ? undefined : patch;
+}
+
+/** The patch that undoes `patch` on an object whose map was `from`. */
+function undoMap(
+  from: StringMap,
+  patch: Record<string, string | null> | undefined,
+): Record<string, string | null> | undefined {
+  if (patch === undefined) return undefined;
+  return Object.fromEntries(Object.keys(patch).map((key) => [key, from[key] ?? null]));
 }
 
 function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
@@ -185,7 +214,10 @@ export async function createResource(r: KindRequest): Promise<Response> {
   }
   let obj: AnyObject;
   try {
-    obj = await r.ctx.bh.client(r.kind).create(written.name, written.spec);
+    obj = await r.ctx.bh.client(r.kind).create(written.name, written.spec, {
+      labels: written.labels,
+      annotations: written.annotations,
+    });
   } catch (error) {
     throw toFailure(error, details);
   }
@@ -212,9 +244,35 @@ async function writeSpec(
       "cannot be changed through this API yet: the kind's controller owns them",
     );
   }
-  return await r.ctx.bh.client(r.kind).updateByName(name, written.spec, {
-    resourceVersion: written.resourceVersion,
+  const client = r.ctx.bh.client(r.kind);
+  const labels = diffMap(current.labels, written.labels);
+  const annotations = diffMap(current.annotations, written.annotations);
+  if (labels === undefined && annotations === undefined) {
+    return await client.updateByName(name, written.spec, {
+      resourceVersion: written.resourceVersion,
+    });
+  }
+  // Two writes, metadata first: it is checked whole before it is written, owes no pass, and
+  // is undone if the spec is then refused, so a refused write leaves both as they were.
+  const relabelled = await client.updateMetadata(current.id, { labels, annotations }, {
+    resourceVersion: written.resourceVersion ?? current.resourceVersion,
   });
+  try {
+    return await client.updateByName(name, written.spec, {
+      resourceVersion: written.resourceVersion === undefined
+        ? undefined
+        : relabelled.resourceVersion,
+    });
+  } catch (error) {
+    const undo = {
+      labels: undoMap(current.labels, labels),
+      annotations: undoMap(current.annotations, annotations),
+    };
+    await client.updateMetadata(current.id, undo, {
+      resourceVersion: relabelled.resourceVersion,
+    }).catch(() => {});
+    throw error;
+  }
 }
 
 /** `PUT …/<plural>/<name>`: replaces the spec; `metadata.resourceVersion`, when given, must be current. */

@@ -138,3 +138,91 @@ test("kubectl get prints a stored kind's columns, explain its schema, and create
     }
   });
 });
+
+test("kubectl apply -f creates and updates through the last-applied annotation, and label, annotate and get -l work", async () => {
+  assert.ok(existsSync(KUBECTL), `${KUBECTL} is missing: this test drives the real kubectl`);
+  await withStore(async (store) => {
+    await (await new Beehive(store, { kinds: [Cluster] }).start())();
+    const bh = new Beehive(store);
+    const dir = await mkdtemp(join(tmpdir(), "beehive-apply-"));
+    const server = await serveKubeApi({ store, port: 0 });
+    try {
+      const config = join(dir, "kubeconfig");
+      await writeFile(config, server.kubeconfig());
+      const kubectl = kubectlIn(dir, config);
+      const file = join(dir, "web.yaml");
+      const manifest = (replicas: number, team: string) =>
+        [
+          "apiVersion: kstack.sh/v1",
+          "kind: Cluster",
+          "metadata:",
+          "  name: web",
+          "  labels:",
+          `    team: ${team}`,
+          "spec:",
+          `  replicas: ${replicas}`,
+          "",
+        ].join("\n");
+
+      await writeFile(file, manifest(2, "a"));
+      const created = await kubectl("apply", "-f", file);
+      assert.equal(created.code, 0, created.stderr);
+      assert.match(created.stdout, /cluster\.kstack\.sh\/web created/);
+      let web = await bh.client(Cluster).getByName("web");
+      assert.deepEqual(web.spec, { replicas: 2 });
+      assert.deepEqual(web.labels, { team: "a" });
+      const lastApplied = web.annotations["kubectl.kubernetes.io/last-applied-configuration"];
+      assert.deepEqual(JSON.parse(lastApplied).spec, { replicas: 2 });
+
+      const unchanged = await kubectl("apply", "-f", file);
+      assert.equal(unchanged.code, 0, unchanged.stderr);
+      assert.match(unchanged.stdout, /cluster\.kstack\.sh\/web unchanged/);
+
+      await writeFile(file, manifest(3, "b"));
+      const updated = await kubectl("apply", "-f", file);
+      assert.equal(updated.code, 0, updated.stderr);
+      assert.match(updated.stdout, /cluster\.kstack\.sh\/web configured/);
+      web = await bh.client(Cluster).getByName("web");
+      assert.deepEqual(web.spec, { replicas: 3 });
+      assert.deepEqual(web.labels, { team: "b" });
+
+      await writeFile(file, manifest(-1, "c"));
+      const invalid = await kubectl("apply", "-f", file);
+      assert.notEqual(invalid.code, 0);
+      assert.match(invalid.stderr, /Invalid|is invalid/);
+      assert.match(invalid.stderr, /spec\.replicas/);
+      web = await bh.client(Cluster).getByName("web");
+      assert.deepEqual(web.spec, { replicas: 3 });
+      assert.deepEqual(web.labels, { team: "b" });
+
+      await bh.client(Cluster).create("db", { replicas: 1 });
+      const labelled = await kubectl("label", "cluster", "db", "tier=data", "team=b");
+      assert.equal(labelled.code, 0, labelled.stderr);
+      assert.match(labelled.stdout, /cluster\.kstack\.sh\/db labeled/);
+      const annotated = await kubectl("annotate", "cluster", "db", "owner=ops@example.com");
+      assert.equal(annotated.code, 0, annotated.stderr);
+      const db = await bh.client(Cluster).getByName("db");
+      assert.deepEqual(db.labels, { tier: "data", team: "b" });
+      assert.equal(db.annotations.owner, "ops@example.com");
+      const removed = await kubectl("label", "cluster", "db", "tier-");
+      assert.equal(removed.code, 0, removed.stderr);
+      assert.deepEqual((await bh.client(Cluster).getByName("db")).labels, { team: "b" });
+
+      const selected = await kubectl("get", "clusters", "-l", "team=b", "--no-headers");
+      assert.equal(selected.code, 0, selected.stderr);
+      assert.deepEqual(selected.stdout.trim().split("\n").map((l) => l.split(/\s+/)[0]), [
+        "web",
+        "db",
+      ]);
+      const none = await kubectl("get", "clusters", "-l", "team=z");
+      assert.equal(none.code, 0, none.stderr);
+      assert.match(none.stderr, /No resources found/);
+      const shown = await kubectl("get", "cluster", "db", "--show-labels", "--no-headers");
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.match(shown.stdout, /team=b$/m);
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

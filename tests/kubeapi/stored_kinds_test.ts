@@ -397,3 +397,25 @@ test("kubeApiHandler under fieldValidation=Strict takes any spec of a kind witho
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
   });
 });
+
+test("kubeApiHandler writes neither labels nor spec when a patch carries both and the stored schema refuses the spec", async () => {
+  await withStore(async (store, bh) => {
+    await defineCluster(store);
+    await bh.client(Cluster).create("prod", { replicas: 1 }, { labels: { team: "a" } });
+    const handle = kubeApiHandler({ store });
+    const patched = await call(
+      handle,
+      `${CLUSTERS}/prod`,
+      json(
+        "PATCH",
+        { metadata: { labels: { team: "b" } }, spec: { replicas: -1 } },
+        "application/merge-patch+json",
+      ),
+    );
+    assert.equal(patched.status, 422);
+    assert.equal((patched.body.details as Causes).causes[0].field, "spec.replicas");
+    const after = await bh.client(Cluster).getByName("prod");
+    assert.deepEqual(after.labels, { team: "a" });
+    assert.deepEqual(after.spec, { replicas: 1 });
+  });
+});
