@@ -1,5 +1,5 @@
 /**
- * The real kubectl against a reconciling controller: `wait
+ * The real kubectl against a reconciling controller: `apply -f` creates, `wait
  * --for=condition=Ready` returns once the controller makes the object
  * Ready, and `delete` waits while the controller's finalizer holds, ending
  * when it is removed; and `delete` returns when the object is collected
@@ -56,8 +56,9 @@ test("kubectl wait --for=condition=Ready returns once a controller reconciles, a
       file,
       JSON.stringify({ apiVersion: "kstack.sh/v1", kind: "Cluster", metadata: { name: "prod" } }),
     );
-    const created = await kubectl("create", "-f", file, "--validate=false");
+    const created = await kubectl("apply", "-f", file);
     assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, /cluster\.kstack\.sh\/prod created/);
     const waited = await kubectl("wait", "--for=condition=Ready", "cluster/prod", "--timeout=30s");
     assert.equal(waited.code, 0, waited.stderr);
     assert.match(waited.stdout, /cluster\.kstack\.sh\/prod condition met/);

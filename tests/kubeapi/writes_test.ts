@@ -216,12 +216,12 @@ test("kubectl create -f, replace -f and patch --type=merge|json write through se
         spec: { replicas: 1 },
       };
       await writeFile(file, JSON.stringify(manifest));
-      const created = await kubectl("create", "-f", file, "--validate=false");
+      const created = await kubectl("create", "-f", file);
       assert.equal(created.code, 0, created.stderr);
       assert.match(created.stdout, /cluster\.kstack\.sh\/prod created/);
 
       await writeFile(file, JSON.stringify({ ...manifest, spec: { replicas: 2 } }));
-      const replaced = await kubectl("replace", "-f", file, "--validate=false");
+      const replaced = await kubectl("replace", "-f", file);
       assert.equal(replaced.code, 0, replaced.stderr);
       assert.deepEqual((await bh.client(Cluster).getByName("prod")).spec, { replicas: 2 });
 
