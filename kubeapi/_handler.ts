@@ -53,10 +53,13 @@ export type KubeApiHandler = (request: Request) => Promise<Response>;
 
 /**
  * Creates the API server's fetch handler over `store`. Routes under
- * `basePath`: `/version`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`, and
- * per kind `/apis/<group>/v1/<plural>` (`GET`: list, or watch with
- * `?watch=true`), `…/<plural>/<name>` (`GET`, `DELETE`) and
- * `…/<name>/status` (`GET`). Failures answer Kubernetes `Status` objects
+ * `basePath`: `/version`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`,
+ * `/openapi/v3` and `/openapi/v3/apis/<group>/v1`, core/v1 events, and per
+ * kind `/apis/<group>/v1/<plural>` (`GET`: list, or watch with
+ * `?watch=true`; `POST`), `…/<plural>/<name>` (`GET`, `PUT`, `PATCH` as a
+ * merge or JSON patch, `DELETE`) and `…/<name>/status` (`GET`). Writes keep
+ * labels and annotations and honour `fieldValidation` (`Strict` refuses a
+ * field the kind's stored schema does not declare). Failures answer Kubernetes `Status` objects
  * (400, 404, 405, 406, 409, 413, 415, 422, 503); a watch whose version the
  * log no longer holds ends with an `ERROR` event carrying a 410 `Expired`
  * Status. A watch ends when its request's signal aborts or its reader cancels.

@@ -68,7 +68,7 @@ interface Compiled {
 /**
  * A cell as Kubernetes prints a custom resource's column: numbers and
  * booleans as they are, a `date` column as an age, objects and arrays as
- * JSON, a missing value as `null` (kubectl prints `<none>`).
+ * JSON, a missing value as `null` (kubectl prints a blank).
  */
 function cell(value: unknown, type: KindColumn["type"], now: number): unknown {
   if (value === undefined || value === null) return null;

@@ -1,12 +1,15 @@
 /**
  * A Kubernetes API server over a beehive store, for the real `kubectl`:
- * discovery, `get` (objects, lists and server-side Tables, chunked), `get -w`
- * (chunked watch streams), `create`, `replace`, merge and JSON `patch`,
- * `delete`, and beehive events as core/v1 `Event`s, with Kubernetes' `Status`
- * errors. Every kind the store holds is served as `<group>/v1`, resource =
- * its plural and with its short names (a stored kind definition's, else the
- * lowercased kind + `s`), cluster-scoped. The server needs no Beehive of
- * its own: controllers in other processes see its writes like any client's.
+ * discovery, `get` (objects, lists and server-side Tables with the kind's
+ * printer columns, chunked, label-selected), `get -w` (chunked watch
+ * streams), `apply`, `create`, `replace`, merge and JSON `patch`, `label`,
+ * `annotate`, `delete`, `explain` (OpenAPI v3 built from the stored JSON
+ * Schemas, with `fieldValidation` judged on writes), and beehive events as
+ * core/v1 `Event`s, with Kubernetes' `Status` errors. Every kind the store
+ * holds is served as `<group>/v1`, resource = its plural and with its short
+ * names (a stored kind definition's, else the lowercased kind + `s`),
+ * cluster-scoped. The server needs no Beehive of its own: controllers in
+ * other processes see its writes like any client's.
  *
  * {@linkcode serveKubeApi} listens (HTTP or HTTPS with a generated or given
  * certificate, bearer tokens with grants) and writes the kubeconfig;

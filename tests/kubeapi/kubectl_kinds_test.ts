@@ -114,6 +114,19 @@ test("kubectl get prints a stored kind's columns, explain its schema, and create
       assert.match(unknown.stderr, /spec\.zonee/);
       assert.match(unknown.stderr, /unknown field/);
 
+      // --validate=warn keeps the field and kubectl prints the server's warning.
+      await writeFile(
+        file,
+        JSON.stringify({ ...manifest({ replicas: 1, size: 1 }), metadata: { name: "warned" } }),
+      );
+      const warned = await kubectl("create", "-f", file, "--validate=warn");
+      assert.equal(warned.code, 0, warned.stderr);
+      assert.match(warned.stderr, /Warning: unknown field "spec\.size"/);
+      assert.deepEqual((await bh.client(Cluster).getByName("warned")).spec, {
+        replicas: 1,
+        size: 1,
+      });
+
       await writeFile(file, JSON.stringify(manifest({ replicas: -1 })));
       const invalid = await kubectl("create", "-f", file);
       assert.notEqual(invalid.code, 0);
@@ -220,6 +233,12 @@ test("kubectl apply -f creates and updates through the last-applied annotation, 
       const shown = await kubectl("get", "cluster", "db", "--show-labels", "--no-headers");
       assert.equal(shown.code, 0, shown.stderr);
       assert.match(shown.stdout, /team=b$/m);
+      const column = await kubectl("get", "cluster", "db", "-L", "tier,team");
+      assert.equal(column.code, 0, column.stderr);
+      assert.match(column.stdout, /^NAME\s+REPLICAS\s+ZONE\s+READY\s+AGE\s+TIER\s+TEAM$/m);
+      // A missing value prints blank, as Kubernetes prints a custom resource's missing column.
+      const row = column.stdout.trim().split("\n")[1].split(/\s+/);
+      assert.deepEqual([row[0], row[1], row[2], row[4]], ["db", "1", "-", "b"]);
     } finally {
       await server.close();
       await rm(dir, { recursive: true, force: true });

@@ -111,7 +111,7 @@ test("kubeApiHandler prints a stored kind's columns between NAME and READY, as K
       "True",
     ]);
     assert.match(String(prodRow[6]), /^\d+s$/);
-    // A path outside the subset, and a value that is missing, print as <none>.
+    // A path outside the subset, and a value that is missing, are null: kubectl prints them blank.
     assert.equal(prodRow[7], null);
     assert.deepEqual(devRow.slice(0, 6), ["dev", 1, null, null, null, null]);
 
