@@ -53,6 +53,12 @@ function branches(schema: OpenApiSchema): OpenApiSchema[] {
   return out;
 }
 
+/** The schema `schema` declares for member `key`, if any (own members only: not `__proto__`'s). */
+function declaredAt(schema: OpenApiSchema, key: string): unknown {
+  const properties = schema.properties;
+  return isObject(properties) && Object.hasOwn(properties, key) ? properties[key] : undefined;
+}
+
 function walk(value: unknown, schema: OpenApiSchema, path: string, out: string[]): void {
   if (out.length >= MAX_REPORTED) return;
   const all = branches(schema);
@@ -67,7 +73,7 @@ function walk(value: unknown, schema: OpenApiSchema, path: string, out: string[]
   const declared = all.some((s) => isObject(s.properties));
   for (const [key, member] of Object.entries(value)) {
     const at = path === "" ? key : `${path}.${key}`;
-    const own = all.map((s) => (s.properties as JsonObject | undefined)?.[key]).find(isObject);
+    const own = all.map((s) => declaredAt(s, key)).find(isObject);
     if (own !== undefined) walk(member, own, at, out);
     else if (additional !== undefined) walk(member, additional, at, out);
     else if (declared && !free) out.push(at);

@@ -83,11 +83,13 @@ class Converter {
       out.example = schema.examples[0];
     }
     if (isObject(schema.properties)) {
-      const properties: JsonObject = {};
-      for (const [name, sub] of Object.entries(schema.properties)) {
-        properties[name] = this.convert(sub, refs, depth + 1);
-      }
-      out.properties = properties;
+      // fromEntries defines own members, a property named "__proto__" included.
+      out.properties = Object.fromEntries(
+        Object.entries(schema.properties).map(([name, sub]) => [
+          name,
+          this.convert(sub, refs, depth + 1),
+        ]),
+      );
     }
     if (Array.isArray(schema.required)) {
       const required = schema.required.filter((r) => typeof r === "string");

@@ -419,3 +419,41 @@ test("kubeApiHandler writes neither labels nor spec when a patch carries both an
     assert.deepEqual(after.spec, { replicas: 1 });
   });
 });
+
+test("kubeApiHandler judges a member named __proto__ like any other, in schemas and in bodies", async () => {
+  await withStore(async (store, bh) => {
+    await store.kinds.put({
+      ...Cluster,
+      plural: "clusters",
+      singular: "cluster",
+      shortNames: [],
+      namespaced: false,
+      columns: "[]",
+      specSchema:
+        '{"type":"object","properties":{"__proto__":{"type":"string"},"a":{"type":"integer"}}}',
+      statusSchema: undefined,
+    });
+    await bh.client(Cluster).create("seed", {});
+    const handle = kubeApiHandler({ store });
+    const doc = await call(handle, "/openapi/v3/apis/kstack.sh/v1");
+    // deno-lint-ignore no-explicit-any
+    const spec = (doc.body.components as any).schemas["sh.kstack.v1.Cluster"].properties.spec;
+    assert.deepEqual(Object.keys(spec.properties), ["__proto__", "a"]);
+    const declared = await call(handle, `${CLUSTERS}?fieldValidation=Strict`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"metadata":{"name":"a"},"spec":{"__proto__":"x"}}',
+    });
+    assert.equal(declared.status, 201, JSON.stringify(declared.body));
+    await defineCluster(store);
+    const undeclared = await call(handle, `${CLUSTERS}?fieldValidation=Strict`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"metadata":{"name":"b"},"spec":{"replicas":1,"__proto__":{}}}',
+    });
+    assert.equal(undeclared.status, 422);
+    assert.deepEqual((undeclared.body.details as Causes).causes.map((c) => c.field), [
+      "spec.__proto__",
+    ]);
+  });
+});
