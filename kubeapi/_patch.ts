@@ -14,13 +14,27 @@ type JsonObject = Record<string, Json>;
 const isObject = (v: Json): v is JsonObject =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
+/** Sets `key` of `object` as an own member: assigning `"__proto__"` would set the prototype instead. */
+function setMember(object: JsonObject, key: string, value: Json): void {
+  Object.defineProperty(object, key, {
+    value,
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  });
+}
+
 /** RFC 7396: `null` removes a member, an object merges, anything else replaces. */
 export function mergePatch(target: Json, patch: Json): Json {
   if (!isObject(patch)) return patch;
   const out: JsonObject = isObject(target) ? { ...target } : {};
   for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete out[key];
-    else out[key] = mergePatch(out[key], value);
+    if (value === null) {
+      delete out[key];
+      continue;
+    }
+    const merged = mergePatch(Object.hasOwn(out, key) ? out[key] : undefined, value);
+    setMember(out, key, merged);
   }
   return out;
 }
@@ -95,7 +109,7 @@ function add(doc: Json, pointer: string, value: Json): Json {
   if (path.length === 0) return value;
   const [parent, last] = parentOf(doc, path, pointer);
   if (Array.isArray(parent)) parent.splice(index(parent, last, pointer, true), 0, value);
-  else parent[last] = value;
+  else setMember(parent, last, value);
   return doc;
 }
 

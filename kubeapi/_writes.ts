@@ -139,10 +139,13 @@ function checkResource(r: KindRequest, body: unknown, details: StatusDetails): W
  * `undefined` when they hold the same entries.
  */
 function diffMap(from: StringMap, to: StringMap): Record<string, string | null> | undefined {
-  const patch: Record<string, string | null> = {};
-  for (const key of Object.keys(from)) if (!Object.hasOwn(to, key)) patch[key] = null;
-  for (const [key, value] of Object.entries(to)) if (from[key] !== value) patch[key] = value;
-  return Object.keys(patch).length === 0 ? undefined : patch;
+  const at = (map: StringMap, key: string) => Object.hasOwn(map, key) ? map[key] : undefined;
+  const entries: [string, string | null][] = [
+    ...Object.keys(from).filter((key) => !Object.hasOwn(to, key)).map((key) => [key, null]),
+    ...Object.entries(to).filter(([key, value]) => at(from, key) !== value),
+  ] as [string, string | null][];
+  // fromEntries defines own members: a key "__proto__" reaches the library's check.
+  return entries.length === 0 ? undefined : Object.fromEntries(entries);
 }
 
 /** The patch that undoes `patch` on an object whose map was `from`. */
@@ -151,7 +154,9 @@ function undoMap(
   patch: Record<string, string | null> | undefined,
 ): Record<string, string | null> | undefined {
   if (patch === undefined) return undefined;
-  return Object.fromEntries(Object.keys(patch).map((key) => [key, from[key] ?? null]));
+  return Object.fromEntries(
+    Object.keys(patch).map((key) => [key, Object.hasOwn(from, key) ? from[key] : null]),
+  );
 }
 
 function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {

@@ -101,6 +101,7 @@ test("kubeApiHandler refuses a malformed label or annotation with 422 naming the
         { labels: { team: 3 } },
         { labels: ["a"] },
         { annotations: { "/x": "y" } },
+        JSON.parse('{"labels":{"__proto__":"x"}}'),
       ]
     ) {
       const field = Object.keys(metadata)[0];
@@ -119,6 +120,20 @@ test("kubeApiHandler refuses a malformed label or annotation with 422 naming the
       );
       assert.equal(patch.status, 422, JSON.stringify(metadata));
       assert.equal((patch.body.details as Causes).causes[0].field, `metadata.${field}`);
+      const key = Object.keys(Object.values(metadata)[0] as object)[0] ?? "0";
+      const jsonPatched = await call(
+        handle,
+        `${CLUSTERS}/prod`,
+        json("PATCH", [
+          {
+            op: "add",
+            path: `/metadata/${field}/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`,
+            value: "v a",
+          },
+          { op: "replace", path: "/spec/replicas", value: 5 },
+        ], "application/json-patch+json"),
+      );
+      assert.equal(jsonPatched.status, 422, JSON.stringify(metadata));
     }
     await assert.rejects(bh.client(Cluster).getByName("dev"));
     const after = await bh.client(Cluster).getByName("prod");
