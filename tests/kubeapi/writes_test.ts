@@ -2,7 +2,8 @@
  * Writes through the Kubernetes API: create, replace with a resourceVersion
  * precondition, merge and JSON patches, labels and annotations,
  * the spec schema's refusal as Invalid with causes — in-process, then with
- * the real kubectl (create -f, replace -f, patch --type=merge|json).
+ * the real kubectl (create -f, replace -f, patch --type=merge|json, explain of a kind
+ * with no stored definition).
  *
  * @module
  */
@@ -262,6 +263,11 @@ test("kubectl create -f, replace -f and patch --type=merge|json write through se
         replicas: 3,
         zone: "b",
       });
+
+      // A kind with no stored definition is explained with a free-form spec.
+      const explained = await kubectl("explain", "clusters.spec");
+      assert.equal(explained.code, 0, explained.stderr);
+      assert.match(explained.stdout, /^FIELD: spec <Object>$/m);
 
       const strategic = await kubectl("patch", "cluster", "prod", "-p", '{"spec":{}}');
       assert.notEqual(strategic.code, 0);
