@@ -1,11 +1,12 @@
 /**
  * Writes: `POST …/<plural>` creates, `PUT …/<plural>/<name>` replaces the
- * spec (a stale `metadata.resourceVersion` is 409 `Conflict`), `PATCH`
- * applies a JSON merge patch or a JSON patch to the resource and writes its
- * spec. Labels, annotations, owner references and finalizers cannot be
- * written through the API yet: a body that sets them is 422 `Invalid`
- * naming the field; `status` in a body is ignored, as on a resource with a
- * status subresource.
+ * spec, labels and annotations (a stale `metadata.resourceVersion` is 409
+ * `Conflict`), `PATCH` applies a JSON merge patch or a JSON patch to the
+ * resource and writes the result's spec, labels and annotations. Fields the
+ * kind's schema does not declare are judged by `?fieldValidation`. Finalizers
+ * and generated names cannot be written through the API: a body that sets
+ * them is 422 `Invalid` naming the field; `status` in a body is ignored, as
+ * on a resource with a status subresource.
  *
  * @module
  */
@@ -229,7 +230,11 @@ export async function createResource(r: KindRequest): Promise<Response> {
   return await answer(r, obj, 201, warnings);
 }
 
-async function writeSpec(
+/**
+ * Writes `written` over `current` (named `name`): its labels and annotations
+ * when they differ, then its spec (a byte-identical spec writes nothing).
+ */
+async function writeObject(
   r: KindRequest,
   name: string,
   written: Written,
@@ -280,7 +285,10 @@ async function writeSpec(
   }
 }
 
-/** `PUT …/<plural>/<name>`: replaces the spec; `metadata.resourceVersion`, when given, must be current. */
+/**
+ * `PUT …/<plural>/<name>`: replaces the spec, labels and annotations;
+ * `metadata.resourceVersion`, when given, must be current.
+ */
 export async function replaceResource(r: KindRequest, name: string): Promise<Response> {
   refuseDryRun(r.url);
   const details = detailsOf(r.kind, name);
@@ -290,7 +298,7 @@ export async function replaceResource(r: KindRequest, name: string): Promise<Res
   const current = await findByName(r, name);
   if (current === undefined) throw notFound(r.kind, name);
   try {
-    return await answer(r, await writeSpec(r, name, written, current, details), 200, warnings);
+    return await answer(r, await writeObject(r, name, written, current, details), 200, warnings);
   } catch (error) {
     throw toFailure(error, { ...details, uid: String(current.id) });
   }
@@ -301,7 +309,7 @@ export const PATCH_TYPES = new Set(["application/merge-patch+json", "application
 
 /**
  * `PATCH …/<plural>/<name>`: applies the patch to the resource as served and
- * writes the result's spec, retrying from a fresh read when another write
+ * writes the result's spec, labels and annotations, retrying from a fresh read when another write
  * moved the object in between (unless the patch names a `resourceVersion`).
  */
 export async function patchResource(r: KindRequest, name: string, type: string): Promise<Response> {
@@ -328,7 +336,7 @@ export async function patchResource(r: KindRequest, name: string, type: string):
     const pinned = written.resourceVersion !== undefined &&
       written.resourceVersion !== current.resourceVersion;
     try {
-      const obj = await writeSpec(
+      const obj = await writeObject(
         r,
         name,
         {
