@@ -15,7 +15,7 @@ import type { ServedKind } from "./_kinds.ts";
 import { OBJECT_META_SCHEMA, resourceSchema } from "./_openapi.ts";
 import { FREE_FORM, type OpenApiSchema } from "./_openapi_schema.ts";
 import { param } from "./_request.ts";
-import { KubeApiFailure, type StatusDetails } from "./_status.ts";
+import { invalidFailure, KubeApiFailure, type StatusDetails } from "./_status.ts";
 
 /** What `fieldValidation` asks for. */
 export type FieldValidation = "Ignore" | "Warn" | "Strict";
@@ -111,17 +111,10 @@ export function judgeUnknown(
   if (fields.length === 0 || mode === "Ignore") return [];
   const messages = fields.map((f) => `unknown field ${JSON.stringify(f)}`);
   if (mode === "Warn") return messages;
-  const what = `${details.kind}.${details.group}${
-    details.name === undefined ? "" : ` "${details.name}"`
-  }`;
-  throw new KubeApiFailure("Invalid", `${what} is invalid: ${messages.join(", ")}`, {
-    ...details,
-    causes: fields.map((field) => ({
-      field,
-      message: `unknown field ${JSON.stringify(field)}`,
-      reason: "FieldValueInvalid",
-    })),
-  });
+  throw invalidFailure(
+    details,
+    fields.map((field) => ({ field, message: `unknown field ${JSON.stringify(field)}` })),
+  );
 }
 
 /** `messages` as a `Warning` header (RFC 7234 code 299, as Kubernetes sends them); none when empty. */

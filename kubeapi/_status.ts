@@ -108,9 +108,15 @@ export function failureResponse(failure: KubeApiFailure): Response {
 /**
  * Translates what a handler threw into a failure: the library's conditions to
  * their Kubernetes reasons, anything unexpected to a bare `InternalError`
- * whose message reveals nothing of the server.
+ * whose message reveals nothing of the server. `details` name the resource;
+ * an `Invalid` failure names the object's `kind` instead, when given, as
+ * Kubernetes does.
  */
-export function toFailure(error: unknown, details?: StatusDetails): KubeApiFailure {
+export function toFailure(
+  error: unknown,
+  details?: StatusDetails,
+  kind?: string,
+): KubeApiFailure {
   if (error instanceof KubeApiFailure) return error;
   if (error instanceof NotFoundError) {
     return new KubeApiFailure("NotFound", notFoundMessage(details), details);
@@ -133,42 +139,31 @@ export function toFailure(error: unknown, details?: StatusDetails): KubeApiFailu
       details,
     );
   }
+  // Kubernetes names the kind, not the resource, in Invalid: `Cluster.kstack.sh "prod" is invalid`.
+  const invalidOf = kind === undefined ? details : { ...details, kind };
   if (error instanceof InvalidSpecError) {
-    const causes = error.issues.slice(0, 32).map((issue) => ({
-      field: [
-        "spec",
-        ...(issue.path ?? []).map((p) => String(typeof p === "object" && p !== null ? p.key : p)),
-      ].join("."),
-      message: issue.message,
-      reason: "FieldValueInvalid",
-    }));
-    return new KubeApiFailure(
-      "Invalid",
-      `${describe(details)} is invalid: ${
-        causes.map((c) => `${c.field}: ${c.message}`).join(", ")
-      }`,
-      { ...details, causes },
+    return invalidFailure(
+      invalidOf,
+      error.issues.slice(0, 32).map((issue) => ({
+        field: [
+          "spec",
+          ...(issue.path ?? []).map((p) => String(typeof p === "object" && p !== null ? p.key : p)),
+        ].join("."),
+        message: issue.message,
+      })),
     );
   }
   if (error instanceof InvalidMetadataError) {
-    const field = `metadata.${error.field}`;
-    return new KubeApiFailure(
-      "Invalid",
-      `${describe(details)} is invalid: ${field}: ${error.message}`,
-      {
-        ...details,
-        causes: [{ field, message: error.message, reason: "FieldValueInvalid" }],
-      },
-    );
+    return invalidFailure(invalidOf, [{
+      field: `metadata.${error.field}`,
+      message: error.message,
+    }]);
   }
   if (error instanceof TooLargeError) {
     return new KubeApiFailure("RequestEntityTooLarge", `the object is too large: ${error.message}`);
   }
   if (error instanceof InvalidNameError) {
-    return new KubeApiFailure("Invalid", `${describe(details)} is invalid: metadata.name`, {
-      ...details,
-      causes: [{ field: "metadata.name", message: error.message, reason: "FieldValueInvalid" }],
-    });
+    return invalidFailure(invalidOf, [{ field: "metadata.name", message: error.message }]);
   }
   if (error instanceof WatchTooOldError) {
     return new KubeApiFailure("Expired", `too old resource version: ${error.message}`);
@@ -181,6 +176,22 @@ export function toFailure(error: unknown, details?: StatusDetails): KubeApiFailu
     return new KubeApiFailure("ServiceUnavailable", "the store is closed");
   }
   return new KubeApiFailure("InternalError", "an internal error occurred");
+}
+
+/**
+ * The 422 `Invalid` failure for `causes`, worded as Kubernetes words it:
+ * `<what> is invalid: <field>: <message>, …`.
+ */
+export function invalidFailure(
+  details: StatusDetails | undefined,
+  causes: readonly { field: string; message: string }[],
+): KubeApiFailure {
+  const listed = causes.map((c) => ({ ...c, reason: "FieldValueInvalid" }));
+  return new KubeApiFailure(
+    "Invalid",
+    `${describe(details)} is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join(", ")}`,
+    { ...details, causes: listed },
+  );
 }
 
 function describe(details: StatusDetails | undefined): string {

@@ -17,12 +17,18 @@ import {
   unknownFields,
   warningHeader,
 } from "./_field_validation.ts";
-import { readDefinition } from "./_kinds.ts";
+import { readDefinition, type ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { detailsOf, findByName, notFound } from "./_reads.ts";
 import { readBody, refuseDryRun } from "./_request.ts";
-import { jsonResponse, KubeApiFailure, type StatusDetails, toFailure } from "./_status.ts";
+import {
+  invalidFailure,
+  jsonResponse,
+  KubeApiFailure,
+  type StatusDetails,
+  toFailure,
+} from "./_status.ts";
 
 type JsonObject = Record<string, unknown>;
 
@@ -32,14 +38,14 @@ const isObject = (v: unknown): v is JsonObject =>
 /** How many times a patch re-reads and re-applies after a concurrent write moved the object. */
 const PATCH_ATTEMPTS = 5;
 
-function invalid(details: StatusDetails, field: string, message: string): KubeApiFailure {
-  const what = `${details.kind}.${details.group}${
-    details.name === undefined ? "" : ` "${details.name}"`
-  }`;
-  return new KubeApiFailure("Invalid", `${what} is invalid: ${field}: ${message}`, {
-    ...details,
-    causes: [{ field, message, reason: "FieldValueInvalid" }],
-  });
+/** Invalid `field` of an object of `kind` (`details` name its resource). */
+function invalid(
+  kind: ServedKind,
+  details: StatusDetails,
+  field: string,
+  message: string,
+): KubeApiFailure {
+  return invalidFailure({ ...details, kind: kind.kind }, [{ field, message }]);
 }
 
 async function jsonBody(request: Request, what: string): Promise<unknown> {
@@ -74,10 +80,15 @@ interface Written {
  * `metadata.labels` or `metadata.annotations` of a body: a map of strings,
  * `{}` when absent. Keys and values are judged by the library when written.
  */
-function stringMap(value: unknown, field: string, details: StatusDetails): StringMap {
+function stringMap(
+  r: KindRequest,
+  value: unknown,
+  field: string,
+  details: StatusDetails,
+): StringMap {
   if (value === undefined || value === null) return {};
   if (!isObject(value) || !Object.values(value).every((v) => typeof v === "string")) {
-    throw invalid(details, `metadata.${field}`, "must be a map of strings");
+    throw invalid(r.kind, details, `metadata.${field}`, "must be a map of strings");
   }
   return value as StringMap;
 }
@@ -102,36 +113,41 @@ function checkResource(r: KindRequest, body: unknown, details: StatusDetails): W
     );
   }
   const metadata = body.metadata ?? {};
-  if (!isObject(metadata)) throw invalid(details, "metadata", "must be an object");
+  if (!isObject(metadata)) throw invalid(r.kind, details, "metadata", "must be an object");
   const owners = metadata.ownerReferences;
   if (owners !== undefined && owners !== null && !Array.isArray(owners)) {
-    throw invalid(details, "metadata.ownerReferences", "must be an array");
+    throw invalid(r.kind, details, "metadata.ownerReferences", "must be an array");
   }
   if (metadata.generateName !== undefined && metadata.name === undefined) {
-    throw invalid(details, "metadata.generateName", "is not supported yet: give metadata.name");
+    throw invalid(
+      r.kind,
+      details,
+      "metadata.generateName",
+      "is not supported yet: give metadata.name",
+    );
   }
   const name = metadata.name;
   if (name !== undefined && typeof name !== "string") {
-    throw invalid(details, "metadata.name", "must be a string");
+    throw invalid(r.kind, details, "metadata.name", "must be a string");
   }
   const rv = metadata.resourceVersion;
   if (rv !== undefined && rv !== "" && (typeof rv !== "string" || !/^[1-9]\d{0,15}$/.test(rv))) {
-    throw invalid(details, "metadata.resourceVersion", "must be a resourceVersion string");
+    throw invalid(r.kind, details, "metadata.resourceVersion", "must be a resourceVersion string");
   }
   const finalizers = metadata.finalizers;
   if (
     finalizers !== undefined && finalizers !== null &&
     !(Array.isArray(finalizers) && finalizers.every((f) => typeof f === "string"))
   ) {
-    throw invalid(details, "metadata.finalizers", "must be an array of strings");
+    throw invalid(r.kind, details, "metadata.finalizers", "must be an array of strings");
   }
   return {
     name,
     spec: body.spec === undefined ? {} : body.spec,
     resourceVersion: rv === undefined || rv === "" ? undefined : Number(rv),
     finalizers: (finalizers ?? undefined) as string[] | undefined,
-    labels: stringMap(metadata.labels, "labels", details),
-    annotations: stringMap(metadata.annotations, "annotations", details),
+    labels: stringMap(r, metadata.labels, "labels", details),
+    annotations: stringMap(r, metadata.annotations, "annotations", details),
   };
 }
 
@@ -195,7 +211,10 @@ async function validateFields(
   const unknown = unknownFields(r.kind, definition, body);
   // A patched resource is judged on what the patch added, not on what was already stored.
   const stored = new Set(before === undefined ? [] : unknownFields(r.kind, definition, before));
-  return judgeUnknown(mode, unknown.filter((f) => !stored.has(f)), details);
+  return judgeUnknown(mode, unknown.filter((f) => !stored.has(f)), {
+    ...details,
+    kind: r.kind.kind,
+  });
 }
 
 /** `POST …/<plural>`: creates the object the body describes. */
@@ -206,13 +225,14 @@ export async function createResource(r: KindRequest): Promise<Response> {
     ? body.metadata.name
     : undefined;
   const warnings = await validateFields(r, body, detailsOf(r.kind, named));
-  const written = checkResource(r, body, detailsOf(r.kind));
+  const written = checkResource(r, body, detailsOf(r.kind, named));
   if (written.name === undefined || written.name === "") {
-    throw invalid(detailsOf(r.kind), "metadata.name", "Required value: name is required");
+    throw invalid(r.kind, detailsOf(r.kind), "metadata.name", "Required value: name is required");
   }
   const details = detailsOf(r.kind, written.name);
   if (written.finalizers !== undefined && written.finalizers.length > 0) {
     throw invalid(
+      r.kind,
       details,
       "metadata.finalizers",
       "cannot be set at creation through this API: the kind's controller adds its own",
@@ -225,7 +245,7 @@ export async function createResource(r: KindRequest): Promise<Response> {
       annotations: written.annotations,
     });
   } catch (error) {
-    throw toFailure(error, details);
+    throw toFailure(error, details, r.kind.kind);
   }
   return await answer(r, obj, 201, warnings);
 }
@@ -249,6 +269,7 @@ async function writeObject(
   }
   if (written.finalizers !== undefined && !sameList(written.finalizers, current.finalizers)) {
     throw invalid(
+      r.kind,
       details,
       "metadata.finalizers",
       "cannot be changed through this API yet: the kind's controller owns them",
@@ -300,7 +321,7 @@ export async function replaceResource(r: KindRequest, name: string): Promise<Res
   try {
     return await answer(r, await writeObject(r, name, written, current, details), 200, warnings);
   } catch (error) {
-    throw toFailure(error, { ...details, uid: String(current.id) });
+    throw toFailure(error, { ...details, uid: String(current.id) }, r.kind.kind);
   }
 }
 
@@ -348,7 +369,7 @@ export async function patchResource(r: KindRequest, name: string, type: string):
       );
       return await answer(r, obj, 200, warnings);
     } catch (error) {
-      const failure = toFailure(error, { ...details, uid: String(current.id) });
+      const failure = toFailure(error, { ...details, uid: String(current.id) }, r.kind.kind);
       if (failure.reason !== "Conflict" || pinned || attempt >= PATCH_ATTEMPTS) throw failure;
     }
   }

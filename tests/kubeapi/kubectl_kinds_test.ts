@@ -130,7 +130,7 @@ test("kubectl get prints a stored kind's columns, explain its schema, and create
       await writeFile(file, JSON.stringify(manifest({ replicas: -1 })));
       const invalid = await kubectl("create", "-f", file);
       assert.notEqual(invalid.code, 0);
-      assert.match(invalid.stderr, /is invalid/);
+      assert.match(invalid.stderr, /The Cluster "dev" is invalid/);
       assert.match(invalid.stderr, /spec\.replicas/);
 
       await writeFile(file, JSON.stringify(manifest({ replicas: 1, zone: "b" })));
@@ -202,7 +202,7 @@ test("kubectl apply -f creates and updates through the last-applied annotation, 
       await writeFile(file, manifest(-1, "c"));
       const invalid = await kubectl("apply", "-f", file);
       assert.notEqual(invalid.code, 0);
-      assert.match(invalid.stderr, /Invalid|is invalid/);
+      assert.match(invalid.stderr, /The Cluster "web" is invalid/);
       assert.match(invalid.stderr, /spec\.replicas/);
       web = await bh.client(Cluster).getByName("web");
       assert.deepEqual(web.spec, { replicas: 3 });

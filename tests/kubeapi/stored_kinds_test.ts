@@ -300,6 +300,9 @@ test("kubeApiHandler refuses fields the stored schema does not declare under fie
       "surplus",
     ]);
     assert.match(String(created.body.message), /unknown field "spec\.replicaz"/);
+    // Kubernetes names the kind, not the resource, in Invalid: kubectl prints `The Cluster "dev" is invalid`.
+    assert.match(String(created.body.message), /^Cluster\.kstack\.sh "dev" is invalid: /);
+    assert.equal((created.body.details as { kind: string }).kind, "Cluster");
     assert.equal((await call(handle, `${CLUSTERS}/dev`)).status, 404);
 
     const put = await call(
@@ -414,6 +417,10 @@ test("kubeApiHandler writes neither labels nor spec when a patch carries both an
     );
     assert.equal(patched.status, 422);
     assert.equal((patched.body.details as Causes).causes[0].field, "spec.replicas");
+    assert.match(
+      String(patched.body.message),
+      /^Cluster\.kstack\.sh "prod" is invalid: spec\.replicas/,
+    );
     const after = await bh.client(Cluster).getByName("prod");
     assert.deepEqual(after.labels, { team: "a" });
     assert.deepEqual(after.spec, { replicas: 1 });

@@ -114,6 +114,7 @@ test("kubeApiHandler refuses a malformed label or annotation with 422 naming the
       assert.equal(post.status, 422, JSON.stringify(metadata));
       assert.equal(post.body.reason, "Invalid");
       assert.equal((post.body.details as Causes).causes[0].field, `metadata.${field}`);
+      assert.match(String(post.body.message), /^Cluster\.kstack\.sh "dev" is invalid: metadata\./);
       const patch = await call(
         handle,
         `${CLUSTERS}/prod`,
