@@ -1,9 +1,10 @@
 /**
  * `beehive`, a kubectl-style command line over a beehive store: list kinds,
  * get, describe and watch objects, read their events, apply specs from JSON,
- * delete and requeue. It opens the store like any second process would and
- * never starts a Beehive, so it is safe against a database a running process
- * is using.
+ * delete and requeue. It never starts a Beehive, so it is safe against a
+ * database a running process is using; a command that only reads opens a
+ * SQLite store read-only (nothing written, no lock waited for), and a database
+ * that is not a beehive store is refused, never changed.
  *
  * ```sh
  * deno run -A jsr:@beehive/beehive/cli ./beehive.db get Cluster.kstack.sh
@@ -105,6 +106,8 @@ interface Command {
   readonly details: string;
   readonly args: readonly [min: number, max: number];
   readonly flags: readonly ("output" | "file" | "limit" | "for" | "timeout")[];
+  /** Whether the command writes: a command that only reads opens a SQLite store read-only. */
+  readonly writes?: boolean;
   run(ctx: Context): Promise<void>;
 }
 
@@ -188,6 +191,7 @@ const COMMANDS: Record<string, Command> = {
       `skipped; a file above ${APPLY_MAX_BYTES / 1_048_576} MiB is refused.`,
     args: [0, 0],
     flags: ["file", "output"],
+    writes: true,
     run: cmdApply,
   },
   delete: {
@@ -196,6 +200,7 @@ const COMMANDS: Record<string, Command> = {
     details: "",
     args: [2, 2],
     flags: [],
+    writes: true,
     run: cmdDelete,
   },
   requeue: {
@@ -206,6 +211,7 @@ const COMMANDS: Record<string, Command> = {
       "no leader runs, the next leader runs it at start).",
     args: [2, 2],
     flags: [],
+    writes: true,
     run: cmdRequeue,
   },
 };
@@ -431,7 +437,7 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
   const cwd = io.cwd ?? process.env.INIT_CWD ?? process.cwd();
   const here = (path: string) => isAbsolute(path) ? path : resolve(cwd, path);
   try {
-    store = await openStore(storeArg, here);
+    store = await openStore(storeArg, here, command.writes === true);
     const opened = store;
     // Never started: no lease taken, so a running process keeps its store. A
     // short watch floor lets `watch` see another process's writes promptly.
@@ -496,7 +502,18 @@ function oneLine(error: unknown): string {
   return text.replace(/\s*\n\s*/g, " ");
 }
 
-async function openStore(where: string, here: (path: string) => string): Promise<Store> {
+/**
+ * Opens the store `where` names. A SQLite store is opened read-only unless the
+ * command `writes`: reading writes nothing, works on read-only media and while
+ * another process holds a long write transaction, and starts no new open epoch
+ * (so liveness conditions read as the running process reads them). A database
+ * that is not a beehive store is refused either way, and left untouched.
+ */
+async function openStore(
+  where: string,
+  here: (path: string) => string,
+  writes: boolean,
+): Promise<Store> {
   if (/^postgres(ql)?:\/\//i.test(where)) {
     // Loaded only for a url: a SQLite user needs no PostgreSQL driver.
     const { openPostgresStore } = await import("@beehive/beehive/postgres");
@@ -509,7 +526,7 @@ async function openStore(where: string, here: (path: string) => string): Promise
   if (where === ":memory:") return await openSqliteStore(where);
   const path = here(where);
   if (!existsSync(path)) throw new CliError(`no database at ${where}`);
-  return await openSqliteStore(path);
+  return await openSqliteStore(path, { readOnly: !writes });
 }
 
 async function getRaw(store: Store, gk: GroupKind, name: string): Promise<RawObject> {

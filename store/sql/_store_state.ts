@@ -30,15 +30,23 @@ export function refuseStaleFence(fence: Fence, row: Row | undefined): void {
 
 /** The lifecycle and error handling one open store's handles share. */
 export abstract class StoreState {
-  /** This open's number (`store_epoch`): the liveness downgrade's epoch and the write log's origin. */
-  readonly epoch: number;
   readonly logger: Logger | undefined;
+  readonly #epoch: number;
   #closing = false;
   #closed = false;
 
   constructor(epoch: number, logger: Logger | undefined) {
-    this.epoch = epoch;
+    this.#epoch = epoch;
     this.logger = logger;
+  }
+
+  /**
+   * This open's number (`store_epoch`): the liveness downgrade's epoch and the
+   * write log's origin. A store that reads what others write without an open
+   * of its own (a read-only open) follows the store's latest one.
+   */
+  get epoch(): number {
+    return this.#epoch;
   }
 
   get closing(): boolean {

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { existsSync } from "node:fs";
 import type { Connection, Driver } from "./_driver.ts";
 import type { LeaseLocks } from "../sql/_leases.ts";
 import { done, type Q } from "../sql/_query.ts";
@@ -47,16 +48,28 @@ class LockFile {
   }
 }
 
+/** The lock file of lease `name` beside the database file `base`. */
+export function lockFilePath(base: string, name: string): string {
+  return `${base}-lease-${encodeURIComponent(name)}`;
+}
+
 /** The lock files of one open store, one per lease name: the held leases' locks. */
 export class LockFiles implements LeaseLocks {
   readonly #driver: Driver;
   readonly #base: string;
   readonly #files = new Map<string, LockFile>();
+  /** A read-only open's refusal to take a lock; it never creates a lock file either. */
+  readonly #readOnly: (() => Error) | undefined;
 
-  /** `base` is the database file's path; lock files sit beside it. */
-  constructor(driver: Driver, base: string) {
+  /**
+   * `base` is the database file's path; lock files sit beside it. A
+   * read-only open passes `readOnly`, the error a lock it is asked to take
+   * rejects with.
+   */
+  constructor(driver: Driver, base: string, readOnly?: () => Error) {
     this.#driver = driver;
     this.#base = base;
+    this.#readOnly = readOnly;
   }
 
   /** The lock file of lease `name`. */
@@ -64,7 +77,7 @@ export class LockFiles implements LeaseLocks {
     let file = this.#files.get(name);
     if (file === undefined) {
       // Never removed: unlinking a lock file another process is waiting on would split the lock.
-      const conn = this.#driver.open(`${this.#base}-lease-${encodeURIComponent(name)}`);
+      const conn = this.#driver.open(lockFilePath(this.#base, name));
       try {
         conn.exec("PRAGMA busy_timeout = 0");
       } catch (error) {
@@ -78,6 +91,7 @@ export class LockFiles implements LeaseLocks {
 
   /** Takes lease `name`'s lock for this store; false when anyone else (or this store) has it. */
   tryLock(name: string): boolean {
+    if (this.#readOnly !== undefined) throw this.#readOnly();
     return this.#file(name).tryLock();
   }
 
@@ -93,6 +107,17 @@ export class LockFiles implements LeaseLocks {
 
   /** Whether some live holder, here or in another process, has lease `name`'s lock: no statement. */
   isLocked(name: string): Q<boolean> {
+    if (this.#readOnly !== undefined && !this.#files.has(name)) {
+      // A read-only open creates no lock file: a missing one is held by nobody. An
+      // existing one is probed (a file lock writes nothing); one it cannot open (read-only
+      // media) leaves the recorded holder standing.
+      if (!existsSync(lockFilePath(this.#base, name))) return done(false);
+      try {
+        this.#file(name);
+      } catch {
+        return done(true);
+      }
+    }
     const file = this.#file(name);
     if (file.held || !file.tryLock()) return done(true);
     file.unlock();

@@ -3,9 +3,10 @@
  *
  * @module
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import {
   BeehiveError,
   InvalidOptionError,
@@ -15,7 +16,7 @@ import {
 import type { Fence, GroupKind } from "../../src/store.ts";
 import { CommitProbe } from "./_commit_probe.ts";
 import { LockFiles } from "./_lock_files.ts";
-import { Core, Db } from "./_core.ts";
+import { Core, Db, EPOCH_SQL, readOnlyError } from "./_core.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
@@ -27,6 +28,7 @@ import {
   rejectWith,
 } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
+import { quote } from "../../src/model/_values.ts";
 import type { TxHandleParts } from "../sql/_tx_handle.ts";
 import { SqlStore } from "../sql/sql_store.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
@@ -75,6 +77,18 @@ export interface SqliteStoreOptions {
    * @default {undefined}
    */
   library?: string;
+  /**
+   * Opens an existing store to read it only: no migration, no new open
+   * epoch, no checkpoint and no lock file — nothing is written, so it works on
+   * a read-only file or filesystem and while another connection holds a long
+   * write transaction. Every write rejects with a {@linkcode StoreError}.
+   * Liveness conditions read as in the store's most recently opened process.
+   * A missing file, a database that is not a beehive store, or one whose
+   * schema is older than this build's (open it writable once) is refused.
+   * Not for `":memory:"`.
+   * @default {false}
+   */
+  readOnly?: boolean;
 }
 
 const FREE_PAGE_FLOOR = 256;
@@ -85,6 +99,8 @@ const probes = new WeakMap<Core, CommitProbe>();
 function reclaim(session: Session, maxPages: number): Promise<number> {
   return rejectWith(() => {
     checkMaxPages(maxPages);
+    const refused = session.core.readOnlyRefusal();
+    if (refused !== undefined) throw refused;
     if (maxPages <= 0) return Promise.resolve(0);
     // An idle reclaim is a read: the write transaction opens only above the floor.
     return session.read((db) => {
@@ -138,7 +154,8 @@ export class SqliteStore extends SqlStore {
   ) {
     if (!probes.has(core)) probes.set(core, new CommitProbe(core));
     const session = new RootSession(core, fence);
-    super(identity, core.epoch, {
+    // A read-only open commits nothing: origin 0 is no open's.
+    super(identity, core.readOnlyAt === undefined ? core.epoch : 0, {
       families: new Families(sqlSession(session), core.locks),
       tx: txParts(core),
       fence: session.fence,
@@ -178,12 +195,15 @@ export class SqliteStore extends SqlStore {
       file = resolve(path);
       identity = file;
     }
+    if (options.readOnly) return SqliteStore.#openReadOnly(path, file, options, driver);
     let writer: Db | undefined;
     let reader: Db | undefined;
     try {
       writer = new Db(driver.open(file));
       const busy = options.busyTimeout ?? 5000;
       writer.exec(`PRAGMA busy_timeout = ${busy}`);
+      // Before anything writes: another application's database is refused, never migrated.
+      storedVersion(writer, path);
       // page_size and auto_vacuum only take effect before the first table is created.
       writer.exec(`PRAGMA page_size = ${PAGE_SIZE}`);
       writer.exec("PRAGMA auto_vacuum = INCREMENTAL");
@@ -212,15 +232,143 @@ export class SqliteStore extends SqlStore {
         // Already failing: the open error is the one to report.
       }
       if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
-      if (error instanceof BeehiveError) throw error;
-      throw new StoreError(
-        `Cannot open SQLite store at ${JSON.stringify(path)}: ${
-          driver.describeFailure(error).message
-        }`,
-        { cause: error },
-      );
+      throw openFailure(path, driver, error);
     }
   }
+
+  /** Opens an existing store without writing anything (see {@linkcode SqliteStoreOptions.readOnly}). */
+  static #openReadOnly(
+    path: string,
+    file: string,
+    options: SqliteStoreOptions,
+    driver: Driver,
+  ): SqliteStore {
+    if (!existsSync(file)) {
+      throw new StoreError(`Cannot open SQLite store at ${JSON.stringify(path)}: no such file`);
+    }
+    const busy = options.busyTimeout ?? 5000;
+    let writer: Db | undefined;
+    let reader: Db | undefined;
+    try {
+      writer = openReading(driver, file, busy);
+      const version = storedVersion(writer, path);
+      const latest = migrations[migrations.length - 1].version;
+      if (version === 0) {
+        throw new StoreError(
+          `Cannot open SQLite store at ${JSON.stringify(path)} read-only: the database is empty`,
+        );
+      }
+      if (version > latest) throw newerSchema(version, latest);
+      if (version < latest) {
+        throw new StoreError(
+          `Cannot open SQLite store at ${
+            JSON.stringify(path)
+          } read-only: its schema version ${version} is older than this build's ${latest}; open it writable once to bring it forward`,
+        );
+      }
+      const epoch = Number(writer.get(EPOCH_SQL)!.value);
+      reader = openReading(driver, file, busy);
+      const locks = new LockFiles(driver, file, () => readOnlyError(path));
+      const core = new Core(driver, writer, reader, epoch, locks, options.logger, path);
+      return new SqliteStore(file, core, undefined);
+    } catch (error) {
+      try {
+        reader?.close();
+        writer?.close();
+      } catch {
+        // Already failing: the open error is the one to report.
+      }
+      throw openFailure(path, driver, error);
+    }
+  }
+}
+
+/** `error`, from opening the store at `path`, as a beehive error. */
+function openFailure(path: string, driver: Driver, error: unknown): BeehiveError {
+  if (error instanceof BeehiveError) return error;
+  return new StoreError(
+    `Cannot open SQLite store at ${JSON.stringify(path)}: ${driver.describeFailure(error).message}`,
+    { cause: error },
+  );
+}
+
+function newerSchema(current: number, latest: number): SchemaVersionDowngradeError {
+  return new SchemaVersionDowngradeError(
+    `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
+  );
+}
+
+const SQLITE_READONLY = 8;
+const SQLITE_CANTOPEN = 14;
+
+/**
+ * A read-only connection to `file`. A WAL database needs its shared-memory index beside it;
+ * where that cannot be created (read-only media, where nothing can write the file either) the
+ * file is opened immutable.
+ */
+function openReading(driver: Driver, file: string, busy: number): Db {
+  const open = (name: string) => {
+    const db = new Db(driver.open(name, { readOnly: true }));
+    try {
+      db.exec(`PRAGMA busy_timeout = ${busy}`);
+      db.exec("PRAGMA query_only = ON");
+      // The first read opens the WAL index: where it cannot, this throws.
+      db.get("SELECT COUNT(*) AS n FROM sqlite_master");
+      return db;
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  };
+  try {
+    return open(file);
+  } catch (error) {
+    const code = (driver.describeFailure(error).code ?? 0) & 0xff;
+    if (code !== SQLITE_READONLY && code !== SQLITE_CANTOPEN) throw error;
+  }
+  return open(`${pathToFileURL(file).href}?immutable=1`);
+}
+
+/** The longest list of foreign table names an open's refusal quotes. */
+const TABLES_QUOTED = 5;
+
+/**
+ * The schema version of the database on `db`, 0 when it is empty; a database
+ * with tables but no beehive schema is refused before anything writes to it.
+ * @throws {StoreError}
+ */
+function storedVersion(db: Db, path: string): number {
+  // One snapshot: another process may be migrating the file at this instant.
+  db.exec("BEGIN");
+  try {
+    return readStoredVersion(db, path);
+  } finally {
+    db.exec("COMMIT");
+  }
+}
+
+function readStoredVersion(db: Db, path: string): number {
+  const tables = db.all(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+  ).map((r) => String(r.name));
+  if (tables.length === 0) return 0;
+  const columns = tables.includes("schema_migrations")
+    ? db.all("SELECT name FROM pragma_table_info('schema_migrations')").map((r) => String(r.name))
+    : [];
+  const ours = ["version", "name", "applied_at"].every((c) => columns.includes(c));
+  const version = ours
+    ? Number(db.get("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")!.v)
+    : 0;
+  if (!ours || (version > 0 && !tables.includes("store_epoch"))) {
+    const shown = tables.slice(0, TABLES_QUOTED).map((t) => quote(t)).join(", ");
+    const more = tables.length > TABLES_QUOTED ? ` and ${tables.length - TABLES_QUOTED} more` : "";
+    throw new StoreError(
+      `Cannot open SQLite store at ${
+        JSON.stringify(path)
+      }: it is not a beehive store (it holds the tables ${shown}${more} and no beehive schema); beehive changes nothing in it`,
+    );
+  }
+  return version;
 }
 
 /** Closes one open: its commit probe, checkpointer and connections, once the writer is free. */
@@ -275,11 +423,7 @@ function migrate(db: Db): void {
     const current = Number(
       db.get("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")!.v,
     );
-    if (current > latest) {
-      throw new SchemaVersionDowngradeError(
-        `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
-      );
-    }
+    if (current > latest) throw newerSchema(current, latest);
     return current;
   };
   // Read without the write lock first: an up-to-date database takes none.
@@ -337,8 +481,11 @@ function migrate(db: Db): void {
  * @throws {InvalidOptionError} an option is out of range, or `driver: "ffi"`
  * is asked for off Deno.
  * @throws {SchemaVersionDowngradeError} the database was written by a newer build.
- * @throws {StoreError} the file cannot be opened or migrated; for `"ffi"`, the
- * library is missing, older than SQLite 3.38.0, or FFI access is not granted.
+ * @throws {StoreError} the file cannot be opened or migrated, or holds another
+ * application's tables and no beehive schema (it is left untouched); with
+ * `readOnly`, the file is missing or its schema is older than this build's;
+ * for `"ffi"`, the library is missing, older than SQLite 3.38.0, or FFI access
+ * is not granted.
  */
 export function openSqliteStore(
   path: string,
@@ -360,6 +507,19 @@ export function openSqliteStore(
       );
     }
     checkIntegerOption("SQLite", "busyTimeout", busyTimeout, 0, "an integer >= 0 (ms)");
+    const { readOnly } = options;
+    if (readOnly !== undefined && typeof readOnly !== "boolean") {
+      throw new InvalidOptionError(
+        `Cannot open SQLite store with readOnly: current value is ${
+          describe(readOnly)
+        }, expected a boolean`,
+      );
+    }
+    if (readOnly && path === ":memory:") {
+      throw new InvalidOptionError(
+        `Cannot open SQLite store ":memory:" with readOnly: a private temporary store has nothing to read`,
+      );
+    }
     const driver = selectDriver(options);
     if (driver instanceof Promise) return driver.then((d) => SqliteStore.open(path, options, d));
     return Promise.resolve(SqliteStore.open(path, options, driver));
