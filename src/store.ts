@@ -903,6 +903,13 @@ export interface HeldLease {
   readonly lease: RawLease;
   /** Frees the lease at once. Idempotent. */
   release(): Promise<void>;
+  /**
+   * Aborts, with the reason, when the store finds the lock lost while held —
+   * on SQLite, its lock file beside the database was deleted or replaced, so
+   * another process can take the lease — and never on `release`. Absent where
+   * the store cannot lose a held lock that way.
+   */
+  readonly lost?: AbortSignal;
 }
 
 /**

@@ -369,7 +369,34 @@ export class Beehive {
     }
     this.#observeGauges();
     this.#launchFeeds();
+    this.#onLockLost(held, engine.options.leaseName);
     return (options) => this.#stop(release, options);
+  }
+
+  /**
+   * Stops reconciling, loudly, when the store reports the held lease lost
+   * (its SQLite lock file deleted or replaced): another process can take it,
+   * and two holders must never reconcile the same objects.
+   */
+  #onLockLost(held: HeldLease, lease: string): void {
+    const lost = held.lost;
+    if (lost === undefined) return;
+    const onLost = () => {
+      const engine = this.#engine;
+      if (engine.state !== "running" || engine.term === undefined) return;
+      engine.log.error(
+        "beehive: the store lease's lock was lost; this Beehive stops reconciling (stop it and start it again to resume)",
+        { lease, error: lost.reason },
+      );
+      void this.#endTerm();
+    };
+    if (lost.aborted) return onLost();
+    lost.addEventListener("abort", onLost, { once: true });
+    this.#engine.shutdown.signal.addEventListener(
+      "abort",
+      () => lost.removeEventListener("abort", onLost),
+      { once: true },
+    );
   }
 
   /** Records an aborted start's undo; the next start waits for it. */

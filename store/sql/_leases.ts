@@ -32,6 +32,8 @@ export interface LeaseLocks {
   unlock(name: string): Maybe<void>;
   /** Whether some live holder, in any process, has lease `name`'s lock: a step of a body. */
   isLocked(name: string): Q<boolean>;
+  /** The signal of lease `name`'s lock being lost while held, where the dialect can tell. */
+  lost?(name: string): AbortSignal | undefined;
 }
 
 const SELECT =
@@ -198,7 +200,8 @@ export class SqlLeases implements Leases {
       released ??= this.#s.write(() => freeBody(name, holder, lease.epoch)).catch(() => {
         // A closed store already dropped the lock; a failed write leaves a row whose lock is free.
       }).finally(() => locks.unlock(name));
-    return { lease, release };
+    const lost = locks.lost?.(name);
+    return lost === undefined ? { lease, release } : { lease, release, lost };
   }
 }
 

@@ -18,7 +18,9 @@
  *   Job controller under leader election and appends each term it wins to
  *   `leadership`.
  * - `plain`: starts a Beehive without election (the store lease) and says
- *   `started` with its identity, or `refused` with the error.
+ *   `started` with its identity, or `refused` with the error; says
+ *   `reconciled` per pass, and on `status <tag>` says `status` with whether it
+ *   leads.
  * - `candidate`: starts a Beehive with leader election and a Job controller
  *   that stamps `status.by`; says `leading`/`deposed` on leadership changes,
  *   `lost` on the lost-leadership line, and `reconciled` per pass. A Job
@@ -125,7 +127,11 @@ if (config.role === "writer") {
   await crashReplica();
 } else if (config.role === "plain") {
   const bh = new Beehive(store, { logger });
-  bh.register(Job, () => settled());
+  bh.register(Job, (obj) => {
+    say("reconciled", { id: obj.id, object: obj.name });
+    return settled();
+  });
+  handlers.set("status", (tag) => say("status", { tag, leading: bh.isLeader }));
   try {
     const stop = await bh.start();
     const lease = await bh.leadership();

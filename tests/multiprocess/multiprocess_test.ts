@@ -2,15 +2,15 @@
  * Several real processes on one SQLite file: watches that miss nothing
  * another process commits, the store lease, leader failover after SIGKILL,
  * fencing of a leader paused with SIGSTOP (its store writes and its device
- * writes), and requeues from a standby and the CLI reaching the leader. Runs on Deno and Node 22 (the
+ * writes), a holder whose lock file is deleted stopping, and requeues from a standby and the CLI reaching the leader. Runs on Deno and Node 22 (the
  * replicas run on the runtime running the test).
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { Beehive, StoreInUseError } from "../../mod.ts";
 import { openTestStore, testStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";
@@ -113,6 +113,39 @@ test("multiprocess: a second process's start is refused naming the holder, and a
       } finally {
         await store.close();
       }
+    });
+  });
+});
+
+test("multiprocess: the store lease's lock file deleted under a running Beehive — it stops reconciling loudly, and only the second process reconciles", async () => {
+  if (testStore === "postgres") return; // An advisory lock has no file to delete.
+  await withDir(async (db) => {
+    await initialize(db);
+    await withReplicas(async (spawnReplica) => {
+      const a = spawnReplica({ db, role: "plain", name: "a" });
+      await a.waitForEvent("started");
+      // What a cleanup such as `rm beehive.db-*` does to the lock files.
+      const dir = dirname(db);
+      const locks = readdirSync(dir).filter((f) => f.startsWith(`${basename(db)}-lease-`));
+      assert.ok(locks.length > 0, "a held lease has a lock file");
+      for (const f of locks) rmSync(join(dir, f));
+      const b = spawnReplica({ db, role: "plain", name: "b" });
+      await b.waitForEvent("started");
+      const lost = await a.waitFor(
+        isEvent("error", (e) => /lock was lost/.test(String(e.message))),
+        20_000,
+      );
+      assert.match(String(lost.error), /deleted or replaced/);
+      a.send("status after-loss");
+      const status = await a.waitFor(isEvent("status", (e) => e.tag === "after-loss"));
+      assert.equal(status.leading, false);
+      const [id] = await createJobs(db, ["after-loss"]);
+      await b.waitFor(isEvent("reconciled", (e) => e.id === id));
+      assert.equal(a.events.filter(isEvent("reconciled", (e) => e.id === id)).length, 0);
+      a.send("stop");
+      b.send("stop");
+      await a.waitForEvent("stopped");
+      await b.waitForEvent("stopped");
     });
   });
 });
