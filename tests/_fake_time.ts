@@ -1,5 +1,5 @@
 /**
- * Fake time for engine tests: `Date`, `setTimeout` and `setInterval` are
+ * Fake time for engine tests: `Date`, `performance.now`, `setTimeout` and `setInterval` are
  * controlled by the returned clock, starting at the real current time.
  * Always `uninstall()` in a `finally`.
  *
@@ -13,6 +13,7 @@ import { pendingStoreCalls, storeProgress, useRealClearTimeout } from "./_store_
 export type FakeClock = ReturnType<typeof FakeTimers.install>;
 
 const realSetTimeout = globalThis.setTimeout;
+const realNow = performance.now.bind(performance);
 useRealClearTimeout(globalThis.clearTimeout);
 
 /** Whether fake-time steps wait for store calls (a networked store under test). */
@@ -23,9 +24,9 @@ const QUIET_LIMIT = 3000;
 
 /** Runs zero-delay work until no store call is in flight (or none settles for a while). */
 async function quiesce(tickAsync: (ms: number) => Promise<unknown>): Promise<void> {
-  const started = performance.now();
+  const started = realNow();
   let quiet = 0;
-  while (quiet < 3 && performance.now() - started < QUIET_LIMIT) {
+  while (quiet < 3 && realNow() - started < QUIET_LIMIT) {
     await tickAsync(0);
     if (pendingStoreCalls() === 0) {
       quiet++;
@@ -65,11 +66,12 @@ function waitForStore(clock: FakeClock): FakeClock {
   return clock;
 }
 
-/** Installs fake time over `Date`, timeouts and intervals. */
+/** Installs fake time over `Date`, `performance.now`, timeouts and intervals. */
 export function installFakeTime(): FakeClock {
   const clock = FakeTimers.install({
     now: Date.now(),
-    toFake: ["Date", "setTimeout", "clearTimeout", "setInterval", "clearInterval"],
+    // performance.now too: a timed lease lapses by the time an open has seen it unchanged.
+    toFake: ["Date", "performance", "setTimeout", "clearTimeout", "setInterval", "clearInterval"],
   });
   return networked ? waitForStore(clock) : clock;
 }

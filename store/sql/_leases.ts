@@ -156,7 +156,8 @@ export class SqlLeases implements Leases {
       checkTerm(input);
       checkDuration(input.duration);
       const { name, holder, epoch, duration } = input;
-      return this.#s.write((scope) => renewBody(scope, name, holder, epoch, duration));
+      const locks = this.#locks;
+      return this.#s.write((scope) => renewBody(scope, locks, name, holder, epoch, duration));
     });
   }
 
@@ -205,11 +206,50 @@ export class SqlLeases implements Leases {
   }
 }
 
-/** Whether `row` names a live holder now (a held lock's lock is still held). */
-function* live(locks: LeaseLocks, row: LeaseRow | undefined, now: number): Q<boolean> {
+/**
+ * What one open of the store has seen of each timed lease: its term (holder,
+ * epoch and expiry as written) and when this open first saw that term, on its
+ * own monotonic clock. A timed lease lapses for an open that has seen its term
+ * unchanged for a lease duration — as client-go's leader election judges it —
+ * so neither another host's clock nor a jump of this host's wall clock can end
+ * a lease its holder keeps renewing.
+ */
+class Sightings {
+  readonly #seen = new Map<string, { readonly term: string; readonly at: number }>();
+
+  /** Records `row`'s term as seen now unless it is the one last seen; how long (ms) it has been seen unchanged. */
+  unchangedFor(row: LeaseRow): number {
+    const term = `${row.holder}\u0000${row.epoch}\u0000${row.expiresAt}`;
+    const at = performance.now();
+    const seen = this.#seen.get(row.name);
+    if (seen?.term === term) return at - seen.at;
+    this.#seen.set(row.name, { term, at });
+    return 0;
+  }
+
+  /** This open wrote `row`'s term: seen from now. */
+  wrote(row: LeaseRow): void {
+    this.unchangedFor(row);
+  }
+}
+
+/** Each open's sightings, by the locks object its handles share. */
+const sightingsOf = new WeakMap<LeaseLocks, Sightings>();
+
+function sightings(locks: LeaseLocks): Sightings {
+  let s = sightingsOf.get(locks);
+  if (s === undefined) sightingsOf.set(locks, s = new Sightings());
+  return s;
+}
+
+/**
+ * Whether `row` names a live holder now: a held lock's lock is still held; a
+ * timed lease's term has not been seen unchanged for `duration` ms here.
+ */
+function* live(locks: LeaseLocks, row: LeaseRow | undefined, duration: number): Q<boolean> {
   if (row?.holder === undefined) return false;
   if (row.expiresAt === undefined) return yield* locks.isLocked(row.name);
-  return row.expiresAt > now;
+  return sightings(locks).unchangedFor(row) < duration;
 }
 
 function* getBody(locks: LeaseLocks, name: string) {
@@ -240,21 +280,23 @@ function* acquireBody(
       name,
       row.epoch,
     );
-    return { acquired: true, lease: strip({ ...row, expiresAt }) };
+    const renewed = { ...row, expiresAt };
+    sightings(locks).wrote(renewed);
+    return { acquired: true, lease: strip(renewed) };
   }
   // Probed inside the write transaction: a holder taking the lock now records itself
   // only after this commit, and then sees this lease.
-  if (yield* live(locks, row, now)) return { acquired: false, lease: strip(row!) };
+  if (yield* live(locks, row, duration)) return { acquired: false, lease: strip(row!) };
   const epoch = (row?.epoch ?? 0) + 1;
   yield* q.run(UPSERT, name, holder, epoch, now, expiresAt, processId());
-  return {
-    acquired: true,
-    lease: { name, holder, epoch, acquiredAt: now, expiresAt },
-  };
+  const lease = { name, holder, epoch, acquiredAt: now, expiresAt };
+  sightings(locks).wrote({ ...lease, pid: undefined });
+  return { acquired: true, lease };
 }
 
 function* renewBody(
   { now }: WriteScope,
+  locks: LeaseLocks,
   name: string,
   holder: string,
   epoch: number,
@@ -266,7 +308,9 @@ function* renewBody(
   }
   const expiresAt = now + Math.ceil(duration);
   yield* q.run("UPDATE leases SET expires_at = ? WHERE name = ?", expiresAt, name);
-  return strip({ ...row, expiresAt });
+  const renewed = { ...row, expiresAt };
+  sightings(locks).wrote(renewed);
+  return strip(renewed);
 }
 
 function* releaseBody(name: string, holder: string, epoch: number) {

@@ -30,6 +30,7 @@
  *   device table (the fenced-devices example's), and the late write is that
  *   device write (its failure fails the pass). On `requeue <name>` it says
  *   `requeueing`, requeues that Job through its own client, and says `requeued`.
+ *   With `skewMs`, its wall clock runs that far ahead.
  *
  * @module
  */
@@ -84,6 +85,12 @@ const logger: Logger = {
     say("error", { message, error: String(attributes?.error) });
   },
 };
+
+if (config.skewMs !== undefined) {
+  // A host whose clock is off: every wall-clock reading in this process is skewed.
+  const realNow = Date.now;
+  Date.now = () => realNow() + config.skewMs!;
+}
 
 const store = await openTestStore(config.db, { busyTimeout: 30_000 });
 

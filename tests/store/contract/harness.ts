@@ -106,9 +106,10 @@ export async function logCount(store: Store, gk: GroupKind): Promise<number> {
 
 /** Runs `fn` with `Date` faked from the real current instant; always restores it. */
 export async function withFakeDate(
-  fn: (clock: { tick(ms: number): void }) => Promise<void>,
+  fn: (clock: { tick(ms: number): void; setSystemTime(now: number): void }) => Promise<void>,
 ): Promise<void> {
-  const clock = FakeTimers.install({ toFake: ["Date"], now: Date.now() });
+  // performance.now too: a timed lease lapses by the time an open has seen it unchanged.
+  const clock = FakeTimers.install({ toFake: ["Date", "performance"], now: Date.now() });
   try {
     await fn(clock);
   } finally {
