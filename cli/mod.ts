@@ -1,7 +1,7 @@
 /**
  * `beehive`, a kubectl-style command line over a beehive store: list kinds,
  * get, describe and watch objects, read their events, apply specs from JSON,
- * delete and requeue. It never starts a Beehive, so it is safe against a
+ * delete and requeue, check the store's integrity. It never starts a Beehive, so it is safe against a
  * database a running process is using; a command that only reads opens a
  * SQLite store read-only (nothing written, no lock waited for), and a database
  * that is not a beehive store is refused, never changed.
@@ -39,7 +39,7 @@ import {
   type Store,
 } from "@beehive/beehive";
 import type { RawObject } from "@beehive/beehive/store";
-import { openSqliteStore } from "@beehive/beehive/sqlite";
+import { type IntegrityReport, openSqliteStore } from "@beehive/beehive/sqlite";
 import {
   age,
   generationSummary,
@@ -75,6 +75,9 @@ export interface CliIo {
 
 /** A failure reported as one line on standard error with exit code 1. */
 class CliError extends Error {}
+
+/** A check that found damage: its report is printed, exit code 1 with no error line. */
+class Damaged extends Error {}
 
 /** A usage mistake: reported with a pointer to `--help`, exit code 2. */
 class UsageError extends Error {
@@ -202,6 +205,20 @@ const COMMANDS: Record<string, Command> = {
     flags: [],
     writes: true,
     run: cmdDelete,
+  },
+  check: {
+    usage: "check [-o json|yaml]",
+    summary: "Check the store's integrity; exit 1 when anything is damaged",
+    details: "SQLite: PRAGMA integrity_check (pages, b-trees, indexes against their tables) and\n" +
+      "foreign_key_check. Both stores: the schema version, and beehive's invariants\n" +
+      "(object and write-log versions under the store's counter, sane generations, no edge,\n" +
+      "condition, event or watermark pointing at a missing object). Reads only. A value\n" +
+      "changed into another valid value (a flipped bit in a name or spec) cannot be\n" +
+      "detected: SQLite keeps no checksums of row contents. A file too damaged to open\n" +
+      "fails with its error, exit 1.",
+    args: [0, 0],
+    flags: ["output"],
+    run: cmdCheck,
   },
   requeue: {
     usage: "requeue <kind> <name>",
@@ -469,6 +486,7 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
     return 0;
   } catch (error) {
     if (error instanceof UsageError) return usage(io, error);
+    if (error instanceof Damaged) return 1;
     io.stderr(`error: ${terminalSafe(oneLine(error))}\n`);
     return 1;
   } finally {
@@ -844,6 +862,23 @@ interface ApplyResult {
   readonly id: number;
   readonly generation: number;
   readonly result: string;
+}
+
+async function cmdCheck(ctx: Context): Promise<void> {
+  const store = ctx.store as Store & { check?: () => Promise<IntegrityReport> };
+  if (typeof store.check !== "function") throw new CliError("this store has no integrity check");
+  const report = await store.check();
+  if (ctx.parsed.output !== "table") ctx.data(report);
+  else {
+    ctx.out(`schema version ${report.schemaVersion}`);
+    for (const name of report.checks) {
+      const found = report.findings.filter((f) => f.check === name);
+      ctx.out(`${name}: ${found.length === 0 ? "ok" : "FAILED"}`);
+      for (const f of found) ctx.out(`  ${f.detail}`);
+    }
+    ctx.out(report.ok ? "ok: no damage found" : "damaged: see the checks above");
+  }
+  if (!report.ok) throw new Damaged();
 }
 
 async function cmdDelete(ctx: Context): Promise<void> {

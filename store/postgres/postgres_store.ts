@@ -24,6 +24,8 @@ import {
   rejectWith,
 } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
+import { checkBody, type DialectChecks } from "../sql/_integrity.ts";
+import { done } from "../sql/_query.ts";
 import type { TxHandleParts } from "../sql/_tx_handle.ts";
 import { SqlStore } from "../sql/sql_store.ts";
 import { migrations } from "./_schema.ts";
@@ -156,6 +158,16 @@ function txParts(core: Core): TxHandleParts<TxSession> {
 }
 
 /**
+ * PostgreSQL checks its pages itself (with data checksums, when the cluster has them on) and
+ * enforces every foreign key: the shared checks are the ones left.
+ */
+const POSTGRES_CHECKS: DialectChecks = {
+  latestSchema: migrations[migrations.length - 1].version,
+  names: [],
+  run: () => done([]),
+};
+
+/**
  * A {@linkcode Store} over one schema of a PostgreSQL database, through a
  * pool of connections. Write transactions serialize on one counter row, so
  * resource versions follow commit order across every connection and replica;
@@ -175,6 +187,7 @@ export class PostgresStore extends SqlStore {
       runHook: (fn) => void runHooks(core, [fn]),
       latestVersion: () => session.read((db) => core.latestVersion(db)),
       reclaimSpace: (maxPages) => reclaim(session, maxPages),
+      check: () => sqlSession(session).read(() => checkBody(POSTGRES_CHECKS)),
       withFence: (fence, root) => new PostgresStore(identity, core, fence, root),
       close: () => closeOpen(core),
     }, root);

@@ -28,6 +28,14 @@ import {
   rejectWith,
 } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
+import {
+  checkBody,
+  type DialectChecks,
+  type IntegrityFinding,
+  unreadable,
+} from "../sql/_integrity.ts";
+import type { Row } from "../sql/_rows.ts";
+import { q } from "../sql/_query.ts";
 import { quote } from "../../src/model/_values.ts";
 import type { TxHandleParts } from "../sql/_tx_handle.ts";
 import { SqlStore } from "../sql/sql_store.ts";
@@ -92,6 +100,45 @@ export interface SqliteStoreOptions {
 }
 
 const FREE_PAGE_FLOOR = 256;
+
+/** The most rows of one SQLite check a report quotes. */
+const ROWS_QUOTED = 20;
+
+/** SQLite's own checks: the b-tree structure and the foreign keys. */
+const SQLITE_CHECKS: DialectChecks = {
+  latestSchema: migrations[migrations.length - 1].version,
+  names: ["integrity_check", "foreign_key_check"],
+  *run() {
+    const findings: IntegrityFinding[] = [];
+    try {
+      for (const row of yield* q.rows(`PRAGMA integrity_check(${ROWS_QUOTED})`)) {
+        if (row[0] !== "ok") findings.push({ check: "integrity_check", detail: String(row[0]) });
+      }
+    } catch (error) {
+      findings.push(unreadable("integrity_check", error));
+    }
+    let broken: Row[];
+    try {
+      broken = yield* q.all("PRAGMA foreign_key_check");
+    } catch (error) {
+      findings.push(unreadable("foreign_key_check", error));
+      broken = [];
+    }
+    for (const r of broken.slice(0, ROWS_QUOTED)) {
+      findings.push({
+        check: "foreign_key_check",
+        detail: `${r.table} row ${r.rowid} refers to a missing ${r.parent} row`,
+      });
+    }
+    if (broken.length > ROWS_QUOTED) {
+      findings.push({
+        check: "foreign_key_check",
+        detail: `and ${broken.length - ROWS_QUOTED} more rows refer to missing rows`,
+      });
+    }
+    return findings;
+  },
+};
 
 /** Each open store's commit probe, shared by its root, fenced and transaction handles. */
 const probes = new WeakMap<Core, CommitProbe>();
@@ -163,6 +210,7 @@ export class SqliteStore extends SqlStore {
       runHook: (fn) => void runHooks(core, [fn]),
       latestVersion: () => session.read((db) => core.latestVersion(db)),
       reclaimSpace: (maxPages) => reclaim(session, maxPages),
+      check: () => sqlSession(session).read(() => checkBody(SQLITE_CHECKS)),
       withFence: (fence, root) => new SqliteStore(identity, core, undefined, fence, root),
       close: () => closeOpen(core, tempDir),
     }, root);

@@ -243,3 +243,43 @@ test("cli read commands open the store read-only: no new open epoch, no write, n
     }
   });
 });
+
+test("cli check exits 0 on a healthy store and 1, naming each damage, on a damaged one", async () => {
+  await withDb(async (db) => {
+    const store = await openSqliteStore(db);
+    const a = await store.objects.create(K, { name: "a", spec: "{}" });
+    const b = await store.objects.create(K, { name: "b", spec: "{}" });
+    await store.edges.add({ fromId: b.id, toId: a.id, relation: "depends_on" });
+    await store.close();
+    const healthy = await cli([db, "check"]);
+    assert.equal(healthy.code, 0, healthy.err);
+    assert.match(healthy.out, /^integrity_check: ok$/m);
+    assert.match(healthy.out, /^ok: no damage found$/m);
+    const json = await cli([db, "check", "-o", "json"]);
+    assert.equal(JSON.parse(json.out).ok, true);
+
+    const raw = new DatabaseSync(db);
+    raw.exec("PRAGMA foreign_keys = OFF");
+    raw.exec(`DELETE FROM objects WHERE id = ${a.id}`);
+    raw.close();
+    const damaged = await cli([db, "check"]);
+    assert.equal(damaged.code, 1);
+    assert.equal(damaged.err, "");
+    assert.match(damaged.out, /^foreign_key_check: FAILED$/m);
+    assert.match(damaged.out, new RegExp(`^dangling edges: FAILED\\n  .*: ${b.id}$`, "m"));
+    assert.match(damaged.out, /^damaged: see the checks above$/m);
+  });
+});
+
+test("cli check on a file that is not a database fails with one line, exit 1", async () => {
+  const dir = tempDir();
+  try {
+    const db = dir.file("garbage.db");
+    writeFileSync(db, "x".repeat(8192));
+    const r = await cli([db, "check"]);
+    assert.equal(r.code, 1);
+    assert.match(r.err, /^error: .*not a database\n$/);
+  } finally {
+    dir.remove();
+  }
+});
