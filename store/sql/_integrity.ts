@@ -43,14 +43,15 @@ export interface DialectChecks {
 const EXAMPLES = 5;
 
 /** An invariant: a query returning the ids of the rows that break it (at most EXAMPLES + 1). */
-interface Invariant {
+export interface Invariant {
   readonly check: string;
   /** What each id is. */
   readonly what: string;
   readonly sql: string;
 }
 
-const LIMIT = ` ORDER BY 1 LIMIT ${EXAMPLES + 1}`;
+/** The tail of an invariant's query: its first ids, enough to show and to say there are more. */
+export const LIMIT = ` ORDER BY 1 LIMIT ${EXAMPLES + 1}`;
 
 const INVARIANTS: readonly Invariant[] = [
   {
@@ -97,6 +98,23 @@ export function unreadable(check: string, error: unknown): IntegrityFinding {
   return { check, detail: `could not run: ${message.slice(0, 200)}` };
 }
 
+/** Runs one invariant: its finding naming the first ids that break it, or undefined. */
+export function* runInvariant(invariant: Invariant): Q<IntegrityFinding | undefined> {
+  let ids: string[];
+  try {
+    ids = (yield* q.rows(invariant.sql)).map((r) => String(r[0]));
+  } catch (error) {
+    // A page too damaged to read is itself a finding; the other checks still run.
+    return unreadable(invariant.check, error);
+  }
+  if (ids.length === 0) return undefined;
+  const shown = ids.slice(0, EXAMPLES).join(", ");
+  return {
+    check: invariant.check,
+    detail: `${invariant.what}: ${shown}${ids.length > EXAMPLES ? ", …" : ""}`,
+  };
+}
+
 /** Runs the dialect's checks, then the shared ones: one read. */
 export function* checkBody(dialect: DialectChecks): Q<IntegrityReport> {
   const findings = yield* dialect.run();
@@ -109,20 +127,8 @@ export function* checkBody(dialect: DialectChecks): Q<IntegrityReport> {
     });
   }
   for (const invariant of INVARIANTS) {
-    let ids: string[];
-    try {
-      ids = (yield* q.rows(invariant.sql)).map((r) => String(r[0]));
-    } catch (error) {
-      // A page too damaged to read is itself a finding; the other checks still run.
-      findings.push(unreadable(invariant.check, error));
-      continue;
-    }
-    if (ids.length === 0) continue;
-    const shown = ids.slice(0, EXAMPLES).join(", ");
-    findings.push({
-      check: invariant.check,
-      detail: `${invariant.what}: ${shown}${ids.length > EXAMPLES ? ", …" : ""}`,
-    });
+    const found = yield* runInvariant(invariant);
+    if (found !== undefined) findings.push(found);
   }
   return {
     ok: findings.length === 0,

@@ -32,6 +32,9 @@ import {
   checkBody,
   type DialectChecks,
   type IntegrityFinding,
+  type Invariant,
+  LIMIT,
+  runInvariant,
   unreadable,
 } from "../sql/_integrity.ts";
 import type { Row } from "../sql/_rows.ts";
@@ -104,10 +107,28 @@ const FREE_PAGE_FLOOR = 256;
 /** The most rows of one SQLite check a report quotes. */
 const ROWS_QUOTED = 20;
 
-/** SQLite's own checks: the b-tree structure and the foreign keys. */
+/**
+ * The JSON kept as text: a damaged byte there reads back as text a client cannot parse. (On
+ * PostgreSQL, a damaged page is the server's to catch, with data checksums on.)
+ */
+const STORED_JSON: readonly Invariant[] = [
+  {
+    check: "stored JSON",
+    what: "objects whose spec, status or finalizers are not valid JSON",
+    sql: `SELECT id FROM objects WHERE NOT json_valid(spec) OR NOT json_valid(finalizers)
+      OR (status IS NOT NULL AND NOT json_valid(status))${LIMIT}`,
+  },
+  {
+    check: "stored JSON",
+    what: "events whose detail is not valid JSON",
+    sql: `SELECT id FROM events WHERE detail IS NOT NULL AND NOT json_valid(detail)${LIMIT}`,
+  },
+];
+
+/** SQLite's own checks: the b-tree structure, the foreign keys and the JSON kept as text. */
 const SQLITE_CHECKS: DialectChecks = {
   latestSchema: migrations[migrations.length - 1].version,
-  names: ["integrity_check", "foreign_key_check"],
+  names: ["integrity_check", "foreign_key_check", "stored JSON"],
   *run() {
     const findings: IntegrityFinding[] = [];
     try {
@@ -135,6 +156,10 @@ const SQLITE_CHECKS: DialectChecks = {
         check: "foreign_key_check",
         detail: `and ${broken.length - ROWS_QUOTED} more rows refer to missing rows`,
       });
+    }
+    for (const invariant of STORED_JSON) {
+      const found = yield* runInvariant(invariant);
+      if (found !== undefined) findings.push(found);
     }
     return findings;
   },
