@@ -8,6 +8,7 @@
 import pg from "pg";
 import type { LeaseLocks } from "../sql/_leases.ts";
 import { type Q, q } from "../sql/_query.ts";
+import { quote } from "../sql/_checks.ts";
 import { type Core, lockKey, pgTypes } from "./_core.ts";
 
 /** Whether any session holds the advisory lock (pg_locks shows int4 keys as unsigned oids). */
@@ -40,7 +41,7 @@ export class HeldLocks implements LeaseLocks {
     const client = new pg.Client({ ...this.#core.connection, types: pgTypes });
     client.on("error", (error) => {
       this.#core.report(
-        `beehive store: the connection holding lease "${name}" failed; the lease is free`,
+        `beehive store: the connection holding lease ${quote(name)} failed; the lease is free`,
         error,
       );
     });

@@ -17,7 +17,7 @@ import type {
   LeaseTermInput,
   RawLease,
 } from "../../src/store.ts";
-import { describe, isStorableText, rejectWith } from "./_checks.ts";
+import { describe, isStorableText, quote, rejectWith } from "./_checks.ts";
 import type { Maybe } from "./_write_group.ts";
 import { type Q, q } from "./_query.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
@@ -110,7 +110,7 @@ function inUse(row: LeaseRow): StoreInUseError {
     ? ""
     : ` since ${new Date(row.acquiredAt).toISOString()}`;
   return new StoreInUseError(
-    `Cannot take lease "${row.name}": it is held by ${JSON.stringify(row.holder)}${pid}${since}`,
+    `Cannot take lease ${quote(row.name)}: it is held by ${quote(row.holder ?? "")}${pid}${since}`,
   );
 }
 

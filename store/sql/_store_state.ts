@@ -9,6 +9,7 @@ import { BeehiveError, FencedError, StoreClosedError, StoreError } from "../../s
 import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Row } from "./_rows.ts";
+import { quote } from "../../src/model/_values.ts";
 
 /** The fence check's read: the lease row a fenced write is checked against. */
 export const FENCE_SQL = "SELECT epoch, holder FROM leases WHERE name = ?";
@@ -21,8 +22,8 @@ export function refuseStaleFence(fence: Fence, row: Row | undefined): void {
   const epoch = row === undefined ? 0 : Number(row.epoch);
   if (epoch > fence.epoch) {
     throw new FencedError(
-      `Cannot write: lease "${fence.lease}" is at epoch ${epoch} (held by ${
-        row!.holder === null ? "nobody" : JSON.stringify(row!.holder)
+      `Cannot write: lease ${quote(fence.lease)} is at epoch ${epoch} (held by ${
+        row!.holder === null ? "nobody" : quote(String(row!.holder))
       }), and this write carries epoch ${fence.epoch} from a term that is over`,
     );
   }

@@ -13,6 +13,7 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { StoreError } from "../../src/model/errors.ts";
+import { quote } from "../../src/model/_values.ts";
 import type { Connection, Driver } from "./_driver.ts";
 import type { LeaseLocks } from "../sql/_leases.ts";
 import { done, type Q } from "../sql/_query.ts";
@@ -189,9 +190,11 @@ export class LockFiles implements LeaseLocks {
       this.#unwatch(name);
       lost.abort(
         new StoreError(
-          `Lost lease "${name}": its lock file ${
-            JSON.stringify(lockFilePath(this.#base, name))
-          } was deleted or replaced while held, so another process can take the lease; never delete the files beside the database while a process has it open`,
+          `Lost lease ${quote(name)}: its lock file ${
+            // A path, bounded by the file system, is quoted whole: the operator needs all of it.
+            JSON.stringify(
+              lockFilePath(this.#base, name),
+            )} was deleted or replaced while held, so another process can take the lease; never delete the files beside the database while a process has it open`,
         ),
       );
     }
