@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { DatabaseSync } from "node:sqlite";
 import { SchemaVersionDowngradeError, StoreError } from "../../src/model/errors.ts";
 import { openSqliteStore, type SqliteStore, testDriver } from "../_sqlite_driver.ts";
@@ -216,4 +216,23 @@ test("openSqliteStore readOnly: refused for :memory: and for a non-boolean value
     openSqliteStore(":memory:", { readOnly: "yes" as any }),
     /expected a boolean/,
   );
+});
+
+test("openSqliteStore readOnly: where the WAL index cannot be created beside the file (read-only media), it opens the file immutable and reads it", async () => {
+  await withDir(async (file) => {
+    await seeded(file);
+    // Directories where SQLite would create its -wal and -shm files: it cannot, as on a
+    // read-only mount (which a test cannot make, and permissions do not stop root).
+    mkdirSync(`${file}-shm`);
+    mkdirSync(`${file}-wal`);
+    const before = digest(file);
+    const store = await openSqliteStore(file, { readOnly: true });
+    try {
+      assert.equal((await store.objects.getByName({ ...Widget, name: "w" })).spec, "{}");
+      await assert.rejects(store.objects.create(Widget, { name: "x", spec: "{}" }), StoreError);
+    } finally {
+      await store.close();
+    }
+    assert.equal(digest(file), before);
+  });
 });
