@@ -6,7 +6,6 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import {
   BeehiveError,
   InvalidOptionError,
@@ -28,18 +27,9 @@ import {
   rejectWith,
 } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
-import {
-  checkBody,
-  type DialectChecks,
-  type IntegrityFinding,
-  type Invariant,
-  LIMIT,
-  runInvariant,
-  unreadable,
-} from "../sql/_integrity.ts";
-import type { Row } from "../sql/_rows.ts";
-import { q } from "../sql/_query.ts";
-import { quote } from "../../src/model/_values.ts";
+import { checkBody } from "../sql/_integrity.ts";
+import { SQLITE_CHECKS } from "./_integrity_checks.ts";
+import { openReading, storedVersion } from "./_open_checks.ts";
 import type { TxHandleParts } from "../sql/_tx_handle.ts";
 import { SqlStore } from "../sql/sql_store.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
@@ -103,67 +93,6 @@ export interface SqliteStoreOptions {
 }
 
 const FREE_PAGE_FLOOR = 256;
-
-/** The most rows of one SQLite check a report quotes. */
-const ROWS_QUOTED = 20;
-
-/**
- * The JSON kept as text: a damaged byte there reads back as text a client cannot parse. (On
- * PostgreSQL, a damaged page is the server's to catch, with data checksums on.)
- */
-const STORED_JSON: readonly Invariant[] = [
-  {
-    check: "stored JSON",
-    what: "objects whose spec, status or finalizers are not valid JSON",
-    sql: `SELECT id FROM objects WHERE NOT json_valid(spec) OR NOT json_valid(finalizers)
-      OR (status IS NOT NULL AND NOT json_valid(status))${LIMIT}`,
-  },
-  {
-    check: "stored JSON",
-    what: "events whose detail is not valid JSON",
-    sql: `SELECT id FROM events WHERE detail IS NOT NULL AND NOT json_valid(detail)${LIMIT}`,
-  },
-];
-
-/** SQLite's own checks: the b-tree structure, the foreign keys and the JSON kept as text. */
-const SQLITE_CHECKS: DialectChecks = {
-  latestSchema: migrations[migrations.length - 1].version,
-  names: ["integrity_check", "foreign_key_check", "stored JSON"],
-  *run() {
-    const findings: IntegrityFinding[] = [];
-    try {
-      for (const row of yield* q.rows(`PRAGMA integrity_check(${ROWS_QUOTED})`)) {
-        if (row[0] !== "ok") findings.push({ check: "integrity_check", detail: String(row[0]) });
-      }
-    } catch (error) {
-      findings.push(unreadable("integrity_check", error));
-    }
-    let broken: Row[];
-    try {
-      broken = yield* q.all("PRAGMA foreign_key_check");
-    } catch (error) {
-      findings.push(unreadable("foreign_key_check", error));
-      broken = [];
-    }
-    for (const r of broken.slice(0, ROWS_QUOTED)) {
-      findings.push({
-        check: "foreign_key_check",
-        detail: `${r.table} row ${r.rowid} refers to a missing ${r.parent} row`,
-      });
-    }
-    if (broken.length > ROWS_QUOTED) {
-      findings.push({
-        check: "foreign_key_check",
-        detail: `and ${broken.length - ROWS_QUOTED} more rows refer to missing rows`,
-      });
-    }
-    for (const invariant of STORED_JSON) {
-      const found = yield* runInvariant(invariant);
-      if (found !== undefined) findings.push(found);
-    }
-    return findings;
-  },
-};
 
 /** Each open store's commit probe, shared by its root, fenced and transaction handles. */
 const probes = new WeakMap<Core, CommitProbe>();
@@ -369,79 +298,6 @@ function newerSchema(current: number, latest: number): SchemaVersionDowngradeErr
   return new SchemaVersionDowngradeError(
     `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
   );
-}
-
-const SQLITE_READONLY = 8;
-const SQLITE_CANTOPEN = 14;
-
-/**
- * A read-only connection to `file`. A WAL database needs its shared-memory index beside it;
- * where that cannot be created (read-only media, where nothing can write the file either) the
- * file is opened immutable.
- */
-function openReading(driver: Driver, file: string, busy: number): Db {
-  const open = (name: string) => {
-    const db = new Db(driver.open(name, { readOnly: true }));
-    try {
-      db.exec(`PRAGMA busy_timeout = ${busy}`);
-      db.exec("PRAGMA query_only = ON");
-      // The first read opens the WAL index: where it cannot, this throws.
-      db.get("SELECT COUNT(*) AS n FROM sqlite_master");
-      return db;
-    } catch (error) {
-      db.close();
-      throw error;
-    }
-  };
-  try {
-    return open(file);
-  } catch (error) {
-    const code = (driver.describeFailure(error).code ?? 0) & 0xff;
-    if (code !== SQLITE_READONLY && code !== SQLITE_CANTOPEN) throw error;
-  }
-  return open(`${pathToFileURL(file).href}?immutable=1`);
-}
-
-/** The longest list of foreign table names an open's refusal quotes. */
-const TABLES_QUOTED = 5;
-
-/**
- * The schema version of the database on `db`, 0 when it is empty; a database
- * with tables but no beehive schema is refused before anything writes to it.
- * @throws {StoreError}
- */
-function storedVersion(db: Db, path: string): number {
-  // One snapshot: another process may be migrating the file at this instant.
-  db.exec("BEGIN");
-  try {
-    return readStoredVersion(db, path);
-  } finally {
-    db.exec("COMMIT");
-  }
-}
-
-function readStoredVersion(db: Db, path: string): number {
-  const tables = db.all(
-    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
-  ).map((r) => String(r.name));
-  if (tables.length === 0) return 0;
-  const columns = tables.includes("schema_migrations")
-    ? db.all("SELECT name FROM pragma_table_info('schema_migrations')").map((r) => String(r.name))
-    : [];
-  const ours = ["version", "name", "applied_at"].every((c) => columns.includes(c));
-  const version = ours
-    ? Number(db.get("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")!.v)
-    : 0;
-  if (!ours || (version > 0 && !tables.includes("store_epoch"))) {
-    const shown = tables.slice(0, TABLES_QUOTED).map((t) => quote(t)).join(", ");
-    const more = tables.length > TABLES_QUOTED ? ` and ${tables.length - TABLES_QUOTED} more` : "";
-    throw new StoreError(
-      `Cannot open SQLite store at ${
-        JSON.stringify(path)
-      }: it is not a beehive store (it holds the tables ${shown}${more} and no beehive schema); beehive changes nothing in it`,
-    );
-  }
-  return version;
 }
 
 /** Closes one open: its commit probe, checkpointer and connections, once the writer is free. */
