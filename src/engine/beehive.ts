@@ -375,8 +375,9 @@ export class Beehive {
 
   /**
    * Stops reconciling, loudly, when the store reports the held lease lost
-   * (its SQLite lock file deleted or replaced): another process can take it,
-   * and two holders must never reconcile the same objects.
+   * (its SQLite lock file deleted or replaced, its PostgreSQL lock's
+   * connection failed): another process can take it, and two holders must
+   * never reconcile the same objects.
    */
   #onLockLost(held: HeldLease, lease: string): void {
     const lost = held.lost;
