@@ -1,10 +1,11 @@
 /**
  * `beehive`, a kubectl-style command line over a beehive store: list kinds,
  * get, describe and watch objects, read their events, apply specs from JSON,
- * delete and requeue, check the store's integrity. It never starts a Beehive, so it is safe against a
- * database a running process is using; a command that only reads opens a
- * SQLite store read-only (nothing written, no lock waited for), and a database
- * that is not a beehive store is refused, never changed.
+ * delete and requeue, and check the store's integrity. It never starts a
+ * Beehive, so it is safe against a database a running process is using; a
+ * command that only reads opens a SQLite store read-only (nothing written, no
+ * lock waited for), and a database that is not a beehive store is refused,
+ * never changed.
  *
  * ```sh
  * deno run -A jsr:@beehive/beehive/cli ./beehive.db get Cluster.kstack.sh
@@ -209,8 +210,9 @@ const COMMANDS: Record<string, Command> = {
   check: {
     usage: "check [-o json|yaml]",
     summary: "Check the store's integrity; exit 1 when anything is damaged",
-    details: "SQLite: PRAGMA integrity_check (pages, b-trees, indexes against their tables) and\n" +
-      "foreign_key_check. Both stores: the schema version, and beehive's invariants\n" +
+    details: "SQLite: PRAGMA integrity_check (pages, b-trees, indexes against their tables),\n" +
+      "foreign_key_check, and valid JSON where JSON is kept as text. Both stores: the\n" +
+      "schema version, and beehive's invariants\n" +
       "(object and write-log versions under the store's counter, sane generations, no edge,\n" +
       "condition, event or watermark pointing at a missing object). Reads only. A value\n" +
       "changed into another valid value (a flipped bit in a name or spec) cannot be\n" +
