@@ -29,25 +29,47 @@ export function refuseStaleFence(fence: Fence, row: Row | undefined): void {
   }
 }
 
+/** The refusal of a write on a store opened read-only; `store` names it ("the SQLite store at …"). */
+export function readOnlyError(store: string): StoreError {
+  return new StoreError(`Cannot write to ${store}: it was opened read-only`);
+}
+
 /** The lifecycle and error handling one open store's handles share. */
 export abstract class StoreState {
   readonly logger: Logger | undefined;
-  readonly #epoch: number;
+  /**
+   * What a read-only open names itself in its refusals; `undefined` for an
+   * open that writes. A read-only open writes nothing, not even its epoch.
+   */
+  readonly readOnlyAt: string | undefined;
+  #epoch: number;
   #closing = false;
   #closed = false;
 
-  constructor(epoch: number, logger: Logger | undefined) {
+  constructor(epoch: number, logger: Logger | undefined, readOnlyAt?: string) {
     this.#epoch = epoch;
     this.logger = logger;
+    this.readOnlyAt = readOnlyAt;
   }
 
   /**
    * This open's number (`store_epoch`): the liveness downgrade's epoch and the
-   * write log's origin. A store that reads what others write without an open
-   * of its own (a read-only open) follows the store's latest one.
+   * write log's origin. A read-only open has no epoch of its own: it follows
+   * the store's latest ({@linkcode StoreState.followEpoch}), so it reads
+   * liveness conditions as the most recently opened process does.
    */
   get epoch(): number {
     return this.#epoch;
+  }
+
+  /** A read-only open learned of the store's epoch `latest`: it follows it. */
+  followEpoch(latest: number): void {
+    if (this.readOnlyAt !== undefined && latest > this.#epoch) this.#epoch = latest;
+  }
+
+  /** The refusal of a write on a read-only open, else `undefined`. */
+  readOnlyRefusal(): StoreError | undefined {
+    return this.readOnlyAt === undefined ? undefined : readOnlyError(this.readOnlyAt);
   }
 
   get closing(): boolean {

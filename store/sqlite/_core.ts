@@ -13,7 +13,6 @@ import type { Checkpointer } from "./_checkpointer.ts";
 import { CommitJournal } from "./_journal.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import { FENCE_SQL, refuseStaleFence, StoreState } from "../sql/_store_state.ts";
-import { StoreError } from "../../src/model/errors.ts";
 import type { Query } from "../sql/_query.ts";
 
 /** A row as a driver returns it. */
@@ -131,13 +130,6 @@ export class Db {
   }
 }
 
-/** The refusal of a write on the store opened read-only at `path`. */
-export function readOnlyError(path: string): StoreError {
-  return new StoreError(
-    `Cannot write to the SQLite store at ${JSON.stringify(path)}: it was opened read-only`,
-  );
-}
-
 /** The store's latest open (`store_epoch`). */
 export const EPOCH_SQL = "SELECT value FROM store_epoch WHERE id = 1";
 const COUNTER_SQL = "SELECT value FROM resource_version_seq WHERE id = 1";
@@ -177,13 +169,7 @@ export class Core extends StoreState {
   #seen: number | undefined;
   /** The writer's `PRAGMA data_version` at the last commit probe. */
   #probeSeen: number | undefined;
-  /**
-   * Where a read-only open was opened, for its refusals; `undefined` for an
-   * open that writes. A read-only open writes nothing, not even its epoch.
-   */
-  readonly readOnlyAt: string | undefined;
-  /** A read-only open's view of the store's latest epoch, and the reader's data_version it was read at. */
-  #latestEpoch: number;
+  /** The reader's data_version when a read-only open last read the store's epoch. */
   #epochSeen: number | undefined;
 
   constructor(
@@ -195,35 +181,27 @@ export class Core extends StoreState {
     logger: StoreLogger | undefined,
     readOnlyAt?: string,
   ) {
-    super(epoch, logger);
+    super(epoch, logger, readOnlyAt);
     this.driver = driver;
     this.writer = writer;
     this.reader = reader;
     this.locks = locks;
-    this.readOnlyAt = readOnlyAt;
-    this.#latestEpoch = epoch;
     writer.journal = this.journal;
   }
 
   /**
-   * This open's epoch; a read-only open has none of its own and follows the
-   * store's latest (re-read when another connection committed), so it reads
-   * liveness conditions as the most recently opened process does.
+   * This open's epoch; a read-only open re-reads the store's latest when
+   * another connection committed (an open's epoch bump is a commit).
    */
   override get epoch(): number {
-    if (this.readOnlyAt === undefined) return super.epoch;
-    if (this.closing) return this.#latestEpoch;
-    const seen = Number(this.reader.get("PRAGMA data_version")!.data_version);
-    if (seen !== this.#epochSeen) {
-      this.#latestEpoch = Number(this.reader.get(EPOCH_SQL)!.value);
-      this.#epochSeen = seen;
+    if (this.readOnlyAt !== undefined && !this.closing) {
+      const seen = Number(this.reader.get("PRAGMA data_version")!.data_version);
+      if (seen !== this.#epochSeen) {
+        this.followEpoch(Number(this.reader.get(EPOCH_SQL)!.value));
+        this.#epochSeen = seen;
+      }
     }
-    return this.#latestEpoch;
-  }
-
-  /** The refusal of a write on a read-only open, else `undefined`. */
-  readOnlyRefusal(): StoreError | undefined {
-    return this.readOnlyAt === undefined ? undefined : readOnlyError(this.readOnlyAt);
+    return super.epoch;
   }
 
   /** Closes both connections. */

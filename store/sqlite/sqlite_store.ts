@@ -15,7 +15,8 @@ import {
 import type { Fence, GroupKind } from "../../src/store.ts";
 import { CommitProbe } from "./_commit_probe.ts";
 import { LockFiles } from "./_lock_files.ts";
-import { Core, Db, EPOCH_SQL, readOnlyError } from "./_core.ts";
+import { Core, Db, EPOCH_SQL } from "./_core.ts";
+import { readOnlyError } from "../sql/_store_state.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
@@ -270,8 +271,9 @@ export class SqliteStore extends SqlStore {
       }
       const epoch = Number(writer.get(EPOCH_SQL)!.value);
       reader = openReading(driver, file, busy);
-      const locks = new LockFiles(driver, file, () => readOnlyError(path));
-      const core = new Core(driver, writer, reader, epoch, locks, options.logger, path);
+      const at = `the SQLite store at ${JSON.stringify(path)}`;
+      const locks = new LockFiles(driver, file, () => readOnlyError(at));
+      const core = new Core(driver, writer, reader, epoch, locks, options.logger, at);
       return new SqliteStore(file, core, undefined);
     } catch (error) {
       try {
