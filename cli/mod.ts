@@ -3,9 +3,9 @@
  * get, describe and watch objects, read their events, apply specs from JSON,
  * delete and requeue, and check the store's integrity. It never starts a
  * Beehive, so it is safe against a database a running process is using; a
- * command that only reads opens a SQLite store read-only (nothing written, no
- * lock waited for), and a database that is not a beehive store is refused,
- * never changed.
+ * command that only reads opens the store read-only (nothing written, no lock
+ * waited for), and a database that is not a beehive store is refused, never
+ * changed.
  *
  * ```sh
  * deno run -A jsr:@beehive/beehive/cli ./beehive.db get Cluster.kstack.sh
@@ -523,11 +523,12 @@ function oneLine(error: unknown): string {
 }
 
 /**
- * Opens the store `where` names. A SQLite store is opened read-only unless the
- * command `writes`: reading writes nothing, works on read-only media and while
- * another process holds a long write transaction, and starts no new open epoch
- * (so liveness conditions read as the running process reads them). A database
- * that is not a beehive store is refused either way, and left untouched.
+ * Opens the store `where` names, read-only unless the command `writes`:
+ * reading writes nothing (on SQLite it works on read-only media and while
+ * another process holds a long write transaction) and starts no new open
+ * epoch, so liveness conditions read as the running process reads them. A
+ * database that is not a beehive store is refused either way, and left
+ * untouched.
  */
 async function openStore(
   where: string,
@@ -541,7 +542,10 @@ async function openStore(
     const url = new URL(where);
     const schema = url.searchParams.get("schema") ?? undefined;
     url.searchParams.delete("schema");
-    return await openPostgresStore(url.href, schema === undefined ? {} : { schema });
+    return await openPostgresStore(url.href, {
+      ...(schema === undefined ? {} : { schema }),
+      readOnly: !writes,
+    });
   }
   if (where === ":memory:") return await openSqliteStore(where);
   const path = here(where);

@@ -41,6 +41,8 @@ export class HeldLocks implements LeaseLocks {
 
   /** Takes the advisory lock on a new connection; never waits. Resolves to whether it did. */
   async tryLock(name: string): Promise<boolean> {
+    const refused = this.#core.readOnlyRefusal();
+    if (refused !== undefined) throw refused;
     const client = new pg.Client({ ...this.#core.connection, types: pgTypes });
     client.on("error", (error) => {
       this.#core.report(

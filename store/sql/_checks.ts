@@ -13,6 +13,7 @@ import {
   NameTakenError,
   NotFoundError,
   SchemaVersionDowngradeError,
+  StoreError,
   WrongKindError,
 } from "../../src/model/errors.ts";
 import type { ConditionInput, GroupKind, ObjectId, ObjectRef, Relation } from "../../src/store.ts";
@@ -412,6 +413,34 @@ export function checkMaxPages(maxPages: unknown): asserts maxPages is number {
 export function checkOpenOptions(store: string, options: unknown): void {
   if (typeof options !== "object" || options === null) {
     throw new InvalidOptionError(`Cannot open ${store} store: options are ${describe(options)}`);
+  }
+}
+
+/** The refusal of a database written by a newer build. */
+export function schemaTooNew(current: number, latest: number): SchemaVersionDowngradeError {
+  return new SchemaVersionDowngradeError(
+    `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
+  );
+}
+
+/** A read-only open's refusal of a schema it cannot bring forward; `store` names the store. */
+export function schemaTooOld(store: string, current: number, latest: number): StoreError {
+  return new StoreError(
+    `Cannot open ${store} read-only: its schema version ${current} is older than this build's ${latest}; open it writable once to bring it forward`,
+  );
+}
+
+/**
+ * Checks an optional boolean option of an open.
+ * @throws {InvalidOptionError} naming the store and the option.
+ */
+export function checkBooleanOption(store: string, name: string, value: unknown): void {
+  if (value !== undefined && typeof value !== "boolean") {
+    throw new InvalidOptionError(
+      `Cannot open ${store} store with ${name}: current value is ${
+        describe(value)
+      }, expected a boolean`,
+    );
   }
 }
 

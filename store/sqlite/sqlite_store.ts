@@ -6,12 +6,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import {
-  BeehiveError,
-  InvalidOptionError,
-  SchemaVersionDowngradeError,
-  StoreError,
-} from "../../src/model/errors.ts";
+import { BeehiveError, InvalidOptionError, StoreError } from "../../src/model/errors.ts";
 import type { Fence, GroupKind } from "../../src/store.ts";
 import { CommitProbe } from "./_commit_probe.ts";
 import { LockFiles } from "./_lock_files.ts";
@@ -21,11 +16,14 @@ import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
 import {
+  checkBooleanOption,
   checkIntegerOption,
   checkMaxPages,
   checkOpenOptions,
   describe,
   rejectWith,
+  schemaTooNew,
+  schemaTooOld,
 } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
 import { checkBody } from "../sql/_integrity.ts";
@@ -261,13 +259,9 @@ export class SqliteStore extends SqlStore {
           `Cannot open SQLite store at ${JSON.stringify(path)} read-only: the database is empty`,
         );
       }
-      if (version > latest) throw newerSchema(version, latest);
+      if (version > latest) throw schemaTooNew(version, latest);
       if (version < latest) {
-        throw new StoreError(
-          `Cannot open SQLite store at ${
-            JSON.stringify(path)
-          } read-only: its schema version ${version} is older than this build's ${latest}; open it writable once to bring it forward`,
-        );
+        throw schemaTooOld(`SQLite store at ${JSON.stringify(path)}`, version, latest);
       }
       const epoch = Number(writer.get(EPOCH_SQL)!.value);
       reader = openReading(driver, file, busy);
@@ -293,12 +287,6 @@ function openFailure(path: string, driver: Driver, error: unknown): BeehiveError
   return new StoreError(
     `Cannot open SQLite store at ${JSON.stringify(path)}: ${driver.describeFailure(error).message}`,
     { cause: error },
-  );
-}
-
-function newerSchema(current: number, latest: number): SchemaVersionDowngradeError {
-  return new SchemaVersionDowngradeError(
-    `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
   );
 }
 
@@ -354,7 +342,7 @@ function migrate(db: Db): void {
     const current = Number(
       db.get("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")!.v,
     );
-    if (current > latest) throw newerSchema(current, latest);
+    if (current > latest) throw schemaTooNew(current, latest);
     return current;
   };
   // Read without the write lock first: an up-to-date database takes none.
@@ -438,15 +426,8 @@ export function openSqliteStore(
       );
     }
     checkIntegerOption("SQLite", "busyTimeout", busyTimeout, 0, "an integer >= 0 (ms)");
-    const { readOnly } = options;
-    if (readOnly !== undefined && typeof readOnly !== "boolean") {
-      throw new InvalidOptionError(
-        `Cannot open SQLite store with readOnly: current value is ${
-          describe(readOnly)
-        }, expected a boolean`,
-      );
-    }
-    if (readOnly && path === ":memory:") {
+    checkBooleanOption("SQLite", "readOnly", options.readOnly);
+    if (options.readOnly && path === ":memory:") {
       throw new InvalidOptionError(
         `Cannot open SQLite store ":memory:" with readOnly: a private temporary store has nothing to read`,
       );
