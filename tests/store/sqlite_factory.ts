@@ -14,6 +14,7 @@ export const sqliteFactory: StoreFactory = {
   name: "sqlite",
   open: () => openSqliteStore(":memory:"),
   openPath: (path) => openSqliteStore(path),
+  openReadOnly: (path) => openSqliteStore(path, { readOnly: true }),
 };
 
 export const nodeTempDirs: TempDirs = {

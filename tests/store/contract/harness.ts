@@ -18,6 +18,8 @@ export interface StoreFactory {
    * `undefined` when the adapter keeps nothing across opens.
    */
   openPath?(path: string): Promise<Store>;
+  /** Opens the store at `path` read-only (`readOnly: true`); it must exist. */
+  openReadOnly?(path: string): Promise<Store>;
 }
 
 /** What a case receives. */
@@ -26,6 +28,8 @@ export interface Harness {
   open(): Promise<Store>;
   /** Opens the store at `path` (closed after the case); throws when the adapter has no paths. */
   openPath(path: string): Promise<Store>;
+  /** Opens the store at `path` read-only (closed after the case). */
+  openReadOnly(path: string): Promise<Store>;
   /** A path inside a directory removed after the case. */
   tempPath(name: string): string;
 }
@@ -60,6 +64,14 @@ export async function runCase(
     async openPath(path) {
       if (factory.openPath === undefined) throw new Error(`${factory.name} has no paths`);
       const s = await factory.openPath(path);
+      stores.push(s);
+      return s;
+    },
+    async openReadOnly(path) {
+      if (factory.openReadOnly === undefined) {
+        throw new Error(`${factory.name} has no read-only opens`);
+      }
+      const s = await factory.openReadOnly(path);
       stores.push(s);
       return s;
     },

@@ -19,6 +19,7 @@ import { sqliteAdapterCases } from "./sqlite_adapter_cases.ts";
 import { leasesCases } from "./leases_cases.ts";
 import { kubernetesCases } from "./kubernetes_cases.ts";
 import { stalledCases } from "./stalled_cases.ts";
+import { readOnlyCases } from "./read_only_cases.ts";
 
 /** Every case, grouped by family name. */
 export const contractSuites: Record<string, ContractCase[]> = {
@@ -36,5 +37,6 @@ export const contractSuites: Record<string, ContractCase[]> = {
   leases: leasesCases,
   kubernetes: kubernetesCases,
   stalled: stalledCases,
+  read_only: readOnlyCases,
   sqlite_adapter: sqliteAdapterCases,
 };
