@@ -27,9 +27,18 @@ const ROWS_QUOTED = 20;
 const STORED_JSON: readonly Invariant[] = [
   {
     check: "stored JSON",
-    what: "objects whose spec, status or finalizers are not valid JSON",
+    what: "objects whose spec, status, finalizers, labels or annotations are not valid JSON",
     sql: `SELECT id FROM objects WHERE NOT json_valid(spec) OR NOT json_valid(finalizers)
-      OR (status IS NOT NULL AND NOT json_valid(status))${LIMIT}`,
+      OR (status IS NOT NULL AND NOT json_valid(status))
+      OR NOT json_valid(labels) OR NOT json_valid(annotations)${LIMIT}`,
+  },
+  {
+    check: "stored JSON",
+    what: "kinds whose short names, columns or schemas are not valid JSON",
+    sql: `SELECT "group" || '/' || kind AS id FROM kinds
+      WHERE NOT json_valid(short_names) OR NOT json_valid(columns)
+      OR (spec_schema IS NOT NULL AND NOT json_valid(spec_schema))
+      OR (status_schema IS NOT NULL AND NOT json_valid(status_schema))${LIMIT}`,
   },
   {
     check: "stored JSON",

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import pg from "pg";
 import { StoreError } from "../../src/model/errors.ts";
+import { lockKey } from "../../store/postgres/_core.ts";
 import { test } from "../_test.ts";
 import { freshSchema, openPostgresStore, postgresUrl } from "../_postgres.ts";
 
@@ -23,12 +24,14 @@ test("PostgreSQL leases.hold: the connection holding the lock terminated — los
     assert.ok(held.lost !== undefined && !held.lost.aborted);
     const { promise: lost, resolve } = Promise.withResolvers<unknown>();
     held.lost.addEventListener("abort", () => resolve(held.lost!.reason), { once: true });
-    // The holder's backend: the one granted an advisory lock under the beehive application.
+    // The holder's backend: the one granted this schema's advisory lock for the lease (other
+    // files running beside this one hold leases of their own schemas).
     const { rows } = await admin.query(
       `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-         AND pid <> pg_backend_pid() AND pid IN (
-           SELECT pid FROM pg_stat_activity WHERE application_name = 'beehive')`,
+         AND classid = ($1::int8 & 4294967295)::oid AND objid = ($2::int8 & 4294967295)::oid
+         AND pid <> pg_backend_pid()`,
+      [lockKey(schema), lockKey("beehive")],
     );
     assert.equal(rows.length, 1, JSON.stringify(rows));
     await admin.query("SELECT pg_terminate_backend($1)", [rows[0].pid]);
