@@ -31,10 +31,15 @@ export function resolvePath(path: string, cwd: string): string {
 }
 
 /**
- * Opens the store `where` names; a relative path is resolved from `cwd`.
+ * Opens the store `where` names (a relative path resolved from `cwd`),
+ * read-only unless the command `writes`: reading writes nothing (on SQLite it
+ * works on read-only media and while another process holds a long write
+ * transaction) and starts no new open epoch, so liveness conditions read as
+ * the running process reads them. A database that is not a beehive store is
+ * refused either way, and left untouched.
  * @throws {NoStoreError} `where` is a path where no file is.
  */
-export async function openStore(where: string, cwd: string): Promise<Store> {
+export async function openStore(where: string, cwd: string, writes: boolean): Promise<Store> {
   if (/^postgres(ql)?:\/\//i.test(where)) {
     // Loaded only for a url: a SQLite user needs no PostgreSQL driver.
     const { openPostgresStore } = await import("@beehive/beehive/postgres");
@@ -42,10 +47,13 @@ export async function openStore(where: string, cwd: string): Promise<Store> {
     const url = new URL(where);
     const schema = url.searchParams.get("schema") ?? undefined;
     url.searchParams.delete("schema");
-    return await openPostgresStore(url.href, schema === undefined ? {} : { schema });
+    return await openPostgresStore(url.href, {
+      ...(schema === undefined ? {} : { schema }),
+      readOnly: !writes,
+    });
   }
   if (where === ":memory:") return await openSqliteStore(where);
   const path = resolvePath(where, cwd);
   if (!existsSync(path)) throw new NoStoreError(`no database at ${where}`);
-  return await openSqliteStore(path);
+  return await openSqliteStore(path, { readOnly: !writes });
 }

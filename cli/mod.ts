@@ -1,9 +1,11 @@
 /**
  * `beehive`, a kubectl-style command line over a beehive store: list kinds,
  * get, describe and watch objects, read their events, apply specs from JSON,
- * delete and requeue. It opens the store like any second process would and
- * never starts a Beehive, so it is safe against a database a running process
- * is using.
+ * delete and requeue, and check the store's integrity. It never starts a
+ * Beehive, so it is safe against a database a running process is using; a
+ * command that only reads opens the store read-only (nothing written, no lock
+ * waited for), and a database that is not a beehive store is refused, never
+ * changed.
  *
  * ```sh
  * deno run -A jsr:@beehive/beehive/cli ./beehive.db get Cluster.kstack.sh
@@ -38,6 +40,7 @@ import {
 } from "@beehive/beehive";
 import { parseLabelSelector } from "../src/model/label_selector.ts";
 import type { RawKind, RawObject } from "@beehive/beehive/store";
+import type { IntegrityReport } from "@beehive/beehive/sqlite";
 import {
   age,
   generationSummary,
@@ -74,6 +77,9 @@ export interface CliIo {
 
 /** A failure reported as one line on standard error with exit code 1. */
 class CliError extends Error {}
+
+/** A check that found damage: its report is printed, exit code 1 with no error line. */
+class Damaged extends Error {}
 
 /** A usage mistake: reported with a pointer to `--help`, exit code 2. */
 class UsageError extends Error {
@@ -120,6 +126,8 @@ interface Command {
   readonly details: string;
   readonly args: readonly [min: number, max: number];
   readonly flags: readonly Flag[];
+  /** Whether the command writes: a command that only reads opens the store read-only. */
+  readonly writes?: boolean;
   run(ctx: Context): Promise<void>;
 }
 
@@ -205,6 +213,7 @@ const COMMANDS: Record<string, Command> = {
       `skipped; a file above ${APPLY_MAX_BYTES / 1_048_576} MiB is refused.`,
     args: [0, 0],
     flags: ["file", "output"],
+    writes: true,
     run: cmdApply,
   },
   delete: {
@@ -213,7 +222,23 @@ const COMMANDS: Record<string, Command> = {
     details: "",
     args: [2, 2],
     flags: [],
+    writes: true,
     run: cmdDelete,
+  },
+  check: {
+    usage: "check [-o json|yaml]",
+    summary: "Check the store's integrity; exit 1 when anything is damaged",
+    details: "SQLite: PRAGMA integrity_check (pages, b-trees, indexes against their tables),\n" +
+      "foreign_key_check, and valid JSON where JSON is kept as text. Both stores: the\n" +
+      "schema version, and beehive's invariants\n" +
+      "(object and write-log versions under the store's counter, sane generations, no edge,\n" +
+      "condition, event or watermark pointing at a missing object). Reads only. A value\n" +
+      "changed into another valid value (a flipped bit in a name or spec) cannot be\n" +
+      "detected: SQLite keeps no checksums of row contents. A file too damaged to open\n" +
+      "fails with its error, exit 1.",
+    args: [0, 0],
+    flags: ["output"],
+    run: cmdCheck,
   },
   requeue: {
     usage: "requeue <kind> <name>",
@@ -223,6 +248,7 @@ const COMMANDS: Record<string, Command> = {
       "no leader runs, the next leader runs it at start).",
     args: [2, 2],
     flags: [],
+    writes: true,
     run: cmdRequeue,
   },
   serve: {
@@ -236,6 +262,7 @@ const COMMANDS: Record<string, Command> = {
       "Then: kubectl --kubeconfig FILE get <plural>. Runs until Ctrl-C or SIGTERM.",
     args: [0, 0],
     flags: ["port", "tls", "kubeconfig"],
+    writes: true,
     run: cmdServe,
   },
 };
@@ -499,7 +526,7 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
   let store: Store | undefined;
   const cwd = workingDirectory(io.cwd);
   try {
-    store = await openStore(storeArg, cwd);
+    store = await openStore(storeArg, cwd, command.writes === true);
     const opened = store;
     // Never started: no lease taken, so a running process keeps its store. A
     // short watch floor lets `watch` see another process's writes promptly.
@@ -531,6 +558,7 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
     return 0;
   } catch (error) {
     if (error instanceof UsageError) return usage(io, error);
+    if (error instanceof Damaged) return 1;
     io.stderr(`error: ${terminalSafe(oneLine(error))}\n`);
     return 1;
   } finally {
@@ -911,6 +939,23 @@ interface ApplyResult {
   readonly id: number;
   readonly generation: number;
   readonly result: string;
+}
+
+async function cmdCheck(ctx: Context): Promise<void> {
+  const store = ctx.store as Store & { check?: () => Promise<IntegrityReport> };
+  if (typeof store.check !== "function") throw new CliError("this store has no integrity check");
+  const report = await store.check();
+  if (ctx.parsed.output !== "table") ctx.data(report);
+  else {
+    ctx.out(`schema version ${report.schemaVersion}`);
+    for (const name of report.checks) {
+      const found = report.findings.filter((f) => f.check === name);
+      ctx.out(`${name}: ${found.length === 0 ? "ok" : "FAILED"}`);
+      for (const f of found) ctx.out(`  ${f.detail}`);
+    }
+    ctx.out(report.ok ? "ok: no damage found" : "damaged: see the checks above");
+  }
+  if (!report.ok) throw new Damaged();
 }
 
 async function cmdDelete(ctx: Context): Promise<void> {

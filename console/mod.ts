@@ -18,6 +18,17 @@
  * Deno.serve({ hostname: "127.0.0.1", port: 8080 }, consoleHandler({ store, basePath: "/console" }));
  * ```
  *
+ * @example Serve the console from its own process, writing nothing to the store
+ * ```ts ignore
+ * import { consoleHandler } from "@beehive/beehive/console";
+ * import { openSqliteStore } from "@beehive/beehive/sqlite";
+ *
+ * // Read-only: no migration, no new open epoch (liveness reads as the controller's
+ * // process reads it), no lock file; works on a read-only copy too.
+ * const store = await openSqliteStore("./beehive.db", { readOnly: true });
+ * Deno.serve({ hostname: "127.0.0.1", port: 8080 }, consoleHandler({ store }));
+ * ```
+ *
  * @example Render a page in-process
  * ```ts
  * import { consoleHandler } from "@beehive/beehive/console";

@@ -984,6 +984,14 @@ export interface HeldLease {
   readonly lease: RawLease;
   /** Frees the lease at once. Idempotent. */
   release(): Promise<void>;
+  /**
+   * Aborts, with the reason, when the store finds the lock lost while held,
+   * so that another process can take the lease — on SQLite, its lock file
+   * beside the database was deleted or replaced; on PostgreSQL, the
+   * connection holding its advisory lock failed — and never on `release`.
+   * Absent where the store cannot lose a held lock that way.
+   */
+  readonly lost?: AbortSignal;
 }
 
 /**

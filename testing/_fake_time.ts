@@ -30,17 +30,19 @@ export interface Stepper {
 }
 
 const realSetTimeout = globalThis.setTimeout;
+const realNow = performance.now.bind(performance);
 useRealClearTimeout(globalThis.clearTimeout);
 
 /**
- * Installs fake time over `Date`, timeouts and intervals, starting at the real
+ * Installs fake time over `Date`, `performance.now`, timeouts and intervals, starting at the real
  * current instant. Always `uninstall()` it.
  * @throws {Error} fake time is already installed.
  */
 export function installFakeClock(): FakeClock {
   return FakeTimers.install({
     now: Date.now(),
-    toFake: ["Date", "setTimeout", "clearTimeout", "setInterval", "clearInterval"],
+    // performance.now too: a timed lease lapses once a contender has seen it unchanged that long.
+    toFake: ["Date", "performance", "setTimeout", "clearTimeout", "setInterval", "clearInterval"],
   });
 }
 
@@ -107,7 +109,7 @@ export async function quiesce(
   options: QuiesceOptions,
 ): Promise<void> {
   let quiet = 0;
-  let progressAt = performance.now();
+  let progressAt = realNow();
   for (let round = 0; quiet < options.rounds; round++) {
     if (round >= options.maxRounds) {
       throw new Error(
@@ -121,8 +123,8 @@ export async function quiesce(
       quiet = 0;
       const before = pendingStoreCalls() + storeCallsStarted();
       await storeProgress(20, realSetTimeout);
-      if (pendingStoreCalls() + storeCallsStarted() !== before) progressAt = performance.now();
-      else if (performance.now() - progressAt >= options.stuckAfter) {
+      if (pendingStoreCalls() + storeCallsStarted() !== before) progressAt = realNow();
+      else if (realNow() - progressAt >= options.stuckAfter) {
         if (!options.throwWhenStuck) return;
         throw new Error(
           `Cannot settle: ${pendingStoreCalls()} store calls stayed in flight for ` +
@@ -137,7 +139,7 @@ export async function quiesce(
       (storeCallsStarted() !== started || pendingStoreCalls() > 0 ||
         nextTimerAt(clock) <= clock.now);
     quiet = busy ? 0 : quiet + 1;
-    if (busy) progressAt = performance.now();
+    if (busy) progressAt = realNow();
   }
 }
 

@@ -23,6 +23,12 @@ export interface StoreContractOptions {
    * @default {undefined} (those cases are registered as ignored, "not applicable")
    */
   openPath?: (path: string) => Promise<Store>;
+  /**
+   * Opens the existing store at `path` read-only: every write refused, nothing
+   * created or migrated. The read-only cases need it (and `openPath`).
+   * @default {undefined} (those cases are registered as ignored, "not applicable")
+   */
+  openReadOnly?: (path: string) => Promise<Store>;
 }
 
 /**
@@ -86,7 +92,20 @@ export function storeContract(
       }, expected a function of a path that resolves to a Store`,
     );
   }
-  const factory = { name, open: () => open(), openPath: openPath && ((p: string) => openPath(p)) };
+  const { openReadOnly } = options;
+  if (openReadOnly !== undefined && typeof openReadOnly !== "function") {
+    throw new TypeError(
+      `Cannot register the store contract (${name}) with openReadOnly: current value is ${
+        describe(openReadOnly)
+      }, expected a function of a path that resolves to a read-only Store`,
+    );
+  }
+  const factory = {
+    name,
+    open: () => open(),
+    openPath: openPath && ((p: string) => openPath(p)),
+    openReadOnly: openReadOnly && ((p: string) => openReadOnly(p)),
+  };
   for (const t of contractTests(factory)) {
     if ("run" in t) test(t.name, t.run);
     else notApplicable(t.name, t.notApplicable);

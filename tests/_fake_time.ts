@@ -1,5 +1,5 @@
 /**
- * Fake time for engine tests: `Date`, `setTimeout` and `setInterval` are
+ * Fake time for engine tests: `Date`, `performance.now`, `setTimeout` and `setInterval` are
  * controlled by the returned clock, starting at the real current time.
  * Always `uninstall()` in a `finally`. On a networked store (PostgreSQL) its
  * `tickAsync` steps timer by timer and waits out store calls between steps;
@@ -49,7 +49,7 @@ function waitForStore(clock: FakeClock): FakeClock {
   return clock;
 }
 
-/** Installs fake time over `Date`, timeouts and intervals. */
+/** Installs fake time over `Date`, `performance.now`, timeouts and intervals. */
 export function installFakeTime(): FakeClock {
   const clock = installFakeClock();
   return networked ? waitForStore(clock) : clock;

@@ -386,6 +386,7 @@ export class Beehive {
     }
     this.#observeGauges();
     this.#launchFeeds();
+    this.#onLockLost(held, engine.options.leaseName);
     return (options) => this.#stop(release, options);
   }
 
@@ -410,6 +411,33 @@ export class Beehive {
       for (const { def, replace } of defs.values()) await tx.kinds.put(def, { replace });
     });
     engine.storedSchemas.forget();
+  }
+
+  /**
+   * Stops reconciling, loudly, when the store reports the held lease lost
+   * (its SQLite lock file deleted or replaced, its PostgreSQL lock's
+   * connection failed): another process can take it, and two holders must
+   * never reconcile the same objects.
+   */
+  #onLockLost(held: HeldLease, lease: string): void {
+    const lost = held.lost;
+    if (lost === undefined) return;
+    const onLost = () => {
+      const engine = this.#engine;
+      if (engine.state !== "running" || engine.term === undefined) return;
+      engine.log.error(
+        "beehive: the store lease's lock was lost; this Beehive stops reconciling (stop it and start it again to resume)",
+        { lease, error: lost.reason },
+      );
+      void this.#endTerm();
+    };
+    if (lost.aborted) return onLost();
+    lost.addEventListener("abort", onLost, { once: true });
+    this.#engine.shutdown.signal.addEventListener(
+      "abort",
+      () => lost.removeEventListener("abort", onLost),
+      { once: true },
+    );
   }
 
   /** Records an aborted start's undo; the next start waits for it. */

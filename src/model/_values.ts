@@ -15,9 +15,23 @@ export const QUOTED_CHARS = 64;
  */
 export function quote(text: string): string {
   if (text.length <= QUOTED_CHARS) return JSON.stringify(text);
-  // Cut on a code point boundary: a lone surrogate would make the message ill-formed.
+  return `${JSON.stringify(head(text))}… (${text.length} characters)`;
+}
+
+/**
+ * `text` unquoted, cut like {@linkcode quote} (for a kind's name, `Kind.group`,
+ * in a message): at most {@linkcode QUOTED_CHARS} characters and the rest counted.
+ */
+export function clip(text: string): string {
+  if (text.length <= QUOTED_CHARS) return text;
+  return `${head(text)}… (${text.length} characters)`;
+}
+
+/** The first {@linkcode QUOTED_CHARS} characters of `text`, cut on a code point boundary. */
+function head(text: string): string {
+  // A lone surrogate would make the message ill-formed.
   const cut = /[\uD800-\uDBFF]/.test(text[QUOTED_CHARS - 1]) ? QUOTED_CHARS - 1 : QUOTED_CHARS;
-  return `${JSON.stringify(text.slice(0, cut))}… (${text.length} characters)`;
+  return text.slice(0, cut);
 }
 
 /** A short rendering of a value for error messages. */

@@ -61,7 +61,9 @@ export class CommitListener {
     client.on("error", lost);
     client.on("end", () => lost());
     client.on("notification", (msg) => {
-      if (msg.payload === String(this.#core.epoch)) return;
+      // The payload is the committing open's epoch: a read-only open follows the latest.
+      if (this.#core.readOnlyAt !== undefined) this.#core.followEpoch(Number(msg.payload));
+      else if (msg.payload === String(this.#core.epoch)) return;
       this.#fire();
     });
     return client.connect()

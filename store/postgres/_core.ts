@@ -174,8 +174,9 @@ export class Core extends StoreState {
     schema: string,
     epoch: number,
     logger: Logger | undefined,
+    readOnlyAt?: string,
   ) {
-    super(epoch, logger);
+    super(epoch, logger, readOnlyAt);
     this.pool = pool;
     this.connection = connection;
     this.schema = schema;

@@ -102,6 +102,8 @@ function transactions(core: Core): GroupTransactions<PgTx> {
  * the store is open and counts the write as work in flight.
  */
 export function submitWrite(core: Core, member: Member<PgTx>): void {
+  const refused = core.readOnlyRefusal();
+  if (refused !== undefined) return member.failed(refused);
   writeGroupOf(core, transactions, POLICY).submit(member);
 }
 

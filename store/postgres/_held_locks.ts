@@ -6,8 +6,10 @@
  * @module
  */
 import pg from "pg";
+import { StoreError } from "../../src/model/errors.ts";
 import type { LeaseLocks } from "../sql/_leases.ts";
 import { type Q, q } from "../sql/_query.ts";
+import { quote } from "../sql/_checks.ts";
 import { type Core, lockKey, pgTypes } from "./_core.ts";
 
 /** Whether any session holds the advisory lock (pg_locks shows int4 keys as unsigned oids). */
@@ -25,6 +27,8 @@ function keys(schema: string, name: string): [number, number] {
 export class HeldLocks implements LeaseLocks {
   readonly #core: Core;
   readonly #held = new Map<string, pg.Client>();
+  /** Each held lock's loss: its connection failed, so the server freed the lock. */
+  readonly #lost = new Map<string, AbortController>();
 
   constructor(core: Core) {
     this.#core = core;
@@ -37,12 +41,24 @@ export class HeldLocks implements LeaseLocks {
 
   /** Takes the advisory lock on a new connection; never waits. Resolves to whether it did. */
   async tryLock(name: string): Promise<boolean> {
+    const refused = this.#core.readOnlyRefusal();
+    if (refused !== undefined) throw refused;
     const client = new pg.Client({ ...this.#core.connection, types: pgTypes });
     client.on("error", (error) => {
       this.#core.report(
-        `beehive store: the connection holding lease "${name}" failed; the lease is free`,
+        `beehive store: the connection holding lease ${quote(name)} failed; the lease is free`,
         error,
       );
+      if (this.#held.get(name) === client) {
+        this.#lost.get(name)?.abort(
+          new StoreError(
+            `Lost lease ${
+              quote(name)
+            }: the connection holding its advisory lock failed, so another process can take the lease`,
+            { cause: error },
+          ),
+        );
+      }
     });
     try {
       await client.connect();
@@ -50,6 +66,7 @@ export class HeldLocks implements LeaseLocks {
       const r = await client.query("SELECT pg_try_advisory_lock($1::int, $2::int) AS got", [a, b]);
       if (r.rows[0].got === true && !this.#held.has(name)) {
         this.#held.set(name, client);
+        this.#lost.set(name, new AbortController());
         return true;
       }
     } catch (error) {
@@ -65,6 +82,7 @@ export class HeldLocks implements LeaseLocks {
     const client = this.#held.get(name);
     if (client === undefined) return;
     this.#held.delete(name);
+    this.#lost.delete(name);
     try {
       // Unlocked before the connection ends, so the next reader never sees a dying backend's lock.
       await client.query("SELECT pg_advisory_unlock_all()");
@@ -77,6 +95,11 @@ export class HeldLocks implements LeaseLocks {
   /** Frees every held lock. */
   async close(): Promise<void> {
     await Promise.all([...this.#held.keys()].map((name) => this.unlock(name)));
+  }
+
+  /** The signal of `name`'s lock being lost while held: its connection failed. */
+  lost(name: string): AbortSignal | undefined {
+    return this.#lost.get(name)?.signal;
   }
 
   /** Whether any session holds `name`'s advisory lock: one read. */

@@ -17,4 +17,5 @@
  */
 export { openPostgresStore, PostgresStore } from "./postgres_store.ts";
 export { SqlStore } from "../sql/sql_store.ts";
+export type { IntegrityFinding, IntegrityReport } from "../sql/_integrity.ts";
 export type { PostgresStoreOptions } from "./postgres_store.ts";

@@ -5,25 +5,25 @@
  */
 import { Socket } from "node:net";
 import pg from "pg";
-import {
-  BeehiveError,
-  InvalidOptionError,
-  SchemaVersionDowngradeError,
-  StoreError,
-} from "../../src/model/errors.ts";
+import { BeehiveError, InvalidOptionError, StoreError } from "../../src/model/errors.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Fence } from "../../src/store.ts";
 import { CommitListener } from "./_commit_listener.ts";
 import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
 import { HeldLocks } from "./_held_locks.ts";
 import {
+  checkBooleanOption,
   checkIntegerOption,
   checkMaxPages,
   checkOpenOptions,
   describe,
   rejectWith,
+  schemaTooNew,
+  schemaTooOld,
 } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
+import { checkBody, type DialectChecks } from "../sql/_integrity.ts";
+import { done } from "../sql/_query.ts";
 import type { TxHandleParts } from "../sql/_tx_handle.ts";
 import { SqlStore } from "../sql/sql_store.ts";
 import { migrations } from "./_schema.ts";
@@ -78,6 +78,17 @@ export interface PostgresStoreOptions {
    * @default {undefined} (silent)
    */
   logger?: Logger;
+  /**
+   * Opens an existing store to read it only: no migration, no new open
+   * epoch, no write of any kind (every session is
+   * `default_transaction_read_only`), so it works with a role that may only
+   * read. Every write rejects with a {@linkcode StoreError}. Liveness
+   * conditions read as in the store's most recently opened process (learned
+   * from its commits). A schema holding no beehive store, or one older than
+   * this build's (open it writable once), is refused.
+   * @default {false}
+   */
+  readOnly?: boolean;
 }
 
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,39}$/;
@@ -113,6 +124,8 @@ const PAGE = 8192;
 function reclaim(session: Session, maxPages: number): Promise<number> {
   return rejectWith(async () => {
     checkMaxPages(maxPages);
+    const refused = session.core.readOnlyRefusal();
+    if (refused !== undefined) throw refused;
     if (maxPages <= 0) return 0;
     const core = session.core;
     const due = await session.read(async (db) =>
@@ -156,6 +169,16 @@ function txParts(core: Core): TxHandleParts<TxSession> {
 }
 
 /**
+ * PostgreSQL checks its pages itself (with data checksums, when the cluster has them on) and
+ * enforces every foreign key: the shared checks are the ones left.
+ */
+const POSTGRES_CHECKS: DialectChecks = {
+  latestSchema: migrations[migrations.length - 1].version,
+  names: [],
+  run: () => done([]),
+};
+
+/**
  * A {@linkcode Store} over one schema of a PostgreSQL database, through a
  * pool of connections. Write transactions serialize on one counter row, so
  * resource versions follow commit order across every connection and replica;
@@ -167,7 +190,8 @@ export class PostgresStore extends SqlStore {
     if (!listeners.has(core)) listeners.set(core, new CommitListener(core));
     if (!heldLocks.has(core)) heldLocks.set(core, new HeldLocks(core));
     const session = new RootSession(core, fence);
-    super(identity, core.epoch, {
+    // A read-only open commits nothing: origin 0 is no open's.
+    super(identity, core.readOnlyAt === undefined ? core.epoch : 0, {
       families: new Families(sqlSession(session), heldLocks.get(core)!),
       tx: txParts(core),
       fence: session.fence,
@@ -175,6 +199,7 @@ export class PostgresStore extends SqlStore {
       runHook: (fn) => void runHooks(core, [fn]),
       latestVersion: () => session.read((db) => core.latestVersion(db)),
       reclaimSpace: (maxPages) => reclaim(session, maxPages),
+      check: () => sqlSession(session).read(() => checkBody(POSTGRES_CHECKS)),
       withFence: (fence, root) => new PostgresStore(identity, core, fence, root),
       close: () => closeOpen(core),
     }, root);
@@ -189,7 +214,9 @@ export class PostgresStore extends SqlStore {
     const sockets = new Set<Socket>();
     const connection: pg.ClientConfig = {
       connectionString: url,
-      options: `-c search_path=${schema}${idleSetting(options.idleInTransactionTimeout)}`,
+      options: `-c search_path=${schema}${idleSetting(options.idleInTransactionTimeout)}${
+        options.readOnly ? " -c default_transaction_read_only=on" : ""
+      }`,
       application_name: "beehive",
       connectionTimeoutMillis: options.connectTimeout ?? CONNECT_TIMEOUT,
       // Each connection's socket, known so that an abort can cut one still connecting.
@@ -225,11 +252,14 @@ export class PostgresStore extends SqlStore {
     try {
       client = await pool.connect();
       signal?.throwIfAborted();
-      const epoch = await migrate(new Db(client, 0), schema);
+      const epoch = options.readOnly
+        ? await readSchema(new Db(client, 0), schema, identity)
+        : await migrate(new Db(client, 0), schema);
       releaseClient(client);
       client = undefined;
       signal?.throwIfAborted();
-      core = new Core(pool, connection, schema, epoch, options.logger);
+      const readOnlyAt = options.readOnly ? `the PostgreSQL store ${identity}` : undefined;
+      core = new Core(pool, connection, schema, epoch, options.logger, readOnlyAt);
       const listener = new CommitListener(core);
       listeners.set(core, listener);
       await listener.start();
@@ -283,6 +313,31 @@ function identityOf(url: string, schema: string): string {
   }
 }
 
+/**
+ * Reads a store's schema version and epoch without writing: a read-only open.
+ * @throws {StoreError} no beehive store in `schema`, or one older than this build's.
+ * @throws {SchemaVersionDowngradeError} one newer than this build's.
+ */
+async function readSchema(db: Db, schema: string, identity: string): Promise<number> {
+  const present = await db.get(
+    "SELECT to_regclass(?) IS NOT NULL AS migrations, to_regclass(?) IS NOT NULL AS epoch",
+    `"${schema}".schema_migrations`,
+    `"${schema}".store_epoch`,
+  );
+  if (present?.migrations !== true || present?.epoch !== true) {
+    throw new StoreError(
+      `Cannot open PostgreSQL store ${identity} read-only: schema "${schema}" holds no beehive store`,
+    );
+  }
+  const current = Number(
+    (await db.get(`SELECT COALESCE(MAX(version), 0) AS v FROM "${schema}".schema_migrations`))!.v,
+  );
+  const latest = migrations[migrations.length - 1].version;
+  if (current > latest) throw schemaTooNew(current, latest);
+  if (current < latest) throw schemaTooOld(`PostgreSQL store ${identity}`, current, latest);
+  return Number((await db.get(`SELECT value FROM "${schema}".store_epoch WHERE id = 1`))!.value);
+}
+
 /** Creates the schema and brings it forward; resolves to this open's epoch. */
 async function migrate(db: Db, schema: string): Promise<number> {
   await db.exec("BEGIN");
@@ -300,11 +355,7 @@ async function migrate(db: Db, schema: string): Promise<number> {
       (await db.get(`SELECT COALESCE(MAX(version), 0) AS v FROM "${schema}".schema_migrations`))!.v,
     );
     const latest = migrations[migrations.length - 1].version;
-    if (current > latest) {
-      throw new SchemaVersionDowngradeError(
-        `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
-      );
-    }
+    if (current > latest) throw schemaTooNew(current, latest);
     for (const m of migrations) {
       if (m.version <= current) continue;
       await db.exec(`SET LOCAL search_path TO "${schema}"; ${m.sql}`);
@@ -366,6 +417,7 @@ export function openPostgresStore(
       );
     }
     checkOpenOptions("PostgreSQL", options);
+    checkBooleanOption("PostgreSQL", "readOnly", options.readOnly);
     const { schema, max } = options;
     if (schema !== undefined && (typeof schema !== "string" || !SCHEMA_PATTERN.test(schema))) {
       throw new InvalidOptionError(

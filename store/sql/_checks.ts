@@ -13,6 +13,7 @@ import {
   NameTakenError,
   NotFoundError,
   SchemaVersionDowngradeError,
+  StoreError,
   WrongKindError,
 } from "../../src/model/errors.ts";
 import type {
@@ -25,7 +26,7 @@ import type {
 } from "../../src/store.ts";
 import { parseLabelSelector } from "../../src/model/label_selector.ts";
 import { isStorableText } from "../../src/model/_text.ts";
-import { describe } from "../../src/model/_values.ts";
+import { clip, describe, quote } from "../../src/model/_values.ts";
 import { kindName } from "../../src/model/_kind_keys.ts";
 import type { Row } from "./_rows.ts";
 
@@ -37,7 +38,7 @@ export function objectNotFound(id: ObjectId): NotFoundError {
 /** The error for a name not held within a kind. */
 export function nameNotFound(gk: GroupKind, name: string): NotFoundError {
   return new NotFoundError(
-    `Cannot find ${kindName(gk)} "${name}": no object of that kind has that name`,
+    `Cannot find ${kindOf(gk)} ${quote(name)}: no object of that kind has that name`,
   );
 }
 
@@ -50,15 +51,23 @@ export function assertKind<R extends Row>(ref: ObjectRef, row: R | undefined): a
   if (row === undefined) throw objectNotFound(ref.id);
   if (row.group !== ref.group || row.kind !== ref.kind) {
     throw new WrongKindError(
-      `Cannot use object ${ref.id} as ${kindName(ref)}: it is a ${
-        kindName({ group: row.group as string, kind: row.kind as string })
+      `Cannot use object ${ref.id} as ${kindOf(ref)}: it is a ${
+        kindOf({ group: row.group as string, kind: row.kind as string })
       }`,
     );
   }
 }
 
 export { isStorableText } from "../../src/model/_text.ts";
-export { attempt as rejectWith, describe } from "../../src/model/_values.ts";
+export { attempt as rejectWith, describe, quote } from "../../src/model/_values.ts";
+
+/**
+ * A kind's name (`Kind.group`) for a store error message, cut like every
+ * user-supplied value a message quotes ({@linkcode quote}).
+ */
+export function kindOf(gk: GroupKind): string {
+  return clip(kindName(gk));
+}
 
 /** Checks an id argument. @throws {TypeError} not a positive safe integer. */
 export function checkId(id: unknown, what = "id"): asserts id is ObjectId {
@@ -93,8 +102,8 @@ export function checkGroupKind(gk: unknown): asserts gk is GroupKind {
   }
   if (!isStorableText(value.group) || !isStorableText(value.kind)) {
     throw new InvalidOptionError(
-      `Cannot use kind ${
-        JSON.stringify(value)
+      `Cannot use kind ${quote(value.kind)} of group ${
+        quote(value.group)
       }: group and kind must be well-formed UTF-16 without NUL`,
     );
   }
@@ -114,7 +123,7 @@ export function checkName(name: unknown): asserts name is string {
   if (name === "") throw new InvalidNameError("Cannot use name: it must not be empty");
   if (!isStorableText(name)) {
     throw new InvalidNameError(
-      `Cannot use name ${JSON.stringify(name)}: it must be well-formed UTF-16 without NUL`,
+      `Cannot use name ${quote(name)}: it must be well-formed UTF-16 without NUL`,
     );
   }
 }
@@ -313,9 +322,9 @@ export function checkRelation(relation: unknown): asserts relation is Relation {
 /** Builds the error a create reports for a name held within its kind. */
 export function nameTaken(group: string, kind: string, name: string, cause: unknown) {
   return new NameTakenError(
-    `Cannot create ${
-      kindName({ group, kind })
-    } "${name}": the name is already in use for this kind`,
+    `Cannot create ${kindOf({ group, kind })} ${
+      quote(name)
+    }: the name is already in use for this kind`,
     { cause },
   );
 }
@@ -355,7 +364,7 @@ export function normalizeConditions(conditions: unknown): NormalCondition[] {
       if (!isStorableText(value)) {
         throw new InvalidConditionError(
           `Cannot set condition: its ${field} ${
-            JSON.stringify(value)
+            quote(value)
           } is not well-formed UTF-16 without NUL`,
         );
       }
@@ -365,19 +374,21 @@ export function normalizeConditions(conditions: unknown): NormalCondition[] {
     if (type === "") throw new InvalidConditionError("Cannot set condition: its type is empty");
     if (typeof c.status !== "string" || !STATUSES.has(c.status)) {
       throw new InvalidConditionError(
-        `Cannot set condition "${type}": its status is ${
+        `Cannot set condition ${quote(type)}: its status is ${
           describe(c.status)
         }, expected "True", "False" or "Unknown"`,
       );
     }
     if (c.liveness !== undefined && typeof c.liveness !== "boolean") {
       throw new InvalidConditionError(
-        `Cannot set condition "${type}": liveness is ${describe(c.liveness)}, expected a boolean`,
+        `Cannot set condition ${quote(type)}: liveness is ${
+          describe(c.liveness)
+        }, expected a boolean`,
       );
     }
     if (seen.has(type)) {
       throw new DuplicateConditionTypeError(
-        `Cannot set conditions: type "${type}" appears twice in one write`,
+        `Cannot set conditions: type ${quote(type)} appears twice in one write`,
       );
     }
     seen.add(type);
@@ -436,6 +447,34 @@ export function checkMaxPages(maxPages: unknown): asserts maxPages is number {
 export function checkOpenOptions(store: string, options: unknown): void {
   if (typeof options !== "object" || options === null) {
     throw new InvalidOptionError(`Cannot open ${store} store: options are ${describe(options)}`);
+  }
+}
+
+/** The refusal of a database written by a newer build. */
+export function schemaTooNew(current: number, latest: number): SchemaVersionDowngradeError {
+  return new SchemaVersionDowngradeError(
+    `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
+  );
+}
+
+/** A read-only open's refusal of a schema it cannot bring forward; `store` names the store. */
+export function schemaTooOld(store: string, current: number, latest: number): StoreError {
+  return new StoreError(
+    `Cannot open ${store} read-only: its schema version ${current} is older than this build's ${latest}; open it writable once to bring it forward`,
+  );
+}
+
+/**
+ * Checks an optional boolean option of an open.
+ * @throws {InvalidOptionError} naming the store and the option.
+ */
+export function checkBooleanOption(store: string, name: string, value: unknown): void {
+  if (value !== undefined && typeof value !== "boolean") {
+    throw new InvalidOptionError(
+      `Cannot open ${store} store with ${name}: current value is ${
+        describe(value)
+      }, expected a boolean`,
+    );
   }
 }
 

@@ -4,7 +4,7 @@
  * @module
  */
 import type { DriverCursors } from "../../src/store.ts";
-import { describe, isStorableText, rejectWith } from "./_checks.ts";
+import { describe, isStorableText, quote, rejectWith } from "./_checks.ts";
 import { q } from "./_query.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
 
@@ -37,7 +37,7 @@ export class SqlDriverCursors implements DriverCursors {
       checkCursorName(name);
       if (typeof cursor !== "number" || !Number.isSafeInteger(cursor) || cursor < 0) {
         throw new TypeError(
-          `Cannot set driver cursor "${name}": current value is ${
+          `Cannot set driver cursor ${quote(name)}: current value is ${
             describe(cursor)
           }, expected an integer >= 0`,
         );

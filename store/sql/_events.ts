@@ -26,6 +26,7 @@ import {
   describe,
   EVENT_CAP_BUDGET,
   objectNotFound,
+  quote,
   rejectWith,
 } from "./_checks.ts";
 import type { Dialect } from "./_dialect.ts";
@@ -85,9 +86,7 @@ function eventText(value: unknown, field: string, required: boolean): string {
   }
   if (!isStorableText(value)) {
     throw new InvalidEventError(
-      `Cannot add event: its ${field} ${
-        JSON.stringify(value)
-      } is not well-formed UTF-16 without NUL`,
+      `Cannot add event: its ${field} ${quote(value)} is not well-formed UTF-16 without NUL`,
     );
   }
   if (required && value === "") {
@@ -223,7 +222,7 @@ export class SqlEvents implements Events {
       if (input.detail !== undefined && !isStorableText(input.detail)) {
         throw new InvalidEventError(
           `Cannot add event: its detail ${
-            JSON.stringify(input.detail)
+            quote(input.detail)
           } is not well-formed UTF-16 without NUL`,
         );
       }

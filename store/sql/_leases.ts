@@ -17,7 +17,7 @@ import type {
   LeaseTermInput,
   RawLease,
 } from "../../src/store.ts";
-import { describe, isStorableText, rejectWith } from "./_checks.ts";
+import { describe, isStorableText, quote, rejectWith } from "./_checks.ts";
 import type { Maybe } from "./_write_group.ts";
 import { type Q, q } from "./_query.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
@@ -32,6 +32,8 @@ export interface LeaseLocks {
   unlock(name: string): Maybe<void>;
   /** Whether some live holder, in any process, has lease `name`'s lock: a step of a body. */
   isLocked(name: string): Q<boolean>;
+  /** The signal of lease `name`'s lock being lost while held, where the dialect can tell. */
+  lost?(name: string): AbortSignal | undefined;
 }
 
 const SELECT =
@@ -108,7 +110,7 @@ function inUse(row: LeaseRow): StoreInUseError {
     ? ""
     : ` since ${new Date(row.acquiredAt).toISOString()}`;
   return new StoreInUseError(
-    `Cannot take lease "${row.name}": it is held by ${JSON.stringify(row.holder)}${pid}${since}`,
+    `Cannot take lease ${quote(row.name)}: it is held by ${quote(row.holder ?? "")}${pid}${since}`,
   );
 }
 
@@ -154,7 +156,8 @@ export class SqlLeases implements Leases {
       checkTerm(input);
       checkDuration(input.duration);
       const { name, holder, epoch, duration } = input;
-      return this.#s.write((scope) => renewBody(scope, name, holder, epoch, duration));
+      const locks = this.#locks;
+      return this.#s.write((scope) => renewBody(scope, locks, name, holder, epoch, duration));
     });
   }
 
@@ -198,15 +201,55 @@ export class SqlLeases implements Leases {
       released ??= this.#s.write(() => freeBody(name, holder, lease.epoch)).catch(() => {
         // A closed store already dropped the lock; a failed write leaves a row whose lock is free.
       }).finally(() => locks.unlock(name));
-    return { lease, release };
+    const lost = locks.lost?.(name);
+    return lost === undefined ? { lease, release } : { lease, release, lost };
   }
 }
 
-/** Whether `row` names a live holder now (a held lock's lock is still held). */
-function* live(locks: LeaseLocks, row: LeaseRow | undefined, now: number): Q<boolean> {
+/**
+ * What one open of the store has seen of each timed lease: its term (holder,
+ * epoch and expiry as written) and when this open first saw that term, on its
+ * own monotonic clock. A timed lease lapses for an open that has seen its term
+ * unchanged for a lease duration — as client-go's leader election judges it —
+ * so neither another host's clock nor a jump of this host's wall clock can end
+ * a lease its holder keeps renewing.
+ */
+class Sightings {
+  readonly #seen = new Map<string, { readonly term: string; readonly at: number }>();
+
+  /** Records `row`'s term as seen now unless it is the one last seen; how long (ms) it has been seen unchanged. */
+  unchangedFor(row: LeaseRow): number {
+    const term = `${row.holder}\u0000${row.epoch}\u0000${row.expiresAt}`;
+    const at = performance.now();
+    const seen = this.#seen.get(row.name);
+    if (seen?.term === term) return at - seen.at;
+    this.#seen.set(row.name, { term, at });
+    return 0;
+  }
+
+  /** This open wrote `row`'s term: seen from now. */
+  wrote(row: LeaseRow): void {
+    this.unchangedFor(row);
+  }
+}
+
+/** Each open's sightings, by the locks object its handles share. */
+const sightingsOf = new WeakMap<LeaseLocks, Sightings>();
+
+function sightings(locks: LeaseLocks): Sightings {
+  let s = sightingsOf.get(locks);
+  if (s === undefined) sightingsOf.set(locks, s = new Sightings());
+  return s;
+}
+
+/**
+ * Whether `row` names a live holder now: a held lock's lock is still held; a
+ * timed lease's term has not been seen unchanged for `duration` ms here.
+ */
+function* live(locks: LeaseLocks, row: LeaseRow | undefined, duration: number): Q<boolean> {
   if (row?.holder === undefined) return false;
   if (row.expiresAt === undefined) return yield* locks.isLocked(row.name);
-  return row.expiresAt > now;
+  return sightings(locks).unchangedFor(row) < duration;
 }
 
 function* getBody(locks: LeaseLocks, name: string) {
@@ -237,21 +280,23 @@ function* acquireBody(
       name,
       row.epoch,
     );
-    return { acquired: true, lease: strip({ ...row, expiresAt }) };
+    const renewed = { ...row, expiresAt };
+    sightings(locks).wrote(renewed);
+    return { acquired: true, lease: strip(renewed) };
   }
   // Probed inside the write transaction: a holder taking the lock now records itself
   // only after this commit, and then sees this lease.
-  if (yield* live(locks, row, now)) return { acquired: false, lease: strip(row!) };
+  if (yield* live(locks, row, duration)) return { acquired: false, lease: strip(row!) };
   const epoch = (row?.epoch ?? 0) + 1;
   yield* q.run(UPSERT, name, holder, epoch, now, expiresAt, processId());
-  return {
-    acquired: true,
-    lease: { name, holder, epoch, acquiredAt: now, expiresAt },
-  };
+  const lease = { name, holder, epoch, acquiredAt: now, expiresAt };
+  sightings(locks).wrote({ ...lease, pid: undefined });
+  return { acquired: true, lease };
 }
 
 function* renewBody(
   { now }: WriteScope,
+  locks: LeaseLocks,
   name: string,
   holder: string,
   epoch: number,
@@ -263,7 +308,9 @@ function* renewBody(
   }
   const expiresAt = now + Math.ceil(duration);
   yield* q.run("UPDATE leases SET expires_at = ? WHERE name = ?", expiresAt, name);
-  return strip({ ...row, expiresAt });
+  const renewed = { ...row, expiresAt };
+  sightings(locks).wrote(renewed);
+  return strip(renewed);
 }
 
 function* releaseBody(name: string, holder: string, epoch: number) {

@@ -28,7 +28,6 @@ import type {
   RawObjectMeta,
   ReconcileLoad,
 } from "../../src/store.ts";
-import { kindName } from "../../src/model/_kind_keys.ts";
 import {
   assertKind,
   assertVersion,
@@ -46,9 +45,11 @@ import {
   checkRelation,
   checkSchemaVersion,
   describe,
+  kindOf,
   nameNotFound,
   nameTaken,
   objectNotFound,
+  quote,
   rejectWith,
   stampVersion,
 } from "./_checks.ts";
@@ -379,9 +380,9 @@ function* updateSpec(
   assertVersion(stored.id, stored.resourceVersion, expected);
   if (stored.deletionRequestedAt !== undefined) {
     throw new DeletionPendingError(
-      `Cannot update the spec of ${
-        kindName(stored)
-      } "${stored.name}" (id ${stored.id}): its deletion is pending`,
+      `Cannot update the spec of ${kindOf(stored)} ${
+        quote(stored.name)
+      } (id ${stored.id}): its deletion is pending`,
     );
   }
   const version = stampVersion(stored.specVersion, incoming, "spec", stored.id);
@@ -759,9 +760,9 @@ function* addFinalizerBody(scope: WriteScope, read: string, ref: ObjectRef, chec
   assertKind(ref, row);
   if (row.deletion_requested_at !== null) {
     throw new DeletionPendingError(
-      `Cannot add finalizer ${JSON.stringify(checked)} to ${
-        kindName(ref)
-      } "${row.name}" (id ${ref.id}): its deletion is pending`,
+      `Cannot add finalizer ${quote(checked)} to ${kindOf(ref)} ${
+        quote(row.name as string)
+      } (id ${ref.id}): its deletion is pending`,
     );
   }
   const finalizers = decodeFinalizers(row.finalizers, ref.id);

@@ -86,7 +86,6 @@ export type Drive = <C, T>(
 export class BodySession<C extends Runs<unknown>, S extends WriteScope & { readonly db: C }>
   implements SqlSession {
   readonly dialect: Dialect;
-  readonly epoch: number;
   readonly inTransaction: boolean;
   readonly #s: DriverSession<C, S>;
   readonly #drive: Drive;
@@ -99,9 +98,13 @@ export class BodySession<C extends Runs<unknown>, S extends WriteScope & { reado
   ) {
     this.#s = session;
     this.dialect = dialect;
-    this.epoch = session.core.epoch;
     this.inTransaction = inTransaction;
     this.#drive = drive;
+  }
+
+  /** The core's epoch, read at each call: a read-only open follows the store's latest. */
+  get epoch(): number {
+    return this.#s.core.epoch;
   }
 
   assertOpen(): void {

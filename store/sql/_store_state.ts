@@ -9,6 +9,7 @@ import { BeehiveError, FencedError, StoreClosedError, StoreError } from "../../s
 import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Row } from "./_rows.ts";
+import { quote } from "../../src/model/_values.ts";
 
 /** The fence check's read: the lease row a fenced write is checked against. */
 export const FENCE_SQL = "SELECT epoch, holder FROM leases WHERE name = ?";
@@ -21,24 +22,54 @@ export function refuseStaleFence(fence: Fence, row: Row | undefined): void {
   const epoch = row === undefined ? 0 : Number(row.epoch);
   if (epoch > fence.epoch) {
     throw new FencedError(
-      `Cannot write: lease "${fence.lease}" is at epoch ${epoch} (held by ${
-        row!.holder === null ? "nobody" : JSON.stringify(row!.holder)
+      `Cannot write: lease ${quote(fence.lease)} is at epoch ${epoch} (held by ${
+        row!.holder === null ? "nobody" : quote(String(row!.holder))
       }), and this write carries epoch ${fence.epoch} from a term that is over`,
     );
   }
 }
 
+/** The refusal of a write on a store opened read-only; `store` names it ("the SQLite store at …"). */
+export function readOnlyError(store: string): StoreError {
+  return new StoreError(`Cannot write to ${store}: it was opened read-only`);
+}
+
 /** The lifecycle and error handling one open store's handles share. */
 export abstract class StoreState {
-  /** This open's number (`store_epoch`): the liveness downgrade's epoch and the write log's origin. */
-  readonly epoch: number;
   readonly logger: Logger | undefined;
+  /**
+   * What a read-only open names itself in its refusals; `undefined` for an
+   * open that writes. A read-only open writes nothing, not even its epoch.
+   */
+  readonly readOnlyAt: string | undefined;
+  #epoch: number;
   #closing = false;
   #closed = false;
 
-  constructor(epoch: number, logger: Logger | undefined) {
-    this.epoch = epoch;
+  constructor(epoch: number, logger: Logger | undefined, readOnlyAt?: string) {
+    this.#epoch = epoch;
     this.logger = logger;
+    this.readOnlyAt = readOnlyAt;
+  }
+
+  /**
+   * This open's number (`store_epoch`): the liveness downgrade's epoch and the
+   * write log's origin. A read-only open has no epoch of its own: it follows
+   * the store's latest ({@linkcode StoreState.followEpoch}), so it reads
+   * liveness conditions as the most recently opened process does.
+   */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  /** A read-only open learned of the store's epoch `latest`: it follows it. */
+  followEpoch(latest: number): void {
+    if (this.readOnlyAt !== undefined && latest > this.#epoch) this.#epoch = latest;
+  }
+
+  /** The refusal of a write on a read-only open, else `undefined`. */
+  readOnlyRefusal(): StoreError | undefined {
+    return this.readOnlyAt === undefined ? undefined : readOnlyError(this.readOnlyAt);
   }
 
   get closing(): boolean {

@@ -21,6 +21,7 @@ import type {
 } from "../../src/store.ts";
 import { checkFenceOption, checkHook, checkTransactionFn } from "./_checks.ts";
 import type { Families } from "./_families.ts";
+import type { IntegrityReport } from "./_integrity.ts";
 import { type FrameSession, SqlTx, type TxHandleParts } from "./_tx_handle.ts";
 
 /** What a dialect hands its root handle: the few calls that reach its own machinery. */
@@ -39,6 +40,8 @@ export interface RootParts<S extends FrameSession<S>> {
   latestVersion(): Promise<number>;
   /** The dialect's space reclaim. */
   reclaimSpace(maxPages: number): Promise<number>;
+  /** The integrity check: the dialect's checks, then the shared ones (`./_integrity.ts`). */
+  check(): Promise<IntegrityReport>;
   /** A new handle on the same open, with `fence`, whose `close` closes `root`. */
   withFence(fence: Fence, root: SqlStore): SqlStore;
   /** Releases the open's connections; called once, on the handle that opened the store. */
@@ -143,6 +146,20 @@ export abstract class SqlStore implements Store {
    */
   reclaimSpace(maxPages: number): Promise<number> {
     return this.#parts.reclaimSpace(maxPages);
+  }
+
+  /**
+   * Checks the store's integrity, reading only: the database's own checks
+   * (SQLite: `PRAGMA integrity_check` and `foreign_key_check`), the schema
+   * version, and beehive's invariants (object and write-log versions under
+   * the store's counter, sane generations, no edge, condition, event or
+   * watermark pointing at a missing object). Resolves to what it found; a
+   * file too damaged to read rejects with a `StoreError`. No check can see a
+   * value changed into another valid value (a flipped bit in a name or spec):
+   * SQLite keeps no checksums of row contents.
+   */
+  check(): Promise<IntegrityReport> {
+    return this.#parts.check();
   }
 
   /**

@@ -130,6 +130,8 @@ export class Db {
   }
 }
 
+/** The store's latest open (`store_epoch`). */
+export const EPOCH_SQL = "SELECT value FROM store_epoch WHERE id = 1";
 const COUNTER_SQL = "SELECT value FROM resource_version_seq WHERE id = 1";
 // MAX with the table's highest id: a row another writer inserted past the counter is never reused.
 const COUNTERS_SQL = `SELECT value,
@@ -167,6 +169,8 @@ export class Core extends StoreState {
   #seen: number | undefined;
   /** The writer's `PRAGMA data_version` at the last commit probe. */
   #probeSeen: number | undefined;
+  /** The reader's data_version when a read-only open last read the store's epoch. */
+  #epochSeen: number | undefined;
 
   constructor(
     driver: Driver,
@@ -175,13 +179,29 @@ export class Core extends StoreState {
     epoch: number,
     locks: LockFiles,
     logger: StoreLogger | undefined,
+    readOnlyAt?: string,
   ) {
-    super(epoch, logger);
+    super(epoch, logger, readOnlyAt);
     this.driver = driver;
     this.writer = writer;
     this.reader = reader;
     this.locks = locks;
     writer.journal = this.journal;
+  }
+
+  /**
+   * This open's epoch; a read-only open re-reads the store's latest when
+   * another connection committed (an open's epoch bump is a commit).
+   */
+  override get epoch(): number {
+    if (this.readOnlyAt !== undefined && !this.closing) {
+      const seen = Number(this.reader.get("PRAGMA data_version")!.data_version);
+      if (seen !== this.#epochSeen) {
+        this.followEpoch(Number(this.reader.get(EPOCH_SQL)!.value));
+        this.#epochSeen = seen;
+      }
+    }
+    return super.epoch;
   }
 
   /** Closes both connections. */

@@ -102,6 +102,8 @@ function transactions(core: Core): GroupTransactions<Core> {
 
 /** Queues `member` for the next group commit of `core`. */
 export function submitWrite(core: Core, member: Member<Core>): void {
+  const refused = core.readOnlyRefusal();
+  if (refused !== undefined) return member.failed(refused);
   writeGroupOf(core, transactions, POLICY).submit(member);
 }
 

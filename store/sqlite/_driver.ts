@@ -41,10 +41,19 @@ export interface Connection {
   close(): void;
 }
 
+/** How a connection is opened. */
+export interface OpenOptions {
+  /**
+   * Opens an existing file read-only (never creating it); `path` may then be
+   * a `file:` URI (e.g. with `immutable=1`).
+   */
+  readonly readOnly?: boolean;
+}
+
 /** Opens connections. */
 export interface Driver {
-  /** Opens `path` (a file path). */
-  open(path: string): Connection;
+  /** Opens `path` (a file path), read-write and created if missing unless `options.readOnly`. */
+  open(path: string, options?: OpenOptions): Connection;
   /** Normalizes an error this driver threw. */
   describeFailure(error: unknown): DriverFailure;
 }

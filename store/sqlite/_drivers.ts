@@ -6,7 +6,7 @@
  * @module
  */
 import { InvalidOptionError, StoreError } from "../../src/model/errors.ts";
-import type { Connection, Driver } from "./_driver.ts";
+import type { Connection, Driver, OpenOptions } from "./_driver.ts";
 import { nodeSqliteDriver } from "./_node_sqlite.ts";
 import { describe } from "../sql/_checks.ts";
 
@@ -68,7 +68,7 @@ const openFiles = new Map<string, { driver: string; connections: number }>();
  */
 function exclusive(name: string, driver: Driver): Driver {
   return {
-    open(path: string): Connection {
+    open(path: string, options?: OpenOptions): Connection {
       const held = openFiles.get(path);
       if (held !== undefined && held.driver !== name) {
         throw new StoreError(
@@ -77,7 +77,7 @@ function exclusive(name: string, driver: Driver): Driver {
             `libraries in one process do not see each other's locks`,
         );
       }
-      const conn = driver.open(path);
+      const conn = driver.open(path, options);
       const entry = held ?? { driver: name, connections: 0 };
       entry.connections++;
       openFiles.set(path, entry);

@@ -65,6 +65,8 @@ export const SQLITE_TEXT = 3;
 export const SQLITE_BLOB = 4;
 /** READWRITE | CREATE | NOMUTEX (one thread per connection) | EXRESCODE (extended codes). */
 export const OPEN_FLAGS = 0x2 | 0x4 | 0x8000 | 0x0200_0000;
+/** READONLY | URI (a `file:` name may carry `immutable=1`) | NOMUTEX | EXRESCODE. */
+export const OPEN_READ_ONLY_FLAGS = 0x1 | 0x40 | 0x8000 | 0x0200_0000;
 /** The statement is long-lived (it sits in the store's cache). */
 export const SQLITE_PREPARE_PERSISTENT = 0x1;
 /** The destructor value telling SQLite to copy a bound buffer before the call returns. */

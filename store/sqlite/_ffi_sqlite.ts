@@ -8,12 +8,13 @@
  *
  * @module
  */
-import type { Connection, Driver, DriverFailure, Statement } from "./_driver.ts";
+import type { Connection, Driver, DriverFailure, OpenOptions, Statement } from "./_driver.ts";
 import {
   acquireLibrary,
   cString,
   defaultLibraryName,
   OPEN_FLAGS,
+  OPEN_READ_ONLY_FLAGS,
   releaseLibrary,
   SQLITE_MISUSE,
   SQLITE_OK,
@@ -48,11 +49,12 @@ export class FfiConnection implements Connection, StatementOwner {
     this.handle = handle;
   }
 
-  /** Opens `path` read-write, creating it; takes over `lib`'s hold on success. */
-  static open(lib: SqliteLibrary, path: string): FfiConnection {
+  /** Opens `path` read-write, creating it (or read-only); takes over `lib`'s hold on success. */
+  static open(lib: SqliteLibrary, path: string, readOnly: boolean): FfiConnection {
     const sym = lib.symbols;
     const out = new BigUint64Array(1);
-    const rc = sym.sqlite3_open_v2(cStringBytes(path), out, OPEN_FLAGS, null);
+    const flags = readOnly ? OPEN_READ_ONLY_FLAGS : OPEN_FLAGS;
+    const rc = sym.sqlite3_open_v2(cStringBytes(path), out, flags, null);
     const handle = takePointer(out);
     if (rc !== SQLITE_OK || handle === null) {
       const message = handle === null
@@ -127,10 +129,10 @@ export class FfiConnection implements Connection, StatementOwner {
 /** A driver over the SQLite library `library` (a file name or path for `Deno.dlopen`). */
 export function ffiDriver(library: string): Driver {
   return {
-    open(path: string): Connection {
+    open(path: string, options?: OpenOptions): Connection {
       const lib = acquireLibrary(library);
       try {
-        return FfiConnection.open(lib, path);
+        return FfiConnection.open(lib, path, options?.readOnly === true);
       } catch (error) {
         releaseLibrary(lib);
         throw error;

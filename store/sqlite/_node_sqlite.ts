@@ -6,14 +6,17 @@
  * @module
  */
 import { DatabaseSync } from "node:sqlite";
-import type { Connection, Driver, DriverFailure } from "./_driver.ts";
+import type { Connection, Driver, DriverFailure, OpenOptions } from "./_driver.ts";
 
 const SQLITE_BUSY = 5;
 
 /** The default driver. */
 export const nodeSqliteDriver: Driver = {
-  open(path: string): Connection {
+  open(path: string, options?: OpenOptions): Connection {
     // Connection is structurally what DatabaseSync offers.
+    if (options?.readOnly) {
+      return new DatabaseSync(path, { readOnly: true }) as unknown as Connection;
+    }
     return new DatabaseSync(path) as unknown as Connection;
   },
   // node:sqlite attaches SQLite's extended result code as `errcode`; Deno's omits it on some

@@ -17,4 +17,5 @@
  */
 export { openSqliteStore, SqliteStore } from "./sqlite_store.ts";
 export { SqlStore } from "../sql/sql_store.ts";
+export type { IntegrityFinding, IntegrityReport } from "../sql/_integrity.ts";
 export type { SqliteStoreOptions } from "./sqlite_store.ts";

@@ -3,30 +3,32 @@
  *
  * @module
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import {
-  BeehiveError,
-  InvalidOptionError,
-  SchemaVersionDowngradeError,
-  StoreError,
-} from "../../src/model/errors.ts";
+import { BeehiveError, InvalidOptionError, StoreError } from "../../src/model/errors.ts";
 import type { Fence, GroupKind } from "../../src/store.ts";
 import { CommitProbe } from "./_commit_probe.ts";
 import { LockFiles } from "./_lock_files.ts";
-import { Core, Db } from "./_core.ts";
+import { Core, Db, EPOCH_SQL } from "./_core.ts";
+import { readOnlyError } from "../sql/_store_state.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
 import {
+  checkBooleanOption,
   checkIntegerOption,
   checkMaxPages,
   checkOpenOptions,
   describe,
   rejectWith,
+  schemaTooNew,
+  schemaTooOld,
 } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
+import { checkBody } from "../sql/_integrity.ts";
+import { SQLITE_CHECKS } from "./_integrity_checks.ts";
+import { openReading, storedVersion } from "./_open_checks.ts";
 import type { TxHandleParts } from "../sql/_tx_handle.ts";
 import { SqlStore } from "../sql/sql_store.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
@@ -75,6 +77,18 @@ export interface SqliteStoreOptions {
    * @default {undefined}
    */
   library?: string;
+  /**
+   * Opens an existing store to read it only: no migration, no new open
+   * epoch, no checkpoint and no lock file — nothing is written, so it works on
+   * a read-only file or filesystem and while another connection holds a long
+   * write transaction. Every write rejects with a {@linkcode StoreError}.
+   * Liveness conditions read as in the store's most recently opened process.
+   * A missing file, a database that is not a beehive store, or one whose
+   * schema is older than this build's (open it writable once) is refused.
+   * Not for `":memory:"`.
+   * @default {false}
+   */
+  readOnly?: boolean;
 }
 
 const FREE_PAGE_FLOOR = 256;
@@ -85,6 +99,8 @@ const probes = new WeakMap<Core, CommitProbe>();
 function reclaim(session: Session, maxPages: number): Promise<number> {
   return rejectWith(() => {
     checkMaxPages(maxPages);
+    const refused = session.core.readOnlyRefusal();
+    if (refused !== undefined) throw refused;
     if (maxPages <= 0) return Promise.resolve(0);
     // An idle reclaim is a read: the write transaction opens only above the floor.
     return session.read((db) => {
@@ -138,7 +154,8 @@ export class SqliteStore extends SqlStore {
   ) {
     if (!probes.has(core)) probes.set(core, new CommitProbe(core));
     const session = new RootSession(core, fence);
-    super(identity, core.epoch, {
+    // A read-only open commits nothing: origin 0 is no open's.
+    super(identity, core.readOnlyAt === undefined ? core.epoch : 0, {
       families: new Families(sqlSession(session), core.locks),
       tx: txParts(core),
       fence: session.fence,
@@ -146,6 +163,7 @@ export class SqliteStore extends SqlStore {
       runHook: (fn) => void runHooks(core, [fn]),
       latestVersion: () => session.read((db) => core.latestVersion(db)),
       reclaimSpace: (maxPages) => reclaim(session, maxPages),
+      check: () => sqlSession(session).read(() => checkBody(SQLITE_CHECKS)),
       withFence: (fence, root) => new SqliteStore(identity, core, undefined, fence, root),
       close: () => closeOpen(core, tempDir),
     }, root);
@@ -178,12 +196,15 @@ export class SqliteStore extends SqlStore {
       file = resolve(path);
       identity = file;
     }
+    if (options.readOnly) return SqliteStore.#openReadOnly(path, file, options, driver);
     let writer: Db | undefined;
     let reader: Db | undefined;
     try {
       writer = new Db(driver.open(file));
       const busy = options.busyTimeout ?? 5000;
       writer.exec(`PRAGMA busy_timeout = ${busy}`);
+      // Before anything writes: another application's database is refused, never migrated.
+      storedVersion(writer, path);
       // page_size and auto_vacuum only take effect before the first table is created.
       writer.exec(`PRAGMA page_size = ${PAGE_SIZE}`);
       writer.exec("PRAGMA auto_vacuum = INCREMENTAL");
@@ -212,15 +233,61 @@ export class SqliteStore extends SqlStore {
         // Already failing: the open error is the one to report.
       }
       if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
-      if (error instanceof BeehiveError) throw error;
-      throw new StoreError(
-        `Cannot open SQLite store at ${JSON.stringify(path)}: ${
-          driver.describeFailure(error).message
-        }`,
-        { cause: error },
-      );
+      throw openFailure(path, driver, error);
     }
   }
+
+  /** Opens an existing store without writing anything (see {@linkcode SqliteStoreOptions.readOnly}). */
+  static #openReadOnly(
+    path: string,
+    file: string,
+    options: SqliteStoreOptions,
+    driver: Driver,
+  ): SqliteStore {
+    if (!existsSync(file)) {
+      throw new StoreError(`Cannot open SQLite store at ${JSON.stringify(path)}: no such file`);
+    }
+    const busy = options.busyTimeout ?? 5000;
+    let writer: Db | undefined;
+    let reader: Db | undefined;
+    try {
+      writer = openReading(driver, file, busy);
+      const version = storedVersion(writer, path);
+      const latest = migrations[migrations.length - 1].version;
+      if (version === 0) {
+        throw new StoreError(
+          `Cannot open SQLite store at ${JSON.stringify(path)} read-only: the database is empty`,
+        );
+      }
+      if (version > latest) throw schemaTooNew(version, latest);
+      if (version < latest) {
+        throw schemaTooOld(`SQLite store at ${JSON.stringify(path)}`, version, latest);
+      }
+      const epoch = Number(writer.get(EPOCH_SQL)!.value);
+      reader = openReading(driver, file, busy);
+      const at = `the SQLite store at ${JSON.stringify(path)}`;
+      const locks = new LockFiles(driver, file, () => readOnlyError(at));
+      const core = new Core(driver, writer, reader, epoch, locks, options.logger, at);
+      return new SqliteStore(file, core, undefined);
+    } catch (error) {
+      try {
+        reader?.close();
+        writer?.close();
+      } catch {
+        // Already failing: the open error is the one to report.
+      }
+      throw openFailure(path, driver, error);
+    }
+  }
+}
+
+/** `error`, from opening the store at `path`, as a beehive error. */
+function openFailure(path: string, driver: Driver, error: unknown): BeehiveError {
+  if (error instanceof BeehiveError) return error;
+  return new StoreError(
+    `Cannot open SQLite store at ${JSON.stringify(path)}: ${driver.describeFailure(error).message}`,
+    { cause: error },
+  );
 }
 
 /** Closes one open: its commit probe, checkpointer and connections, once the writer is free. */
@@ -275,11 +342,7 @@ function migrate(db: Db): void {
     const current = Number(
       db.get("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")!.v,
     );
-    if (current > latest) {
-      throw new SchemaVersionDowngradeError(
-        `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
-      );
-    }
+    if (current > latest) throw schemaTooNew(current, latest);
     return current;
   };
   // Read without the write lock first: an up-to-date database takes none.
@@ -337,8 +400,11 @@ function migrate(db: Db): void {
  * @throws {InvalidOptionError} an option is out of range, or `driver: "ffi"`
  * is asked for off Deno.
  * @throws {SchemaVersionDowngradeError} the database was written by a newer build.
- * @throws {StoreError} the file cannot be opened or migrated; for `"ffi"`, the
- * library is missing, older than SQLite 3.38.0, or FFI access is not granted.
+ * @throws {StoreError} the file cannot be opened or migrated, or holds another
+ * application's tables and no beehive schema (it is left untouched); with
+ * `readOnly`, the file is missing or its schema is older than this build's;
+ * for `"ffi"`, the library is missing, older than SQLite 3.38.0, or FFI access
+ * is not granted.
  */
 export function openSqliteStore(
   path: string,
@@ -360,6 +426,12 @@ export function openSqliteStore(
       );
     }
     checkIntegerOption("SQLite", "busyTimeout", busyTimeout, 0, "an integer >= 0 (ms)");
+    checkBooleanOption("SQLite", "readOnly", options.readOnly);
+    if (options.readOnly && path === ":memory:") {
+      throw new InvalidOptionError(
+        `Cannot open SQLite store ":memory:" with readOnly: a private temporary store has nothing to read`,
+      );
+    }
     const driver = selectDriver(options);
     if (driver instanceof Promise) return driver.then((d) => SqliteStore.open(path, options, d));
     return Promise.resolve(SqliteStore.open(path, options, driver));

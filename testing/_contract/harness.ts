@@ -22,6 +22,8 @@ export interface StoreFactory {
    * `undefined` when the adapter keeps nothing across opens.
    */
   openPath?(path: string): Promise<Store>;
+  /** Opens the store at `path` read-only (`readOnly: true`); it must exist. */
+  openReadOnly?(path: string): Promise<Store>;
 }
 
 /** What a case receives. */
@@ -30,6 +32,8 @@ export interface Harness {
   open(): Promise<Store>;
   /** Opens the store at `path` (closed after the case); throws when the adapter has no paths. */
   openPath(path: string): Promise<Store>;
+  /** Opens the store at `path` read-only (closed after the case). */
+  openReadOnly(path: string): Promise<Store>;
   /** A path inside a directory removed after the case. */
   tempPath(name: string): string;
 }
@@ -42,6 +46,8 @@ export interface ContractCase {
    * one store): it runs only on a factory with `openPath`.
    */
   readonly reopens?: boolean;
+  /** The case opens a store read-only (needs the factory's `openReadOnly`). */
+  readonly readOnly?: boolean;
   readonly fn: (h: Harness) => Promise<void>;
 }
 
@@ -121,6 +127,14 @@ export async function runCase(
       stores.push(s);
       return s;
     },
+    async openReadOnly(path) {
+      if (factory.openReadOnly === undefined) {
+        throw new Error(`${factory.name} has no read-only opens`);
+      }
+      const s = await factory.openReadOnly(path);
+      stores.push(s);
+      return s;
+    },
     tempPath(name) {
       const dir = dirs.make();
       made.push(dir);
@@ -173,9 +187,10 @@ export async function logCount(store: Store, gk: GroupKind): Promise<number> {
 
 /** Runs `fn` with `Date` faked from the real current instant; always restores it. */
 export async function withFakeDate(
-  fn: (clock: { tick(ms: number): void }) => Promise<void>,
+  fn: (clock: { tick(ms: number): void; setSystemTime(now: number): void }) => Promise<void>,
 ): Promise<void> {
-  const clock = FakeTimers.install({ toFake: ["Date"], now: Date.now() });
+  // performance.now too: a timed lease lapses by the time an open has seen it unchanged.
+  const clock = FakeTimers.install({ toFake: ["Date", "performance"], now: Date.now() });
   try {
     await fn(clock);
   } finally {

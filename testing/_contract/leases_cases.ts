@@ -341,7 +341,12 @@ export const leasesCases: ContractCase[] = [
       const fa = a.fenced({ lease: "leader", epoch: first.lease.epoch });
       const w = await make(fa, Widget, "w");
       await withFakeDate(async (clock) => {
-        clock.tick(10);
+        // b first sees the term, then sees it unchanged for its duration.
+        assert.equal(
+          (await b.leases.acquire({ name: "leader", holder: "b", duration: D })).acquired,
+          false,
+        );
+        clock.tick(D);
         assert.equal(
           (await b.leases.acquire({ name: "leader", holder: "b", duration: D }))
             .acquired,
@@ -350,6 +355,33 @@ export const leasesCases: ContractCase[] = [
       });
       await assert.rejects(fa.objects.updateStatus(w, { status: '"late"' }), FencedError);
       assert.equal((await b.objects.get(w.id)).status, undefined);
+    },
+  },
+  {
+    name:
+      "leases.acquire judges a timed lease by how long this open has seen it unchanged, never by the holder's clock: a skewed clock takes nothing",
+    async fn(h) {
+      const [a, b] = await twoHandles(h);
+      await withFakeDate(async (clock) => {
+        const { lease } = await a.leases.acquire({ name: "l", holder: "a", duration: D });
+        // b's wall clock runs a minute ahead (or jumps): by it, a's expiry is long past.
+        clock.setSystemTime(Date.now() + 60_000);
+        const acquire = () => b.leases.acquire({ name: "l", holder: "b", duration: D });
+        assert.equal((await acquire()).acquired, false);
+        // a renews within every duration: b never sees one term for a whole duration.
+        for (let i = 0; i < 5; i++) {
+          clock.tick(D / 2);
+          await a.leases.renew({ name: "l", holder: "a", epoch: lease.epoch, duration: D });
+          assert.equal((await acquire()).acquired, false, `renewal ${i}`);
+        }
+        // a stops renewing: b takes the lease once it has seen the last term for D.
+        clock.tick(D - 1);
+        assert.equal((await acquire()).acquired, false);
+        clock.tick(1);
+        const taken = await acquire();
+        assert.equal(taken.acquired, true);
+        assert.equal(taken.lease.epoch, lease.epoch + 1);
+      });
     },
   },
   {

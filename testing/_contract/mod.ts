@@ -20,6 +20,7 @@ import { leasesCases } from "./leases_cases.ts";
 import { kubernetesCases } from "./kubernetes_cases.ts";
 import { stalledCases } from "./stalled_cases.ts";
 import { labelsCases } from "./labels_cases.ts";
+import { readOnlyCases } from "./read_only_cases.ts";
 
 /** Every case, grouped by family name. */
 export const contractSuites: Record<string, ContractCase[]> = {
@@ -39,6 +40,7 @@ export const contractSuites: Record<string, ContractCase[]> = {
   kubernetes: kubernetesCases,
   stalled: stalledCases,
   labels: labelsCases,
+  read_only: readOnlyCases,
 };
 
 /** One test of the contract: its name, and how to run it or why it does not apply. */
@@ -62,6 +64,11 @@ export function contractTests(factory: StoreFactory): ContractTest[] {
       const name = contractTestName(factory.name, family, c);
       if (c.reopens && factory.openPath === undefined) {
         tests.push({ name, notApplicable: "it reopens a store, and no openPath was given" });
+      } else if (c.readOnly && factory.openReadOnly === undefined) {
+        tests.push({
+          name,
+          notApplicable: "it opens a store read-only, and no openReadOnly was given",
+        });
       } else {
         tests.push({ name, run: () => runCase(factory, nodeTempDirs, c) });
       }

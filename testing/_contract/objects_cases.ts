@@ -597,4 +597,53 @@ export const objectsCases: ContractCase[] = [
       assert.equal(last.op, "delete");
     },
   },
+  {
+    name: "store errors quote at most a bounded prefix of the user's value, however long it is",
+    async fn(h) {
+      const s = await h.open();
+      const long = "n".repeat(1_000_000);
+      const bounded = async (call: () => Promise<unknown>, what: string) => {
+        let message = "";
+        try {
+          await call();
+        } catch (error) {
+          message = (error as Error).message;
+        }
+        assert.ok(message !== "", `${what} was refused`);
+        assert.ok(message.length < 400, `${what}: a message of ${message.length} characters`);
+        assert.match(message, /… \(\d{7} characters\)/, what);
+      };
+      const w = await make(s, Widget, "w");
+      await bounded(() => s.objects.getByName({ ...Widget, name: long }), "a missing name");
+      await bounded(
+        () => s.objects.getByName({ group: long, kind: "K", name: "x" }),
+        "a missing object of a long kind",
+      );
+      await bounded(
+        () => s.objects.create(Widget, { name: `${long}\u0000`, spec: "{}" }),
+        "a name with a NUL",
+      );
+      await bounded(
+        () => s.objects.create({ group: `${long}\ud800`, kind: "K" }, { name: "x", spec: "{}" }),
+        "a kind with a lone surrogate",
+      );
+      const t = "t".repeat(1_000_000);
+      await bounded(
+        () => s.conditions.set(w, [{ type: t, status: "Maybe" as "True" }]),
+        "a condition's bad status",
+      );
+      await bounded(
+        () => s.conditions.set(w, [{ type: t, status: "True" }, { type: t, status: "True" }]),
+        "a condition type twice",
+      );
+      await bounded(
+        () => s.events.add(w, { type: "Normal", reason: `${long}\u0000` }),
+        "an event reason with a NUL",
+      );
+      await bounded(() => s.driverCursors.set(long, -1), "a driver cursor's bad value");
+      const held = await s.leases.acquire({ name: "l", holder: long, duration: 60_000 });
+      assert.equal(held.acquired, true);
+      await bounded(() => s.leases.hold("l", "other"), "a lease held by a long holder");
+    },
+  },
 ];

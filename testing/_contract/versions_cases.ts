@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { Store } from "../../src/store.ts";
+import type { IntegrityReport } from "../../store/sql/_integrity.ts";
 import { type ContractCase, Gadget, make, ref, Widget, withFakeDate } from "./harness.ts";
 
 /** Every write-log entry's resource version, ascending by the log's order. */
@@ -304,6 +305,29 @@ export const versionsCases: ContractCase[] = [
       const next = await second.objects.create(Gadget, { name: "g", spec: "{}" });
       assert.ok(next.resourceVersion > issued);
       assertIncreasing(await logVersions(second));
+    },
+  },
+  {
+    name:
+      "check on a healthy store reports ok, the schema version and every check it ran, and writes nothing",
+    async fn(h) {
+      const s = await h.open();
+      const owner = await make(s, Widget, "owner");
+      const child = await make(s, Gadget, "child");
+      await s.edges.add({ fromId: child.id, toId: owner.id, relation: "owned_by" });
+      await s.edges.add({ fromId: child.id, toId: owner.id, relation: "depends_on" });
+      await s.conditions.set(owner, [{ type: "Ready", status: "True" }]);
+      await s.events.add(owner, { type: "Normal", reason: "Made" });
+      await s.dependencies.watermarkSet(child.id, 1);
+      const latest = await s.getLatestResourceVersion();
+      const report = await (s as Store & { check(): Promise<IntegrityReport> }).check();
+      assert.deepEqual(report.findings, []);
+      assert.equal(report.ok, true);
+      assert.ok(report.schemaVersion >= 5, `schema ${report.schemaVersion}`);
+      for (const name of ["schema version", "versions under the counter", "dangling edges"]) {
+        assert.ok(report.checks.includes(name), name);
+      }
+      assert.equal(await s.getLatestResourceVersion(), latest);
     },
   },
 ];

@@ -1,13 +1,22 @@
 /**
  * The CLI against hostile input: `apply` all-or-nothing, a byte order mark,
  * a file or standard input above the size cap, control characters in stored names reaching the
- * terminal, and deeply nested specs rendered by `get -o json` and `describe`.
+ * terminal, deeply nested specs rendered by `get -o json` and `describe`, another application's
+ * database, and reads while a running process holds the write lock.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { closeSync, ftruncateSync, openSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  ftruncateSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from "node:fs";
+import { DatabaseSync } from "node:sqlite";
 import process from "node:process";
 import { Beehive } from "../../mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
@@ -180,4 +189,97 @@ test("cli apply -f - stops reading standard input above 64 MiB with one line, as
     assert.match(err, /^error: stdin is more than \d+ bytes, above the 64 MiB apply reads/);
     assert.equal(err.split("\n").length, 2);
   });
+});
+
+test("cli refuses another application's database for reads and writes, and leaves it untouched", async () => {
+  const dir = tempDir();
+  try {
+    const db = dir.file("app.db");
+    const app = new DatabaseSync(db);
+    app.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)");
+    app.close();
+    const before = readFileSync(db);
+    const file = dir.file("objects.json");
+    writeFileSync(file, JSON.stringify({ ...K, name: "a", spec: {} }));
+    for (
+      const args of [["kinds"], ["get", "K.g"], ["apply", "-f", file], ["delete", "K.g", "a"]]
+    ) {
+      const r = await cli([db, ...args]);
+      assert.equal(r.code, 1, `${args[0]}: ${r.out}`);
+      assert.match(r.err, /not a beehive store/, args[0]);
+    }
+    assert.deepEqual(readFileSync(db), before);
+    assert.deepEqual(readdirSync(dir.path).sort(), ["app.db", "objects.json"]);
+  } finally {
+    dir.remove();
+  }
+});
+
+test("cli read commands open the store read-only: no new open epoch, no write, no lock wait", async () => {
+  await withDb(async (db) => {
+    const store = await openSqliteStore(db);
+    const a = await store.objects.create(K, { name: "a", spec: "{}" });
+    await store.conditions.set(a, [{ type: "Connected", status: "True", liveness: true }]);
+    // The running process holds the write lock through every read below.
+    const holder = new DatabaseSync(db);
+    holder.exec("BEGIN IMMEDIATE");
+    try {
+      const epoch = () => Number(holder.prepare("SELECT value FROM store_epoch").get()!.value);
+      const at = epoch();
+      for (
+        const args of [["kinds"], ["get", "K.g"], ["describe", "K.g", "a"], ["events", "K.g", "a"]]
+      ) {
+        const r = await cli([db, ...args]);
+        assert.equal(r.code, 0, `${args[0]}: ${r.err}`);
+      }
+      const got = await cli([db, "get", "K.g", "a", "-o", "json"]);
+      const [condition] = JSON.parse(got.out).conditions;
+      assert.equal(condition.status, "True", "the live process's liveness reads True");
+      assert.equal(epoch(), at);
+    } finally {
+      holder.exec("ROLLBACK");
+      holder.close();
+      await store.close();
+    }
+  });
+});
+
+test("cli check exits 0 on a healthy store and 1, naming each damage, on a damaged one", async () => {
+  await withDb(async (db) => {
+    const store = await openSqliteStore(db);
+    const a = await store.objects.create(K, { name: "a", spec: "{}" });
+    const b = await store.objects.create(K, { name: "b", spec: "{}" });
+    await store.edges.add({ fromId: b.id, toId: a.id, relation: "depends_on" });
+    await store.close();
+    const healthy = await cli([db, "check"]);
+    assert.equal(healthy.code, 0, healthy.err);
+    assert.match(healthy.out, /^integrity_check: ok$/m);
+    assert.match(healthy.out, /^ok: no damage found$/m);
+    const json = await cli([db, "check", "-o", "json"]);
+    assert.equal(JSON.parse(json.out).ok, true);
+
+    const raw = new DatabaseSync(db);
+    raw.exec("PRAGMA foreign_keys = OFF");
+    raw.exec(`DELETE FROM objects WHERE id = ${a.id}`);
+    raw.close();
+    const damaged = await cli([db, "check"]);
+    assert.equal(damaged.code, 1);
+    assert.equal(damaged.err, "");
+    assert.match(damaged.out, /^foreign_key_check: FAILED$/m);
+    assert.match(damaged.out, new RegExp(`^dangling edges: FAILED\\n  .*: ${b.id}$`, "m"));
+    assert.match(damaged.out, /^damaged: see the checks above$/m);
+  });
+});
+
+test("cli check on a file that is not a database fails with one line, exit 1", async () => {
+  const dir = tempDir();
+  try {
+    const db = dir.file("garbage.db");
+    writeFileSync(db, "x".repeat(8192));
+    const r = await cli([db, "check"]);
+    assert.equal(r.code, 1);
+    assert.match(r.err, /^error: .*not a database\n$/);
+  } finally {
+    dir.remove();
+  }
 });

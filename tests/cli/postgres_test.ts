@@ -1,6 +1,6 @@
 /**
  * The CLI over a PostgreSQL store: every command, `serve` included, takes a
- * `postgres://` url (`?schema=` picks the schema). Needs `BEEHIVE_TEST_POSTGRES_URL`, as every
+ * `postgres://` url (`?schema=` picks the schema), and the read commands open it read-only. Needs `BEEHIVE_TEST_POSTGRES_URL`, as every
  * PostgreSQL test does.
  *
  * @module
@@ -19,6 +19,7 @@ test("cli runs every command against a postgres:// url with ?schema=", async () 
     const w = await new Beehive(store).client(Worker).create("w-2", { size: 1 });
     await new Beehive(store).adminClient(Worker).setConditions(w.id, [
       { type: "Ready", status: "True", reason: "Up" },
+      { type: "Connected", status: "True", liveness: true },
     ]);
     const url = new URL(postgresUrl());
     url.searchParams.set("schema", schema);
@@ -31,6 +32,13 @@ test("cli runs every command against a postgres:// url with ?schema=", async () 
     assert.equal((await cli([db, "events", "Worker", "w-2"])).code, 0);
     assert.equal((await cli([db, "wait", "worker", "w-2", "--for=condition=Ready"])).code, 0);
     assert.equal((await cli([db, "watch", "worker"], { signal: AbortSignal.abort() })).code, 0);
+    const checked = await cli([db, "check"]);
+    assert.equal(checked.code, 0, checked.out);
+    assert.match(checked.out, /^ok: no damage found$/m);
+    // The read commands opened read-only: the running open's liveness still reads True.
+    const got = JSON.parse((await cli([db, "get", "worker", "w-2", "-o", "json"])).out);
+    const connected = got.conditions.find((c: { type: string }) => c.type === "Connected");
+    assert.equal(connected.status, "True");
     const applied = await cli([db, "apply", "-f", "-"], {
       stdin: JSON.stringify({ ...Worker, name: "w-3", spec: { size: 2 } }),
     });

@@ -1,13 +1,16 @@
 /**
  * The console's fetch handler: pages and status codes, escaping of hostile
  * names, specs and messages, unknown paths, the read-only rule, the live
- * feeds, and the Node HTTP adapter.
+ * feeds, the Node HTTP adapter, and a console over a read-only open.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { consoleHandler } from "../../console/mod.ts";
 import { listenNode } from "../_loopback_server.ts";
+import { Beehive } from "../../mod.ts";
+import { openSqliteStore } from "../../store/sqlite/mod.ts";
+import { tempDir } from "../_beehive_harness.ts";
 import { test } from "../_test.ts";
 import { readUntil, withStore } from "./_console_harness.ts";
 
@@ -231,4 +234,37 @@ test("toNodeListener serves the console over node:http and ends a feed when the 
       await server.close();
     }
   });
+});
+
+test("consoleHandler over a read-only open serves every page and the live feed of another open's writes", async () => {
+  const dir = tempDir();
+  const file = dir.file("beehive.db");
+  const writer = await openSqliteStore(file);
+  const store = await openSqliteStore(file, { readOnly: true });
+  try {
+    const bh = new Beehive(writer);
+    const prod = await bh.client(Cluster).create("prod", {});
+    await bh.adminClient(Cluster).setCondition(prod.id, {
+      type: "Connected",
+      status: "True",
+      liveness: true,
+    });
+    const handle = consoleHandler({ store, pollInterval: 50 });
+    assert.match((await get(handle, "/")).body, /Cluster/);
+    const list = await get(handle, "/kinds/Cluster.kstack.sh");
+    assert.equal(list.status, 200);
+    // Liveness reads as the writing process reads it: no open of the console's downgraded it.
+    assert.match(list.body, /data-condition="Connected" data-status="True"/);
+    assert.equal((await get(handle, `/objects/${prod.id}`)).status, 200);
+    const feed = await handle(new Request(`http://localhost/objects/${prod.id}/live`));
+    const reader = feed.body!.getReader();
+    await readUntil(reader, (t) => t.includes("retry: 2000"));
+    await bh.adminClient(Cluster).setCondition(prod.id, { type: "Ready", status: "True" });
+    await readUntil(reader, (t) => t.includes('"type":"Modified"'));
+    await reader.cancel();
+  } finally {
+    await store.close();
+    await writer.close();
+    dir.remove();
+  }
 });

@@ -25,6 +25,8 @@ export interface ReplicaConfig {
   /** candidate: leader election timings. */
   readonly leaseDuration?: number;
   readonly renewInterval?: number;
+  /** candidate: how far ahead of the real time its wall clock (`Date.now`) runs, in ms. */
+  readonly skewMs?: number;
   /** candidate: how long the `slow` pass waits before its late write. */
   readonly slowMs?: number;
   /** candidate: a device table file; each pass then writes its Job's device, fenced. */

@@ -18,7 +18,9 @@
  *   Job controller under leader election and appends each term it wins to
  *   `leadership`.
  * - `plain`: starts a Beehive without election (the store lease) and says
- *   `started` with its identity, or `refused` with the error.
+ *   `started` with its identity, or `refused` with the error; says
+ *   `reconciled` per pass, and on `status <tag>` says `status` with whether it
+ *   leads.
  * - `candidate`: starts a Beehive with leader election and a Job controller
  *   that stamps `status.by`; says `leading`/`deposed` on leadership changes,
  *   `lost` on the lost-leadership line, and `reconciled` per pass. A Job
@@ -28,6 +30,7 @@
  *   device table (the fenced-devices example's), and the late write is that
  *   device write (its failure fails the pass). On `requeue <name>` it says
  *   `requeueing`, requeues that Job through its own client, and says `requeued`.
+ *   With `skewMs`, its wall clock runs that far ahead.
  *
  * @module
  */
@@ -83,6 +86,12 @@ const logger: Logger = {
   },
 };
 
+if (config.skewMs !== undefined) {
+  // A host whose clock is off: every wall-clock reading in this process is skewed.
+  const realNow = Date.now;
+  Date.now = () => realNow() + config.skewMs!;
+}
+
 const store = await openTestStore(config.db, { busyTimeout: 30_000 });
 
 if (config.role === "writer") {
@@ -125,7 +134,11 @@ if (config.role === "writer") {
   await crashReplica();
 } else if (config.role === "plain") {
   const bh = new Beehive(store, { logger });
-  bh.register(Job, () => settled());
+  bh.register(Job, (obj) => {
+    say("reconciled", { id: obj.id, object: obj.name });
+    return settled();
+  });
+  handlers.set("status", (tag) => say("status", { tag, leading: bh.isLeader }));
   try {
     const stop = await bh.start();
     const lease = await bh.leadership();

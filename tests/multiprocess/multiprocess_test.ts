@@ -2,18 +2,18 @@
  * Several real processes on one SQLite file: watches that miss nothing
  * another process commits, the store lease, leader failover after SIGKILL,
  * fencing of a leader paused with SIGSTOP (its store writes and its device
- * writes), and requeues from a standby and the CLI reaching the leader. Runs on Deno and Node 22 (the
+ * writes), a holder whose lock file is deleted stopping, and requeues from a standby and the CLI reaching the leader. Runs on Deno and Node 22 (the
  * replicas run on the runtime running the test).
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { Beehive, StoreInUseError } from "../../mod.ts";
 import { openTestStore, testStore } from "../_sqlite_driver.ts";
-import { test } from "../_test.ts";
+import { notApplicable, test } from "../_test.ts";
 import { Job, type Replica, type ReplicaEvent, withReplicas } from "./_processes.ts";
 import { DeviceTable } from "../../examples/fenced-devices/device_table.ts";
 import { cli } from "../cli/_cli_harness.ts";
@@ -117,6 +117,41 @@ test("multiprocess: a second process's start is refused naming the holder, and a
   });
 });
 
+const LOCK_DELETED =
+  "multiprocess: the store lease's lock file deleted under a running Beehive — it stops reconciling loudly, and only the second process reconciles";
+if (testStore === "postgres") notApplicable(LOCK_DELETED, "an advisory lock has no file to delete");
+else {test(LOCK_DELETED, async () => {
+    await withDir(async (db) => {
+      await initialize(db);
+      await withReplicas(async (spawnReplica) => {
+        const a = spawnReplica({ db, role: "plain", name: "a" });
+        await a.waitForEvent("started");
+        // What a cleanup such as `rm beehive.db-*` does to the lock files.
+        const dir = dirname(db);
+        const locks = readdirSync(dir).filter((f) => f.startsWith(`${basename(db)}-lease-`));
+        assert.ok(locks.length > 0, "a held lease has a lock file");
+        for (const f of locks) rmSync(join(dir, f));
+        const b = spawnReplica({ db, role: "plain", name: "b" });
+        await b.waitForEvent("started");
+        const lost = await a.waitFor(
+          isEvent("error", (e) => /lock was lost/.test(String(e.message))),
+          20_000,
+        );
+        assert.match(String(lost.error), /deleted or replaced/);
+        a.send("status after-loss");
+        const status = await a.waitFor(isEvent("status", (e) => e.tag === "after-loss"));
+        assert.equal(status.leading, false);
+        const [id] = await createJobs(db, ["after-loss"]);
+        await b.waitFor(isEvent("reconciled", (e) => e.id === id));
+        assert.equal(a.events.filter(isEvent("reconciled", (e) => e.id === id)).length, 0);
+        a.send("stop");
+        b.send("stop");
+        await a.waitForEvent("stopped");
+        await b.waitForEvent("stopped");
+      });
+    });
+  });}
+
 const LEASE = { leaseDuration: 1_500, renewInterval: 300 };
 
 /** Creates Jobs from this process (a client, not a started Beehive). */
@@ -177,6 +212,45 @@ test("multiprocess: leader SIGKILLed — a standby leads within leaseDuration + 
       assert.equal(by.get("during-2"), "b");
       // One leader at a time: a never said it led again, b led once.
       assert.equal(b.events.filter((e) => e.ev === "leading").length, 1);
+    });
+  });
+});
+
+test("multiprocess: a standby whose clock runs a minute ahead never takes a healthy leader's lease, and takes it after the leader dies", async () => {
+  await withDir(async (db) => {
+    await initialize(db);
+    await withReplicas(async (spawnReplica) => {
+      const a = spawnReplica({ db, role: "candidate", name: "a", ...LEASE });
+      await a.waitForEvent("leading");
+      const b = spawnReplica({ db, role: "candidate", name: "b", ...LEASE, skewMs: 60_000 });
+      await b.waitForEvent("candidate");
+      // Watch a renew its lease 12 times (3.6 s, over twice leaseDuration): by b's clock every
+      // expiry a writes is a minute past, and b tries to acquire every renewInterval.
+      const store = await openTestStore(db);
+      try {
+        let last = (await store.leases.get("beehive"))?.expiresAt;
+        let renewals = 0;
+        const { promise: renewed, resolve } = Promise.withResolvers<void>();
+        const off = store.watchCommits(() => {
+          void store.leases.get("beehive").then((lease) => {
+            if (lease?.expiresAt !== last) renewals++;
+            last = lease?.expiresAt;
+            if (renewals >= 12) resolve();
+          });
+        });
+        try {
+          await renewed;
+        } finally {
+          off();
+        }
+      } finally {
+        await store.close();
+      }
+      assert.deepEqual(b.events.filter(isEvent("leading")), [], "b took a live lease");
+      assert.deepEqual(a.events.filter(isEvent("deposed")), []);
+      a.signal("SIGKILL");
+      await a.close(false);
+      await b.waitForEvent("leading", 10_000);
     });
   });
 });

@@ -7,4 +7,7 @@
 import { storeContract } from "../../testing/mod.ts";
 import { postgresFactory } from "./postgres_factory.ts";
 
-storeContract(postgresFactory.name, postgresFactory.open, { openPath: postgresFactory.openPath });
+storeContract(postgresFactory.name, postgresFactory.open, {
+  openPath: postgresFactory.openPath,
+  openReadOnly: postgresFactory.openReadOnly,
+});

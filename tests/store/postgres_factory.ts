@@ -12,4 +12,5 @@ export const postgresFactory: StoreFactory = {
   name: "postgres",
   open: () => openPostgresStore(),
   openPath: (path) => openPostgresStore({ schema: schemaForPath(path) }),
+  openReadOnly: (path) => openPostgresStore({ schema: schemaForPath(path), readOnly: true }),
 };

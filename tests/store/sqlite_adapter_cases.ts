@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { readdirSync } from "node:fs";
+import { closeSync, openSync, readdirSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { resolve } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -547,6 +547,49 @@ export const sqliteAdapterCases: ContractCase[] = [
       assert.ok(rest > 0);
       assert.equal(await s.reclaimSpace(100_000), 0, "back under the floor");
       await assert.rejects(s.reclaimSpace(1.5), TypeError);
+    },
+  },
+  {
+    name:
+      "SqliteStore.check finds a dangling edge, a version above the counter and a damaged index page",
+    async fn(h) {
+      const path = h.tempPath("damaged.db");
+      const s = await h.openPath(path);
+      const objects: { id: number }[] = [];
+      for (let i = 0; i < 200; i++) objects.push(await make(s, Widget, `w${i}`));
+      await s.edges.add({ fromId: objects[1].id, toId: objects[0].id, relation: "depends_on" });
+      await s.close();
+      const raw = new DatabaseSync(path);
+      raw.exec("PRAGMA foreign_keys = OFF");
+      raw.exec(`DELETE FROM objects WHERE id = ${objects[0].id}`);
+      raw.exec("UPDATE resource_version_seq SET value = value - 5");
+      const root = Number(
+        raw.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'idx_objects_kind'").get()!
+          .rootpage,
+      );
+      const pageSize = Number(raw.prepare("PRAGMA page_size").get()!.page_size);
+      raw.close();
+      // Zeroes the index's root page: the table's rows no longer match it.
+      const fd = openSync(path, "r+");
+      writeSync(fd, new Uint8Array(pageSize), 0, pageSize, (root - 1) * pageSize);
+      closeSync(fd);
+
+      const store = await openSqliteStore(path, { readOnly: true });
+      try {
+        const report = await store.check();
+        assert.equal(report.ok, false);
+        const checks = new Set(report.findings.map((f) => f.check));
+        for (const c of ["integrity_check", "dangling edges", "versions under the counter"]) {
+          assert.ok(checks.has(c), `${c}: ${JSON.stringify(report.findings)}`);
+        }
+        assert.ok(
+          report.findings.some((f) => f.detail.includes(String(objects[1].id))),
+          "the dependent's id is named",
+        );
+        for (const f of report.findings) assert.ok(f.detail.length < 500, f.detail);
+      } finally {
+        await store.close();
+      }
     },
   },
 ];

@@ -11,7 +11,10 @@ import { runCase } from "../../testing/_contract/harness.ts";
 import { nodeTempDirs, sqliteFactory } from "./sqlite_factory.ts";
 import { sqliteAdapterCases } from "./sqlite_adapter_cases.ts";
 
-storeContract(sqliteFactory.name, sqliteFactory.open, { openPath: sqliteFactory.openPath });
+storeContract(sqliteFactory.name, sqliteFactory.open, {
+  openPath: sqliteFactory.openPath,
+  openReadOnly: sqliteFactory.openReadOnly,
+});
 
 for (const c of sqliteAdapterCases) {
   test(`store contract (sqlite) sqlite_adapter: ${c.name}`, () =>

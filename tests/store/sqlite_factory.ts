@@ -13,4 +13,5 @@ export const sqliteFactory: StoreFactory = {
   name: "sqlite",
   open: () => openSqliteStore(":memory:"),
   openPath: (path) => openSqliteStore(path),
+  openReadOnly: (path) => openSqliteStore(path, { readOnly: true }),
 };

@@ -67,7 +67,12 @@ test("a contract case fails with what open throws", async () => {
 });
 
 test("storeContract without openPath registers every case, the reopening ones as not applicable", () => {
-  const withPaths = contractTests({ name: "a", open, openPath: (p) => openSqliteStore(p) });
+  const withPaths = contractTests({
+    name: "a",
+    open,
+    openPath: (p) => openSqliteStore(p),
+    openReadOnly: (p) => openSqliteStore(p, { readOnly: true }),
+  });
   const withoutPaths = contractTests({ name: "a", open });
   assert.equal(withoutPaths.length, withPaths.length);
   assert.ok(withPaths.every((t) => "run" in t));
