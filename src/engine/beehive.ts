@@ -87,6 +87,10 @@ const GC_BUDGET_INTERVAL = 30_000;
 const GC_EVENT_CAP_BUDGET = 256;
 /** Free pages returned to the OS per sweep, at {@linkcode GC_BUDGET_INTERVAL}. */
 const GC_RECLAIM_PAGES = 1_000;
+/** After the store lease's lock is lost, the first wait between attempts to take it again (ms). */
+const RECLAIM_FIRST_WAIT = 100;
+/** The longest wait between those attempts (ms). */
+const RECLAIM_MAX_WAIT = 2_000;
 
 /**
  * A per-sweep budget scaled to `gcInterval`: a longer interval does
@@ -369,9 +373,11 @@ export class Beehive {
       } else unclaim();
       throw error;
     }
+    // The lease held now: a lost lock is taken again on a new one (`#reclaim`).
+    const slot = { held };
     const release = async () => {
       await this.#endTerm();
-      await held.release();
+      await slot.held.release();
       unclaim();
     };
     engine.state = "running";
@@ -386,7 +392,7 @@ export class Beehive {
     }
     this.#observeGauges();
     this.#launchFeeds();
-    this.#onLockLost(held, engine.options.leaseName);
+    this.#onLockLost(slot, engine.options.leaseName);
     return (options) => this.#stop(release, options);
   }
 
@@ -417,19 +423,21 @@ export class Beehive {
    * Stops reconciling, loudly, when the store reports the held lease lost
    * (its SQLite lock file deleted or replaced, its PostgreSQL lock's
    * connection failed): another process can take it, and two holders must
-   * never reconcile the same objects.
+   * never reconcile the same objects. Then contends for the lease again
+   * (`#reclaim`): a server restart frees the lock, and this Beehive resumes
+   * once it holds it; while another process holds it, this one waits.
    */
-  #onLockLost(held: HeldLease, lease: string): void {
-    const lost = held.lost;
+  #onLockLost(slot: { held: HeldLease }, lease: string): void {
+    const lost = slot.held.lost;
     if (lost === undefined) return;
     const onLost = () => {
       const engine = this.#engine;
       if (engine.state !== "running" || engine.term === undefined) return;
       engine.log.error(
-        "beehive: the store lease's lock was lost; this Beehive stops reconciling (stop it and start it again to resume)",
+        "beehive: the store lease's lock was lost; this Beehive stops reconciling until it holds the lease again",
         { lease, error: lost.reason },
       );
-      void this.#endTerm();
+      this.#running.push(this.#endTerm().then(() => this.#reclaim(slot, lease)));
     };
     if (lost.aborted) return onLost();
     lost.addEventListener("abort", onLost, { once: true });
@@ -438,6 +446,45 @@ export class Beehive {
       () => lost.removeEventListener("abort", onLost),
       { once: true },
     );
+  }
+
+  /**
+   * Takes the store lease again after its lock was lost, retrying with backoff
+   * until it holds it or the Beehive stops, then opens a new term.
+   */
+  async #reclaim(slot: { held: HeldLease }, lease: string): Promise<void> {
+    const engine = this.#engine;
+    const signal = engine.shutdown.signal;
+    await slot.held.release().catch(() => {});
+    for (
+      let wait = RECLAIM_FIRST_WAIT;
+      !signal.aborted;
+      wait = Math.min(wait * 2, RECLAIM_MAX_WAIT)
+    ) {
+      let held: HeldLease | undefined;
+      try {
+        held = await engine.store.leases.hold(lease, this.#identity);
+      } catch (error) {
+        if (!(error instanceof StoreInUseError)) {
+          engine.log.warn("beehive: taking the store lease again failed; retrying", {
+            lease,
+            error,
+          });
+        }
+      }
+      if (held !== undefined) {
+        if (signal.aborted) {
+          await held.release().catch(() => {});
+          return;
+        }
+        slot.held = held;
+        engine.log.info("beehive: holds the store lease again; reconciling resumes", { lease });
+        await this.#openTerm(engine.store, { lease, epoch: 0 }, false);
+        this.#onLockLost(slot, lease);
+        return;
+      }
+      await sleep(wait, signal);
+    }
   }
 
   /** Records an aborted start's undo; the next start waits for it. */

@@ -39,7 +39,22 @@ export function openReading(driver: Driver, file: string, busy: number): Db {
     const code = (driver.describeFailure(error).code ?? 0) & 0xff;
     if (code !== SQLITE_READONLY && code !== SQLITE_CANTOPEN) throw error;
   }
-  return open(`${pathToFileURL(file).href}?immutable=1`);
+  const uri = `${pathToFileURL(file).href}?immutable=1`;
+  try {
+    return open(uri);
+  } catch (error) {
+    // Deno's node:sqlite, run with granular permissions (not --allow-all), resolves a `file:`
+    // URI as a path relative to the working directory, so the immutable open cannot be made.
+    if (driver.describeFailure(error).message.includes(`/${uri}`)) {
+      throw new StoreError(
+        `Cannot open SQLite store at ${
+          quote(file)
+        } read-only: its WAL index cannot be created beside it (read-only media), which needs an immutable open through a file: URI, and Deno's node:sqlite takes none under granular permissions; run with --allow-all, or open it with { driver: "ffi" }`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
 }
 
 /** The longest list of foreign table names an open's refusal quotes. */

@@ -11,7 +11,10 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { DatabaseSync } from "node:sqlite";
 import { SchemaVersionDowngradeError, StoreError } from "../../src/model/errors.ts";
 import { openSqliteStore, type SqliteStore, testDriver } from "../_sqlite_driver.ts";
@@ -163,7 +166,7 @@ test("openSqliteStore readOnly: refused for :memory: and for a non-boolean value
   );
 });
 
-test("openSqliteStore readOnly: where the WAL index cannot be created beside the file (read-only media), it opens the file immutable and reads it", async () => {
+test("openSqliteStore readOnly: where the WAL index cannot be created beside the file (read-only media), it opens the file immutable and reads it (on Deno's node:sqlite without --allow-all, it says how to)", async () => {
   await withDir(async (file) => {
     await seeded(file);
     // Directories where SQLite would create its -wal and -shm files: it cannot, as on a
@@ -171,6 +174,16 @@ test("openSqliteStore readOnly: where the WAL index cannot be created beside the
     mkdirSync(`${file}-shm`);
     mkdirSync(`${file}-wal`);
     const before = digest(file);
+    if (testDriver === "node" && !uriOpensWork()) {
+      await assert.rejects(
+        openSqliteStore(file, { readOnly: true }),
+        (error: unknown) =>
+          error instanceof StoreError &&
+          /--allow-all, or open it with \{ driver: "ffi" \}/.test(error.message),
+      );
+      assert.equal(digest(file), before);
+      return;
+    }
     const store = await openSqliteStore(file, { readOnly: true });
     try {
       assert.equal((await store.objects.getByName({ ...Widget, name: "w" })).spec, "{}");
@@ -181,3 +194,24 @@ test("openSqliteStore readOnly: where the WAL index cannot be created beside the
     assert.equal(digest(file), before);
   });
 });
+
+/**
+ * Whether this runtime's node:sqlite opens a `file:` URI: Node does, and Deno with
+ * `--allow-all`; Deno with granular permissions resolves it as a relative path.
+ */
+function uriOpensWork(): boolean {
+  const dir = mkdtempSync(join(tmpdir(), "beehive-uri-"));
+  try {
+    new DatabaseSync(join(dir, "probe.db")).close();
+    try {
+      new DatabaseSync(`${pathToFileURL(join(dir, "probe.db")).href}?immutable=1`, {
+        readOnly: true,
+      }).close();
+      return true;
+    } catch {
+      return false;
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
