@@ -74,6 +74,8 @@ const logger: Logger = {
     if (message === "beehive: leading") say("leading", { epoch: attributes?.epoch });
     else if (message === "beehive: no longer leading") {
       say("deposed", { epoch: attributes?.epoch, reason: attributes?.reason });
+    } else if (message === "beehive: holds the store lease again; reconciling resumes") {
+      say("reclaimed", {});
     } else if (message.startsWith("beehive: lost leadership")) {
       say("lost", { epoch: attributes?.epoch, error: String(attributes?.error) });
     }

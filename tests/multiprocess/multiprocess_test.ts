@@ -152,6 +152,30 @@ else {test(LOCK_DELETED, async () => {
     });
   });}
 
+const LOCK_DELETED_ALONE =
+  "multiprocess: the store lease's lock file deleted under a running Beehive with no other process — it takes the lease again and reconciles";
+if (testStore === "postgres") {
+  notApplicable(LOCK_DELETED_ALONE, "an advisory lock has no file to delete");
+} else {test(LOCK_DELETED_ALONE, async () => {
+    await withDir(async (db) => {
+      await initialize(db);
+      await withReplicas(async (spawnReplica) => {
+        const a = spawnReplica({ db, role: "plain", name: "a" });
+        await a.waitForEvent("started");
+        const dir = dirname(db);
+        for (const f of readdirSync(dir).filter((f) => f.startsWith(`${basename(db)}-lease-`))) {
+          rmSync(join(dir, f));
+        }
+        await a.waitFor(isEvent("error", (e) => /lock was lost/.test(String(e.message))), 20_000);
+        await a.waitForEvent("reclaimed");
+        const [id] = await createJobs(db, ["after-reclaim"]);
+        await a.waitFor(isEvent("reconciled", (e) => e.id === id));
+        a.send("stop");
+        await a.waitForEvent("stopped");
+      });
+    });
+  });}
+
 const LEASE = { leaseDuration: 1_500, renewInterval: 300 };
 
 /** Creates Jobs from this process (a client, not a started Beehive). */
