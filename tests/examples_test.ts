@@ -113,6 +113,16 @@ test("the demo converges twice and survives a reopen", async () => {
   assert.match(out, /demo ok/);
 });
 
+test("example kubectl serves the store to the real kubectl, which applies, waits, lists with columns and selects by label", async () => {
+  const out = await run("kubectl", { KUBECTL_EXAMPLE_ONCE: "1" });
+  assert.match(out, /Kubernetes API at https:\/\/127\.0\.0\.1:\d+; kubeconfig at /);
+  assert.match(out, /deployment\.apps\.example\/api created/);
+  assert.match(out, /NAME\s+REPLICAS\s+AVAILABLE\s+READY\s+AGE/);
+  assert.match(out, /^web\s+3\s+3\s+True\s/m);
+  assert.match(out, /^api\s+2\s+2\s+True\s/m);
+  assert.match(out, /^deployment\.apps\.example\/api$/m);
+});
+
 test("example console serves the console beside a controller and shows it converge", async () => {
   const out = await run("console", { CONSOLE_EXAMPLE_ONCE: "1" });
   assert.match(out, /console at http:\/\/127\.0\.0\.1:\d+\/console/);

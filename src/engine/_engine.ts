@@ -133,7 +133,11 @@ export class Engine {
     this.store = store;
     this.options = options;
     this.log = filterLogger(options.logger, options.logLevel);
-    this.writes = new WriteSignals((fn) => store.watchCommits(fn));
+    // Another Beehive's write on this handle wakes this one's controller at once: the log cannot
+    // tell it from this Beehive's own (one handle, one origin).
+    this.writes = new WriteSignals((fn) => store.watchCommits(fn), store, (ref) => {
+      if (ref.id !== undefined) this.pushNow(ref as ObjectRef);
+    });
     this.telemetry = options.meter === undefined && options.tracer === undefined
       ? undefined
       : new Telemetry(options.meter, options.tracer, this.log);

@@ -30,6 +30,16 @@ function fire(set: Set<Listener> | undefined): void {
 /** Subscribes to other processes' commits; returns the unsubscribe. */
 export type ExternalCommits = (fn: () => void) => () => void;
 
+/** What a Beehive hears of a write another Beehive on its store handle made (with the object's id). */
+export type PeerWrite = (ref: GroupKind & { readonly id?: ObjectId }) => void;
+
+/**
+ * The signals of every Beehive built on one store handle in this process: a
+ * write one of them commits is news to the others, which share the handle's
+ * origin and so cannot tell it from their own in the log.
+ */
+const peersByStore = new WeakMap<object, Set<WeakRef<WriteSignals>>>();
+
 /** The commit signals of one Beehive. Listeners run synchronously and must only schedule work. */
 export class WriteSignals {
   readonly #kinds = new Map<string, Set<Listener>>();
@@ -38,11 +48,35 @@ export class WriteSignals {
   readonly #events = new Map<ObjectId, Set<Listener>>();
   readonly #closed = new Set<Listener>();
   readonly #external: ExternalCommits | undefined;
+  readonly #peers: Set<WeakRef<WriteSignals>> | undefined;
+  readonly #self = new WeakRef(this);
+  readonly #onPeerWrite: PeerWrite | undefined;
   #listening = 0;
   #unsubscribe: (() => void) | undefined;
 
-  constructor(external?: ExternalCommits) {
+  /**
+   * `store`: the handle this Beehive writes through; the other Beehives on it
+   * in this process hear its writes, and it theirs (`onPeerWrite`).
+   */
+  constructor(external?: ExternalCommits, store?: object, onPeerWrite?: PeerWrite) {
     this.#external = external;
+    this.#onPeerWrite = onPeerWrite;
+    if (store !== undefined) {
+      let peers = peersByStore.get(store);
+      if (peers === undefined) peersByStore.set(store, peers = new Set());
+      peers.add(this.#self);
+      this.#peers = peers;
+    }
+  }
+
+  /** The other live Beehives' signals on this store handle. */
+  *#others(): Generator<WriteSignals> {
+    if (this.#peers === undefined) return;
+    for (const ref of [...this.#peers]) {
+      const peer = ref.deref();
+      if (peer === undefined) this.#peers.delete(ref);
+      else if (peer !== this) yield peer;
+    }
   }
 
   /** Counts a listener in; the first one subscribes to other processes' commits. */
@@ -100,8 +134,16 @@ export class WriteSignals {
     return () => this.#closed.delete(fn);
   }
 
-  /** A commit logged a write of kind `gk`. */
-  kindWritten(gk: GroupKind): void {
+  /** A commit logged a write of kind `gk` (of object `gk.id`, when given). */
+  kindWritten(gk: GroupKind & { readonly id?: ObjectId }): void {
+    this.#kindWritten(gk);
+    for (const peer of this.#others()) {
+      peer.#kindWritten(gk);
+      peer.#onPeerWrite?.(gk);
+    }
+  }
+
+  #kindWritten(gk: GroupKind): void {
     fire(this.#kinds.get(kindKey(gk)));
     fire(this.#anyKind);
   }
@@ -109,10 +151,12 @@ export class WriteSignals {
   /** A commit added to `id`'s event log. */
   eventsWritten(id: ObjectId): void {
     fire(this.#events.get(id));
+    for (const peer of this.#others()) fire(peer.#events.get(id));
   }
 
   /** The Beehive stopped: tell every close listener once. */
   close(): void {
+    this.#peers?.delete(this.#self);
     const fns = [...this.#closed];
     this.#closed.clear();
     for (const fn of fns) fn();
