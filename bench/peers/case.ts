@@ -32,7 +32,9 @@ import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
 import { floor, FLOOR_KIND, FLOOR_SPEC, minimalFloor, tempFile } from "../_floor.ts";
 
 const arg = (name: string, fallback: string): string =>
-  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(
+    name.length + 3,
+  ) ?? fallback;
 
 const SYSTEM = arg("system", "beehive");
 const CALLERS = Number(arg("callers", "1"));
@@ -44,7 +46,11 @@ const RESULT = { done: true };
 const PROFILE = arg("profile", "");
 
 /** Runs `callers` loops that together call `record(i)` once for every i below `n`. */
-async function callers(n: number, count: number, record: (i: number) => unknown): Promise<void> {
+async function callers(
+  n: number,
+  count: number,
+  record: (i: number) => unknown,
+): Promise<void> {
   let next = 0;
   await Promise.all(Array.from({ length: count }, async () => {
     while (next < n) await record(next++);
@@ -73,7 +79,9 @@ async function beehive(n: number): Promise<number> {
     await stop(); // drains the last pass's settle handshake
     const rate = n / ((performance.now() - t0) / 1000);
     const unsettled = await store.objects.listUnsettledIds(FLOOR_KIND);
-    if (unsettled.length !== 0) throw new Error(`${unsettled.length} objects did not settle`);
+    if (unsettled.length !== 0) {
+      throw new Error(`${unsettled.length} objects did not settle`);
+    }
     return rate;
   } finally {
     await store.close();
@@ -86,7 +94,10 @@ interface BetterSqlite3Database {
   exec(sql: string): unknown;
   prepare(
     sql: string,
-  ): { run(...params: (number | string)[]): unknown; get(): Record<string, unknown> | undefined };
+  ): {
+    run(...params: (number | string)[]): unknown;
+    get(): Record<string, unknown> | undefined;
+  };
   pragma(sql: string, options?: { simple: true }): unknown;
   close(): void;
 }
@@ -113,7 +124,9 @@ class NodeSqliteAsBetterSqlite3 {
     const rows = this.#db.prepare(`PRAGMA ${sql}`).all();
     return options?.simple ? Object.values(rows[0] ?? {})[0] : rows;
   }
-  transaction<A extends unknown[], T>(fn: (...args: A) => T): { immediate(...args: A): T } {
+  transaction<A extends unknown[], T>(
+    fn: (...args: A) => T,
+  ): { immediate(...args: A): T } {
     const db = this.#db;
     return {
       immediate(...args: A): T {
@@ -175,22 +188,29 @@ async function plainjob(
   // defineQueue sets journal_mode = WAL, synchronous = NORMAL (1) and busy_timeout itself.
   const queue = defineQueue({ connection: db, logger: silent });
   try {
-    db.exec("CREATE TABLE results (job_id INTEGER PRIMARY KEY, result TEXT NOT NULL)");
-    const insertResult = db.prepare("INSERT INTO results (job_id, result) VALUES (?, ?)");
+    db.exec(
+      "CREATE TABLE results (job_id INTEGER PRIMARY KEY, result TEXT NOT NULL)",
+    );
+    const insertResult = db.prepare(
+      "INSERT INTO results (job_id, result) VALUES (?, ?)",
+    );
     let processed = 0;
     const all = Promise.withResolvers<void>();
-    const workers = Array.from({ length: WORKERS }, () =>
-      defineWorker("unit", (job) => {
-        insertResult.run(job.id, JSON.stringify(RESULT));
-      }, {
-        queue,
-        logger: silent,
-        // The default is 1000 ms: an idle worker would sleep through most of a short run.
-        pollIntervall: 1,
-        onCompleted: () => {
-          if (++processed === n) all.resolve();
-        },
-      }));
+    const workers = Array.from(
+      { length: WORKERS },
+      () =>
+        defineWorker("unit", (job) => {
+          insertResult.run(job.id, JSON.stringify(RESULT));
+        }, {
+          queue,
+          logger: silent,
+          // The default is 1000 ms: an idle worker would sleep through most of a short run.
+          pollIntervall: 1,
+          onCompleted: () => {
+            if (++processed === n) all.resolve();
+          },
+        }),
+    );
     const running = workers.map((w) => w.start());
     const t0 = performance.now();
     await callers(n, CALLERS, () => queue.add("unit", FLOOR_SPEC));
@@ -198,7 +218,9 @@ async function plainjob(
     const rate = n / ((performance.now() - t0) / 1000);
     await Promise.all(workers.map((w) => w.stop()));
     await Promise.all(running);
-    const results = Number(db.prepare("SELECT count(*) AS n FROM results").get()!.n);
+    const results = Number(
+      db.prepare("SELECT count(*) AS n FROM results").get()!.n,
+    );
     if (results !== n) throw new Error(`${results} results for ${n} units`);
     return {
       rate,
@@ -219,9 +241,13 @@ interface Kv {
   close(): void;
 }
 
-async function denokv(n: number): Promise<{ rate: number; journalMode: unknown }> {
+async function denokv(
+  n: number,
+): Promise<{ rate: number; journalMode: unknown }> {
   const deno = (globalThis as { Deno?: { openKv?: (path: string) => Promise<Kv> } }).Deno;
-  if (deno?.openKv === undefined) throw new Error("Deno KV needs Deno with --unstable-kv");
+  if (deno?.openKv === undefined) {
+    throw new Error("Deno KV needs Deno with --unstable-kv");
+  }
   const { path, done } = tempFile();
   const kv = await deno.openKv(path);
   try {
@@ -273,14 +299,32 @@ async function profiled<T>(run: () => Promise<T>): Promise<T> {
 }
 
 const runtime = "Deno" in globalThis ? "deno" : "node";
+// CPU time of the whole case (every thread: the store's checkpoint worker too), which holds
+// steadier than wall-clock rates on a machine other work shares.
+const cpu0 = process.cpuUsage();
 let out: Record<string, unknown>;
 if (SYSTEM === "floor") out = { rate: floor(UNITS, nodeSqliteDriver) };
-else if (SYSTEM === "minimal") out = { rate: minimalFloor(UNITS, nodeSqliteDriver) };
-else if (SYSTEM === "beehive") out = { rate: await profiled(() => beehive(UNITS)) };
-else if (SYSTEM === "plainjob") out = await profiled(() => plainjob(UNITS, "better-sqlite3"));
-else if (SYSTEM === "plainjob-sqlite") out = await profiled(() => plainjob(UNITS, "node:sqlite"));
-else if (SYSTEM === "denokv") out = await denokv(UNITS);
-else throw new RangeError(`Cannot run case: current value of --system is ${SYSTEM}`);
+else if (SYSTEM === "minimal") {
+  out = { rate: minimalFloor(UNITS, nodeSqliteDriver) };
+} else if (SYSTEM === "beehive") {
+  out = { rate: await profiled(() => beehive(UNITS)) };
+} else if (SYSTEM === "plainjob") {
+  out = await profiled(() => plainjob(UNITS, "better-sqlite3"));
+} else if (SYSTEM === "plainjob-sqlite") {
+  out = await profiled(() => plainjob(UNITS, "node:sqlite"));
+} else if (SYSTEM === "denokv") out = await denokv(UNITS);
+else {throw new RangeError(
+    `Cannot run case: current value of --system is ${SYSTEM}`,
+  );}
+const cpu = process.cpuUsage(cpu0);
+const cpuUsPerUnit = (cpu.user + cpu.system) / UNITS;
 console.log(
-  JSON.stringify({ system: SYSTEM, runtime, callers: CALLERS, units: UNITS, ...out }),
+  JSON.stringify({
+    system: SYSTEM,
+    runtime,
+    callers: CALLERS,
+    units: UNITS,
+    ...out,
+    cpuUsPerUnit,
+  }),
 );
