@@ -133,6 +133,8 @@ for (const units of UNIT_COUNTS) await measure(units);
 
 async function measure(units: number): Promise<void> {
   const rates = new Map<string, number[]>();
+  /** CPU µs a unit (every thread of the case's process): steadier than rates on a shared machine. */
+  const cpu = new Map<string, number[]>();
   const ratios = new Map<string, number[]>();
   const notes = new Map<string, string>();
   const pushTo = (m: Map<string, number[]>, k: string, v: number) =>
@@ -144,6 +146,7 @@ async function measure(units: number): Promise<void> {
       const result = await run(c, units);
       got.set(key(c), result.rate as number);
       pushTo(rates, key(c), result.rate as number);
+      pushTo(cpu, key(c), result.cpuUsPerUnit as number);
       if (c.system === "plainjob" || c.system === "plainjob-sqlite") {
         notes.set(
           `${c.system}/${c.runtime}`,
@@ -221,6 +224,18 @@ async function measure(units: number): Promise<void> {
       ? "minimal floor"
       : system;
     console.log(`| ${label} | ${runtime} | ${cell(1)} | ${cell(32)} |`);
+  }
+  console.log("");
+  console.log("Median CPU µs a unit (user + system, every thread of the case's process):");
+  console.log("");
+  console.log("| system | runtime | 1 caller | 32 callers |");
+  console.log("| --- | --- | ---: | ---: |");
+  for (const [system, runtime] of rows) {
+    const cell = (callers: number) => {
+      if ((system === "floor" || system === "minimal") && callers !== 1) return "—";
+      return median(cpu.get(`${system}/${runtime}/${callers}`)!).toFixed(1);
+    };
+    console.log(`| ${system} | ${runtime} | ${cell(1)} | ${cell(32)} |`);
   }
   console.log("");
   console.log(
