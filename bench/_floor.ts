@@ -62,3 +62,41 @@ export function floor(n: number, driver: Driver): number {
     done();
   }
 }
+
+/**
+ * The minimal floor, in units/s: the same two commits per unit (n creates, one
+ * commit each, then n settles, one commit each) with the same pragmas, on a
+ * table that has only its primary key and its name key — no write log, no
+ * counter row, no secondary index. What any durable create-then-settle costs
+ * on this SQLite.
+ */
+export function minimalFloor(n: number, driver: Driver): number {
+  const { path, done } = tempFile();
+  const db = driver.open(path);
+  try {
+    db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL;
+      PRAGMA synchronous = NORMAL;
+      CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, spec TEXT NOT NULL,
+        status TEXT, observed_generation INTEGER NOT NULL DEFAULT 0)`);
+    const insert = db.prepare("INSERT INTO items (name, spec) VALUES (?, ?) RETURNING id");
+    const settle = db.prepare("UPDATE items SET status = ?, observed_generation = 1 WHERE id = ?");
+    const spec = JSON.stringify(FLOOR_SPEC);
+    const status = JSON.stringify({ done: true });
+    const t0 = performance.now();
+    const ids: number[] = [];
+    for (let i = 0; i < n; i++) {
+      db.exec("BEGIN IMMEDIATE");
+      ids.push(Number(insert.get(`item-${i}`, spec)!.id));
+      db.exec("COMMIT");
+    }
+    for (const id of ids) {
+      db.exec("BEGIN IMMEDIATE");
+      settle.run(status, id);
+      db.exec("COMMIT");
+    }
+    return n / ((performance.now() - t0) / 1000);
+  } finally {
+    db.close();
+    done();
+  }
+}

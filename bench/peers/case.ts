@@ -8,9 +8,13 @@
  *
  * - `floor`: beehive's raw two-commit floor (`bench/_floor.ts`), no engine; the callers flag is
  *   ignored.
+ * - `minimal`: the minimal two-commit floor (`bench/_floor.ts`: a table with only its primary
+ *   key and name key); the callers flag is ignored.
  * - `beehive`: `Client.create` per unit; a controller does one `updateStatus` and settles.
  * - `plainjob`: `queue.add` per unit; a worker's processor inserts one result row into the
  *   same database (Node only: better-sqlite3 from `bench/peers/node_modules`).
+ * - `plainjob-sqlite`: the same plainjob over `node:sqlite` (Deno or Node), through a small
+ *   adapter giving `DatabaseSync` the part of better-sqlite3's API plainjob calls.
  * - `denokv`: `kv.enqueue` per unit; a `listenQueue` handler does one `kv.set` (Deno only,
  *   `--unstable-kv`).
  *
@@ -25,10 +29,12 @@ import { DatabaseSync } from "node:sqlite";
 import { Beehive, settled } from "../../mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
-import { floor, FLOOR_KIND, FLOOR_SPEC, tempFile } from "../_floor.ts";
+import { floor, FLOOR_KIND, FLOOR_SPEC, minimalFloor, tempFile } from "../_floor.ts";
 
 const arg = (name: string, fallback: string): string =>
-  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(
+    name.length + 3,
+  ) ?? fallback;
 
 const SYSTEM = arg("system", "beehive");
 const CALLERS = Number(arg("callers", "1"));
@@ -36,9 +42,15 @@ const UNITS = Number(arg("units", "1000"));
 /** Beehive's controller concurrency, and plainjob's worker count. */
 const WORKERS = Number(arg("workers", "1"));
 const RESULT = { done: true };
+/** Where to write a CPU profile of the measured run (`.cpuprofile`, both runtimes), if set. */
+const PROFILE = arg("profile", "");
 
 /** Runs `callers` loops that together call `record(i)` once for every i below `n`. */
-async function callers(n: number, count: number, record: (i: number) => unknown): Promise<void> {
+async function callers(
+  n: number,
+  count: number,
+  record: (i: number) => unknown,
+): Promise<void> {
   let next = 0;
   await Promise.all(Array.from({ length: count }, async () => {
     while (next < n) await record(next++);
@@ -67,7 +79,9 @@ async function beehive(n: number): Promise<number> {
     await stop(); // drains the last pass's settle handshake
     const rate = n / ((performance.now() - t0) / 1000);
     const unsettled = await store.objects.listUnsettledIds(FLOOR_KIND);
-    if (unsettled.length !== 0) throw new Error(`${unsettled.length} objects did not settle`);
+    if (unsettled.length !== 0) {
+      throw new Error(`${unsettled.length} objects did not settle`);
+    }
     return rate;
   } finally {
     await store.close();
@@ -75,11 +89,62 @@ async function beehive(n: number): Promise<number> {
   }
 }
 
-/** The part of better-sqlite3 this case uses. */
+/** The part of better-sqlite3 this case (and plainjob) uses. */
 interface BetterSqlite3Database {
   exec(sql: string): unknown;
-  prepare(sql: string): { run(...params: unknown[]): unknown; get(): Record<string, unknown> };
-  pragma(sql: string, options: { simple: true }): unknown;
+  prepare(
+    sql: string,
+  ): {
+    run(...params: (number | string)[]): unknown;
+    get(): Record<string, unknown> | undefined;
+  };
+  pragma(sql: string, options?: { simple: true }): unknown;
+  close(): void;
+}
+
+/**
+ * `node:sqlite`'s `DatabaseSync` with the part of better-sqlite3's API plainjob
+ * calls: `pragma`, `transaction(fn).immediate(...)` and `close`; `exec` and
+ * `prepare` are `DatabaseSync`'s own (its statements take better-sqlite3's bare
+ * `@name` parameters, and `run` returns `{ changes, lastInsertRowid }` alike).
+ */
+class NodeSqliteAsBetterSqlite3 {
+  readonly #db: DatabaseSync;
+  constructor(path: string) {
+    this.#db = new DatabaseSync(path);
+  }
+  exec(sql: string): this {
+    this.#db.exec(sql);
+    return this;
+  }
+  prepare(sql: string) {
+    return this.#db.prepare(sql);
+  }
+  pragma(sql: string, options?: { simple: true }): unknown {
+    const rows = this.#db.prepare(`PRAGMA ${sql}`).all();
+    return options?.simple ? Object.values(rows[0] ?? {})[0] : rows;
+  }
+  transaction<A extends unknown[], T>(
+    fn: (...args: A) => T,
+  ): { immediate(...args: A): T } {
+    const db = this.#db;
+    return {
+      immediate(...args: A): T {
+        db.exec("BEGIN IMMEDIATE");
+        try {
+          const result = fn(...args);
+          db.exec("COMMIT");
+          return result;
+        } catch (error) {
+          if (db.isTransaction) db.exec("ROLLBACK");
+          throw error;
+        }
+      },
+    };
+  }
+  close(): void {
+    this.#db.close();
+  }
 }
 
 /** The part of plainjobs this case uses. */
@@ -111,31 +176,41 @@ const silent: Logger = { error() {}, warn() {}, info() {}, debug() {} };
 
 async function plainjob(
   n: number,
+  over: "better-sqlite3" | "node:sqlite",
 ): Promise<{ rate: number; sqlite: string; synchronous: unknown }> {
   const require = createRequire(import.meta.url);
-  const Database = require("better-sqlite3") as new (path: string) => BetterSqlite3Database;
+  const Database = over === "node:sqlite"
+    ? NodeSqliteAsBetterSqlite3
+    : require("better-sqlite3") as new (path: string) => BetterSqlite3Database;
   const { defineQueue, defineWorker } = require("plainjobs") as Plainjobs;
   const { path, done } = tempFile();
   const db = new Database(path);
   // defineQueue sets journal_mode = WAL, synchronous = NORMAL (1) and busy_timeout itself.
   const queue = defineQueue({ connection: db, logger: silent });
   try {
-    db.exec("CREATE TABLE results (job_id INTEGER PRIMARY KEY, result TEXT NOT NULL)");
-    const insertResult = db.prepare("INSERT INTO results (job_id, result) VALUES (?, ?)");
+    db.exec(
+      "CREATE TABLE results (job_id INTEGER PRIMARY KEY, result TEXT NOT NULL)",
+    );
+    const insertResult = db.prepare(
+      "INSERT INTO results (job_id, result) VALUES (?, ?)",
+    );
     let processed = 0;
     const all = Promise.withResolvers<void>();
-    const workers = Array.from({ length: WORKERS }, () =>
-      defineWorker("unit", (job) => {
-        insertResult.run(job.id, JSON.stringify(RESULT));
-      }, {
-        queue,
-        logger: silent,
-        // The default is 1000 ms: an idle worker would sleep through most of a short run.
-        pollIntervall: 1,
-        onCompleted: () => {
-          if (++processed === n) all.resolve();
-        },
-      }));
+    const workers = Array.from(
+      { length: WORKERS },
+      () =>
+        defineWorker("unit", (job) => {
+          insertResult.run(job.id, JSON.stringify(RESULT));
+        }, {
+          queue,
+          logger: silent,
+          // The default is 1000 ms: an idle worker would sleep through most of a short run.
+          pollIntervall: 1,
+          onCompleted: () => {
+            if (++processed === n) all.resolve();
+          },
+        }),
+    );
     const running = workers.map((w) => w.start());
     const t0 = performance.now();
     await callers(n, CALLERS, () => queue.add("unit", FLOOR_SPEC));
@@ -143,11 +218,13 @@ async function plainjob(
     const rate = n / ((performance.now() - t0) / 1000);
     await Promise.all(workers.map((w) => w.stop()));
     await Promise.all(running);
-    const results = Number(db.prepare("SELECT count(*) AS n FROM results").get().n);
+    const results = Number(
+      db.prepare("SELECT count(*) AS n FROM results").get()!.n,
+    );
     if (results !== n) throw new Error(`${results} results for ${n} units`);
     return {
       rate,
-      sqlite: String(db.prepare("SELECT sqlite_version() AS v").get().v),
+      sqlite: String(db.prepare("SELECT sqlite_version() AS v").get()!.v),
       synchronous: db.pragma("synchronous", { simple: true }),
     };
   } finally {
@@ -164,9 +241,13 @@ interface Kv {
   close(): void;
 }
 
-async function denokv(n: number): Promise<{ rate: number; journalMode: unknown }> {
+async function denokv(
+  n: number,
+): Promise<{ rate: number; journalMode: unknown }> {
   const deno = (globalThis as { Deno?: { openKv?: (path: string) => Promise<Kv> } }).Deno;
-  if (deno?.openKv === undefined) throw new Error("Deno KV needs Deno with --unstable-kv");
+  if (deno?.openKv === undefined) {
+    throw new Error("Deno KV needs Deno with --unstable-kv");
+  }
   const { path, done } = tempFile();
   const kv = await deno.openKv(path);
   try {
@@ -193,13 +274,57 @@ async function denokv(n: number): Promise<{ rate: number; journalMode: unknown }
   }
 }
 
+/**
+ * Profiles the case through `node:inspector` (Deno has no `--cpu-prof`; Node's would also
+ * sample start-up), so both runtimes are sampled the same way, at 100 µs.
+ */
+async function profiled<T>(run: () => Promise<T>): Promise<T> {
+  if (PROFILE === "") return run();
+  const { Session } = await import("node:inspector");
+  const { writeFileSync } = await import("node:fs");
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) =>
+      session.post(method, params ?? {}, (e, r) => e ? reject(e) : resolve(r))
+    );
+  await post("Profiler.enable");
+  await post("Profiler.setSamplingInterval", { interval: 100 });
+  await post("Profiler.start");
+  const out = await run();
+  const { profile } = await post("Profiler.stop") as { profile: unknown };
+  writeFileSync(PROFILE, JSON.stringify(profile));
+  session.disconnect();
+  return out;
+}
+
 const runtime = "Deno" in globalThis ? "deno" : "node";
+// CPU time of the whole case (every thread: the store's checkpoint worker too), which holds
+// steadier than wall-clock rates on a machine other work shares.
+const cpu0 = process.cpuUsage();
 let out: Record<string, unknown>;
 if (SYSTEM === "floor") out = { rate: floor(UNITS, nodeSqliteDriver) };
-else if (SYSTEM === "beehive") out = { rate: await beehive(UNITS) };
-else if (SYSTEM === "plainjob") out = await plainjob(UNITS);
-else if (SYSTEM === "denokv") out = await denokv(UNITS);
-else throw new RangeError(`Cannot run case: current value of --system is ${SYSTEM}`);
+else if (SYSTEM === "minimal") {
+  out = { rate: minimalFloor(UNITS, nodeSqliteDriver) };
+} else if (SYSTEM === "beehive") {
+  out = { rate: await profiled(() => beehive(UNITS)) };
+} else if (SYSTEM === "plainjob") {
+  out = await profiled(() => plainjob(UNITS, "better-sqlite3"));
+} else if (SYSTEM === "plainjob-sqlite") {
+  out = await profiled(() => plainjob(UNITS, "node:sqlite"));
+} else if (SYSTEM === "denokv") out = await denokv(UNITS);
+else {throw new RangeError(
+    `Cannot run case: current value of --system is ${SYSTEM}`,
+  );}
+const cpu = process.cpuUsage(cpu0);
+const cpuUsPerUnit = (cpu.user + cpu.system) / UNITS;
 console.log(
-  JSON.stringify({ system: SYSTEM, runtime, callers: CALLERS, units: UNITS, ...out }),
+  JSON.stringify({
+    system: SYSTEM,
+    runtime,
+    callers: CALLERS,
+    units: UNITS,
+    ...out,
+    cpuUsPerUnit,
+  }),
 );

@@ -6,6 +6,7 @@
  * @module
  */
 import type { ObjectId } from "../store.ts";
+import { FifoMap } from "./_fifo_map.ts";
 
 /** Why an alarm is set. */
 export type AlarmKind = "requeueAfter" | "backoff" | "floor" | "admit";
@@ -53,7 +54,7 @@ interface Dispatch {
  */
 export class WorkQueue {
   /** Queued ids in FIFO order, each with the instant it became due. */
-  readonly #queued = new Map<ObjectId, number>();
+  readonly #queued = new FifoMap<ObjectId, number>();
   readonly #processing = new Set<ObjectId>();
   /** Ids added while processing, with the instant they became due. */
   readonly #dirty = new Map<ObjectId, number>();
@@ -62,7 +63,7 @@ export class WorkQueue {
    * Each recent dispatch, oldest first, with the push budget left after it:
    * the floor window and the budget both start at a dispatch (lazy eviction).
    */
-  readonly #recent = new Map<ObjectId, Dispatch>();
+  readonly #recent = new FifoMap<ObjectId, Dispatch>();
   readonly #waiters: ((id: ObjectId | undefined) => void)[] = [];
   readonly #watchers = new Map<ObjectId, Set<(s: Schedule) => void>>();
   readonly #published = new Map<ObjectId, number | undefined>();
@@ -252,9 +253,9 @@ export class WorkQueue {
   }
 
   #take(): ObjectId | undefined {
-    const first = this.#queued.keys().next();
-    if (first.done) return undefined;
-    const id = first.value;
+    const first = this.#queued.first();
+    if (first === undefined) return undefined;
+    const id = first[0];
     this.#queued.delete(id);
     this.#processing.add(id);
     this.#admit(id);
@@ -271,9 +272,9 @@ export class WorkQueue {
     if (this.#floor <= 0) return;
     const now = Date.now();
     const refill = PUSH_BURST * this.#floor;
-    for (const [old, d] of this.#recent) {
-      if (d.at + refill > now) break;
-      this.#recent.delete(old);
+    for (let old = this.#recent.first(); old !== undefined; old = this.#recent.first()) {
+      if (old[1].at + refill > now) break;
+      this.#recent.delete(old[0]);
     }
     const tokens = this.#tokens(id, now);
     this.#recent.delete(id);
