@@ -21,21 +21,13 @@ import { AsyncLock } from "../sql/_lock.ts";
 import { isServerError, releaseClient, rollbackQuietly } from "./_connections.ts";
 import { type PgTx, postgresDialect, submitWrite } from "./_dialect.ts";
 import { driveAsync } from "../sql/_query.ts";
-import { BodySession, type SqlSession } from "../sql/_session.ts";
+import { BodySession, type DialectSession, type SqlSession } from "../sql/_session.ts";
 import { type Draws, Scope, type WriteScope } from "./_write_scope.ts";
 
 export type { WriteScope } from "./_write_scope.ts";
 
-/** How a family reaches the database. */
-export interface Session {
-  readonly core: Core;
-  /** Runs reads on a connection. */
-  read<T>(fn: (db: Db) => Promise<T>): Promise<T>;
-  /** Runs reads that must see one snapshot. */
-  readSnapshot<T>(fn: (db: Db) => Promise<T>): Promise<T>;
-  /** Runs a write unit atomically. */
-  write<T>(fn: (scope: WriteScope) => Promise<T>): Promise<T>;
-}
+/** How a family reaches the database: each call's work a promise on a pooled connection. */
+export type Session = DialectSession<Core, Db, WriteScope, true>;
 
 /** One outermost PostgreSQL transaction's state: its connection, its draws, and the lock its units take turns on. */
 export class PgTxState extends TxState {

@@ -12,14 +12,13 @@ import { CommitListener } from "./_commit_listener.ts";
 import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
 import { HeldLocks } from "./_held_locks.ts";
 import {
-  checkBooleanOption,
+  checkedReclaim,
   checkIntegerOption,
   checkMaxPages,
   checkOpenOptions,
+  checkStoredVersion,
   describe,
   rejectWith,
-  schemaTooNew,
-  schemaTooOld,
 } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
 import { checkBody, type DialectChecks } from "../sql/_integrity.ts";
@@ -122,11 +121,7 @@ const PAGE = 8192;
  * `maxPages`: VACUUM cannot stop part-way; at most one table runs per call).
  */
 function reclaim(session: Session, maxPages: number): Promise<number> {
-  return rejectWith(async () => {
-    checkMaxPages(maxPages);
-    const refused = session.core.readOnlyRefusal();
-    if (refused !== undefined) throw refused;
-    if (maxPages <= 0) return 0;
+  return checkedReclaim(session.core, maxPages, async () => {
     const core = session.core;
     const due = await session.read(async (db) =>
       await db.get(
@@ -333,8 +328,7 @@ async function readSchema(db: Db, schema: string, identity: string): Promise<num
     (await db.get(`SELECT COALESCE(MAX(version), 0) AS v FROM "${schema}".schema_migrations`))!.v,
   );
   const latest = migrations[migrations.length - 1].version;
-  if (current > latest) throw schemaTooNew(current, latest);
-  if (current < latest) throw schemaTooOld(`PostgreSQL store ${identity}`, current, latest);
+  checkStoredVersion(current, latest, `PostgreSQL store ${identity}`);
   return Number((await db.get(`SELECT value FROM "${schema}".store_epoch WHERE id = 1`))!.value);
 }
 
@@ -355,7 +349,7 @@ async function migrate(db: Db, schema: string): Promise<number> {
       (await db.get(`SELECT COALESCE(MAX(version), 0) AS v FROM "${schema}".schema_migrations`))!.v,
     );
     const latest = migrations[migrations.length - 1].version;
-    if (current > latest) throw schemaTooNew(current, latest);
+    checkStoredVersion(current, latest);
     for (const m of migrations) {
       if (m.version <= current) continue;
       await db.exec(`SET LOCAL search_path TO "${schema}"; ${m.sql}`);
@@ -417,7 +411,6 @@ export function openPostgresStore(
       );
     }
     checkOpenOptions("PostgreSQL", options);
-    checkBooleanOption("PostgreSQL", "readOnly", options.readOnly);
     const { schema, max } = options;
     if (schema !== undefined && (typeof schema !== "string" || !SCHEMA_PATTERN.test(schema))) {
       throw new InvalidOptionError(

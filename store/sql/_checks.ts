@@ -26,7 +26,7 @@ import type {
 } from "../../src/store.ts";
 import { parseLabelSelector } from "../../src/model/label_selector.ts";
 import { isStorableText } from "../../src/model/_text.ts";
-import { clip, describe, quote } from "../../src/model/_values.ts";
+import { attempt, clip, describe, quote } from "../../src/model/_values.ts";
 import { kindName } from "../../src/model/_kind_keys.ts";
 import type { Row } from "./_rows.ts";
 
@@ -441,24 +441,57 @@ export function checkMaxPages(maxPages: unknown): asserts maxPages is number {
 }
 
 /**
- * Checks an open's options argument is an object.
+ * Runs a space reclaim after its checks: `maxPages` is an integer, a read-only
+ * open refuses, and a bound of 0 or less reclaims nothing. Rejects, never throws.
+ */
+export function checkedReclaim(
+  core: { readOnlyRefusal(): StoreError | undefined },
+  maxPages: unknown,
+  reclaim: (maxPages: number) => Promise<number>,
+): Promise<number> {
+  return attempt(() => {
+    checkMaxPages(maxPages);
+    const refused = core.readOnlyRefusal();
+    if (refused !== undefined) throw refused;
+    return maxPages <= 0 ? Promise.resolve(0) : reclaim(maxPages);
+  });
+}
+
+/**
+ * Checks an open's options argument is an object, and the option every SQL
+ * store has (`readOnly`).
  * @throws {InvalidOptionError} naming the store (`"SQLite"`, `"PostgreSQL"`).
  */
 export function checkOpenOptions(store: string, options: unknown): void {
   if (typeof options !== "object" || options === null) {
     throw new InvalidOptionError(`Cannot open ${store} store: options are ${describe(options)}`);
   }
+  checkBooleanOption(store, "readOnly", (options as { readOnly?: unknown }).readOnly);
+}
+
+/**
+ * Checks a database's schema version against this build's `latest`: a newer
+ * one is refused, and so is an older one when `readOnlyStore` names a
+ * read-only open's store (it cannot bring the schema forward).
+ * @throws {SchemaVersionDowngradeError} the schema is newer.
+ * @throws {StoreError} the schema is older, on a read-only open.
+ */
+export function checkStoredVersion(current: number, latest: number, readOnlyStore?: string): void {
+  if (current > latest) throw schemaTooNew(current, latest);
+  if (readOnlyStore !== undefined && current < latest) {
+    throw schemaTooOld(readOnlyStore, current, latest);
+  }
 }
 
 /** The refusal of a database written by a newer build. */
-export function schemaTooNew(current: number, latest: number): SchemaVersionDowngradeError {
+function schemaTooNew(current: number, latest: number): SchemaVersionDowngradeError {
   return new SchemaVersionDowngradeError(
     `Cannot open the database: its schema version ${current} is newer than this build's ${latest}`,
   );
 }
 
 /** A read-only open's refusal of a schema it cannot bring forward; `store` names the store. */
-export function schemaTooOld(store: string, current: number, latest: number): StoreError {
+function schemaTooOld(store: string, current: number, latest: number): StoreError {
   return new StoreError(
     `Cannot open ${store} read-only: its schema version ${current} is older than this build's ${latest}; open it writable once to bring it forward`,
   );
@@ -468,7 +501,7 @@ export function schemaTooOld(store: string, current: number, latest: number): St
  * Checks an optional boolean option of an open.
  * @throws {InvalidOptionError} naming the store and the option.
  */
-export function checkBooleanOption(store: string, name: string, value: unknown): void {
+function checkBooleanOption(store: string, name: string, value: unknown): void {
   if (value !== undefined && typeof value !== "boolean") {
     throw new InvalidOptionError(
       `Cannot open ${store} store with ${name}: current value is ${

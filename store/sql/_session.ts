@@ -64,6 +64,21 @@ export interface SqlSession {
   write<T>(body: (scope: WriteScope) => Q<T>): Promise<T>;
 }
 
+/**
+ * A dialect's own session: how its statements reach the database, on its
+ * connection type `D` and write scope `W`. `Async` says whether a callback's
+ * work is a promise (PostgreSQL) or runs to its end at once (SQLite).
+ */
+export interface DialectSession<C, D, W, Async extends boolean> {
+  readonly core: C;
+  /** Runs reads on the right connection. */
+  read<T>(fn: (db: D) => Async extends true ? Promise<T> : T): Promise<T>;
+  /** Runs reads that must see one snapshot. */
+  readSnapshot<T>(fn: (db: D) => Async extends true ? Promise<T> : T): Promise<T>;
+  /** Runs a write unit atomically. */
+  write<T>(fn: (scope: W) => Async extends true ? Promise<T> : T): Promise<T>;
+}
+
 /** A dialect's own session, as {@linkcode BodySession} drives bodies through it. */
 export interface DriverSession<C, S extends WriteScope & { readonly db: C }> {
   readonly core: { readonly epoch: number; assertOpen(): void };

@@ -19,21 +19,13 @@ import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
 import { sqliteDialect, submitWrite } from "./_dialect.ts";
 import { driveSync } from "../sql/_query.ts";
-import { BodySession, type SqlSession } from "../sql/_session.ts";
+import { BodySession, type DialectSession, type SqlSession } from "../sql/_session.ts";
 import { Scope, type WriteScope } from "./_write_scope.ts";
 
 export type { WriteScope };
 
-/** How a family reaches the database. */
-export interface Session {
-  readonly core: Core;
-  /** Runs synchronous reads on the right connection. */
-  read<T>(fn: (db: Db) => T): Promise<T>;
-  /** Runs synchronous reads that must see one snapshot. */
-  readSnapshot<T>(fn: (db: Db) => T): Promise<T>;
-  /** Runs a synchronous write unit atomically. */
-  write<T>(fn: (scope: WriteScope) => T): Promise<T>;
-}
+/** How a family reaches the database: synchronous work on the connection. */
+export type Session = DialectSession<Core, Db, WriteScope, false>;
 
 /** One outermost SQLite transaction's state: the frames' shared state and its highest draw. */
 export class SqliteTxState extends TxState {

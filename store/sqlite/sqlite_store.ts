@@ -16,14 +16,11 @@ import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Driver } from "./_driver.ts";
 import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
 import {
-  checkBooleanOption,
+  checkedReclaim,
   checkIntegerOption,
-  checkMaxPages,
   checkOpenOptions,
+  checkStoredVersion,
   describe,
-  rejectWith,
-  schemaTooNew,
-  schemaTooOld,
 } from "../sql/_checks.ts";
 import { Families } from "../sql/_families.ts";
 import { checkBody } from "../sql/_integrity.ts";
@@ -97,18 +94,13 @@ const FREE_PAGE_FLOOR = 256;
 const probes = new WeakMap<Core, CommitProbe>();
 
 function reclaim(session: Session, maxPages: number): Promise<number> {
-  return rejectWith(() => {
-    checkMaxPages(maxPages);
-    const refused = session.core.readOnlyRefusal();
-    if (refused !== undefined) throw refused;
-    if (maxPages <= 0) return Promise.resolve(0);
+  return checkedReclaim(session.core, maxPages, (maxPages) =>
     // An idle reclaim is a read: the write transaction opens only above the floor.
-    return session.read((db) => {
+    session.read((db) => {
       const pages = Number(db.get("PRAGMA page_count")!.page_count);
       const free = Number(db.get("PRAGMA freelist_count")!.freelist_count);
       return free > FREE_PAGE_FLOOR && free * 8 > pages;
-    }).then((due) => due ? drain(session, maxPages) : 0);
-  });
+    }).then((due) => due ? drain(session, maxPages) : 0));
 }
 
 function drain(session: Session, maxPages: number): Promise<number> {
@@ -259,10 +251,7 @@ export class SqliteStore extends SqlStore {
           `Cannot open SQLite store at ${JSON.stringify(path)} read-only: the database is empty`,
         );
       }
-      if (version > latest) throw schemaTooNew(version, latest);
-      if (version < latest) {
-        throw schemaTooOld(`SQLite store at ${JSON.stringify(path)}`, version, latest);
-      }
+      checkStoredVersion(version, latest, `SQLite store at ${JSON.stringify(path)}`);
       const epoch = Number(writer.get(EPOCH_SQL)!.value);
       reader = openReading(driver, file, busy);
       const at = `the SQLite store at ${JSON.stringify(path)}`;
@@ -342,7 +331,7 @@ function migrate(db: Db): void {
     const current = Number(
       db.get("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")!.v,
     );
-    if (current > latest) throw schemaTooNew(current, latest);
+    checkStoredVersion(current, latest);
     return current;
   };
   // Read without the write lock first: an up-to-date database takes none.
@@ -426,7 +415,6 @@ export function openSqliteStore(
       );
     }
     checkIntegerOption("SQLite", "busyTimeout", busyTimeout, 0, "an integer >= 0 (ms)");
-    checkBooleanOption("SQLite", "readOnly", options.readOnly);
     if (options.readOnly && path === ":memory:") {
       throw new InvalidOptionError(
         `Cannot open SQLite store ":memory:" with readOnly: a private temporary store has nothing to read`,
