@@ -10,12 +10,12 @@
 import {
   type Frame,
   FrameSession,
-  outermostMember,
   RootSessionBase,
+  type RunOutermost,
   type SavepointSteps,
+  submitOutermost,
   TxState,
 } from "../sql/_frames.ts";
-import type { Fence } from "../../src/store.ts";
 import { type Core, Db } from "./_core.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import { isServerError, releaseClient, rollbackQuietly } from "./_connections.ts";
@@ -236,29 +236,18 @@ const SAVEPOINTS: SavepointSteps<PgTxState> = {
 /**
  * Runs `fn` as an outermost transaction in the write group (see
  * `../sql/_write_group.ts`): alone at once when the writer is free, else in
- * the next group, each member in its own savepoint. It commits when it
- * resolves and rolls back (alone) when it rejects; resolves after the commit
- * and its hooks.
+ * the next group, each member in its own savepoint.
  */
-export function runOutermost<T>(
-  core: Core,
-  fn: (session: TxSession) => Promise<T>,
-  fence?: Fence,
-): Promise<T> {
-  const refused = core.refusal();
-  if (refused !== undefined) return refused;
-  core.enter();
-  const { member, promise } = outermostMember<PgTx, PgTxState, T>(core, fence, {
-    begin: (tx) => new PgTxState(tx.db, tx.draws),
+export const runOutermost: RunOutermost<Core, TxSession> = (core, fn, fence) =>
+  submitOutermost(core, fence, {
+    admitted: () => core.enter(),
+    begin: (tx: PgTx) => new PgTxState(tx.db, tx.draws),
     run: (frame) => fn(new TxSession(core, frame)),
     // Units it left running hold the connection.
     settle: (state) => state.exclusive(() => Promise.resolve()),
     drawn: (tx) => tx.draws.drawn,
     over: () => core.leave(),
-  });
-  submitWrite(core, member);
-  return promise;
-}
+  }, (member) => submitWrite(core, member));
 
 /** `session` as the shared families see it: bodies driven one round trip at a time. */
 export function sqlSession(session: Session): SqlSession {

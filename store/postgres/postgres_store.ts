@@ -16,6 +16,7 @@ import {
   checkIntegerOption,
   checkMaxPages,
   checkOpenOptions,
+  checkOpenTarget,
   checkStoredVersion,
   describe,
   rejectWith,
@@ -403,13 +404,7 @@ export function openPostgresStore(
   options: PostgresStoreOptions = {},
 ): Promise<PostgresStore> {
   try {
-    if (typeof url !== "string" || url === "") {
-      throw new TypeError(
-        `Cannot open PostgreSQL store: url is ${
-          describe(url)
-        }, expected a postgres:// connection string`,
-      );
-    }
+    checkOpenTarget("PostgreSQL", "url", url, "a postgres:// connection string");
     checkOpenOptions("PostgreSQL", options);
     const { schema, max } = options;
     if (schema !== undefined && (typeof schema !== "string" || !SCHEMA_PATTERN.test(schema))) {

@@ -458,6 +458,23 @@ export function checkedReclaim(
 }
 
 /**
+ * Checks what an open names (a file path, a url) is a non-empty string.
+ * @throws {TypeError} naming the store, the argument and what it expects.
+ */
+export function checkOpenTarget(
+  store: string,
+  name: string,
+  value: unknown,
+  expected: string,
+): void {
+  if (typeof value !== "string" || value === "") {
+    throw new TypeError(
+      `Cannot open ${store} store: ${name} is ${describe(value)}, expected ${expected}`,
+    );
+  }
+}
+
+/**
  * Checks an open's options argument is an object, and the option every SQL
  * store has (`readOnly`).
  * @throws {InvalidOptionError} naming the store (`"SQLite"`, `"PostgreSQL"`).

@@ -252,8 +252,43 @@ export interface OutermostSteps<Tx, S extends TxState, T> {
   settle?(state: S): Promise<void>;
   /** The highest version the transaction drew. */
   drawn(tx: Tx, state: S): number;
+  /** The transaction is admitted, before it queues (PostgreSQL's work count). */
+  admitted?(): void;
   /** The transaction is over, committed or not, before its hooks run (PostgreSQL's work count). */
   over?(): void;
+}
+
+/** The open an outermost transaction runs on: it reports failing hooks and may refuse new work. */
+export interface OutermostHost extends Reporter {
+  /** A rejection once the open takes no new work; undefined while it does. */
+  refusal(): Promise<never> | undefined;
+}
+
+/** A dialect's way to run `fn` as an outermost transaction of the open `core`. */
+export type RunOutermost<C, S> = <T>(
+  core: C,
+  fn: (session: S) => Promise<T>,
+  fence?: Fence,
+) => Promise<T>;
+
+/**
+ * Runs an outermost transaction as a member of the dialect's write group
+ * (`submit` queues it): refused at once when the open takes no new work; it
+ * commits when its function resolves and rolls back (alone) when it rejects,
+ * and resolves after the commit and its hooks.
+ */
+export function submitOutermost<Tx, S extends TxState, T>(
+  host: OutermostHost,
+  fence: Fence | undefined,
+  steps: OutermostSteps<Tx, S, T>,
+  submit: (member: Member<Tx>) => void,
+): Promise<T> {
+  const refused = host.refusal();
+  if (refused !== undefined) return refused;
+  steps.admitted?.();
+  const { member, promise } = outermostMember(host, fence, steps);
+  submit(member);
+  return promise;
 }
 
 /**
@@ -262,7 +297,7 @@ export interface OutermostSteps<Tx, S extends TxState, T> {
  * the shared commit and its hooks, and rejects with the function's own error
  * (the frame unwound, alone) or with the group's.
  */
-export function outermostMember<Tx, S extends TxState, T>(
+function outermostMember<Tx, S extends TxState, T>(
   reporter: Reporter,
   fence: Fence | undefined,
   steps: OutermostSteps<Tx, S, T>,

@@ -10,12 +10,12 @@
 import {
   type Frame,
   FrameSession,
-  outermostMember,
   RootSessionBase,
+  type RunOutermost,
   type SavepointSteps,
+  submitOutermost,
   TxState,
 } from "../sql/_frames.ts";
-import type { Fence } from "../../src/store.ts";
 import type { Core, Db } from "./_core.ts";
 import { sqliteDialect, submitWrite } from "./_dialect.ts";
 import { driveSync } from "../sql/_query.ts";
@@ -165,24 +165,14 @@ function savepoints(core: Core): SavepointSteps<SqliteTxState> {
 
 /**
  * Runs `fn` as an outermost transaction in the next write group (see
- * `../sql/_write_group.ts`): it commits when it resolves and rolls back (alone) when
- * it rejects; resolves after the commit and its hooks.
+ * `../sql/_write_group.ts`).
  */
-export function runOutermost<T>(
-  core: Core,
-  fn: (session: TxSession) => Promise<T>,
-  fence?: Fence,
-): Promise<T> {
-  const refused = core.refusal();
-  if (refused !== undefined) return refused;
-  const { member, promise } = outermostMember<Core, SqliteTxState, T>(core, fence, {
+export const runOutermost: RunOutermost<Core, TxSession> = (core, fn, fence) =>
+  submitOutermost(core, fence, {
     begin: () => new SqliteTxState(),
     run: (frame) => fn(new TxSession(core, frame)),
-    drawn: (_, state) => state.drawn,
-  });
-  submitWrite(core, member);
-  return promise;
-}
+    drawn: (_, state: SqliteTxState) => state.drawn,
+  }, (member) => submitWrite(core, member));
 
 /** `session` as the shared families see it: bodies driven synchronously on its connection. */
 export function sqlSession(session: Session): SqlSession {

@@ -19,6 +19,7 @@ import {
   checkedReclaim,
   checkIntegerOption,
   checkOpenOptions,
+  checkOpenTarget,
   checkStoredVersion,
   describe,
 } from "../sql/_checks.ts";
@@ -400,11 +401,7 @@ export function openSqliteStore(
   options: SqliteStoreOptions = {},
 ): Promise<SqliteStore> {
   try {
-    if (typeof path !== "string" || path === "") {
-      throw new TypeError(
-        `Cannot open SQLite store: path is ${describe(path)}, expected a file path or ":memory:"`,
-      );
-    }
+    checkOpenTarget("SQLite", "path", path, 'a file path or ":memory:"');
     checkOpenOptions("SQLite", options);
     const { synchronous, busyTimeout } = options;
     if (synchronous !== undefined && synchronous !== "normal" && synchronous !== "full") {
