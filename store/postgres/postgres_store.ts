@@ -15,21 +15,18 @@ import {
   checkedReclaim,
   checkIntegerOption,
   checkMaxPages,
-  checkOpenOptions,
-  checkOpenTarget,
+  checkOpenArguments,
   checkStoredVersion,
   describe,
   rejectWith,
 } from "../sql/_checks.ts";
-import { Families } from "../sql/_families.ts";
-import { checkBody, type DialectChecks } from "../sql/_integrity.ts";
+import type { DialectChecks } from "../sql/_integrity.ts";
 import { done } from "../sql/_query.ts";
-import type { TxHandleParts } from "../sql/_tx_handle.ts";
+import { type DialectKit, rootParts } from "../sql/_root_parts.ts";
 import { SqlStore } from "../sql/sql_store.ts";
 import { migrations } from "./_schema.ts";
 import { brokenClients, releaseClient } from "./_connections.ts";
 import { RootSession, runOutermost, type Session, sqlSession, type TxSession } from "./_session.ts";
-import { runHooks } from "../sql/_frames.ts";
 
 /** How a {@linkcode PostgresStore} is opened. */
 export interface PostgresStoreOptions {
@@ -148,22 +145,6 @@ function reclaim(session: Session, maxPages: number): Promise<number> {
   });
 }
 
-/** What PostgreSQL's transaction handles read of the store's own machinery. */
-function txParts(core: Core): TxHandleParts<TxSession> {
-  return {
-    sql: sqlSession,
-    locks: heldLocks.get(core)!,
-    latestVersion: (session) => session.read((db) => core.latestVersion(db)),
-    reclaimSpace: (session, maxPages) =>
-      rejectWith(() => {
-        checkMaxPages(maxPages);
-        // VACUUM cannot run inside a transaction; the check still refuses a stale handle.
-        return session.read(() => Promise.resolve(0));
-      }),
-    watchCommits: (listener) => listeners.get(core)!.subscribe(listener),
-  };
-}
-
 /**
  * PostgreSQL checks its pages itself (with data checksums, when the cluster has them on) and
  * enforces every foreign key: the shared checks are the ones left.
@@ -172,6 +153,23 @@ const POSTGRES_CHECKS: DialectChecks = {
   latestSchema: migrations[migrations.length - 1].version,
   names: [],
   run: () => done([]),
+};
+
+/** What PostgreSQL's handles reach of the store's own machinery. */
+const POSTGRES: DialectKit<Core, RootSession, TxSession> = {
+  sql: sqlSession,
+  locks: (core) => heldLocks.get(core)!,
+  checks: POSTGRES_CHECKS,
+  latestVersion: (session) => session.read((db) => session.core.latestVersion(db)),
+  reclaimSpace: reclaim,
+  txReclaimSpace: (session, maxPages) =>
+    rejectWith(() => {
+      checkMaxPages(maxPages);
+      // VACUUM cannot run inside a transaction; the check still refuses a stale handle.
+      return session.read(() => Promise.resolve(0));
+    }),
+  watchCommits: (core, listener) => listeners.get(core)!.subscribe(listener),
+  outermost: runOutermost,
 };
 
 /**
@@ -185,20 +183,14 @@ export class PostgresStore extends SqlStore {
   private constructor(identity: string, core: Core, fence?: Fence, root?: SqlStore) {
     if (!listeners.has(core)) listeners.set(core, new CommitListener(core));
     if (!heldLocks.has(core)) heldLocks.set(core, new HeldLocks(core));
-    const session = new RootSession(core, fence);
-    // A read-only open commits nothing: origin 0 is no open's.
-    super(identity, core.readOnlyAt === undefined ? core.epoch : 0, {
-      families: new Families(sqlSession(session), heldLocks.get(core)!),
-      tx: txParts(core),
-      fence: session.fence,
-      outermost: (fn, fence) => runOutermost(core, fn, fence),
-      runHook: (fn) => void runHooks(core, [fn]),
-      latestVersion: () => session.read((db) => core.latestVersion(db)),
-      reclaimSpace: (maxPages) => reclaim(session, maxPages),
-      check: () => sqlSession(session).read(() => checkBody(POSTGRES_CHECKS)),
-      withFence: (fence, root) => new PostgresStore(identity, core, fence, root),
-      close: () => closeOpen(core),
-    }, root);
+    super(
+      identity,
+      rootParts(POSTGRES, new RootSession(core, fence), {
+        withFence: (fence, root) => new PostgresStore(identity, core, fence, root),
+        close: () => closeOpen(core),
+      }),
+      root,
+    );
   }
 
   /** @internal Opens a store; use {@linkcode openPostgresStore}. */
@@ -403,9 +395,8 @@ export function openPostgresStore(
   url: string,
   options: PostgresStoreOptions = {},
 ): Promise<PostgresStore> {
-  try {
-    checkOpenTarget("PostgreSQL", "url", url, "a postgres:// connection string");
-    checkOpenOptions("PostgreSQL", options);
+  return rejectWith(() => {
+    checkOpenArguments("PostgreSQL", ["url", url, "a postgres:// connection string"], options);
     const { schema, max } = options;
     if (schema !== undefined && (typeof schema !== "string" || !SCHEMA_PATTERN.test(schema))) {
       throw new InvalidOptionError(
@@ -445,7 +436,5 @@ export function openPostgresStore(
       );
     }
     return PostgresStore.open(url, options);
-  } catch (error) {
-    return Promise.reject(error);
-  }
+  });
 }

@@ -458,28 +458,23 @@ export function checkedReclaim(
 }
 
 /**
- * Checks what an open names (a file path, a url) is a non-empty string.
- * @throws {TypeError} naming the store, the argument and what it expects.
+ * Checks an open's arguments: what it names (`target`: a file path, a url) is
+ * a non-empty string, and its options an object whose `readOnly`, the option
+ * every SQL store has, is a boolean.
+ * @throws {TypeError} the target is not a non-empty string.
+ * @throws {InvalidOptionError} the options are not an object, or `readOnly` not a boolean.
  */
-export function checkOpenTarget(
+export function checkOpenArguments(
   store: string,
-  name: string,
-  value: unknown,
-  expected: string,
+  target: readonly [name: string, value: unknown, expected: string],
+  options: unknown,
 ): void {
+  const [name, value, expected] = target;
   if (typeof value !== "string" || value === "") {
     throw new TypeError(
       `Cannot open ${store} store: ${name} is ${describe(value)}, expected ${expected}`,
     );
   }
-}
-
-/**
- * Checks an open's options argument is an object, and the option every SQL
- * store has (`readOnly`).
- * @throws {InvalidOptionError} naming the store (`"SQLite"`, `"PostgreSQL"`).
- */
-export function checkOpenOptions(store: string, options: unknown): void {
   if (typeof options !== "object" || options === null) {
     throw new InvalidOptionError(`Cannot open ${store} store: options are ${describe(options)}`);
   }

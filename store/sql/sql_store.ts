@@ -26,6 +26,8 @@ import { type FrameSession, SqlTx, type TxHandleParts } from "./_tx_handle.ts";
 
 /** What a dialect hands its root handle: the few calls that reach its own machinery. */
 export interface RootParts<S extends FrameSession<S>> {
+  /** This open's number, which its writes carry (0 on a read-only open). */
+  readonly origin: number;
   /** The families bound to the root session. */
   readonly families: Families;
   /** What the transaction handles read of the store. */
@@ -92,14 +94,13 @@ export abstract class SqlStore implements Store {
   /** @ignore A dialect's store builds its handles; open one with its `open…Store` function. */
   protected constructor(
     identity: string,
-    origin: number,
     // deno-lint-ignore no-explicit-any
     parts: RootParts<any>,
     root: SqlStore | undefined,
   ) {
     const families = parts.families;
     this.identity = identity;
-    this.origin = origin;
+    this.origin = parts.origin;
     this.objects = families.objects;
     this.conditions = families.conditions;
     this.edges = families.edges;

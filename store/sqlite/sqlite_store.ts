@@ -18,23 +18,20 @@ import { selectDriver, usesNodeSqlite } from "./_drivers.ts";
 import {
   checkedReclaim,
   checkIntegerOption,
-  checkOpenOptions,
-  checkOpenTarget,
+  checkOpenArguments,
   checkStoredVersion,
   describe,
+  rejectWith,
 } from "../sql/_checks.ts";
-import { Families } from "../sql/_families.ts";
-import { checkBody } from "../sql/_integrity.ts";
 import { SQLITE_CHECKS } from "./_integrity_checks.ts";
 import { openReading, storedVersion } from "./_open_checks.ts";
-import type { TxHandleParts } from "../sql/_tx_handle.ts";
+import { type DialectKit, rootParts } from "../sql/_root_parts.ts";
 import { SqlStore } from "../sql/sql_store.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
 import { MemoryTail } from "./_kind_tails.ts";
 import { type KindTail, openKindTailSymbol } from "../../src/watches/kind_tail.ts";
 import { RootSession, runOutermost, type Session, sqlSession, type TxSession } from "./_session.ts";
-import { runHooks } from "../sql/_frames.ts";
 
 /** How a {@linkcode SqliteStore} is opened. */
 export interface SqliteStoreOptions {
@@ -117,16 +114,17 @@ function drain(session: Session, maxPages: number): Promise<number> {
   });
 }
 
-/** What SQLite's transaction handles read of the store's own machinery. */
-function txParts(core: Core): TxHandleParts<TxSession> {
-  return {
-    sql: sqlSession,
-    locks: core.locks,
-    latestVersion: (session) => session.read((db) => core.latestVersion(db)),
-    reclaimSpace: reclaim,
-    watchCommits: (listener) => probes.get(core)!.subscribe(listener),
-  };
-}
+/** What SQLite's handles reach of the store's own machinery. */
+const SQLITE: DialectKit<Core, RootSession, TxSession> = {
+  sql: sqlSession,
+  locks: (core) => core.locks,
+  checks: SQLITE_CHECKS,
+  latestVersion: (session) => session.read((db) => session.core.latestVersion(db)),
+  reclaimSpace: reclaim,
+  txReclaimSpace: reclaim,
+  watchCommits: (core, listener) => probes.get(core)!.subscribe(listener),
+  outermost: runOutermost,
+};
 
 /**
  * A {@linkcode Store} over one SQLite database file, with a writer connection
@@ -147,19 +145,14 @@ export class SqliteStore extends SqlStore {
   ) {
     if (!probes.has(core)) probes.set(core, new CommitProbe(core));
     const session = new RootSession(core, fence);
-    // A read-only open commits nothing: origin 0 is no open's.
-    super(identity, core.readOnlyAt === undefined ? core.epoch : 0, {
-      families: new Families(sqlSession(session), core.locks),
-      tx: txParts(core),
-      fence: session.fence,
-      outermost: (fn, fence) => runOutermost(core, fn, fence),
-      runHook: (fn) => void runHooks(core, [fn]),
-      latestVersion: () => session.read((db) => core.latestVersion(db)),
-      reclaimSpace: (maxPages) => reclaim(session, maxPages),
-      check: () => sqlSession(session).read(() => checkBody(SQLITE_CHECKS)),
-      withFence: (fence, root) => new SqliteStore(identity, core, undefined, fence, root),
-      close: () => closeOpen(core, tempDir),
-    }, root);
+    super(
+      identity,
+      rootParts(SQLITE, session, {
+        withFence: (fence, root) => new SqliteStore(identity, core, undefined, fence, root),
+        close: () => closeOpen(core, tempDir),
+      }),
+      root,
+    );
     this.#core = core;
     this.#session = session;
   }
@@ -400,9 +393,8 @@ export function openSqliteStore(
   path: string,
   options: SqliteStoreOptions = {},
 ): Promise<SqliteStore> {
-  try {
-    checkOpenTarget("SQLite", "path", path, 'a file path or ":memory:"');
-    checkOpenOptions("SQLite", options);
+  return rejectWith(() => {
+    checkOpenArguments("SQLite", ["path", path, 'a file path or ":memory:"'], options);
     const { synchronous, busyTimeout } = options;
     if (synchronous !== undefined && synchronous !== "normal" && synchronous !== "full") {
       throw new InvalidOptionError(
@@ -420,7 +412,5 @@ export function openSqliteStore(
     const driver = selectDriver(options);
     if (driver instanceof Promise) return driver.then((d) => SqliteStore.open(path, options, d));
     return Promise.resolve(SqliteStore.open(path, options, driver));
-  } catch (error) {
-    return Promise.reject(error);
-  }
+  });
 }
