@@ -8,6 +8,8 @@
  * @module
  */
 import process from "node:process";
+import pg from "pg";
+import { migrations } from "../store/postgres/_schema.ts";
 import {
   openPostgresStore as open,
   type PostgresStore,
@@ -61,6 +63,36 @@ export function openPostgresStore(options: PostgresStoreOptions = {}): Promise<P
     idleInTransactionTimeout: TEST_IDLE_IN_TRANSACTION_TIMEOUT,
     ...options,
   });
+}
+
+/**
+ * Runs `fn` with a client on a fresh schema (its search path) that this build's migrations
+ * 1–`version` brought forward, each with its bookkeeping row; drops the schema after.
+ */
+export async function withSchemaAt<T>(
+  version: number,
+  fn: (client: pg.Client, schema: string) => Promise<T>,
+): Promise<T> {
+  const schema = freshSchema();
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  try {
+    await client.query(`CREATE SCHEMA "${schema}"`);
+    await client.query(`SET search_path TO "${schema}"`);
+    await client.query(`CREATE TABLE schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
+    for (const m of migrations.filter((m) => m.version <= version)) {
+      await client.query(m.sql);
+      await client.query(
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, 0)",
+        [m.version, m.name],
+      );
+    }
+    return await fn(client, schema);
+  } finally {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {});
+    await client.end();
+  }
 }
 
 /**

@@ -6,29 +6,14 @@
  * @module
  */
 import assert from "node:assert/strict";
-import pg from "pg";
 import { migrations } from "../../store/postgres/_schema.ts";
 import { test } from "../_test.ts";
-import { freshSchema, openPostgresStore, postgresUrl } from "../_postgres.ts";
+import { openPostgresStore, withSchemaAt } from "../_postgres.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
 
 test("openPostgresStore brings a version-5 schema forward to the kinds table, keeping its rows", async () => {
-  const schema = freshSchema();
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  try {
-    await client.query(`CREATE SCHEMA "${schema}"`);
-    await client.query(`SET search_path TO "${schema}"`);
-    await client.query(`CREATE TABLE schema_migrations (
-      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
-    for (const m of migrations.filter((m) => m.version <= 5)) {
-      await client.query(m.sql);
-      await client.query(
-        "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, 0)",
-        [m.version, m.name],
-      );
-    }
+  await withSchemaAt(5, async (client, schema) => {
     const { rows } = await client.query(
       `INSERT INTO objects ("group", kind, name, spec, resource_version, created_at, updated_at)
        VALUES ($1, $2, 'old', '{}', 1, 0, 0) RETURNING id`,
@@ -61,8 +46,5 @@ test("openPostgresStore brings a version-5 schema forward to the kinds table, ke
     }
     const versions = await client.query("SELECT version FROM schema_migrations ORDER BY version");
     assert.deepEqual(versions.rows.map((r) => Number(r.version)), migrations.map((m) => m.version));
-  } finally {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {});
-    await client.end();
-  }
+  });
 });
