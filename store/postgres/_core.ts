@@ -6,11 +6,10 @@
  * @module
  */
 import pg from "pg";
-import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Fence } from "../../src/store.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import type { Query } from "../sql/_query.ts";
-import { FENCE_SQL, refuseStaleFence, StoreState } from "../sql/_store_state.ts";
+import { FENCE_SQL, refuseStaleFence, type StoreOpen, StoreState } from "../sql/_store_state.ts";
 
 /** A value a statement binds. */
 export type PgValue = number | string | boolean | null | readonly (number | string)[];
@@ -150,6 +149,13 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** A PostgreSQL open's pool, dedicated-connection settings and schema. */
+export interface Connections {
+  readonly pool: pg.Pool;
+  readonly connection: pg.ClientConfig;
+  readonly schema: string;
+}
+
 /** Everything one open store shares between its handles. */
 export class Core extends StoreState {
   readonly pool: pg.Pool;
@@ -168,19 +174,12 @@ export class Core extends StoreState {
   #inFlight = 0;
   #idle: PromiseWithResolvers<void> | undefined;
 
-  constructor(
-    pool: pg.Pool,
-    connection: pg.ClientConfig,
-    schema: string,
-    epoch: number,
-    logger: Logger | undefined,
-    readOnlyAt?: string,
-  ) {
-    super(epoch, logger, readOnlyAt);
-    this.pool = pool;
-    this.connection = connection;
-    this.schema = schema;
-    this.channel = channelName(schema);
+  constructor(connections: Connections, open: StoreOpen) {
+    super(open);
+    this.pool = connections.pool;
+    this.connection = connections.connection;
+    this.schema = connections.schema;
+    this.channel = channelName(connections.schema);
   }
 
   /** Counts a unit of work that close must wait for. */

@@ -247,7 +247,7 @@ export class PostgresStore extends SqlStore {
       client = undefined;
       signal?.throwIfAborted();
       const readOnlyAt = options.readOnly ? `the PostgreSQL store ${identity}` : undefined;
-      core = new Core(pool, connection, schema, epoch, options.logger, readOnlyAt);
+      core = new Core({ pool, connection, schema }, { epoch, logger: options.logger, readOnlyAt });
       const listener = new CommitListener(core);
       listeners.set(core, listener);
       await listener.start();

@@ -34,6 +34,15 @@ export function readOnlyError(store: string): StoreError {
   return new StoreError(`Cannot write to ${store}: it was opened read-only`);
 }
 
+/** What an open knows of itself once opened. */
+export interface StoreOpen {
+  /** This open's number (`store_epoch`). */
+  readonly epoch: number;
+  readonly logger: Logger | undefined;
+  /** What a read-only open names itself in its refusals; absent for an open that writes. */
+  readonly readOnlyAt?: string;
+}
+
 /** The lifecycle and error handling one open store's handles share. */
 export abstract class StoreState {
   readonly logger: Logger | undefined;
@@ -46,10 +55,10 @@ export abstract class StoreState {
   #closing = false;
   #closed = false;
 
-  constructor(epoch: number, logger: Logger | undefined, readOnlyAt?: string) {
-    this.#epoch = epoch;
-    this.logger = logger;
-    this.readOnlyAt = readOnlyAt;
+  constructor(open: StoreOpen) {
+    this.#epoch = open.epoch;
+    this.logger = open.logger;
+    this.readOnlyAt = open.readOnlyAt;
   }
 
   /**

@@ -12,7 +12,7 @@ import type { LockFiles } from "./_lock_files.ts";
 import type { Checkpointer } from "./_checkpointer.ts";
 import { CommitJournal } from "./_journal.ts";
 import { AsyncLock } from "../sql/_lock.ts";
-import { FENCE_SQL, refuseStaleFence, StoreState } from "../sql/_store_state.ts";
+import { FENCE_SQL, refuseStaleFence, type StoreOpen, StoreState } from "../sql/_store_state.ts";
 import type { Query } from "../sql/_query.ts";
 
 /** A row as a driver returns it. */
@@ -144,6 +144,14 @@ const PUBLISH_SQL =
 /** The tables whose ids come from a counter in the resource-version row. */
 export type IdTable = "objects" | "events";
 
+/** A SQLite open's driver, connections and lease lock files. */
+export interface Connections {
+  readonly driver: Driver;
+  readonly writer: Db;
+  readonly reader: Db;
+  readonly locks: LockFiles;
+}
+
 /** Everything one open store shares between its root handle and its transactions. */
 export class Core extends StoreState {
   readonly writer: Db;
@@ -172,21 +180,13 @@ export class Core extends StoreState {
   /** The reader's data_version when a read-only open last read the store's epoch. */
   #epochSeen: number | undefined;
 
-  constructor(
-    driver: Driver,
-    writer: Db,
-    reader: Db,
-    epoch: number,
-    locks: LockFiles,
-    logger: StoreLogger | undefined,
-    readOnlyAt?: string,
-  ) {
-    super(epoch, logger, readOnlyAt);
-    this.driver = driver;
-    this.writer = writer;
-    this.reader = reader;
-    this.locks = locks;
-    writer.journal = this.journal;
+  constructor(connections: Connections, open: StoreOpen) {
+    super(open);
+    this.driver = connections.driver;
+    this.writer = connections.writer;
+    this.reader = connections.reader;
+    this.locks = connections.locks;
+    this.writer.journal = this.journal;
   }
 
   /**

@@ -206,7 +206,7 @@ export class SqliteStore extends SqlStore {
       reader.exec(`PRAGMA busy_timeout = ${busy}`);
       reader.exec("PRAGMA query_only = ON");
       const locks = new LockFiles(driver, file);
-      const core = new Core(driver, writer, reader, epoch, locks, options.logger);
+      const core = new Core({ driver, writer, reader, locks }, { epoch, logger: options.logger });
       if (usesNodeSqlite(driver)) {
         core.checkpointer = new Checkpointer(file, writer, options.logger);
       }
@@ -250,7 +250,11 @@ export class SqliteStore extends SqlStore {
       reader = openReading(driver, file, busy);
       const at = `the SQLite store at ${JSON.stringify(path)}`;
       const locks = new LockFiles(driver, file, () => readOnlyError(at));
-      const core = new Core(driver, writer, reader, epoch, locks, options.logger, at);
+      const core = new Core({ driver, writer, reader, locks }, {
+        epoch,
+        logger: options.logger,
+        readOnlyAt: at,
+      });
       return new SqliteStore(file, core, undefined);
     } catch (error) {
       try {
