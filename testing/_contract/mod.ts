@@ -20,6 +20,7 @@ import { leasesCases } from "./leases_cases.ts";
 import { kubernetesCases } from "./kubernetes_cases.ts";
 import { stalledCases } from "./stalled_cases.ts";
 import { labelsCases } from "./labels_cases.ts";
+import { namespacesCases } from "./namespaces_cases.ts";
 
 /** Every case, grouped by family name. */
 export const contractSuites: Record<string, ContractCase[]> = {
@@ -39,6 +40,7 @@ export const contractSuites: Record<string, ContractCase[]> = {
   kubernetes: kubernetesCases,
   stalled: stalledCases,
   labels: labelsCases,
+  namespaces: namespacesCases,
 };
 
 /** One test of the contract: its name, and how to run it or why it does not apply. */
