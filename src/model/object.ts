@@ -142,8 +142,10 @@ export class BeehiveObject<Spec, Status> {
   readonly group: string;
   /** The kind. */
   readonly kind: string;
-  /** Unique within the kind and immutable. */
+  /** Unique within the kind and namespace, and immutable. */
   readonly name: string;
+  /** The namespace (a DNS-1123 label), or `""` for a cluster-scoped kind; immutable. */
+  readonly namespace: string;
   /** The desired state. */
   readonly spec: Spec;
   /** The observed state; `undefined` until a controller first writes it. */
@@ -177,6 +179,7 @@ export class BeehiveObject<Spec, Status> {
     this.group = raw.group;
     this.kind = raw.kind;
     this.name = raw.name;
+    this.namespace = raw.namespace;
     this.spec = spec;
     this.status = status;
     this.generation = raw.generation;
