@@ -716,6 +716,8 @@ export interface RawEvent {
   readonly lastAt: Date;
   /** Re-drawn on every extend. */
   readonly resourceVersion: number;
+  /** The namespace of the object the run belongs to (`""` for the cluster scope). */
+  readonly namespace: string;
 }
 
 /** Everything {@linkcode Events.add} accepts. */

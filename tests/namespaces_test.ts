@@ -249,6 +249,31 @@ test("a pass's transaction client creates a namespaced child in its object's nam
   }
 });
 
+test("Client.listEvents: an event carries its object's namespace", async () => {
+  const store = await openTestStore(":memory:");
+  try {
+    const bh = new Beehive(store);
+    const seen = Promise.withResolvers<void>();
+    bh.register(App, async (_app, cc) => {
+      await cc.addEvent({ type: "Normal", reason: "Seen" });
+      seen.resolve();
+      return settled();
+    });
+    const stop = await bh.start();
+    let id: number;
+    try {
+      id = (await bh.client(App, { namespace: "team-a" }).create("web", { image: "" })).id;
+      await seen.promise;
+    } finally {
+      await stop();
+    }
+    const events = await bh.client(App, { namespace: "team-a" }).listEvents(id);
+    assert.deepEqual(events.map((e) => [e.reason, e.namespace]), [["Seen", "team-a"]]);
+  } finally {
+    await store.close();
+  }
+});
+
 test("a store refuses a malformed namespace with InvalidNameError", async () => {
   await withBeehive(undefined, async (_bh, store) => {
     await assert.rejects(

@@ -52,6 +52,8 @@ export interface Event {
   readonly id: EventId;
   /** The object the run is about. */
   readonly objectId: ObjectId;
+  /** The namespace of the object the run is about (`""` when it is cluster-scoped). */
+  readonly namespace: string;
   /** The timeline; `""` is the default. */
   readonly category: string;
   /** `"Normal"` or `"Warning"`. */
@@ -90,6 +92,7 @@ export function toEvent(raw: RawEvent): Event {
   return {
     id: raw.id,
     objectId: raw.objectId,
+    namespace: raw.namespace,
     category: raw.category,
     type: raw.type,
     reason: raw.reason,

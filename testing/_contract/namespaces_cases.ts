@@ -223,4 +223,25 @@ export const namespacesCases: ContractCase[] = [
       assert.equal(entry.final?.namespace, "team-a");
     },
   },
+  {
+    name: "an event run carries its object's namespace on every read",
+    async fn(h) {
+      const s = await h.open();
+      const o = await inNs(s, "team-a", "web");
+      const top = await s.objects.create(Widget, { name: "top", spec: "{}" });
+      for (const x of [o, top]) {
+        await s.events.add(ref(Widget, x.id), { type: "Normal", reason: "Made" });
+      }
+      assert.deepEqual((await s.events.list(o.id)).map((e) => e.namespace), ["team-a"]);
+      assert.equal((await s.events.getLatest(o.id, ""))?.namespace, "team-a");
+      assert.deepEqual(
+        (await s.events.listSince(o.id, { after: 0, limit: 10 })).events.map((e) => e.namespace),
+        ["team-a"],
+      );
+      assert.deepEqual((await s.events.snapshot(o.id)).items.map((e) => e.namespace), [
+        "team-a",
+      ]);
+      assert.deepEqual((await s.events.list(top.id)).map((e) => e.namespace), [""]);
+    },
+  },
 ];
