@@ -37,6 +37,7 @@ import {
   type Store,
 } from "@beehive/beehive";
 import { parseLabelSelector } from "../src/model/label_selector.ts";
+import { namespaceProblem } from "../src/model/namespace.ts";
 import type { RawKind, RawObject } from "@beehive/beehive/store";
 import {
   age,
@@ -100,6 +101,10 @@ interface Parsed {
   readonly port: number | undefined;
   readonly tls: boolean;
   readonly kubeconfig: string | undefined;
+  /** `-n`: the namespace of a namespaced kind's objects. */
+  readonly namespace: string | undefined;
+  /** `-A`: every namespace (what a list without `-n` reads anyway). */
+  readonly allNamespaces: boolean;
   readonly help: boolean;
 }
 
@@ -112,7 +117,9 @@ type Flag =
   | "timeout"
   | "port"
   | "tls"
-  | "kubeconfig";
+  | "kubeconfig"
+  | "namespace"
+  | "all";
 
 interface Command {
   readonly usage: string;
@@ -148,32 +155,34 @@ const COMMANDS: Record<string, Command> = {
     run: cmdKinds,
   },
   get: {
-    usage: "get <kind> [name] [-l selector] [-o json|yaml]",
+    usage: "get <kind> [name] [-n namespace | -A] [-l selector] [-o json|yaml]",
     summary: "List a kind's objects, or show one",
     details: "Columns: NAME, ID, GEN (generation/observed), READY (the Ready condition),\n" +
       "STATE (Settled, Reconciling, Pending, Stalled, Terminating), CONDITIONS, AGE.\n" +
       "Pending: no pass has observed the object yet (no controller runs its kind, or\n" +
       "none has reached it).\n" +
       "-l, --selector S   only objects whose labels match S, e.g. 'app=web,tier!=db',\n" +
-      "                   'env in (prod,qa)', 'team', '!legacy' (a comma is AND)",
+      "                   'env in (prod,qa)', 'team', '!legacy' (a comma is AND)\n" +
+      "-n, --namespace NS only objects in namespace NS (a kind defined namespaced: true)\n" +
+      "-A                 every namespace (the default for a list; adds a NAMESPACE column)",
     args: [1, 2],
-    flags: ["output", "selector"],
+    flags: ["output", "selector", "namespace", "all"],
     run: cmdGet,
   },
   describe: {
-    usage: "describe <kind> <name> [-o json|yaml]",
+    usage: "describe <kind> <name> [-n namespace] [-o json|yaml]",
     summary: "Show an object in full: spec, status, conditions, relations, recent events",
     details: "",
     args: [2, 2],
-    flags: ["output"],
+    flags: ["output", "namespace"],
     run: cmdDescribe,
   },
   events: {
-    usage: "events <kind> <name> [--limit N] [-o json|yaml]",
+    usage: "events <kind> <name> [-n namespace] [--limit N] [-o json|yaml]",
     summary: "List an object's event runs, newest first",
     details: "--limit N   only the newest N runs (default: all)",
     args: [2, 2],
-    flags: ["output", "limit"],
+    flags: ["output", "limit", "namespace"],
     run: cmdEvents,
   },
   wait: {
@@ -188,11 +197,11 @@ const COMMANDS: Record<string, Command> = {
     run: cmdWait,
   },
   watch: {
-    usage: "watch <kind> [-o json|yaml]",
+    usage: "watch <kind> [-n namespace | -A] [-o json|yaml]",
     summary: "Print a kind's objects, then every change, until Ctrl-C",
     details: "With -o json, one JSON change per line: { type, id, resourceVersion, object }.",
     args: [1, 1],
-    flags: ["output"],
+    flags: ["output", "namespace", "all"],
     run: cmdWatch,
   },
   apply: {
@@ -208,21 +217,21 @@ const COMMANDS: Record<string, Command> = {
     run: cmdApply,
   },
   delete: {
-    usage: "delete <kind> <name>",
+    usage: "delete <kind> <name> [-n namespace]",
     summary: "Request an object's deletion (finalizers and owned objects are honoured)",
     details: "",
     args: [2, 2],
-    flags: [],
+    flags: ["namespace"],
     run: cmdDelete,
   },
   requeue: {
-    usage: "requeue <kind> <name>",
+    usage: "requeue <kind> <name> [-n namespace]",
     summary: "Owe an object a reconcile pass",
     details: "Records the pass durably in the store: the process leading the kind's\n" +
       "controller hears the commit and runs it within a fraction of a second (or, when\n" +
       "no leader runs, the next leader runs it at start).",
     args: [2, 2],
-    flags: [],
+    flags: ["namespace"],
     run: cmdRequeue,
   },
   serve: {
@@ -254,6 +263,8 @@ ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)}${c.summary}`
 Flags:
   -o, --output FMT    json or yaml: machine-readable output (default: a table)
   -l, --selector S    get: only objects whose labels match S (e.g. app=web,tier!=db)
+  -n, --namespace NS  the namespace of a namespaced kind's object or list
+  -A, --all-namespaces  get, watch: every namespace
   -h, --help          help for beehive or for one command
 
 Exit codes: 0 success, 1 error, 2 usage error.
@@ -278,6 +289,8 @@ function parseArgs(args: readonly string[]): Parsed {
   let port: number | undefined;
   let tls = false;
   let kubeconfig: string | undefined;
+  let namespace: string | undefined;
+  let allNamespaces = false;
   let help = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -322,6 +335,11 @@ function parseArgs(args: readonly string[]): Parsed {
     else if (flag === "--port") port = parsePort(value());
     else if (flag === "--tls" && eq < 0) tls = true;
     else if (flag === "--kubeconfig") kubeconfig = value();
+    else if (flag === "-n" || flag === "--namespace") {
+      namespace = value();
+      const problem = namespaceProblem(namespace);
+      if (problem !== undefined) throw new UsageError(`-n: ${problem}`);
+    } else if ((flag === "-A" || flag === "--all-namespaces") && eq < 0) allNamespaces = true;
     else if (arg.startsWith("-") && arg !== "-") {
       throw new UsageError(`unknown flag ${arg}`);
     } else positionals.push(arg);
@@ -337,6 +355,8 @@ function parseArgs(args: readonly string[]): Parsed {
     port,
     tls,
     kubeconfig,
+    namespace,
+    allNamespaces,
     help,
   };
 }
@@ -478,11 +498,19 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
     ["port", parsed.port !== undefined, "--port"],
     ["tls", parsed.tls, "--tls"],
     ["kubeconfig", parsed.kubeconfig !== undefined, "--kubeconfig"],
+    ["namespace", parsed.namespace !== undefined, "-n"],
+    ["all", parsed.allNamespaces, "-A"],
   ];
   for (const [flag, used, spelled] of given) {
     if (used && !command.flags.includes(flag)) {
       return usage(io, new UsageError(`${name} has no ${spelled} flag`, name));
     }
+  }
+  if (parsed.namespace !== undefined && parsed.allNamespaces) {
+    return usage(io, new UsageError("-n and -A do not go together", name));
+  }
+  if (parsed.allNamespaces && name === "get" && rest.length === 2) {
+    return usage(io, new UsageError("get takes a name or -A, not both", name));
   }
   if (parsed.selector !== undefined && name === "get" && rest.length === 2) {
     return usage(io, new UsageError("get takes a name or -l, not both", name));
@@ -564,12 +592,39 @@ function oneLine(error: unknown): string {
   return text.replace(/\s*\n\s*/g, " ");
 }
 
-async function getRaw(store: Store, gk: GroupKind, name: string): Promise<RawObject> {
+/**
+ * The namespace `-n` names, checked against the kind's stored scope: a
+ * cluster-scoped kind refuses one; by name, a namespaced kind needs one.
+ */
+async function namespaceOf(
+  ctx: Context,
+  gk: GroupKind,
+  byName: boolean,
+): Promise<{ namespaced: boolean; namespace: string | undefined }> {
+  const namespaced = (await ctx.store.kinds.get(gk))?.namespaced ?? false;
+  const namespace = ctx.parsed.namespace;
+  if (!namespaced && namespace !== undefined) {
+    throw new CliError(`${kindLabel(gk)} is cluster-scoped: it takes no -n`);
+  }
+  if (namespaced && byName && namespace === undefined) {
+    throw new CliError(
+      `${kindLabel(gk)} is namespaced: name the object's namespace with -n NAMESPACE`,
+    );
+  }
+  return { namespaced, namespace: namespaced ? namespace : undefined };
+}
+
+async function getRaw(ctx: Context, gk: GroupKind, name: string): Promise<RawObject> {
+  const { namespace } = await namespaceOf(ctx, gk, true);
   try {
-    return await store.objects.getByName({ ...gk, name });
+    return await ctx.store.objects.getByName({ ...gk, name, namespace });
   } catch (error) {
     if (error instanceof NotFoundError) {
-      throw new CliError(`${kindLabel(gk)} ${JSON.stringify(name)} not found`);
+      throw new CliError(
+        `${kindLabel(gk)} ${JSON.stringify(name)} not found${
+          namespace === undefined ? "" : ` in namespace ${JSON.stringify(namespace)}`
+        }`,
+      );
     }
     throw error;
   }
@@ -661,9 +716,11 @@ async function cmdGet(ctx: Context): Promise<void> {
   const name = ctx.args[1];
   const selector = ctx.parsed.selector;
   const labelSelector = selector === undefined ? undefined : parseLabelSelector(selector);
+  const scope = await namespaceOf(ctx, gk, name !== undefined);
+  const namespace = scope.namespace;
   const views = name === undefined
-    ? (await ctx.store.objects.list(gk, { labelSelector })).map(toView)
-    : [toView(await getRaw(ctx.store, gk, name))];
+    ? (await ctx.store.objects.list(gk, { labelSelector, namespace })).map(toView)
+    : [toView(await getRaw(ctx, gk, name))];
   if (ctx.parsed.output !== "table") {
     ctx.data(name === undefined ? views : views[0]);
     return;
@@ -675,6 +732,13 @@ async function cmdGet(ctx: Context): Promise<void> {
     return;
   }
   const now = Date.now();
+  if (scope.namespaced && namespace === undefined && name === undefined) {
+    ctx.out(table(
+      ["NAMESPACE", ...OBJECT_HEADER],
+      views.map((v) => [v.namespace, ...objectRow(v, now)]),
+    ));
+    return;
+  }
   ctx.out(table(OBJECT_HEADER, views.map((v) => objectRow(v, now))));
 }
 
@@ -692,7 +756,7 @@ function stamp(at: Date | undefined, now: number): string {
 
 async function cmdDescribe(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
-  const view = toView(await getRaw(ctx.store, gk, ctx.args[1]));
+  const view = toView(await getRaw(ctx, gk, ctx.args[1]));
   const rel = await readRelations(ctx.store, view.id);
   if (ctx.parsed.output !== "table") {
     ctx.data({ ...view, ...rel });
@@ -768,7 +832,7 @@ function eventTable(
 
 async function cmdEvents(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
-  const raw = await getRaw(ctx.store, gk, ctx.args[1]);
+  const raw = await getRaw(ctx, gk, ctx.args[1]);
   const events = (await ctx.store.events.list(raw.id, { limit: ctx.parsed.limit ?? 0 })).map(
     (e) => ({ ...e, detail: e.detail === undefined ? undefined : JSON.parse(e.detail) }),
   );
@@ -787,7 +851,8 @@ async function cmdWatch(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
   const signal = ctx.io.signal;
   if (signal?.aborted) return;
-  const stream = await ctx.bh.client(gk).watchList({ signal });
+  const { namespace } = await namespaceOf(ctx, gk, false);
+  const stream = await ctx.bh.client(gk, { namespace }).watchList({ signal });
   const asJson = ctx.parsed.output === "json";
   const asYaml = ctx.parsed.output === "yaml";
   const header = ["EVENT", ...OBJECT_HEADER];
@@ -916,7 +981,7 @@ interface ApplyResult {
 async function cmdDelete(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
   // deleteByName treats absence as success; kubectl users expect "not found".
-  const raw = await getRaw(ctx.store, gk, ctx.args[1]);
+  const raw = await getRaw(ctx, gk, ctx.args[1]);
   try {
     await ctx.bh.client(gk).delete(raw.id);
   } catch (error) {
@@ -930,7 +995,7 @@ async function cmdDelete(ctx: Context): Promise<void> {
 
 async function cmdRequeue(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
-  const raw = await getRaw(ctx.store, gk, ctx.args[1]);
+  const raw = await getRaw(ctx, gk, ctx.args[1]);
   await ctx.store.reconcileOwed.stamp([{ id: raw.id, group: raw.group, kind: raw.kind }]);
   ctx.out(`${kindLabel(gk)}/${cell(raw.name)} requeued`);
 }
