@@ -205,15 +205,17 @@ const COMMANDS: Record<string, Command> = {
     run: cmdWatch,
   },
   apply: {
-    usage: "apply -f <file.json | ->",
+    usage: "apply -f <file.json | -> [-n namespace]",
     summary: "Create or update objects from JSON",
-    details: 'The file holds { "group", "kind", "name", "spec" } or an array of them;\n' +
+    details:
+      'The file holds { "group", "kind", "name", "spec", "namespace"? } or an array of them\n' +
+      "(-n is the namespace of a namespaced kind's items that name none);\n" +
       "-f - reads standard input. Each object is created, or its spec replaced\n" +
       "(a changed spec bumps the generation). Every item is checked, and all are written\n" +
       "in one transaction: one bad item writes nothing. A UTF-8 byte order mark is\n" +
       `skipped; a file above ${APPLY_MAX_BYTES / 1_048_576} MiB is refused.`,
     args: [0, 0],
-    flags: ["file", "output"],
+    flags: ["file", "output", "namespace"],
     run: cmdApply,
   },
   delete: {
@@ -882,6 +884,8 @@ async function cmdWatch(ctx: Context): Promise<void> {
 interface ApplyItem extends GroupKind {
   readonly name: string;
   readonly spec: unknown;
+  /** A namespaced kind's namespace; `-n` when absent. */
+  readonly namespace: string | undefined;
 }
 
 function checkItem(value: unknown, at: string): ApplyItem {
@@ -897,11 +901,15 @@ function checkItem(value: unknown, at: string): ApplyItem {
     throw new CliError(`${at}: "name" must be a non-empty string`);
   }
   if (!("spec" in o) || o.spec === undefined) throw new CliError(`${at}: "spec" is missing`);
-  const unknown = Object.keys(o).filter((k) => !["group", "kind", "name", "spec"].includes(k));
+  if (o.namespace !== undefined && typeof o.namespace !== "string") {
+    throw new CliError(`${at}: "namespace" must be a string`);
+  }
+  const fields = ["group", "kind", "name", "spec", "namespace"];
+  const unknown = Object.keys(o).filter((k) => !fields.includes(k));
   if (unknown.length > 0) {
     throw new CliError(`${at}: unknown field ${JSON.stringify(unknown[0])}`);
   }
-  return { group: o.group, kind: o.kind, name: o.name, spec: o.spec };
+  return { group: o.group, kind: o.kind, name: o.name, spec: o.spec, namespace: o.namespace };
 }
 
 async function cmdApply(ctx: Context): Promise<void> {
@@ -937,13 +945,18 @@ async function cmdApply(ctx: Context): Promise<void> {
     for (const [i, item] of items.entries()) {
       const gk = { group: item.group, kind: item.kind };
       try {
-        const before = await tx.objects.getMetaByName({ ...gk, name: item.name }).catch(
-          (error) => {
-            if (error instanceof NotFoundError) return undefined;
-            throw error;
-          },
-        );
-        const { object, created } = await bh.client(gk).createOrUpdate(item.name, item.spec);
+        // -n is the default namespace of a namespaced kind's items; a cluster-scoped one ignores it.
+        const namespaced = (await tx.kinds.get(gk))?.namespaced ?? false;
+        const namespace = item.namespace ?? (namespaced ? ctx.parsed.namespace : undefined);
+        const client = bh.client(gk, namespace === undefined ? undefined : { namespace });
+        const before = await tx.objects.getMetaByName({ ...gk, name: item.name, namespace })
+          .catch(
+            (error) => {
+              if (error instanceof NotFoundError) return undefined;
+              throw error;
+            },
+          );
+        const { object, created } = await client.createOrUpdate(item.name, item.spec);
         const result = created
           ? "created"
           : before !== undefined && before.generation === object.generation

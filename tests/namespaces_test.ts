@@ -114,7 +114,7 @@ test("Client without a namespace refuses name-keyed calls of a namespaced kind w
   });
 });
 
-test("Client of a namespace refuses writes by id to another namespace's object, writing nothing", async () => {
+test("Client of a namespace refuses writes and event reads by id of another namespace's object, writing nothing", async () => {
   await withBeehive(undefined, async (bh, store) => {
     const b = await bh.client(App, { namespace: "team-b" }).create("web", { image: "b" });
     const teamA = bh.client(App, { namespace: "team-a" });
@@ -122,6 +122,8 @@ test("Client of a namespace refuses writes by id to another namespace's object, 
     await assert.rejects(teamA.update(b.id, { image: "x" }), NotFoundError);
     await assert.rejects(teamA.updateMetadata(b.id, { labels: { x: "y" } }), NotFoundError);
     await assert.rejects(teamA.delete(b.id), NotFoundError);
+    await assert.rejects(teamA.listEvents(b.id), NotFoundError);
+    await assert.rejects(teamA.getLatestEvent(b.id, ""), NotFoundError);
     assert.equal(await store.getLatestResourceVersion(), latest);
     const read = await bh.client(App).get(b.id);
     assert.deepEqual([read.spec.image, read.labels, read.deletionRequestedAt], [

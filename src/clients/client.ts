@@ -1018,6 +1018,7 @@ export class Client<Spec, Status> {
     return attempt(async () => {
       checkId(id);
       checkOptions(options, "list events");
+      await this.#assertInNamespace(id);
       const runs = await this.#store.events.list(id, options);
       if (runs.length === 0) {
         try {
@@ -1038,6 +1039,7 @@ export class Client<Spec, Status> {
   getLatestEvent(id: ObjectId, category: string): Promise<Event | undefined> {
     return attempt(async () => {
       checkId(id);
+      await this.#assertInNamespace(id);
       const raw = await this.#store.events.getLatest(id, category);
       return raw === undefined ? undefined : toEvent(raw);
     });
@@ -1243,6 +1245,7 @@ export class Client<Spec, Status> {
           `Cannot requeue ${kindName(this.#gk)} ${id}: the id belongs to a ${kindName(meta)}`,
         );
       }
+      this.#inNamespace(meta);
       const reg = this.#engine.registration(this.#gk);
       if (reg === undefined) {
         throw new NoControllerError(

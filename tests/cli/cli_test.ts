@@ -591,6 +591,27 @@ test("cli -n and -A: a namespaced kind's objects are found by name only with -n,
     const cluster = await cli([db, "get", "Node.shop.example", "-n", "team-a"]);
     assert.equal(cluster.code, 1);
     assert.match(cluster.err, /cluster-scoped/);
+    // apply: an item's own namespace, else -n for a namespaced kind; a cluster-scoped item ignores -n.
+    const items = [
+      { group: "shop.example", kind: "App", name: "api", spec: { v: 1 } },
+      { group: "shop.example", kind: "App", name: "api", namespace: "team-b", spec: { v: 2 } },
+      { group: "shop.example", kind: "Node", name: "n2", spec: {} },
+    ];
+    const applied = await cli([db, "apply", "-f", "-", "-n", "team-a"], {
+      stdin: JSON.stringify(items),
+    });
+    assert.equal(applied.code, 0, applied.err);
+    assert.deepEqual((await json("get", "apps", "api", "-n", "team-a")).spec, { v: 1 });
+    assert.deepEqual((await json("get", "apps", "api", "-n", "team-b")).spec, { v: 2 });
+    assert.equal((await json("get", "Node.shop.example", "n2")).namespace, "");
+    const unscoped = await cli([db, "apply", "-f", "-"], { stdin: JSON.stringify(items[0]) });
+    assert.equal(unscoped.code, 1);
+    assert.match(unscoped.err, /namespace.*nothing was written/);
+    const bad = await cli([db, "apply", "-f", "-"], {
+      stdin: JSON.stringify({ ...items[0], namespace: "Bad_NS" }),
+    });
+    assert.equal(bad.code, 1);
+    assert.match(bad.err, /namespace/);
     const deleted = await cli([db, "delete", "apps", "web", "-n", "team-a"]);
     assert.equal(deleted.code, 0, deleted.err);
     assert.ok((await json("get", "apps", "web", "-n", "team-a")).deletionRequestedAt);
