@@ -429,6 +429,29 @@ export const sqliteAdapterCases: ContractCase[] = [
   },
   {
     name:
+      "a namespace's page reads the namespace index in id order: no sort, no other namespace's rows",
+    async fn(h) {
+      const path = h.tempPath("ns-plan.db");
+      const s = await h.openPath(path);
+      await s.objects.create(Widget, { name: "a", spec: "{}", namespace: "team-a" });
+      await s.close();
+      const db = new DatabaseSync(path);
+      try {
+        const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT * FROM objects
+            WHERE "group" = 'g' AND kind = 'k' AND namespace = 'team-a' AND id > 0
+            ORDER BY id LIMIT 10`).all().map((r) => String(r.detail)).join("; ");
+        assert.match(
+          plan,
+          /idx_objects_namespace \(group=\? AND kind=\? AND namespace=\? AND rowid>\?\)/,
+        );
+        assert.doesNotMatch(plan, /TEMP B-TREE/);
+      } finally {
+        db.close();
+      }
+    },
+  },
+  {
+    name:
       "a selector list reads the label index, never the kind's rows, when a requirement names a label",
     async fn(h) {
       const path = h.tempPath("plan.db");
