@@ -344,6 +344,10 @@ interface CheckedCreate {
  * The client of one kind. Id-keyed calls act on one incarnation or reject with
  * `NotFoundError`; name-keyed calls act on whatever holds the name now. It
  * works on a Beehive that never started or has stopped, while the store is open.
+ * For a kind defined `namespaced: true`, a client made with `{ namespace }`
+ * works in that namespace; without one, its reads span every namespace and
+ * its name-keyed calls reject with `InvalidOptionError` (so does every call
+ * of a cluster-scoped kind's client given a namespace).
  *
  * @example Create, read back, update by id
  * ```ts
@@ -399,7 +403,11 @@ export class Client<Spec, Status> {
     this.#inTransaction = inTransaction;
   }
 
-  /** The namespace this client works in: `undefined` for every one (or a cluster-scoped kind). */
+  /**
+   * The namespace given to this client, else (for a pass's transaction
+   * client) the namespace of the pass's object; `undefined` when neither. A
+   * cluster-scoped kind ignores an inherited one.
+   */
   get namespace(): string | undefined {
     return this.#namespace ?? this.#inherited;
   }
