@@ -186,14 +186,14 @@ const COMMANDS: Record<string, Command> = {
     run: cmdEvents,
   },
   wait: {
-    usage: "wait <kind> <name> --for=condition=<Type>[=<Status>] [--timeout=30s]",
+    usage: "wait <kind> <name> --for=condition=<Type>[=<Status>] [--timeout=30s] [-n namespace]",
     summary: "Wait until an object's condition has a status, or until it is deleted",
     details:
       "--for=condition=Ready waits for Ready=True; --for=condition=Ready=False for False;\n" +
       "--for=delete until the object is gone. --timeout (default 30s; 0 = forever) takes\n" +
       "a number with s, m or h. Exit 1 when the time runs out or the object is missing.",
     args: [2, 2],
-    flags: ["for", "timeout"],
+    flags: ["for", "timeout", "namespace"],
     run: cmdWait,
   },
   watch: {
@@ -1016,10 +1016,13 @@ async function cmdRequeue(ctx: Context): Promise<void> {
 async function cmdWait(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
   const forText = ctx.parsed.waitFor!;
-  const raw = await ctx.store.objects.getByName({ ...gk, name: ctx.args[1] }).catch((error) => {
-    if (!(error instanceof NotFoundError)) throw error;
-    return undefined;
-  });
+  const { namespace } = await namespaceOf(ctx, gk, true);
+  const raw = await ctx.store.objects.getByName({ ...gk, name: ctx.args[1], namespace }).catch(
+    (error) => {
+      if (!(error instanceof NotFoundError)) throw error;
+      return undefined;
+    },
+  );
   if (raw === undefined) {
     if (forText === "delete") return ctx.out(`${kindLabel(gk)}/${cell(ctx.args[1])} deleted`);
     throw new CliError(`${kindLabel(gk)} ${JSON.stringify(ctx.args[1])} not found`);

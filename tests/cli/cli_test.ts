@@ -613,6 +613,10 @@ test("cli -n and -A: a namespaced kind's objects are found by name only with -n,
     assert.equal(bad.code, 1);
     assert.match(bad.err, /namespace/);
     const deleted = await cli([db, "delete", "apps", "web", "-n", "team-a"]);
+    const gone = await cli([db, "wait", "apps", "gone", "-n", "team-a", "--for=delete"]);
+    assert.equal(gone.code, 0, gone.err);
+    const waitNeedsNs = await cli([db, "wait", "apps", "web", "--for=delete"]);
+    assert.equal(waitNeedsNs.code, 1);
     assert.equal(deleted.code, 0, deleted.err);
     assert.ok((await json("get", "apps", "web", "-n", "team-a")).deletionRequestedAt);
     assert.equal((await json("get", "apps", "web", "-n", "team-b")).deletionRequestedAt, undefined);
