@@ -1,19 +1,25 @@
 /**
  * A PostgreSQL schema written by an earlier build is brought forward on open:
  * one at version 5 gains the kinds table (version 6) and labels (version 7),
- * and keeps its rows, which read with no labels or annotations.
+ * and keeps its rows, which read with no labels or annotations; one at
+ * version 7 gains namespaces (version 8), its rows in the cluster scope.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import pg from "pg";
 import { migrations } from "../../store/postgres/_schema.ts";
+import { NameTakenError } from "../../src/model/errors.ts";
 import { test } from "../_test.ts";
 import { freshSchema, openPostgresStore, postgresUrl } from "../_postgres.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
 
-test("openPostgresStore brings a version-5 schema forward to the kinds table, keeping its rows", async () => {
+/** Runs `fn` on a fresh schema built by the migrations up to `version`, then dropped. */
+async function atVersion(
+  version: number,
+  fn: (client: pg.Client, schema: string) => Promise<void>,
+): Promise<void> {
   const schema = freshSchema();
   const client = new pg.Client({ connectionString: postgresUrl() });
   await client.connect();
@@ -22,13 +28,24 @@ test("openPostgresStore brings a version-5 schema forward to the kinds table, ke
     await client.query(`SET search_path TO "${schema}"`);
     await client.query(`CREATE TABLE schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
-    for (const m of migrations.filter((m) => m.version <= 5)) {
+    for (const m of migrations.filter((m) => m.version <= version)) {
       await client.query(m.sql);
       await client.query(
         "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, 0)",
         [m.version, m.name],
       );
     }
+    await fn(client, schema);
+    const versions = await client.query("SELECT version FROM schema_migrations ORDER BY version");
+    assert.deepEqual(versions.rows.map((r) => Number(r.version)), migrations.map((m) => m.version));
+  } finally {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {});
+    await client.end();
+  }
+}
+
+test("openPostgresStore brings a version-5 schema forward to the kinds table, keeping its rows", async () => {
+  await atVersion(5, async (client, schema) => {
     const { rows } = await client.query(
       `INSERT INTO objects ("group", kind, name, spec, resource_version, created_at, updated_at)
        VALUES ($1, $2, 'old', '{}', 1, 0, 0) RETURNING id`,
@@ -59,10 +76,43 @@ test("openPostgresStore brings a version-5 schema forward to the kinds table, ke
     } finally {
       await store.close();
     }
-    const versions = await client.query("SELECT version FROM schema_migrations ORDER BY version");
-    assert.deepEqual(versions.rows.map((r) => Number(r.version)), migrations.map((m) => m.version));
-  } finally {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {});
-    await client.end();
-  }
+  });
+});
+
+test("openPostgresStore brings a version-7 schema forward to namespaces: rows keep, in the cluster scope, and a name is unique per namespace", async () => {
+  await atVersion(7, async (client, schema) => {
+    const { rows } = await client.query(
+      `INSERT INTO objects ("group", kind, name, spec, resource_version, created_at, updated_at,
+         labels) VALUES ($1, $2, 'old', '{}', 1, 0, 0, '{"app":"web"}') RETURNING id`,
+      [Widget.group, Widget.kind],
+    );
+    const id = Number(rows[0].id);
+    await client.query(
+      `INSERT INTO object_labels ("group", kind, key, value, object_id)
+       VALUES ($1, $2, 'app', 'web', $3)`,
+      [Widget.group, Widget.kind, id],
+    );
+    const store = await openPostgresStore({ schema });
+    try {
+      const old = await store.objects.getByName({ ...Widget, name: "old" });
+      assert.deepEqual([old.id, old.namespace, old.labels], [id, "", { app: "web" }]);
+      const selected = await store.objects.list(Widget, {
+        namespace: "",
+        labelSelector: [{ key: "app", operator: "In", values: ["web"] }],
+      });
+      assert.deepEqual(selected.map((o) => o.id), [id]);
+      const mine = await store.objects.create(Widget, {
+        name: "old",
+        spec: "{}",
+        namespace: "team-a",
+      });
+      assert.equal(mine.namespace, "team-a");
+      await assert.rejects(
+        store.objects.create(Widget, { name: "old", spec: "{}" }),
+        NameTakenError,
+      );
+    } finally {
+      await store.close();
+    }
+  });
 });
