@@ -1,7 +1,8 @@
 /**
  * Which kinds the API serves and how they are named: today every kind the
  * store shows a trace of (as the CLI's `kinds` command finds them), served as
- * `<group>/v1`, resource = its plural, cluster-scoped. Its names (plural,
+ * `<group>/v1`, resource = its plural, namespaced when its stored definition
+ * says so. Its names (plural,
  * singular, short names) are the ones the CLI answers to: the stored kind
  * definition's, else derived from the kind (`namesOf`).
  *
@@ -27,7 +28,11 @@ export const VERSION = "v1";
 export interface ServedKind extends KindNames {
   /** `<group>/v1`. */
   readonly apiVersion: string;
-  /** Always `false` until kinds can be namespaced. */
+  /**
+   * Whether its objects live in namespaces: its stored definition says
+   * `namespaced: true` (a kind without one is cluster-scoped, as its clients
+   * treat it).
+   */
   readonly namespaced: boolean;
 }
 
@@ -57,7 +62,7 @@ export function serve(names: GroupKind | KindNames): ServedKind | undefined {
     singular: named.singular,
     shortNames: named.shortNames,
     apiVersion: `${group}/${VERSION}`,
-    namespaced: false,
+    namespaced: "namespaced" in names && names.namespaced === true,
   };
 }
 
