@@ -108,7 +108,8 @@ export async function listServedKinds(store: Store): Promise<ServedKind[]> {
 /**
  * The served kinds of one store, remembered: a lookup reads the store only
  * for a resource it has not served yet (a kind, once served, stays served —
- * with no objects, its list is just empty). Listing always reads the store.
+ * with no objects, its list is just empty). Listing always reads the store
+ * and refreshes what a lookup answers (its scope among it).
  */
 export class ServedKinds {
   readonly #store: Store;
@@ -121,10 +122,8 @@ export class ServedKinds {
   /** Every served kind, read afresh. */
   async list(): Promise<ServedKind[]> {
     const kinds = await listServedKinds(this.#store);
-    for (const k of kinds) {
-      const key = `${k.group}/${k.plural}`;
-      if (!this.#known.has(key)) this.#known.set(key, k);
-    }
+    // Refreshed on every list: a definition stored since may have changed the kind's scope.
+    for (const k of kinds) this.#known.set(`${k.group}/${k.plural}`, k);
     return kinds;
   }
 

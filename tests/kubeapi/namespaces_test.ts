@@ -10,7 +10,14 @@ import assert from "node:assert/strict";
 import { Beehive, defineKind, type Store } from "../../mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
-import { call, Cluster as ClusterGK, CLUSTERS, TABLE, withStore } from "./_kubeapi_harness.ts";
+import {
+  call,
+  Cluster as ClusterGK,
+  CLUSTERS,
+  eventsOf,
+  TABLE,
+  withStore,
+} from "./_kubeapi_harness.ts";
 
 const Team = defineKind<Record<string, unknown>, unknown>({
   group: "kstack.sh",
@@ -110,6 +117,40 @@ test("kubeApiHandler answers 404 for a namespaced kind by name without a namespa
     // Creating needs a namespace: the cluster-wide path only lists and watches.
     const post = await call(handle, TEAMS, json("POST", { metadata: { name: "x" }, spec: {} }));
     assert.equal(post.status, 405);
+  });
+});
+
+test("kubeApiHandler watches a namespaced kind in the path's namespace, or across namespaces at the cluster-wide path", async () => {
+  await withStore(async (store, bh) => {
+    await defineTeam(store);
+    const handle = kubeApiHandler({ store, pollInterval: 50 });
+    const watch = async (path: string) => {
+      const abort = new AbortController();
+      const response = await handle(
+        new Request(`http://kube.test${path}?watch=true&resourceVersion=0`, {
+          signal: abort.signal,
+        }),
+      );
+      assert.equal(response.status, 200);
+      return { events: eventsOf(response), abort };
+    };
+    const inA = await watch(teamsIn("a"));
+    const all = await watch(TEAMS);
+    await bh.client(Team, { namespace: "b" }).create("blue", {});
+    await bh.client(Team, { namespace: "a" }).create("red", {});
+    const seen = async (w: typeof inA) => {
+      const event = await w.events.next();
+      const { name, namespace } = (event!.object as { metadata: Meta }).metadata;
+      return [event!.type, namespace, name];
+    };
+    // The watch in "a" skips blue: its first event is red's.
+    assert.deepEqual(await seen(inA), ["ADDED", "a", "red"]);
+    assert.deepEqual(await seen(all), ["ADDED", "b", "blue"]);
+    assert.deepEqual(await seen(all), ["ADDED", "a", "red"]);
+    for (const w of [inA, all]) {
+      w.abort.abort();
+      assert.equal(await w.events.next(), undefined);
+    }
   });
 });
 

@@ -149,6 +149,24 @@ test("kubeApiHandler serves a kind stored as namespaced in namespaces, its disco
   });
 });
 
+test("kubeApiHandler serves a kind's new scope once discovery has read its changed definition", async () => {
+  await withStore(async (store, bh) => {
+    await defineCluster(store);
+    await bh.client(Cluster).create("prod", { replicas: 1 });
+    const handle = kubeApiHandler({ store });
+    const before = (await call(handle, "/apis/kstack.sh/v1")).body.resources as {
+      namespaced: boolean;
+    }[];
+    assert.equal(before[0].namespaced, false);
+    await defineCluster(store, { namespaced: true });
+    const [cluster] = (await call(handle, "/apis/kstack.sh/v1")).body.resources as {
+      namespaced: boolean;
+    }[];
+    assert.equal(cluster.namespaced, true);
+    assert.equal((await call(handle, "/apis/kstack.sh/v1/namespaces/a/clusters")).status, 200);
+  });
+});
+
 test("kubeApiHandler serves /openapi/v3 as an index of hashed group-version documents under its base path", async () => {
   await withStore(async (store, bh) => {
     await defineCluster(store);
