@@ -103,11 +103,14 @@ test("cli watch -l prints only matching objects and reports one that stops match
     abort.abort();
     const r = await watching;
     assert.equal(r.code, 0, r.err);
-    const changes = out.jsonLines() as { type: string; object: { name: string } }[];
-    assert.deepEqual(changes.map((c) => [c.type, c.object.name]), [
-      ["Added", "web-1"],
-      ["Added", "db-1"],
-      ["Deleted", "web-1"],
+    const changes = out.jsonLines() as {
+      type: string;
+      object: { name: string; labels: Record<string, string> };
+    }[];
+    assert.deepEqual(changes.map((c) => [c.type, c.object.name, c.object.labels.tier]), [
+      ["Added", "web-1", "web"],
+      ["Added", "db-1", "web"],
+      ["Deleted", "web-1", "db"],
     ]);
   });
 });
