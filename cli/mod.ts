@@ -102,6 +102,7 @@ interface Parsed {
   readonly file: string | undefined;
   readonly limit: number | undefined;
   readonly selector: string | undefined;
+  readonly showLabels: boolean;
   readonly waitFor: string | undefined;
   readonly timeout: number | undefined;
   readonly port: number | undefined;
@@ -119,6 +120,7 @@ type Flag =
   | "file"
   | "limit"
   | "selector"
+  | "showLabels"
   | "for"
   | "timeout"
   | "port"
@@ -163,7 +165,7 @@ const COMMANDS: Record<string, Command> = {
     run: cmdKinds,
   },
   get: {
-    usage: "get <kind> [name] [-n namespace | -A] [-l selector] [-o json|yaml]",
+    usage: "get <kind> [name] [-n namespace | -A] [-l selector] [--show-labels] [-o json|yaml]",
     summary: "List a kind's objects, or show one",
     details: "Columns: NAME, ID, GEN (generation/observed), READY (the Ready condition),\n" +
       "STATE (Settled, Reconciling, Pending, Stalled, Terminating), CONDITIONS, AGE.\n" +
@@ -172,14 +174,16 @@ const COMMANDS: Record<string, Command> = {
       "-l, --selector S   only objects whose labels match S, e.g. 'app=web,tier!=db',\n" +
       "                   'env in (prod,qa)', 'team', '!legacy' (a comma is AND)\n" +
       "-n, --namespace NS only objects in namespace NS (a kind defined namespaced: true)\n" +
-      "-A                 every namespace (the default for a list; adds a NAMESPACE column)",
+      "-A                 every namespace (the default for a list; adds a NAMESPACE column)\n" +
+      "--show-labels      a last column, LABELS, with each object's labels",
     args: [1, 2],
-    flags: ["output", "selector", "namespace", "all"],
+    flags: ["output", "selector", "namespace", "all", "showLabels"],
     run: cmdGet,
   },
   describe: {
     usage: "describe <kind> <name> [-n namespace] [-o json|yaml]",
-    summary: "Show an object in full: spec, status, conditions, relations, recent events",
+    summary:
+      "Show an object in full: labels, annotations, spec, status, conditions, relations, events",
     details: "",
     args: [2, 2],
     flags: ["output", "namespace"],
@@ -205,11 +209,14 @@ const COMMANDS: Record<string, Command> = {
     run: cmdWait,
   },
   watch: {
-    usage: "watch <kind> [-n namespace | -A] [-o json|yaml]",
+    usage: "watch <kind> [-n namespace | -A] [-l selector] [--show-labels] [-o json|yaml]",
     summary: "Print a kind's objects, then every change, until Ctrl-C",
-    details: "With -o json, one JSON change per line: { type, id, resourceVersion, object }.",
+    details: "With -o json, one JSON change per line: { type, id, resourceVersion, object }.\n" +
+      "-l, --selector S   only objects whose labels match S (as for get); an object\n" +
+      "                   that stops matching is reported Deleted, one that starts Added\n" +
+      "--show-labels      a last column, LABELS, with each object's labels",
     args: [1, 1],
-    flags: ["output", "namespace", "all"],
+    flags: ["output", "namespace", "all", "selector", "showLabels"],
     run: cmdWatch,
   },
   apply: {
@@ -291,7 +298,8 @@ ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)}${c.summary}`
 
 Flags:
   -o, --output FMT    json or yaml: machine-readable output (default: a table)
-  -l, --selector S    get: only objects whose labels match S (e.g. app=web,tier!=db)
+  -l, --selector S    get, watch: only objects whose labels match S (e.g. app=web,tier!=db)
+  --show-labels       get, watch: a LABELS column
   -n, --namespace NS  the namespace of a namespaced kind's object or list
   -A, --all-namespaces  get, watch: every namespace
   -h, --help          help for beehive or for one command
@@ -313,6 +321,7 @@ function parseArgs(args: readonly string[]): Parsed {
   let file: string | undefined;
   let limit: number | undefined;
   let selector: string | undefined;
+  let showLabels = false;
   let waitFor: string | undefined;
   let timeout: number | undefined;
   let port: number | undefined;
@@ -359,7 +368,8 @@ function parseArgs(args: readonly string[]): Parsed {
         if (error instanceof InvalidOptionError) throw new UsageError(error.message);
         throw error;
       }
-    } else if (flag === "--for") waitFor = checkFor(value());
+    } else if (flag === "--show-labels" && eq < 0) showLabels = true;
+    else if (flag === "--for") waitFor = checkFor(value());
     else if (flag === "--timeout") timeout = parseDuration(value());
     else if (flag === "--port") port = parsePort(value());
     else if (flag === "--tls" && eq < 0) tls = true;
@@ -379,6 +389,7 @@ function parseArgs(args: readonly string[]): Parsed {
     file,
     limit,
     selector,
+    showLabels,
     waitFor,
     timeout,
     port,
@@ -522,6 +533,7 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
     ["file", parsed.file !== undefined, "-f"],
     ["limit", parsed.limit !== undefined, "--limit"],
     ["selector", parsed.selector !== undefined, "-l"],
+    ["showLabels", parsed.showLabels, "--show-labels"],
     ["for", parsed.waitFor !== undefined, "--for"],
     ["timeout", parsed.timeout !== undefined, "--timeout"],
     ["port", parsed.port !== undefined, "--port"],
@@ -688,6 +700,22 @@ function conditionsSummary(view: ObjectView): string {
 
 const OBJECT_HEADER = ["NAME", "ID", "GEN", "READY", "STATE", "CONDITIONS", "AGE"];
 
+/** Labels as kubectl's `--show-labels` prints them: `k=v,k=v`, or `<none>`. */
+function labelsText(labels: Readonly<Record<string, string>>): string {
+  const pairs = Object.entries(labels).map(([k, v]) => `${k}=${v}`);
+  return pairs.length === 0 ? "<none>" : pairs.join(",");
+}
+
+/** A map printed kubectl describe's way: the first entry beside its title, the rest under it. */
+function describeMap(title: string, map: Readonly<Record<string, string>>, sep: string): string[] {
+  const pad = " ".repeat(22);
+  const entries = Object.entries(map);
+  if (entries.length === 0) return [`${title.padEnd(22)}<none>`];
+  return entries.map(([k, v], i) =>
+    `${i === 0 ? title.padEnd(22) : pad}${cell(k)}${sep}${cell(v)}`
+  );
+}
+
 function objectRow(view: ObjectView, now: number): string[] {
   return [
     view.name,
@@ -762,14 +790,15 @@ async function cmdGet(ctx: Context): Promise<void> {
     return;
   }
   const now = Date.now();
+  const labels = ctx.parsed.showLabels;
+  const row = (v: (typeof views)[number]) =>
+    labels ? [...objectRow(v, now), labelsText(v.labels)] : objectRow(v, now);
+  const header = labels ? [...OBJECT_HEADER, "LABELS"] : OBJECT_HEADER;
   if (scope.namespaced && namespace === undefined && name === undefined) {
-    ctx.out(table(
-      ["NAMESPACE", ...OBJECT_HEADER],
-      views.map((v) => [v.namespace, ...objectRow(v, now)]),
-    ));
+    ctx.out(table(["NAMESPACE", ...header], views.map((v) => [v.namespace, ...row(v)])));
     return;
   }
-  ctx.out(table(OBJECT_HEADER, views.map((v) => objectRow(v, now))));
+  ctx.out(table(header, views.map(row)));
 }
 
 function refText(ref: RefView): string {
@@ -799,6 +828,8 @@ async function cmdDescribe(ctx: Context): Promise<void> {
     `Name:                 ${cell(view.name)}`,
     `Kind:                 ${kindLabel(view)}`,
     `ID:                   ${view.id}`,
+    ...describeMap("Labels:", view.labels, "="),
+    ...describeMap("Annotations:", view.annotations, ": "),
     `Generation:           ${view.generation}`,
     `Observed generation:  ${view.observedGeneration ?? "<none>"}`,
     `Observed at:          ${stamp(view.observedAt, now)}`,
@@ -831,7 +862,8 @@ async function cmdDescribe(ctx: Context): Promise<void> {
     "Events:",
     rel.events.length === 0 ? "  <none>" : indent(eventTable(rel.events, now)),
   ];
-  ctx.out(lines.map(cell).join("\n").replaceAll("\\n", "\n"));
+  // Each line made safe on its own: a value's line break shows as \n, never as a new line.
+  ctx.out(lines.flatMap((l) => l.split("\n")).map(cell).join("\n"));
 }
 
 function eventTable(
@@ -882,10 +914,15 @@ async function cmdWatch(ctx: Context): Promise<void> {
   const signal = ctx.io.signal;
   if (signal?.aborted) return;
   const { namespace } = await namespaceOf(ctx, gk, false);
-  const stream = await ctx.bh.client(gk, { namespace }).watchList({ signal });
+  const selector = ctx.parsed.selector;
+  const stream = await ctx.bh.client(gk, { namespace }).watchList({
+    signal,
+    labelSelector: selector,
+  });
+  const labels = ctx.parsed.showLabels;
   const asJson = ctx.parsed.output === "json";
   const asYaml = ctx.parsed.output === "yaml";
-  const header = ["EVENT", ...OBJECT_HEADER];
+  const header = ["EVENT", ...OBJECT_HEADER, ...(labels ? ["LABELS"] : [])];
   const widths = header.map((h) => Math.max(h.length, 11));
   const line = (cells: string[]) =>
     ctx.out(cells.map((c, i) => cell(c).padEnd(widths[i])).join("   ").trimEnd());
@@ -900,7 +937,13 @@ async function cmdWatch(ctx: Context): Promise<void> {
     }
     const view = change.object as BeehiveObject<unknown, unknown> | undefined;
     if (view === undefined) line([change.type, "?", String(change.id)]);
-    else line([change.type, ...objectRow(view, Date.now())]);
+    else {
+      line([
+        change.type,
+        ...objectRow(view, Date.now()),
+        ...(labels ? [labelsText(view.labels)] : []),
+      ]);
+    }
   };
   if (!asJson && !asYaml) line(header);
   for (const object of stream.objects) {
