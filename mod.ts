@@ -41,6 +41,7 @@ export type {
 } from "./src/engine/beehive.ts";
 export { Client } from "./src/clients/client.ts";
 export type {
+  ClientOptions,
   CreateOptions,
   CreateResult,
   EventListOptions,

@@ -1,7 +1,10 @@
 /**
  * The console's cost at fleet scale: for a kind of 1,000, 10,000 and 50,000
  * objects, the bytes and server time of a kind's page (the first page, a
- * page deep in the kind, a filtered page that reads its full scan budget),
+ * page deep in the kind, a filtered page that reads its full scan budget, a
+ * page filtered by a label selector that 1% of the objects match, read
+ * through the store's label index, and the same 1% selected by a negative
+ * requirement, which no index answers),
  * of the kinds page, and the bytes a live page receives per changed object.
  * Server time is the handler's, in-process (median of 15 runs).
  *
@@ -74,9 +77,9 @@ const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 
 console.log(
-  "| objects | first page | largest page (limit=250) | page deep in the kind | filtered page (full scan budget) | kinds page | bytes per live update |",
+  "| objects | first page | largest page (limit=250) | page deep in the kind | filtered page (full scan budget) | labels=ring=canary (1%, label index) | labels=ring!=main (1%, no index) | kinds page | bytes per live update |",
 );
-console.log("|---:|---|---|---|---|---|---:|");
+console.log("|---:|---|---|---|---|---|---|---|---:|");
 for (const size of SIZES) {
   const dir = Deno.makeTempDirSync();
   const store = await openSqliteStore(`${dir}/console.db`);
@@ -87,7 +90,9 @@ for (const size of SIZES) {
       await store.within(async (tx) => {
         const c = new Beehive(tx).client(Kind);
         for (let j = i; j < Math.min(size, i + 1_000); j++) {
-          const o = await c.create(`item-${String(j).padStart(6, "0")}`, { index: j });
+          const o = await c.create(`item-${String(j).padStart(6, "0")}`, { index: j }, {
+            labels: { ring: j % 100 === 0 ? "canary" : "main" },
+          });
           if (ids.length < UPDATES) ids.push(o.id);
         }
       });
@@ -98,6 +103,8 @@ for (const size of SIZES) {
     const largest = await measure(handle, `${path}?limit=250`);
     const deep = await measure(handle, `${path}?after=${ids[0] + Math.floor(size * 0.9)}`);
     const filtered = await measure(handle, `${path}?prefix=none`);
+    const labelled = await measure(handle, `${path}?labels=ring%3Dcanary`);
+    const negative = await measure(handle, `${path}?labels=ring!%3Dmain`);
     const kinds = await measure(handle, "/");
     const perUpdate = await bytesPerUpdate(handle, bh, ids);
     console.log(
@@ -105,7 +112,9 @@ for (const size of SIZES) {
         kb(largest.bytes)
       }, ${ms(largest.ms)} | ${kb(deep.bytes)}, ${ms(deep.ms)} | ${kb(filtered.bytes)}, ${
         ms(filtered.ms)
-      } | ${kb(kinds.bytes)}, ${ms(kinds.ms)} | ${Math.round(perUpdate)} B |`,
+      } | ${kb(labelled.bytes)}, ${ms(labelled.ms)} | ${kb(negative.bytes)}, ${ms(negative.ms)} | ${
+        kb(kinds.bytes)
+      }, ${ms(kinds.ms)} | ${Math.round(perUpdate)} B |`,
     );
   } finally {
     await store.close();

@@ -78,6 +78,8 @@ export interface ObjectView {
   readonly name: string;
   readonly spec: unknown;
   readonly status: unknown;
+  /** The namespace; `""` for a cluster-scoped kind. */
+  readonly namespace: string;
   readonly generation: number;
   readonly observedGeneration: number | undefined;
   readonly observedAt: Date | undefined;
@@ -107,6 +109,7 @@ export function toView(raw: RawObject): ObjectView {
     group: raw.group,
     kind: raw.kind,
     name: raw.name,
+    namespace: raw.namespace,
     spec: parseJson(raw.spec),
     status: parseJson(raw.status),
     generation: raw.generation,

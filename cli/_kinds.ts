@@ -17,6 +17,8 @@ export interface KindNames extends GroupKind {
   readonly singular: string;
   /** `[]` until kinds are stored with their definitions (`defineKind({ shortNames })`). */
   readonly shortNames: readonly string[];
+  /** Whether its stored definition says `namespaced: true` (absent: none stored, cluster-scoped). */
+  readonly namespaced?: boolean;
 }
 
 /** The names a kind without a stored definition answers to: derived from the kind alone. */
@@ -38,6 +40,7 @@ export async function namesOf(store: Store, kinds: readonly GroupKind[]): Promis
       plural: k.plural,
       singular: k.singular,
       shortNames: k.shortNames,
+      namespaced: k.namespaced,
     };
   });
 }

@@ -39,6 +39,7 @@ import {
   type Store,
 } from "@beehive/beehive";
 import { parseLabelSelector } from "../src/model/label_selector.ts";
+import { namespaceProblem } from "../src/model/namespace.ts";
 import type { RawKind, RawObject } from "@beehive/beehive/store";
 import type { IntegrityReport } from "@beehive/beehive/sqlite";
 import {
@@ -101,11 +102,16 @@ interface Parsed {
   readonly file: string | undefined;
   readonly limit: number | undefined;
   readonly selector: string | undefined;
+  readonly showLabels: boolean;
   readonly waitFor: string | undefined;
   readonly timeout: number | undefined;
   readonly port: number | undefined;
   readonly tls: boolean;
   readonly kubeconfig: string | undefined;
+  /** `-n`: the namespace of a namespaced kind's objects. */
+  readonly namespace: string | undefined;
+  /** `-A`: every namespace (what a list without `-n` reads anyway). */
+  readonly allNamespaces: boolean;
   readonly help: boolean;
 }
 
@@ -114,11 +120,14 @@ type Flag =
   | "file"
   | "limit"
   | "selector"
+  | "showLabels"
   | "for"
   | "timeout"
   | "port"
   | "tls"
-  | "kubeconfig";
+  | "kubeconfig"
+  | "namespace"
+  | "all";
 
 interface Command {
   readonly usage: string;
@@ -156,72 +165,81 @@ const COMMANDS: Record<string, Command> = {
     run: cmdKinds,
   },
   get: {
-    usage: "get <kind> [name] [-l selector] [-o json|yaml]",
+    usage: "get <kind> [name] [-n namespace | -A] [-l selector] [--show-labels] [-o json|yaml]",
     summary: "List a kind's objects, or show one",
     details: "Columns: NAME, ID, GEN (generation/observed), READY (the Ready condition),\n" +
       "STATE (Settled, Reconciling, Pending, Stalled, Terminating), CONDITIONS, AGE.\n" +
       "Pending: no pass has observed the object yet (no controller runs its kind, or\n" +
       "none has reached it).\n" +
       "-l, --selector S   only objects whose labels match S, e.g. 'app=web,tier!=db',\n" +
-      "                   'env in (prod,qa)', 'team', '!legacy' (a comma is AND)",
+      "                   'env in (prod,qa)', 'team', '!legacy' (a comma is AND)\n" +
+      "-n, --namespace NS only objects in namespace NS (a kind defined namespaced: true)\n" +
+      "-A                 every namespace (the default for a list; adds a NAMESPACE column)\n" +
+      "--show-labels      a last column, LABELS, with each object's labels",
     args: [1, 2],
-    flags: ["output", "selector"],
+    flags: ["output", "selector", "namespace", "all", "showLabels"],
     run: cmdGet,
   },
   describe: {
-    usage: "describe <kind> <name> [-o json|yaml]",
-    summary: "Show an object in full: spec, status, conditions, relations, recent events",
+    usage: "describe <kind> <name> [-n namespace] [-o json|yaml]",
+    summary:
+      "Show an object in full: labels, annotations, spec, status, conditions, relations, events",
     details: "",
     args: [2, 2],
-    flags: ["output"],
+    flags: ["output", "namespace"],
     run: cmdDescribe,
   },
   events: {
-    usage: "events <kind> <name> [--limit N] [-o json|yaml]",
+    usage: "events <kind> <name> [-n namespace] [--limit N] [-o json|yaml]",
     summary: "List an object's event runs, newest first",
     details: "--limit N   only the newest N runs (default: all)",
     args: [2, 2],
-    flags: ["output", "limit"],
+    flags: ["output", "limit", "namespace"],
     run: cmdEvents,
   },
   wait: {
-    usage: "wait <kind> <name> --for=condition=<Type>[=<Status>] [--timeout=30s]",
+    usage: "wait <kind> <name> --for=condition=<Type>[=<Status>] [--timeout=30s] [-n namespace]",
     summary: "Wait until an object's condition has a status, or until it is deleted",
     details:
       "--for=condition=Ready waits for Ready=True; --for=condition=Ready=False for False;\n" +
       "--for=delete until the object is gone. --timeout (default 30s; 0 = forever) takes\n" +
       "a number with s, m or h. Exit 1 when the time runs out or the object is missing.",
     args: [2, 2],
-    flags: ["for", "timeout"],
+    flags: ["for", "timeout", "namespace"],
     run: cmdWait,
   },
   watch: {
-    usage: "watch <kind> [-o json|yaml]",
+    usage: "watch <kind> [-n namespace | -A] [-l selector] [--show-labels] [-o json|yaml]",
     summary: "Print a kind's objects, then every change, until Ctrl-C",
-    details: "With -o json, one JSON change per line: { type, id, resourceVersion, object }.",
+    details: "With -o json, one JSON change per line: { type, id, resourceVersion, object }.\n" +
+      "-l, --selector S   only objects whose labels match S (as for get); an object\n" +
+      "                   that stops matching is reported Deleted, one that starts Added\n" +
+      "--show-labels      a last column, LABELS, with each object's labels",
     args: [1, 1],
-    flags: ["output"],
+    flags: ["output", "namespace", "all", "selector", "showLabels"],
     run: cmdWatch,
   },
   apply: {
-    usage: "apply -f <file.json | ->",
+    usage: "apply -f <file.json | -> [-n namespace]",
     summary: "Create or update objects from JSON",
-    details: 'The file holds { "group", "kind", "name", "spec" } or an array of them;\n' +
+    details:
+      'The file holds { "group", "kind", "name", "spec", "namespace"? } or an array of them\n' +
+      "(-n is the namespace of a namespaced kind's items that name none);\n" +
       "-f - reads standard input. Each object is created, or its spec replaced\n" +
       "(a changed spec bumps the generation). Every item is checked, and all are written\n" +
       "in one transaction: one bad item writes nothing. A UTF-8 byte order mark is\n" +
       `skipped; a file above ${APPLY_MAX_BYTES / 1_048_576} MiB is refused.`,
     args: [0, 0],
-    flags: ["file", "output"],
+    flags: ["file", "output", "namespace"],
     writes: true,
     run: cmdApply,
   },
   delete: {
-    usage: "delete <kind> <name>",
+    usage: "delete <kind> <name> [-n namespace]",
     summary: "Request an object's deletion (finalizers and owned objects are honoured)",
     details: "",
     args: [2, 2],
-    flags: [],
+    flags: ["namespace"],
     writes: true,
     run: cmdDelete,
   },
@@ -241,13 +259,13 @@ const COMMANDS: Record<string, Command> = {
     run: cmdCheck,
   },
   requeue: {
-    usage: "requeue <kind> <name>",
+    usage: "requeue <kind> <name> [-n namespace]",
     summary: "Owe an object a reconcile pass",
     details: "Records the pass durably in the store: the process leading the kind's\n" +
       "controller hears the commit and runs it within a fraction of a second (or, when\n" +
       "no leader runs, the next leader runs it at start).",
     args: [2, 2],
-    flags: [],
+    flags: ["namespace"],
     writes: true,
     run: cmdRequeue,
   },
@@ -280,7 +298,10 @@ ${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)}${c.summary}`
 
 Flags:
   -o, --output FMT    json or yaml: machine-readable output (default: a table)
-  -l, --selector S    get: only objects whose labels match S (e.g. app=web,tier!=db)
+  -l, --selector S    get, watch: only objects whose labels match S (e.g. app=web,tier!=db)
+  --show-labels       get, watch: a LABELS column
+  -n, --namespace NS  the namespace of a namespaced kind's object or list
+  -A, --all-namespaces  get, watch: every namespace
   -h, --help          help for beehive or for one command
 
 Exit codes: 0 success, 1 error, 2 usage error.
@@ -300,11 +321,14 @@ function parseArgs(args: readonly string[]): Parsed {
   let file: string | undefined;
   let limit: number | undefined;
   let selector: string | undefined;
+  let showLabels = false;
   let waitFor: string | undefined;
   let timeout: number | undefined;
   let port: number | undefined;
   let tls = false;
   let kubeconfig: string | undefined;
+  let namespace: string | undefined;
+  let allNamespaces = false;
   let help = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
@@ -344,11 +368,17 @@ function parseArgs(args: readonly string[]): Parsed {
         if (error instanceof InvalidOptionError) throw new UsageError(error.message);
         throw error;
       }
-    } else if (flag === "--for") waitFor = checkFor(value());
+    } else if (flag === "--show-labels" && eq < 0) showLabels = true;
+    else if (flag === "--for") waitFor = checkFor(value());
     else if (flag === "--timeout") timeout = parseDuration(value());
     else if (flag === "--port") port = parsePort(value());
     else if (flag === "--tls" && eq < 0) tls = true;
     else if (flag === "--kubeconfig") kubeconfig = value();
+    else if (flag === "-n" || flag === "--namespace") {
+      namespace = value();
+      const problem = namespaceProblem(namespace);
+      if (problem !== undefined) throw new UsageError(`-n: ${problem}`);
+    } else if ((flag === "-A" || flag === "--all-namespaces") && eq < 0) allNamespaces = true;
     else if (arg.startsWith("-") && arg !== "-") {
       throw new UsageError(`unknown flag ${arg}`);
     } else positionals.push(arg);
@@ -359,11 +389,14 @@ function parseArgs(args: readonly string[]): Parsed {
     file,
     limit,
     selector,
+    showLabels,
     waitFor,
     timeout,
     port,
     tls,
     kubeconfig,
+    namespace,
+    allNamespaces,
     help,
   };
 }
@@ -500,16 +533,25 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
     ["file", parsed.file !== undefined, "-f"],
     ["limit", parsed.limit !== undefined, "--limit"],
     ["selector", parsed.selector !== undefined, "-l"],
+    ["showLabels", parsed.showLabels, "--show-labels"],
     ["for", parsed.waitFor !== undefined, "--for"],
     ["timeout", parsed.timeout !== undefined, "--timeout"],
     ["port", parsed.port !== undefined, "--port"],
     ["tls", parsed.tls, "--tls"],
     ["kubeconfig", parsed.kubeconfig !== undefined, "--kubeconfig"],
+    ["namespace", parsed.namespace !== undefined, "-n"],
+    ["all", parsed.allNamespaces, "-A"],
   ];
   for (const [flag, used, spelled] of given) {
     if (used && !command.flags.includes(flag)) {
       return usage(io, new UsageError(`${name} has no ${spelled} flag`, name));
     }
+  }
+  if (parsed.namespace !== undefined && parsed.allNamespaces) {
+    return usage(io, new UsageError("-n and -A do not go together", name));
+  }
+  if (parsed.allNamespaces && name === "get" && rest.length === 2) {
+    return usage(io, new UsageError("get takes a name or -A, not both", name));
   }
   if (parsed.selector !== undefined && name === "get" && rest.length === 2) {
     return usage(io, new UsageError("get takes a name or -l, not both", name));
@@ -592,12 +634,39 @@ function oneLine(error: unknown): string {
   return text.replace(/\s*\n\s*/g, " ");
 }
 
-async function getRaw(store: Store, gk: GroupKind, name: string): Promise<RawObject> {
+/**
+ * The namespace `-n` names, checked against the kind's stored scope: a
+ * cluster-scoped kind refuses one; by name, a namespaced kind needs one.
+ */
+async function namespaceOf(
+  ctx: Context,
+  gk: GroupKind,
+  byName: boolean,
+): Promise<{ namespaced: boolean; namespace: string | undefined }> {
+  const namespaced = (await ctx.store.kinds.get(gk))?.namespaced ?? false;
+  const namespace = ctx.parsed.namespace;
+  if (!namespaced && namespace !== undefined) {
+    throw new CliError(`${kindLabel(gk)} is cluster-scoped: it takes no -n`);
+  }
+  if (namespaced && byName && namespace === undefined) {
+    throw new CliError(
+      `${kindLabel(gk)} is namespaced: name the object's namespace with -n NAMESPACE`,
+    );
+  }
+  return { namespaced, namespace: namespaced ? namespace : undefined };
+}
+
+async function getRaw(ctx: Context, gk: GroupKind, name: string): Promise<RawObject> {
+  const { namespace } = await namespaceOf(ctx, gk, true);
   try {
-    return await store.objects.getByName({ ...gk, name });
+    return await ctx.store.objects.getByName({ ...gk, name, namespace });
   } catch (error) {
     if (error instanceof NotFoundError) {
-      throw new CliError(`${kindLabel(gk)} ${JSON.stringify(name)} not found`);
+      throw new CliError(
+        `${kindLabel(gk)} ${JSON.stringify(name)} not found${
+          namespace === undefined ? "" : ` in namespace ${JSON.stringify(namespace)}`
+        }`,
+      );
     }
     throw error;
   }
@@ -630,6 +699,22 @@ function conditionsSummary(view: ObjectView): string {
 }
 
 const OBJECT_HEADER = ["NAME", "ID", "GEN", "READY", "STATE", "CONDITIONS", "AGE"];
+
+/** Labels as kubectl's `--show-labels` prints them: `k=v,k=v`, or `<none>`. */
+function labelsText(labels: Readonly<Record<string, string>>): string {
+  const pairs = Object.entries(labels).map(([k, v]) => `${k}=${v}`);
+  return pairs.length === 0 ? "<none>" : pairs.join(",");
+}
+
+/** A map printed kubectl describe's way: the first entry beside its title, the rest under it. */
+function describeMap(title: string, map: Readonly<Record<string, string>>, sep: string): string[] {
+  const pad = " ".repeat(22);
+  const entries = Object.entries(map);
+  if (entries.length === 0) return [`${title.padEnd(22)}<none>`];
+  return entries.map(([k, v], i) =>
+    `${i === 0 ? title.padEnd(22) : pad}${cell(k)}${sep}${cell(v)}`
+  );
+}
 
 function objectRow(view: ObjectView, now: number): string[] {
   return [
@@ -689,9 +774,11 @@ async function cmdGet(ctx: Context): Promise<void> {
   const name = ctx.args[1];
   const selector = ctx.parsed.selector;
   const labelSelector = selector === undefined ? undefined : parseLabelSelector(selector);
+  const scope = await namespaceOf(ctx, gk, name !== undefined);
+  const namespace = scope.namespace;
   const views = name === undefined
-    ? (await ctx.store.objects.list(gk, { labelSelector })).map(toView)
-    : [toView(await getRaw(ctx.store, gk, name))];
+    ? (await ctx.store.objects.list(gk, { labelSelector, namespace })).map(toView)
+    : [toView(await getRaw(ctx, gk, name))];
   if (ctx.parsed.output !== "table") {
     ctx.data(name === undefined ? views : views[0]);
     return;
@@ -703,7 +790,15 @@ async function cmdGet(ctx: Context): Promise<void> {
     return;
   }
   const now = Date.now();
-  ctx.out(table(OBJECT_HEADER, views.map((v) => objectRow(v, now))));
+  const labels = ctx.parsed.showLabels;
+  const row = (v: (typeof views)[number]) =>
+    labels ? [...objectRow(v, now), labelsText(v.labels)] : objectRow(v, now);
+  const header = labels ? [...OBJECT_HEADER, "LABELS"] : OBJECT_HEADER;
+  if (scope.namespaced && namespace === undefined && name === undefined) {
+    ctx.out(table(["NAMESPACE", ...header], views.map((v) => [v.namespace, ...row(v)])));
+    return;
+  }
+  ctx.out(table(header, views.map(row)));
 }
 
 function refText(ref: RefView): string {
@@ -720,7 +815,7 @@ function stamp(at: Date | undefined, now: number): string {
 
 async function cmdDescribe(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
-  const view = toView(await getRaw(ctx.store, gk, ctx.args[1]));
+  const view = toView(await getRaw(ctx, gk, ctx.args[1]));
   const rel = await readRelations(ctx.store, view.id);
   if (ctx.parsed.output !== "table") {
     ctx.data({ ...view, ...rel });
@@ -733,6 +828,8 @@ async function cmdDescribe(ctx: Context): Promise<void> {
     `Name:                 ${cell(view.name)}`,
     `Kind:                 ${kindLabel(view)}`,
     `ID:                   ${view.id}`,
+    ...describeMap("Labels:", view.labels, "="),
+    ...describeMap("Annotations:", view.annotations, ": "),
     `Generation:           ${view.generation}`,
     `Observed generation:  ${view.observedGeneration ?? "<none>"}`,
     `Observed at:          ${stamp(view.observedAt, now)}`,
@@ -765,7 +862,8 @@ async function cmdDescribe(ctx: Context): Promise<void> {
     "Events:",
     rel.events.length === 0 ? "  <none>" : indent(eventTable(rel.events, now)),
   ];
-  ctx.out(lines.map(cell).join("\n").replaceAll("\\n", "\n"));
+  // Each line made safe on its own: a value's line break shows as \n, never as a new line.
+  ctx.out(lines.flatMap((l) => l.split("\n")).map(cell).join("\n"));
 }
 
 function eventTable(
@@ -796,7 +894,7 @@ function eventTable(
 
 async function cmdEvents(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
-  const raw = await getRaw(ctx.store, gk, ctx.args[1]);
+  const raw = await getRaw(ctx, gk, ctx.args[1]);
   const events = (await ctx.store.events.list(raw.id, { limit: ctx.parsed.limit ?? 0 })).map(
     (e) => ({ ...e, detail: e.detail === undefined ? undefined : JSON.parse(e.detail) }),
   );
@@ -815,10 +913,16 @@ async function cmdWatch(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
   const signal = ctx.io.signal;
   if (signal?.aborted) return;
-  const stream = await ctx.bh.client(gk).watchList({ signal });
+  const { namespace } = await namespaceOf(ctx, gk, false);
+  const selector = ctx.parsed.selector;
+  const stream = await ctx.bh.client(gk, { namespace }).watchList({
+    signal,
+    labelSelector: selector,
+  });
+  const labels = ctx.parsed.showLabels;
   const asJson = ctx.parsed.output === "json";
   const asYaml = ctx.parsed.output === "yaml";
-  const header = ["EVENT", ...OBJECT_HEADER];
+  const header = ["EVENT", ...OBJECT_HEADER, ...(labels ? ["LABELS"] : [])];
   const widths = header.map((h) => Math.max(h.length, 11));
   const line = (cells: string[]) =>
     ctx.out(cells.map((c, i) => cell(c).padEnd(widths[i])).join("   ").trimEnd());
@@ -833,7 +937,13 @@ async function cmdWatch(ctx: Context): Promise<void> {
     }
     const view = change.object as BeehiveObject<unknown, unknown> | undefined;
     if (view === undefined) line([change.type, "?", String(change.id)]);
-    else line([change.type, ...objectRow(view, Date.now())]);
+    else {
+      line([
+        change.type,
+        ...objectRow(view, Date.now()),
+        ...(labels ? [labelsText(view.labels)] : []),
+      ]);
+    }
   };
   if (!asJson && !asYaml) line(header);
   for (const object of stream.objects) {
@@ -845,6 +955,8 @@ async function cmdWatch(ctx: Context): Promise<void> {
 interface ApplyItem extends GroupKind {
   readonly name: string;
   readonly spec: unknown;
+  /** A namespaced kind's namespace; `-n` when absent. */
+  readonly namespace: string | undefined;
 }
 
 function checkItem(value: unknown, at: string): ApplyItem {
@@ -860,11 +972,15 @@ function checkItem(value: unknown, at: string): ApplyItem {
     throw new CliError(`${at}: "name" must be a non-empty string`);
   }
   if (!("spec" in o) || o.spec === undefined) throw new CliError(`${at}: "spec" is missing`);
-  const unknown = Object.keys(o).filter((k) => !["group", "kind", "name", "spec"].includes(k));
+  if (o.namespace !== undefined && typeof o.namespace !== "string") {
+    throw new CliError(`${at}: "namespace" must be a string`);
+  }
+  const fields = ["group", "kind", "name", "spec", "namespace"];
+  const unknown = Object.keys(o).filter((k) => !fields.includes(k));
   if (unknown.length > 0) {
     throw new CliError(`${at}: unknown field ${JSON.stringify(unknown[0])}`);
   }
-  return { group: o.group, kind: o.kind, name: o.name, spec: o.spec };
+  return { group: o.group, kind: o.kind, name: o.name, spec: o.spec, namespace: o.namespace };
 }
 
 async function cmdApply(ctx: Context): Promise<void> {
@@ -900,13 +1016,18 @@ async function cmdApply(ctx: Context): Promise<void> {
     for (const [i, item] of items.entries()) {
       const gk = { group: item.group, kind: item.kind };
       try {
-        const before = await tx.objects.getMetaByName({ ...gk, name: item.name }).catch(
-          (error) => {
-            if (error instanceof NotFoundError) return undefined;
-            throw error;
-          },
-        );
-        const { object, created } = await bh.client(gk).createOrUpdate(item.name, item.spec);
+        // -n is the default namespace of a namespaced kind's items; a cluster-scoped one ignores it.
+        const namespaced = (await tx.kinds.get(gk))?.namespaced ?? false;
+        const namespace = item.namespace ?? (namespaced ? ctx.parsed.namespace : undefined);
+        const client = bh.client(gk, namespace === undefined ? undefined : { namespace });
+        const before = await tx.objects.getMetaByName({ ...gk, name: item.name, namespace })
+          .catch(
+            (error) => {
+              if (error instanceof NotFoundError) return undefined;
+              throw error;
+            },
+          );
+        const { object, created } = await client.createOrUpdate(item.name, item.spec);
         const result = created
           ? "created"
           : before !== undefined && before.generation === object.generation
@@ -961,7 +1082,7 @@ async function cmdCheck(ctx: Context): Promise<void> {
 async function cmdDelete(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
   // deleteByName treats absence as success; kubectl users expect "not found".
-  const raw = await getRaw(ctx.store, gk, ctx.args[1]);
+  const raw = await getRaw(ctx, gk, ctx.args[1]);
   try {
     await ctx.bh.client(gk).delete(raw.id);
   } catch (error) {
@@ -975,7 +1096,7 @@ async function cmdDelete(ctx: Context): Promise<void> {
 
 async function cmdRequeue(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
-  const raw = await getRaw(ctx.store, gk, ctx.args[1]);
+  const raw = await getRaw(ctx, gk, ctx.args[1]);
   await ctx.store.reconcileOwed.stamp([{ id: raw.id, group: raw.group, kind: raw.kind }]);
   ctx.out(`${kindLabel(gk)}/${cell(raw.name)} requeued`);
 }
@@ -983,10 +1104,13 @@ async function cmdRequeue(ctx: Context): Promise<void> {
 async function cmdWait(ctx: Context): Promise<void> {
   const gk = await ctx.kind(ctx.args[0]);
   const forText = ctx.parsed.waitFor!;
-  const raw = await ctx.store.objects.getByName({ ...gk, name: ctx.args[1] }).catch((error) => {
-    if (!(error instanceof NotFoundError)) throw error;
-    return undefined;
-  });
+  const { namespace } = await namespaceOf(ctx, gk, true);
+  const raw = await ctx.store.objects.getByName({ ...gk, name: ctx.args[1], namespace }).catch(
+    (error) => {
+      if (!(error instanceof NotFoundError)) throw error;
+      return undefined;
+    },
+  );
   if (raw === undefined) {
     if (forText === "delete") return ctx.out(`${kindLabel(gk)}/${cell(ctx.args[1])} deleted`);
     throw new CliError(`${kindLabel(gk)} ${JSON.stringify(ctx.args[1])} not found`);

@@ -129,6 +129,9 @@ dd { margin: 0; }
 .s-False { background: #d334; }
 .s-Unknown { background: #aa24; }
 .muted { color: var(--muted); }
+.label { display: inline-block; padding: 0 .4em; margin: 0 .25em .15em 0; border-radius: 3px; font: 12px ui-monospace, monospace; background: #8882; overflow-wrap: anywhere; }
+.annotations div { font: 12px ui-monospace, monospace; white-space: pre-wrap; overflow-wrap: anywhere; }
+.error { color: #c33; font-weight: 600; }
 .Warning { color: #c60; }
 @media (max-width: 640px) {
   header { flex-wrap: wrap; padding: .5em .8em; }

@@ -8,6 +8,7 @@ import { type GroupKind, InvalidOptionError, NotFoundError } from "@beehive/beeh
 import { kindLabel, type KindSummary, listKinds } from "../cli/_inspect.ts";
 import { kindRow, objectRow } from "./_kind_pages.ts";
 import { type Ctx, notFound, SECURITY_HEADERS, text } from "./_page.ts";
+import { type LabelRequirement, matchesLabels } from "../src/model/label_selector.ts";
 
 /** Write-log entries the kinds feed reads per page. */
 export const KINDS_FEED_PAGE = 1_000;
@@ -173,7 +174,18 @@ export async function kindsFeed(ctx: Ctx, request: Request): Promise<Response> {
   });
 }
 
-export async function kindFeed(ctx: Ctx, gk: GroupKind, request: Request): Promise<Response> {
+/**
+ * A kind's feed: each change with its rendered row. With a label selector,
+ * a change to an object that does not match carries no row and
+ * `matches: false`, so the page drops it (an object that stops matching
+ * leaves the page; one that starts is added like a new one).
+ */
+export async function kindFeed(
+  ctx: Ctx,
+  gk: GroupKind,
+  selector: readonly LabelRequirement[],
+  request: Request,
+): Promise<Response> {
   if (request.method === "HEAD") return feedHead();
   const release = ctx.live.reserve();
   if (release === undefined) return tooManyFeeds(ctx);
@@ -184,16 +196,16 @@ export async function kindFeed(ctx: Ctx, gk: GroupKind, request: Request): Promi
   let unsubscribe: () => void;
   try {
     unsubscribe = await ctx.live.listenKind(gk, {
-      change: (change) =>
-        sink.send?.("change", {
-          type: change.type,
-          id: change.id,
-          resourceVersion: change.resourceVersion,
-          // The row itself, rendered: the page patches it in place of refetching its list.
-          ...(change.object === undefined
-            ? {}
-            : { row: objectRow(ctx, change.object, Date.now()).text.trim() }),
-        }),
+      change: (change) => {
+        const object = change.object;
+        const base = { type: change.type, id: change.id, resourceVersion: change.resourceVersion };
+        if (object === undefined) return sink.send?.("change", base);
+        if (selector.length > 0 && !matchesLabels(selector, object.labels)) {
+          return sink.send?.("change", { ...base, matches: false });
+        }
+        // The row itself, rendered: the page patches it in place of refetching its list.
+        sink.send?.("change", { ...base, row: objectRow(ctx, object, Date.now()).text.trim() });
+      },
       failed: () => sink.send?.("failed", failedData()),
       end: () => sink.end?.(),
     });

@@ -15,15 +15,26 @@ import {
   stateSummary,
 } from "../cli/_inspect.ts";
 import { type Html, html } from "./_html.ts";
+import { SELECTOR_CHARS } from "../src/model/label_selector.ts";
 import {
   DEFAULT_LIMIT,
   filters,
   type KindQuery,
+  MAX_PREFIX,
   readKindPage,
   SCAN_MAX,
   STATES,
 } from "./_kind_query.ts";
-import { conditionBadges, crumbsFor, type Ctx, kindHref, objectHref, page, time } from "./_page.ts";
+import {
+  conditionBadges,
+  crumbsFor,
+  type Ctx,
+  kindHref,
+  labelChips,
+  objectHref,
+  page,
+  time,
+} from "./_page.ts";
 
 export async function kindsPage(ctx: Ctx, request: Request, fragment: boolean): Promise<Response> {
   const kinds = await listKinds(ctx.store, ctx.extraKinds);
@@ -71,6 +82,7 @@ export type RowView = Pick<
   | "conditions"
   | "deletionRequestedAt"
   | "createdAt"
+  | "labels"
 >;
 
 export function objectRow(ctx: Ctx, v: RowView, now: number): Html {
@@ -82,6 +94,7 @@ export function objectRow(ctx: Ctx, v: RowView, now: number): Html {
       <td>${readySummary(v.conditions)}</td>
       <td>${stateSummary(v)}</td>
       <td>${conditionBadges(v)}</td>
+      <td class="labels">${labelChips(v.labels)}</td>
       <td class="wide">${time(v.createdAt, now)}</td>
     </tr>
   `;
@@ -91,10 +104,17 @@ export function pageHref(ctx: Ctx, gk: GroupKind, q: KindQuery, after: number): 
   const params = new URLSearchParams();
   if (q.prefix !== "") params.set("prefix", q.prefix);
   if (q.state !== undefined) params.set("state", q.state);
+  if (q.labels !== "") params.set("labels", q.labels);
   if (q.limit !== DEFAULT_LIMIT) params.set("limit", String(q.limit));
   if (after !== 0) params.set("after", String(after));
   const search = params.toString();
   return `${kindHref(ctx, gk)}${search === "" ? "" : `?${search}`}`;
+}
+
+/** The live feed of a kind page: the kind's, narrowed to the page's label selector. */
+export function feedHref(ctx: Ctx, gk: GroupKind, labels: string): string {
+  const live = `${kindHref(ctx, gk)}/live`;
+  return labels === "" ? live : `${live}?${new URLSearchParams({ labels })}`;
 }
 
 export function filterForm(ctx: Ctx, gk: GroupKind, q: KindQuery): Html {
@@ -102,6 +122,8 @@ export function filterForm(ctx: Ctx, gk: GroupKind, q: KindQuery): Html {
     <form class="filters" method="get" action="${kindHref(ctx, gk)}" role="search">
       <label>Name starts with <input name="prefix" value="${q.prefix}" maxlength="1024"
           autocomplete="off"></label>
+      <label>Labels <input name="labels" value="${q.labels}" maxlength="${SELECTOR_CHARS}"
+          placeholder="app=web,tier!=db" autocomplete="off" spellcheck="false"></label>
       <label>State <select name="state">
           <option value="">any</option>
           ${STATES.map((st) =>
@@ -158,6 +180,7 @@ ${filterForm(ctx, gk, q)}
         <th>Ready</th>
         <th>State</th>
         <th>Conditions</th>
+        <th>Labels</th>
         <th class="wide">Age</th>
       </tr>
     </thead>
@@ -174,7 +197,36 @@ ${
 ${pager}`;
   return page(ctx, 200, kindLabel(gk), main, request, {
     fragment,
-    live: `${kindHref(ctx, gk)}/live`,
+    live: feedHref(ctx, gk, q.labels),
     crumbs: crumbsFor(ctx, gk),
   });
+}
+
+/**
+ * A kind page whose query is malformed: `400`, with what is wrong and the
+ * filter form (holding what was typed, when it can be shown) to fix it.
+ */
+export function badKindQuery(
+  ctx: Ctx,
+  gk: GroupKind,
+  params: URLSearchParams,
+  problem: string,
+  request: Request,
+): Response {
+  const typed = (name: string, max: number) => {
+    const value = params.get(name) ?? "";
+    return value.length <= max && value.isWellFormed() ? value : "";
+  };
+  const q: KindQuery = {
+    limit: DEFAULT_LIMIT,
+    after: 0,
+    prefix: typed("prefix", MAX_PREFIX),
+    state: undefined,
+    labels: typed("labels", SELECTOR_CHARS),
+    selector: [],
+  };
+  const main = html`<h1>${kindLabel(gk)}</h1>
+${filterForm(ctx, gk, q)}
+<p class="error" role="alert">Bad Request: ${problem}</p>`;
+  return page(ctx, 400, kindLabel(gk), main, request, { crumbs: crumbsFor(ctx, gk) });
 }

@@ -1,14 +1,17 @@
 /**
  * A kind page's query: the page (`limit`, `after`) and the filters (name
- * prefix, state), parsed and bounded, and the read that serves it. The
- * store pages a kind by id; a filter the store cannot apply is applied to a
- * bounded scan, so a filtered page costs at most {@linkcode SCAN_MAX} rows
- * and may hold fewer matches than `limit`, with a cursor to go on from.
+ * prefix, label selector, state), parsed and bounded, and the read that
+ * serves it. The store pages a kind by id and applies the label selector
+ * through its label index; a filter the store cannot apply (prefix, state)
+ * is applied to a bounded scan, so such a page costs at most
+ * {@linkcode SCAN_MAX} rows and may hold fewer matches than `limit`, with a
+ * cursor to go on from.
  *
  * @module
  */
-import type { GroupKind, Store } from "@beehive/beehive";
+import { type GroupKind, InvalidOptionError, type Store } from "@beehive/beehive";
 import { type ObjectView, stateSummary, toView } from "../cli/_inspect.ts";
+import { type LabelRequirement, parseLabelSelector } from "../src/model/label_selector.ts";
 
 /** The states a page can be filtered by, as `stateSummary` names them (lowercased). */
 export const STATES = ["pending", "reconciling", "settled", "stalled", "terminating"] as const;
@@ -27,11 +30,7 @@ export const MAX_PREFIX = 1_024;
 /** Rows a filtered page reads per store call. */
 const SCAN_CHUNK = 500;
 
-/**
- * A kind page's query. Label selectors and namespaces join it, as two more
- * filters, when objects carry labels and namespaces (the object-model
- * milestone); the store can then apply them, as it applies the page.
- */
+/** A kind page's query. */
 export interface KindQuery {
   /** Rows per page, 1..{@linkcode MAX_LIMIT}. */
   readonly limit: number;
@@ -41,6 +40,10 @@ export interface KindQuery {
   readonly prefix: string;
   /** Only objects in this state. */
   readonly state: StateFilter | undefined;
+  /** The label selector as written (Kubernetes' string syntax); `""` for none. */
+  readonly labels: string;
+  /** {@linkcode KindQuery.labels} parsed; empty for none. */
+  readonly selector: readonly LabelRequirement[];
 }
 
 /** Parses a kind page's search parameters; a string is what is wrong with them (a 400). */
@@ -49,6 +52,7 @@ export function parseKindQuery(params: URLSearchParams): KindQuery | string {
   const afterText = params.get("after");
   const prefix = params.get("prefix") ?? "";
   const state = params.get("state") ?? "";
+  const labels = params.get("labels") ?? "";
   let limit = DEFAULT_LIMIT;
   if (limitText !== null && limitText !== "") {
     limit = /^\d{1,4}$/.test(limitText) ? Number(limitText) : NaN;
@@ -65,11 +69,36 @@ export function parseKindQuery(params: URLSearchParams): KindQuery | string {
   if (state !== "" && !(STATES as readonly string[]).includes(state)) {
     return `state must be one of ${STATES.join(", ")}`;
   }
-  return { limit, after, prefix, state: state === "" ? undefined : state as StateFilter };
+  const selector = parseLabels(labels);
+  if (typeof selector === "string") return selector;
+  return {
+    limit,
+    after,
+    prefix,
+    state: state === "" ? undefined : state as StateFilter,
+    labels,
+    selector,
+  };
 }
 
-/** Whether the query filters (and so scans) rather than only pages. */
+/** Parses a `labels` parameter; a string is what is wrong with it (a 400). */
+export function parseLabels(labels: string): readonly LabelRequirement[] | string {
+  if (!labels.isWellFormed()) return "labels must be well-formed text";
+  try {
+    return parseLabelSelector(labels) ?? [];
+  } catch (error) {
+    if (error instanceof InvalidOptionError) return `labels: ${error.message}`;
+    throw error;
+  }
+}
+
+/** Whether the query filters rather than only pages. */
 export function filters(q: KindQuery): boolean {
+  return q.prefix !== "" || q.state !== undefined || q.selector.length > 0;
+}
+
+/** Whether the query filters by something the store cannot apply, and so scans. */
+function scans(q: KindQuery): boolean {
   return q.prefix !== "" || q.state !== undefined;
 }
 
@@ -100,8 +129,13 @@ export async function readKindPage(
   gk: GroupKind,
   q: KindQuery,
 ): Promise<KindPageRows> {
-  if (!filters(q)) {
-    const rows = await store.objects.list(gk, { after: q.after, limit: q.limit + 1 });
+  const labelSelector = q.selector.length === 0 ? undefined : q.selector;
+  if (!scans(q)) {
+    const rows = await store.objects.list(gk, {
+      after: q.after,
+      limit: q.limit + 1,
+      labelSelector,
+    });
     const views = rows.slice(0, q.limit).map(toView);
     return {
       views,
@@ -114,7 +148,7 @@ export async function readKindPage(
   let scanned = 0;
   const chunk = SCAN_CHUNK;
   for (;;) {
-    const rows = await store.objects.list(gk, { after, limit: chunk });
+    const rows = await store.objects.list(gk, { after, limit: chunk, labelSelector });
     for (const raw of rows) {
       scanned++;
       after = raw.id;

@@ -105,6 +105,13 @@ export function notFound(ctx: Ctx, request: Request, what = "No such page."): Re
   );
 }
 
+/** A map of labels as `key=value` chips; a dash when empty. */
+export function labelChips(labels: Readonly<Record<string, string>>): Html {
+  const keys = Object.keys(labels);
+  if (keys.length === 0) return html`<span class="muted">-</span>`;
+  return html`${keys.map((k) => html`<span class="label">${k}=${labels[k]}</span>`)}`;
+}
+
 export function time(at: Date | undefined, now: number): Html {
   if (at === undefined) return html`<span class="muted">never</span>`;
   return html`<time datetime="${at.toISOString()}" title="${at.toISOString()}">${

@@ -67,13 +67,14 @@ import { normalizeBasePath } from "./base_path.ts";
 import { kindFeed, kindsFeed, objectFeed } from "./_feeds.ts";
 import { checkAllowedHosts, hostAllowed, LOOPBACK_HOSTS } from "./_hosts.ts";
 import { type Html, html } from "./_html.ts";
-import { kindPage, kindsPage } from "./_kind_pages.ts";
-import { parseKindQuery } from "./_kind_query.ts";
+import { badKindQuery, kindPage, kindsPage } from "./_kind_pages.ts";
+import { parseKindQuery, parseLabels } from "./_kind_query.ts";
 import { LiveFeeds } from "./_live.ts";
 import {
   crumbsFor,
   type Ctx,
   kindHref,
+  labelChips,
   notFound,
   objectHref,
   page,
@@ -143,7 +144,8 @@ const EVENTS_SHOWN = 20;
 /**
  * Creates the console's fetch handler over `store`. Routes under `basePath`:
  * `/` the kinds, `/kinds/<Kind.group>` a kind's objects (paged by `limit`
- * and `after`, filtered by `prefix` and `state`; a malformed one is `400`),
+ * and `after`, filtered by `prefix`, `state` and a `labels` selector in
+ * Kubernetes' syntax; a malformed one is a `400` page saying what is wrong),
  * `/objects/<id>` one object, each with a `/live` server-sent-event feed
  * (`/live` for the kinds), plus `/console.js` and `/console.css`. A
  * request whose `Host` is not in `allowedHosts` is `403`, one `authorize`
@@ -253,9 +255,15 @@ async function route(ctx: Ctx, request: Request): Promise<Response> {
   if (parts[0] === "kinds" && (parts.length === 2 || (parts.length === 3 && parts[2] === "live"))) {
     const gk = parseKind(parts[1]);
     if (gk === undefined) return notFound(ctx, request);
-    if (parts.length === 3) return await kindFeed(ctx, gk, request);
+    if (parts.length === 3) {
+      const selector = parseLabels(url.searchParams.get("labels") ?? "");
+      if (typeof selector === "string") return text(400, `Bad Request: ${selector}`);
+      return await kindFeed(ctx, gk, selector, request);
+    }
     const query = parseKindQuery(url.searchParams);
-    if (typeof query === "string") return text(400, `Bad Request: ${query}`);
+    if (typeof query === "string") {
+      return badKindQuery(ctx, gk, url.searchParams, query, request);
+    }
     return await kindPage(ctx, gk, query, request, fragment);
   }
   if (
@@ -335,6 +343,14 @@ async function objectPage(
         view.deletionRequestedAt,
         now,
       )}</dd>
+      <dt>Labels</dt>
+      <dd data-field="labels">${labelChips(view.labels)}</dd>
+      <dt>Annotations</dt>
+      <dd data-field="annotations" class="annotations">${Object.keys(view.annotations).length === 0
+        ? html`<span class="muted">none</span>`
+        : Object.entries(view.annotations).map(([k, v]) =>
+          html`<div><span class="muted">${k}:</span> ${v}</div>`
+        )}</dd>
       <dt>Finalizers</dt>
       <dd>${view.finalizers.length === 0
         ? html`<span class="muted">none</span>`

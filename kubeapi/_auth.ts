@@ -16,8 +16,9 @@ export interface KubeApiToken {
   /** The user name requests with this token act as (shown in `Forbidden` messages). */
   readonly user: string;
   /**
-   * The namespaces it may act in; `"*"` also grants cluster-scoped resources
-   * (every kind served today is cluster-scoped). @default {"*"}
+   * The namespaces it may act in: a namespaced kind's paths under them;
+   * `"*"` also grants cluster-scoped resources and a namespaced kind's
+   * cluster-wide list. @default {"*"}
    */
   readonly namespaces?: readonly string[] | "*";
   /**

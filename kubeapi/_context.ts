@@ -23,4 +23,10 @@ export interface KindRequest {
   readonly kind: ServedKind;
   readonly request: Request;
   readonly url: URL;
+  /**
+   * The namespace the path names (`/namespaces/<ns>/…`), for a namespaced
+   * kind; `undefined` on a cluster-scoped kind's paths and on a namespaced
+   * kind's cluster-wide list, which spans every namespace.
+   */
+  readonly namespace?: string;
 }

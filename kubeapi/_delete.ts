@@ -8,7 +8,7 @@
  * @module
  */
 import type { KindRequest } from "./_context.ts";
-import { answerObject, detailsOf, findByName, notFound } from "./_reads.ts";
+import { answerObject, clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
 import { negotiate, readBody, refuseDryRun } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
 
@@ -65,7 +65,7 @@ function parseDeleteOptions(text: string): DeleteOptions {
 
 /** `DELETE …/<plural>/<name>`. */
 export async function deleteResource(r: KindRequest, name: string): Promise<Response> {
-  const { ctx, kind, request, url } = r;
+  const { kind, request, url } = r;
   refuseDryRun(url);
   const rep = negotiate(request);
   const options = parseDeleteOptions(await readBody(request));
@@ -80,7 +80,7 @@ export async function deleteResource(r: KindRequest, name: string): Promise<Resp
     );
   }
   try {
-    await ctx.bh.client(kind).delete(obj.id, { resourceVersion: options.resourceVersion });
+    await clientOf(r).delete(obj.id, { resourceVersion: options.resourceVersion });
   } catch (error) {
     throw toFailure(error, details);
   }

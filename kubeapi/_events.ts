@@ -1,7 +1,8 @@
 /**
  * Beehive events as core/v1 `Event`s: `GET /api/v1/events` and
- * `/api/v1/namespaces/<ns>/events` (every served kind is cluster-scoped, so
- * its events live in namespace `default`, as Kubernetes keeps them), with the
+ * `/api/v1/namespaces/<ns>/events` (an event is in its object's namespace;
+ * a cluster-scoped object's events in namespace `default`, where Kubernetes
+ * keeps them), with the
  * `involvedObject.*` field selectors `kubectl describe` sends. Answered as an
  * `EventList`, or a Table for `kubectl get events`.
  *
@@ -115,7 +116,7 @@ function toEvent(kind: ServedKind, obj: AnyObject, ev: RawEvent): Record<string,
     kind: "Event",
     metadata: {
       name: eventName(obj, ev),
-      namespace: EVENTS_NAMESPACE,
+      namespace: ev.namespace === "" ? EVENTS_NAMESPACE : ev.namespace,
       uid: `event-${ev.id}`,
       resourceVersion: String(ev.resourceVersion),
       creationTimestamp: rfc3339(ev.firstAt),
@@ -124,6 +125,7 @@ function toEvent(kind: ServedKind, obj: AnyObject, ev: RawEvent): Record<string,
       apiVersion: kind.apiVersion,
       kind: kind.kind,
       name: obj.name,
+      ...(ev.namespace === "" ? {} : { namespace: ev.namespace }),
       uid: String(obj.id),
       resourceVersion: String(obj.resourceVersion),
       ...(ev.category === "" ? {} : { fieldPath: ev.category }),
@@ -147,8 +149,8 @@ function matches(fields: Fields, event: Record<string, unknown>): boolean {
     return at === undefined ? "" : String(at);
   };
   for (const [field, terms] of fields) {
-    // The object's namespace: cluster-scoped objects have none.
-    const value = field === "involvedObject.namespace" ? "" : get(field);
+    // A cluster-scoped object's involvedObject.namespace is absent, which selects as "".
+    const value = get(field);
     if (!terms.every((t) => (value === t.value) === t.equal)) return false;
   }
   return true;
@@ -156,10 +158,15 @@ function matches(fields: Fields, event: Record<string, unknown>): boolean {
 
 const pinned = (fields: Fields, name: string) => fields.get(name)?.find((t) => t.equal)?.value;
 
-/** The objects whose events may match `fields`: the pinned one when the selector names it, else all. */
+/**
+ * The objects whose events may match `fields` in `namespace` (`undefined`:
+ * every namespace): the pinned one when the selector names it (and, for a
+ * namespaced kind, its namespace), else all.
+ */
 async function* candidates(
   ctx: KubeContext,
   fields: Fields,
+  namespace: string | undefined,
 ): AsyncGenerator<{ kind: ServedKind; obj: AnyObject }> {
   const kindName = pinned(fields, "involvedObject.kind");
   const name = pinned(fields, "involvedObject.name");
@@ -167,15 +174,23 @@ async function* candidates(
     kindName === undefined || k.kind === kindName
   );
   for (const kind of kinds) {
-    const client = ctx.bh.client(kind);
-    if (name !== undefined) {
+    // A cluster-scoped object's events are in `default` only.
+    if (!kind.namespaced && namespace !== undefined && namespace !== EVENTS_NAMESPACE) continue;
+    const objectNamespace = kind.namespaced
+      ? namespace ?? pinned(fields, "involvedObject.namespace")
+      : undefined;
+    const client = ctx.bh.client(
+      kind,
+      objectNamespace === undefined ? undefined : { namespace: objectNamespace },
+    );
+    if (name !== undefined && (!kind.namespaced || objectNamespace !== undefined)) {
       const obj = await client.getByName(name).catch(() => undefined);
       if (obj !== undefined) yield { kind, obj };
       continue;
     }
     for (let after = 0;;) {
       const batch = await client.list({ after, limit: MAX_PAGE });
-      for (const obj of batch) yield { kind, obj };
+      for (const obj of batch) if (name === undefined || obj.name === name) yield { kind, obj };
       if (batch.length < MAX_PAGE) break;
       after = batch[batch.length - 1].id;
     }
@@ -196,14 +211,12 @@ export async function listEvents(
   const rep = negotiate(request);
   const fields = parseSelector(param(url, "fieldSelector"));
   const items: { event: Record<string, unknown>; at: number }[] = [];
-  if (namespace === undefined || namespace === EVENTS_NAMESPACE) {
-    outer: for await (const { kind, obj } of candidates(ctx, fields)) {
-      for (const ev of await ctx.store.events.list(obj.id)) {
-        const event = toEvent(kind, obj, ev);
-        if (!matches(fields, event)) continue;
-        items.push({ event, at: ev.lastAt.getTime() });
-        if (items.length >= MAX_EVENTS) break outer;
-      }
+  outer: for await (const { kind, obj } of candidates(ctx, fields, namespace)) {
+    for (const ev of await ctx.store.events.list(obj.id)) {
+      const event = toEvent(kind, obj, ev);
+      if (!matches(fields, event)) continue;
+      items.push({ event, at: ev.lastAt.getTime() });
+      if (items.length >= MAX_EVENTS) break outer;
     }
   }
   items.sort((a, b) => a.at - b.at);

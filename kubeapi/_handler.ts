@@ -56,7 +56,9 @@ export type KubeApiHandler = (request: Request) => Promise<Response>;
  * `basePath`: `/version`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`,
  * `/openapi/v3` and `/openapi/v3/apis/<group>/v1`, core/v1 events, and per
  * kind `/apis/<group>/v1/<plural>` (`GET`: list, or watch with
- * `?watch=true`; `POST`), `…/<plural>/<name>` (`GET`, `PUT`, `PATCH` as a
+ * `?watch=true`; `POST`; for a namespaced kind under
+ * `/apis/<group>/v1/namespaces/<ns>/<plural>`, its cluster-wide path only
+ * listing and watching every namespace), `…/<plural>/<name>` (`GET`, `PUT`, `PATCH` as a
  * merge or JSON patch, `DELETE`) and `…/<name>/status` (`GET`). Writes keep
  * labels and annotations and honour `fieldValidation` (`Strict` refuses a
  * field the kind's stored schema does not declare). Failures answer Kubernetes `Status` objects

@@ -1,7 +1,8 @@
 /**
  * Which kinds the API serves and how they are named: today every kind the
  * store shows a trace of (as the CLI's `kinds` command finds them), served as
- * `<group>/v1`, resource = its plural, cluster-scoped. Its names (plural,
+ * `<group>/v1`, resource = its plural, namespaced when its stored definition
+ * says so. Its names (plural,
  * singular, short names) are the ones the CLI answers to: the stored kind
  * definition's, else derived from the kind (`namesOf`).
  *
@@ -27,7 +28,11 @@ export const VERSION = "v1";
 export interface ServedKind extends KindNames {
   /** `<group>/v1`. */
   readonly apiVersion: string;
-  /** Always `false` until kinds can be namespaced. */
+  /**
+   * Whether its objects live in namespaces: its stored definition says
+   * `namespaced: true` (a kind without one is cluster-scoped, as its clients
+   * treat it).
+   */
   readonly namespaced: boolean;
 }
 
@@ -57,7 +62,7 @@ export function serve(names: GroupKind | KindNames): ServedKind | undefined {
     singular: named.singular,
     shortNames: named.shortNames,
     apiVersion: `${group}/${VERSION}`,
-    namespaced: false,
+    namespaced: "namespaced" in names && names.namespaced === true,
   };
 }
 
@@ -103,7 +108,8 @@ export async function listServedKinds(store: Store): Promise<ServedKind[]> {
 /**
  * The served kinds of one store, remembered: a lookup reads the store only
  * for a resource it has not served yet (a kind, once served, stays served —
- * with no objects, its list is just empty). Listing always reads the store.
+ * with no objects, its list is just empty). Listing always reads the store
+ * and refreshes what a lookup answers (its scope among it).
  */
 export class ServedKinds {
   readonly #store: Store;
@@ -116,10 +122,8 @@ export class ServedKinds {
   /** Every served kind, read afresh. */
   async list(): Promise<ServedKind[]> {
     const kinds = await listServedKinds(this.#store);
-    for (const k of kinds) {
-      const key = `${k.group}/${k.plural}`;
-      if (!this.#known.has(key)) this.#known.set(key, k);
-    }
+    // Refreshed on every list: a definition stored since may have changed the kind's scope.
+    for (const k of kinds) this.#known.set(`${k.group}/${k.plural}`, k);
     return kinds;
   }
 

@@ -44,6 +44,7 @@ export function objectMetadata(
 ): Record<string, unknown> {
   return {
     name: obj.name,
+    ...(obj.namespace === "" ? {} : { namespace: obj.namespace }),
     uid: String(obj.id),
     resourceVersion: String(resourceVersion),
     generation: obj.generation,

@@ -34,7 +34,9 @@ export const OBJECT_META_SCHEMA: OpenApiSchema = {
   properties: {
     name: text("The object's name, unique within its kind. Required when creating."),
     generateName: text("Not supported: give metadata.name."),
-    namespace: text("Empty: every object served here is cluster-scoped."),
+    namespace: text(
+      "The namespace of an object of a namespaced kind (the path's); empty for a cluster-scoped kind.",
+    ),
     selfLink: text("Not set."),
     uid: text("The object's id: it names this incarnation of the object."),
     resourceVersion: text(
@@ -212,13 +214,28 @@ export function groupDocument(
       parameters: WRITE_PARAMETERS,
     });
     const list = { type: "object", description: `A list of ${kind.kind}.` };
-    const base = `/apis/${group}/${VERSION}/${kind.plural}`;
+    const all = `/apis/${group}/${VERSION}/${kind.plural}`;
+    const base = kind.namespaced
+      ? `/apis/${group}/${VERSION}/namespaces/{namespace}/${kind.plural}`
+      : all;
+    const scope = kind.namespaced
+      ? [{
+        name: "namespace",
+        in: "path",
+        required: true,
+        description: "The namespace of the objects.",
+        schema: { type: "string", uniqueItems: true },
+      }]
+      : [];
+    // A namespaced kind's cluster-wide path lists every namespace; it creates nothing.
+    if (kind.namespaced) paths[all] = { get: operation(kind, "list", "listAllNamespaces", list) };
     paths[base] = {
+      ...(kind.namespaced ? { parameters: scope } : {}),
       get: operation(kind, "list", "list", list),
       post: operation(kind, "post", "create", ref, body(["application/json"])),
     };
     paths[`${base}/{name}`] = {
-      parameters: [{
+      parameters: [...scope, {
         name: "name",
         in: "path",
         required: true,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { NotFoundError } from "@beehive/beehive";
+import { type Client, NotFoundError } from "@beehive/beehive";
 import type { KindRequest } from "./_context.ts";
 import type { ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
@@ -23,8 +23,13 @@ import { printerOf, table, tableType } from "./_tables.ts";
 const LOAD = { load: ["owner"] } as const;
 const MAX_LIMIT = 2 ** 31 - 1;
 
-/** The kind a read addresses, and the state it reads through. */
-export type KindTarget = Pick<KindRequest, "ctx" | "kind">;
+/** The kind a read addresses, its namespace if any, and the state it reads through. */
+export type KindTarget = Pick<KindRequest, "ctx" | "kind" | "namespace">;
+
+/** The client of the target's kind, in its namespace when the path names one. */
+export function clientOf({ ctx, kind, namespace }: KindTarget): Client<unknown, unknown> {
+  return ctx.bh.client(kind, namespace === undefined ? undefined : { namespace });
+}
 
 /** The `details` of a failure about `name` of `kind`. */
 export function detailsOf(kind: ServedKind, name?: string): StatusDetails {
@@ -33,11 +38,11 @@ export function detailsOf(kind: ServedKind, name?: string): StatusDetails {
 
 /** Reads `name`, or `undefined` when no object of the kind holds it. */
 export async function findByName(
-  { ctx, kind }: KindTarget,
+  target: KindTarget,
   name: string,
 ): Promise<AnyObject | undefined> {
   try {
-    return await ctx.bh.client(kind).getByName(name, LOAD);
+    return await clientOf(target).getByName(name, LOAD);
   } catch (error) {
     if (error instanceof NotFoundError) return undefined;
     throw error;
@@ -112,10 +117,10 @@ interface Page {
 }
 
 async function readPage(
-  { ctx, kind }: KindTarget,
+  target: KindTarget,
   o: { after: number; want: number; keep: (obj: AnyObject) => boolean },
 ): Promise<Page> {
-  const client = ctx.bh.client(kind);
+  const client = clientOf(target);
   const objects: AnyObject[] = [];
   let after = o.after;
   for (;;) {
@@ -138,7 +143,8 @@ async function readPage(
  * `resourceVersion` is the kind's log position read before the first page: a
  * watch from it may repeat a change the list already shows, never miss one.
  */
-export async function listResources({ ctx, kind, request, url }: KindRequest): Promise<Response> {
+export async function listResources(r: KindRequest): Promise<Response> {
+  const { ctx, kind, request, url } = r;
   const rep = negotiate(request);
   const fields = parseFieldSelector(param(url, "fieldSelector"));
   const labels = parseLabelSelector(param(url, "labelSelector"));
@@ -148,12 +154,13 @@ export async function listResources({ ctx, kind, request, url }: KindRequest): P
   const rv = token?.rv ?? await ctx.store.objectWrites.maxVersion(kind);
   const keep = (obj: AnyObject) => fields.matches(obj) && labels(obj.labels);
   let page: Page;
-  if (fields.name !== undefined) {
-    const obj = token === undefined ? await findByName({ ctx, kind }, fields.name) : undefined;
+  // A name picks one object only within a namespace: across them, it is a filter.
+  if (fields.name !== undefined && (!kind.namespaced || r.namespace !== undefined)) {
+    const obj = token === undefined ? await findByName(r, fields.name) : undefined;
     page = { objects: obj !== undefined && keep(obj) ? [obj] : [], next: undefined };
   } else {
     const want = limit === 0 ? Infinity : Math.min(limit, MAX_PAGE);
-    page = await readPage({ ctx, kind }, { after: token?.after ?? 0, want, keep });
+    page = await readPage(r, { after: token?.after ?? 0, want, keep });
   }
   const owners = await resolveOwners(ctx.store, page.objects);
   const metadata = {

@@ -10,6 +10,7 @@ import { deleteResource } from "./_delete.ts";
 import { coreResourceList, coreVersions, listEvents } from "./_events.ts";
 import { apiGroup, apiGroupList, apiResourceList, versionInfo } from "./_discovery.ts";
 import { isGroupName, VERSION } from "./_kinds.ts";
+import { namespaceProblem } from "../src/model/namespace.ts";
 import { groupDocumentText, openApiIndex } from "./_openapi.ts";
 import { getResource, listResources } from "./_reads.ts";
 import { boolParam } from "./_request.ts";
@@ -92,16 +93,31 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
     readOnly(`/apis/${group}`);
     return jsonResponse(200, parts.length === 2 ? apiGroup(group) : apiResourceList(group, kinds));
   }
-  // Every served kind is cluster-scoped: a namespaced path names nothing.
-  if (parts[2] !== VERSION || parts[3] === "namespaces") throw notFoundPath();
-  const kind = await ctx.kinds.find(group, parts[3]);
-  if (kind === undefined) throw notFoundPath();
-  const r: KindRequest = { ctx, kind, request, url };
-  if (parts.length === 4) return await collection(r, method);
-  if (parts.length === 5) return await item(r, parts[4], method);
-  if (parts.length === 6 && parts[5] === "status") {
+  if (parts[2] !== VERSION) throw notFoundPath();
+  // `/namespaces/<ns>/<plural>[/<name>[/status]]` or `/<plural>[/<name>[/status]]`.
+  const scoped = parts[3] === "namespaces";
+  const namespace = scoped ? parts[4] : undefined;
+  const rest = parts.slice(scoped ? 5 : 3);
+  if (rest.length === 0 || (namespace !== undefined && namespaceProblem(namespace) !== undefined)) {
+    throw notFoundPath();
+  }
+  const kind = await ctx.kinds.find(group, rest[0]);
+  // Kubernetes serves a cluster-scoped kind only outside namespaces, and a
+  // namespaced kind's objects only inside one (its list also spans them all).
+  if (kind === undefined || kind.namespaced !== scoped && !(kind.namespaced && rest.length === 1)) {
+    throw notFoundPath();
+  }
+  const r: KindRequest = { ctx, kind, request, url, namespace };
+  if (rest.length === 1) {
+    if (kind.namespaced && !scoped && method === "POST") {
+      throw notAllowed(request.method, `${kind.plural}.${kind.group} across namespaces`);
+    }
+    return await collection(r, method);
+  }
+  if (rest.length === 2) return await item(r, rest[1], method);
+  if (rest.length === 3 && rest[2] === "status") {
     readOnly(`the status of ${kind.plural}`);
-    return await getResource(r, parts[4]);
+    return await getResource(r, rest[1]);
   }
   throw notFoundPath();
 }
@@ -141,7 +157,7 @@ function core(
   if (parts.length === 2) return jsonResponse(200, coreResourceList());
   const all = parts.length === 3 && parts[2] === "events";
   const one = parts.length === 5 && parts[2] === "namespaces" && parts[4] === "events";
-  if (!all && !one) throw notFoundPath();
+  if (!all && !one || one && namespaceProblem(parts[3]) !== undefined) throw notFoundPath();
   if (boolParam(url, "watch")) {
     throw new KubeApiFailure("MethodNotAllowed", "watching events is not served yet");
   }

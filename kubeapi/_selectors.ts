@@ -14,8 +14,8 @@ import { matchesLabels, parseLabelSelector as parseSelector } from "../src/model
 export interface FieldSelector {
   /** The one name `metadata.name=` pins, if any: a list reads just that object. */
   readonly name: string | undefined;
-  /** Whether an object with this name (and no namespace) is selected. */
-  matches(fields: { name: string }): boolean;
+  /** Whether an object with this name and namespace (`""`: cluster-scoped) is selected. */
+  matches(fields: { name: string; namespace: string }): boolean;
 }
 
 /** A parsed label selector. */
@@ -47,9 +47,9 @@ export function parseFieldSelector(text: string | undefined): FieldSelector {
   const pinned = terms.filter((t) => t.field === "metadata.name" && t.equal).map((t) => t.value);
   return {
     name: pinned[0],
-    matches: ({ name }) =>
+    matches: ({ name, namespace }) =>
       terms.every((t) =>
-        (t.field === "metadata.name" ? name : "") === t.value ? t.equal : !t.equal
+        (t.field === "metadata.name" ? name : namespace) === t.value ? t.equal : !t.equal
       ),
   };
 }

@@ -14,6 +14,7 @@ import type { ObjectChange } from "@beehive/beehive";
 import type { KindRequest } from "./_context.ts";
 import type { ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
+import { clientOf } from "./_reads.ts";
 import {
   boolParam,
   includeObjectParam,
@@ -82,11 +83,12 @@ function parseWatch(request: Request, url: URL): WatchRequest {
 }
 
 /** `GET …/<plural>?watch=true`. */
-export async function watchResources({ ctx, kind, request, url }: KindRequest): Promise<Response> {
+export async function watchResources(r: KindRequest): Promise<Response> {
+  const { ctx, kind, request, url } = r;
   const w = parseWatch(request, url);
   const printer = w.rep.as === "table" ? await printerOf(ctx, kind) : undefined;
   const abort = new AbortController();
-  const stream = await ctx.bh.client(kind).watchList({
+  const stream = await clientOf(r).watchList({
     resumeFrom: w.resumeFrom,
     labelSelector: w.labelSelector,
     load: ["owner"],

@@ -20,7 +20,7 @@ import {
 import { readDefinition, type ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
-import { detailsOf, findByName, notFound } from "./_reads.ts";
+import { clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
 import { readBody, refuseDryRun } from "./_request.ts";
 import {
   invalidFailure,
@@ -129,6 +129,19 @@ function checkResource(r: KindRequest, body: unknown, details: StatusDetails): W
   const name = metadata.name;
   if (name !== undefined && typeof name !== "string") {
     throw invalid(r.kind, details, "metadata.name", "must be a string");
+  }
+  const namespace = metadata.namespace;
+  if (namespace !== undefined && namespace !== null && typeof namespace !== "string") {
+    throw invalid(r.kind, details, "metadata.namespace", "must be a string");
+  }
+  // A cluster-scoped kind's body may name any namespace: Kubernetes drops it, as does this server.
+  if (kind.namespaced && typeof namespace === "string" && namespace !== "") {
+    if (namespace !== r.namespace) {
+      throw new KubeApiFailure(
+        "BadRequest",
+        "the namespace of the provided object does not match the namespace sent on the request",
+      );
+    }
   }
   const rv = metadata.resourceVersion;
   if (rv !== undefined && rv !== "" && (typeof rv !== "string" || !/^[1-9]\d{0,15}$/.test(rv))) {
@@ -240,7 +253,7 @@ export async function createResource(r: KindRequest): Promise<Response> {
   }
   let obj: AnyObject;
   try {
-    obj = await r.ctx.bh.client(r.kind).create(written.name, written.spec, {
+    obj = await clientOf(r).create(written.name, written.spec, {
       labels: written.labels,
       annotations: written.annotations,
     });
@@ -275,7 +288,7 @@ async function writeObject(
       "cannot be changed through this API yet: the kind's controller owns them",
     );
   }
-  const client = r.ctx.bh.client(r.kind);
+  const client = clientOf(r);
   const labels = diffMap(current.labels, written.labels);
   const annotations = diffMap(current.annotations, written.annotations);
   if (labels === undefined && annotations === undefined) {

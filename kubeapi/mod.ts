@@ -8,7 +8,8 @@
  * core/v1 `Event`s, with Kubernetes' `Status` errors. Every kind the store
  * holds is served as `<group>/v1`, resource = its plural and with its short
  * names (a stored kind definition's, else the lowercased kind + `s`),
- * cluster-scoped. The server needs no Beehive of its own: controllers in
+ * namespaced under `/apis/<group>/v1/namespaces/<ns>/…` when its stored
+ * definition says `namespaced: true`, else cluster-scoped. The server needs no Beehive of its own: controllers in
  * other processes see its writes like any client's.
  *
  * {@linkcode serveKubeApi} listens (HTTP or HTTPS with a generated or given

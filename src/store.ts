@@ -37,10 +37,16 @@ export interface ObjectRef extends GroupKind {
   readonly id: ObjectId;
 }
 
-/** One object addressed by name within its kind. */
+/** One object addressed by name within its kind and namespace. */
 export interface ObjectNameRef extends GroupKind {
-  /** The object's name, unique within its kind. */
+  /** The object's name, unique within its kind and namespace. */
   readonly name: string;
+  /**
+   * The namespace the name is held in: a DNS-1123 label, or `""` (the
+   * cluster scope, where every object of a cluster-scoped kind lives).
+   * @default {""}
+   */
+  readonly namespace?: string;
 }
 
 /** A condition's status. */
@@ -89,8 +95,10 @@ export interface RawCondition {
 
 /** An object row without its conditions. */
 export interface RawObjectMeta extends ObjectRef {
-  /** Unique within its kind; never empty. */
+  /** Unique within its kind and namespace; never empty. */
   readonly name: string;
+  /** The namespace (a DNS-1123 label), or `""` for the cluster scope; never changes. */
+  readonly namespace: string;
   /** The desired state, as JSON text. */
   readonly spec: string;
   /** The observed state, as JSON text; `undefined` until first written. */
@@ -136,8 +144,14 @@ export interface RawObject extends RawObjectMeta {
 
 /** Everything {@linkcode Objects.create} accepts. */
 export interface ObjectsCreateInput {
-  /** Required, non-empty, well-formed UTF-16, unique within the kind. */
+  /** Required, non-empty, well-formed UTF-16, unique within the kind and namespace. */
   readonly name: string;
+  /**
+   * The namespace: a DNS-1123 label of at most 63 characters, or `""` for the
+   * cluster scope. The store does not know a kind's scope: the clients decide
+   * which objects are namespaced. @default {""}
+   */
+  readonly namespace?: string;
   /** The spec as JSON text. */
   readonly spec: string;
   /** The migrator schema version `spec` was written at. @default {0} */
@@ -214,6 +228,11 @@ export interface ObjectsListPage {
    * rows carrying that label. @default {undefined} (every row)
    */
   readonly labelSelector?: readonly LabelRequirement[];
+  /**
+   * Only rows in this namespace (`""` is the cluster scope).
+   * @default {undefined} (every namespace)
+   */
+  readonly namespace?: string;
 }
 
 /** The outcome of a spec write. */
@@ -264,16 +283,20 @@ export interface Objects {
   /**
    * Inserts an object of kind `gk`: generation 1, no status, owed count 0, and a
    * `"create"` entry in the write log at the row's resource version.
-   * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16.
+   * @throws {InvalidNameError} `name` is empty or not well-formed UTF-16, or `namespace` is not a DNS-1123 label.
    * @throws {InvalidMetadataError} a label or annotation breaks the rules.
-   * @throws {NameTakenError} the name is held within the kind (deletion-pending rows included).
+   * @throws {NameTakenError} the name is held within the kind and namespace (deletion-pending rows included).
    */
   create(gk: GroupKind, input: ObjectsCreateInput): Promise<RawObject>;
 
   /** Loads an object with its conditions. @throws {NotFoundError} no such id. */
   get(id: ObjectId): Promise<RawObject>;
 
-  /** Loads the object holding `ref.name` within its kind. @throws {NotFoundError} the name is not held. */
+  /**
+   * Loads the object holding `ref.name` within its kind and `ref.namespace`.
+   * @throws {NotFoundError} the name is not held there.
+   * @throws {InvalidNameError} `ref.namespace` is not a DNS-1123 label.
+   */
   getByName(ref: ObjectNameRef): Promise<RawObject>;
 
   /** {@linkcode Objects.get} without the conditions query. @throws {NotFoundError} no such id. */
@@ -281,8 +304,8 @@ export interface Objects {
 
   /**
    * {@linkcode Objects.getByName} without conditions. A name held by another
-   * kind is not found (the kind is part of the key).
-   * @throws {NotFoundError} the name is not held within the kind.
+   * kind or in another namespace is not found (both are part of the key).
+   * @throws {NotFoundError} the name is not held within the kind and namespace.
    */
   getMetaByName(ref: ObjectNameRef): Promise<RawObjectMeta>;
 
@@ -296,8 +319,9 @@ export interface Objects {
   /**
    * The objects of kind `gk`, ordered by id, with conditions: every one, or
    * the page `page` bounds (ids above `after`, at most `limit`, matching
-   * `labelSelector`).
+   * `labelSelector`, in `namespace`).
    * @throws {TypeError} `after` or `limit` is malformed.
+   * @throws {InvalidNameError} `namespace` is not a DNS-1123 label.
    * @throws {InvalidOptionError} `labelSelector` is malformed.
    */
   list(gk: GroupKind, page?: ObjectsListPage): Promise<RawObject[]>;
@@ -362,9 +386,9 @@ export interface Objects {
   updateSpec(ref: ObjectRef, input: ObjectsUpdateSpecInput): Promise<ObjectsUpdateSpecResult>;
 
   /**
-   * {@linkcode Objects.updateSpec} keyed by name, resolved and written in one
-   * transaction.
-   * @throws {NotFoundError} the name is not held within the kind.
+   * {@linkcode Objects.updateSpec} keyed by name (within the kind and
+   * `ref.namespace`), resolved and written in one transaction.
+   * @throws {NotFoundError} the name is not held within the kind and namespace.
    * @throws {ConflictError} `resourceVersion` is set and the row's differs (carries the row's).
    * @throws {DeletionPendingError} the row's deletion was requested.
    * @throws {SchemaVersionDowngradeError} `specVersion` is non-zero and below the stored one.
@@ -510,8 +534,10 @@ export interface Edges {
   /**
    * Inserts the edge; idempotent. Bumps no resource version and logs nothing.
    * A new non-self `depends_on` edge increments the source's owed count and
-   * clears its dependency watermark, atomically with the insert.
+   * clears its dependency watermark, atomically with the insert. An
+   * `owned_by` target is in its source's namespace or cluster-scoped (`""`).
    * @throws {NotFoundError} either endpoint does not exist.
+   * @throws {InvalidOptionError} an `owned_by` target in another namespace than its source's.
    */
   add(edge: EdgeKey): Promise<EdgesAddResult>;
 
@@ -690,6 +716,8 @@ export interface RawEvent {
   readonly lastAt: Date;
   /** Re-drawn on every extend. */
   readonly resourceVersion: number;
+  /** The namespace of the object the run belongs to (`""` for the cluster scope). */
+  readonly namespace: string;
 }
 
 /** Everything {@linkcode Events.add} accepts. */
@@ -855,6 +883,8 @@ export interface ObjectWritesSweepOptions {
 export interface ObjectWritesSnapshotOptions {
   /** Only rows whose labels meet every requirement. @default {undefined} (every row) */
   readonly labelSelector?: readonly LabelRequirement[];
+  /** Only rows in this namespace. @default {undefined} (every namespace) */
+  readonly namespace?: string;
 }
 
 /** The append-only object write log. */

@@ -11,7 +11,8 @@ import {
   type KindSchemas,
   prepareValue,
 } from "./_write_checks.ts";
-import { schemasOf } from "../model/kind.ts";
+import { isKindToken, schemasOf } from "../model/kind.ts";
+import { namespaceProblem } from "../model/namespace.ts";
 import { checkId, checkKind, type Engine, kindName } from "../engine/_engine.ts";
 import { attempt, quote } from "../model/_values.ts";
 import { isStorableText } from "../model/_text.ts";
@@ -138,6 +139,55 @@ export interface ListOptions extends ReadOptions {
    * @default {undefined} (every object)
    */
   readonly labelSelector?: LabelSelector;
+}
+
+/** Options of `bh.client(kind, options)` and `tx.client(kind, options)`. */
+export interface ClientOptions {
+  /**
+   * The namespace the client works in, for a kind defined `namespaced: true`
+   * (a DNS-1123 label of at most 63 characters): creates land in it,
+   * name-keyed calls and lists act in it, watches see only it, and an id-keyed
+   * call finds only its objects. A cluster-scoped kind refuses it.
+   * @default {undefined} (reads of a namespaced kind span every namespace; its name-keyed calls reject)
+   */
+  readonly namespace?: string;
+}
+
+/** How a client is scoped: an explicit namespace, or the one a pass's object is in. */
+export interface ClientScope {
+  /** Given by `{ namespace }`: a cluster-scoped kind refuses it. */
+  readonly namespace?: string;
+  /** A pass's object's namespace: the default for a namespaced kind, ignored by a cluster-scoped one. */
+  readonly inherited?: string;
+}
+
+/**
+ * Checks `bh.client`'s options; resolves to the explicit namespace.
+ * @throws {InvalidOptionError} malformed options or namespace, or a namespace for a cluster-scoped token.
+ */
+export function checkClientOptions(kind: GroupKind, options: unknown): string | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidOptionError(
+      `Cannot make a client of ${kindName(kind)}: options must be an object`,
+    );
+  }
+  const namespace = (options as ClientOptions).namespace;
+  if (namespace === undefined) return undefined;
+  const problem = namespaceProblem(namespace);
+  if (problem !== undefined) {
+    throw new InvalidOptionError(`Cannot use option namespace: ${problem}`);
+  }
+  if (isKindToken(kind) && !kind.namespaced) throw clusterScoped(kind, namespace as string);
+  return namespace as string;
+}
+
+function clusterScoped(kind: GroupKind, namespace: string): InvalidOptionError {
+  return new InvalidOptionError(
+    `Cannot use namespace ${quote(namespace)} with ${
+      kindName(kind)
+    }: the kind is cluster-scoped (define it with namespaced: true to give its objects namespaces)`,
+  );
 }
 
 /** Options of `requeue`. */
@@ -286,12 +336,18 @@ interface CheckedCreate {
   readonly onCreate: (() => void | Promise<void>) | undefined;
   readonly labels: Labels;
   readonly annotations: Labels;
+  /** The namespace the object is created in (`""` for a cluster-scoped kind). */
+  readonly namespace: string;
 }
 
 /**
  * The client of one kind. Id-keyed calls act on one incarnation or reject with
  * `NotFoundError`; name-keyed calls act on whatever holds the name now. It
  * works on a Beehive that never started or has stopped, while the store is open.
+ * For a kind defined `namespaced: true`, a client made with `{ namespace }`
+ * works in that namespace; without one, its reads span every namespace and
+ * its name-keyed calls reject with `InvalidOptionError` (so does every call
+ * of a cluster-scoped kind's client given a namespace).
  *
  * @example Create, read back, update by id
  * ```ts
@@ -321,15 +377,87 @@ export class Client<Spec, Status> {
   readonly #inTransaction: boolean;
   /** The validators of the token this client was made from, if it was one. */
   readonly #schemas: KindSchemas | undefined;
+  /** The token's scope, if it was one; else the registered token's or the stored definition's. */
+  readonly #tokenNamespaced: boolean | undefined;
+  /** The namespace given by `{ namespace }`. */
+  readonly #namespace: string | undefined;
+  /** A pass's object's namespace: the default for a namespaced kind. */
+  readonly #inherited: string | undefined;
 
   /** @internal Use `bh.client(kind)` or `tx.client(kind)`. */
-  constructor(engine: Engine, store: Store, kind: GroupKind, inTransaction = false) {
+  constructor(
+    engine: Engine,
+    store: Store,
+    kind: GroupKind,
+    inTransaction = false,
+    scope: ClientScope = {},
+  ) {
     this.#engine = engine;
     this.#store = store;
     this.#gk = checkKind(kind);
     checkKindBounds(this.#gk, engine.options.limits);
     this.#schemas = schemasOf(kind);
+    this.#tokenNamespaced = isKindToken(kind) ? kind.namespaced : undefined;
+    this.#namespace = scope.namespace;
+    this.#inherited = scope.inherited === "" ? undefined : scope.inherited;
     this.#inTransaction = inTransaction;
+  }
+
+  /**
+   * The namespace given to this client, else (for a pass's transaction
+   * client) the namespace of the pass's object; `undefined` when neither. A
+   * cluster-scoped kind ignores an inherited one.
+   */
+  get namespace(): string | undefined {
+    return this.#namespace ?? this.#inherited;
+  }
+
+  /**
+   * The kind's scope and the namespace this client's lists read.
+   * @throws {InvalidOptionError} a namespace was given for a cluster-scoped kind.
+   */
+  async #scope(): Promise<{ namespaced: boolean; namespace: string | undefined }> {
+    const namespaced = await this.#engine.namespaced(this.#gk, this.#tokenNamespaced, this.#store);
+    if (!namespaced) {
+      if (this.#namespace !== undefined) throw clusterScoped(this.#gk, this.#namespace);
+      return { namespaced, namespace: undefined };
+    }
+    return { namespaced, namespace: this.#namespace ?? this.#inherited };
+  }
+
+  /**
+   * The namespace a name-keyed call acts in: `""` for a cluster-scoped kind.
+   * @throws {InvalidOptionError} a namespaced kind and no namespace, or a namespace for a cluster-scoped kind.
+   */
+  async #nameScope(call: string): Promise<string> {
+    const s = await this.#scope();
+    if (!s.namespaced) return "";
+    if (s.namespace === undefined) {
+      throw new InvalidOptionError(
+        `Cannot ${call} ${
+          kindName(this.#gk)
+        } by name without a namespace: the kind is namespaced, so a name is unique only within one; use bh.client(kind, { namespace })`,
+      );
+    }
+    return s.namespace;
+  }
+
+  /** Refuses a row outside this client's explicit namespace, as if it did not exist. @throws {NotFoundError} */
+  #inNamespace(raw: { id: ObjectId; namespace: string }): void {
+    const ns = this.#namespace;
+    if (ns === undefined || raw.namespace === ns) return;
+    throw new NotFoundError(
+      `Cannot find ${kindName(this.#gk)} ${raw.id} in namespace ${quote(ns)}: it is in ${
+        raw.namespace === "" ? "the cluster scope" : `namespace ${quote(raw.namespace)}`
+      }`,
+    );
+  }
+
+  /** Checks that `id` is in this client's explicit namespace (a namespace never changes). */
+  async #assertInNamespace(id: ObjectId): Promise<void> {
+    if (this.#namespace === undefined) return;
+    const meta = await this.#store.objects.getMeta(id);
+    if (meta.group === this.#gk.group && meta.kind === this.#gk.kind) this.#inNamespace(meta);
   }
 
   /** Validates, encodes and bounds a spec: the text to store. */
@@ -397,9 +525,18 @@ export class Client<Spec, Status> {
     }
     const labels = checkMetadata(o.labels, "labels");
     const annotations = checkMetadata(o.annotations, "annotations");
+    const namespace = await this.#nameScope("create");
     // Validated last: a schema sees only calls whose other arguments are sound.
     const text = await this.#prepareSpec(spec);
-    return { text, owner: o.owner, finalizers, onCreate: o.onCreate, labels, annotations };
+    return {
+      text,
+      owner: o.owner,
+      finalizers,
+      onCreate: o.onCreate,
+      labels,
+      annotations,
+      namespace,
+    };
   }
 
   /** The create tail, inside a transaction. */
@@ -410,6 +547,7 @@ export class Client<Spec, Status> {
   ): Promise<BeehiveObject<Spec, Status>> {
     const raw = await tx.objects.create(this.#gk, {
       name,
+      namespace: c.namespace,
       spec: c.text,
       specVersion: this.#engine.codec(this.#gk).specVersion,
       finalizers: c.finalizers,
@@ -472,7 +610,7 @@ export class Client<Spec, Status> {
       const c = await this.#checkCreate(name, spec, options);
       return this.#store.within(async (tx) => {
         try {
-          const raw = await tx.objects.getByName({ ...this.#gk, name });
+          const raw = await tx.objects.getByName({ ...this.#gk, name, namespace: c.namespace });
           return { object: this.#decode(raw), created: false };
         } catch (error) {
           if (!(error instanceof NotFoundError)) throw error;
@@ -502,10 +640,10 @@ export class Client<Spec, Status> {
       const c = await this.#checkCreate(name, spec, options);
       return this.#store.within(async (tx) => {
         try {
-          const r = await tx.objects.updateSpecByName({ ...this.#gk, name }, {
-            spec: c.text,
-            specVersion: this.#engine.codec(this.#gk).specVersion,
-          });
+          const r = await tx.objects.updateSpecByName(
+            { ...this.#gk, name, namespace: c.namespace },
+            { spec: c.text, specVersion: this.#engine.codec(this.#gk).specVersion },
+          );
           let raw = r.object;
           if (r.changed) this.#pushSelf(tx, raw.id);
           if (c.labels !== NO_LABELS || c.annotations !== NO_LABELS) {
@@ -570,6 +708,8 @@ export class Client<Spec, Status> {
         } catch (error) {
           throw this.#hideWrongKind(error, id);
         }
+        // A namespace never changes: a write outside it is refused and rolled back.
+        this.#inNamespace(r.object);
         const object = this.#decode(r.object);
         if (r.changed) this.#pushSelf(tx, id);
         return object;
@@ -594,9 +734,10 @@ export class Client<Spec, Status> {
     return attempt(async () => {
       checkName(name);
       const resourceVersion = checkPrecondition(options, "update by name");
+      const namespace = await this.#nameScope("update");
       const text = await this.#prepareSpec(spec);
       return this.#store.within(async (tx) => {
-        const r = await tx.objects.updateSpecByName({ ...this.#gk, name }, {
+        const r = await tx.objects.updateSpecByName({ ...this.#gk, name, namespace }, {
           spec: text,
           specVersion: this.#engine.codec(this.#gk).specVersion,
           resourceVersion,
@@ -636,6 +777,7 @@ export class Client<Spec, Status> {
         } catch (error) {
           throw this.#hideWrongKind(error, id);
         }
+        this.#inNamespace(r.object);
         if (r.changed) this.#wakeWatchers(tx, id);
         return this.#decode(r.object);
       });
@@ -679,6 +821,7 @@ export class Client<Spec, Status> {
           `Cannot find ${kindName(this.#gk)} ${id}: the id belongs to a ${kindName(raw)}`,
         );
       }
+      this.#inNamespace(raw);
       return this.#one(raw, load);
     });
   }
@@ -692,7 +835,11 @@ export class Client<Spec, Status> {
     return attempt(async () => {
       checkName(name);
       const load = checkLoads(options);
-      return this.#one(await this.#store.objects.getByName({ ...this.#gk, name }), load);
+      const namespace = await this.#nameScope("get");
+      return this.#one(
+        await this.#store.objects.getByName({ ...this.#gk, name, namespace }),
+        load,
+      );
     });
   }
 
@@ -744,11 +891,12 @@ export class Client<Spec, Status> {
    * @throws {RangeError} `limit` or `after` is out of range.
    */
   list(options?: ListOptions): Promise<BeehiveObject<Spec, Status>[]> {
-    return attempt(() => {
+    return attempt(async () => {
       const p = checkPage(options, "list");
       const labelSelector = p.labelSelector;
+      const { namespace } = await this.#scope();
       return this.#page(
-        (page) => this.#store.objects.list(this.#gk, { ...page, labelSelector }),
+        (page) => this.#store.objects.list(this.#gk, { ...page, labelSelector, namespace }),
         p,
       );
     });
@@ -763,14 +911,19 @@ export class Client<Spec, Status> {
     ownerId: ObjectId,
     options?: ListOptions,
   ): Promise<BeehiveObject<Spec, Status>[]> {
-    return attempt(() => {
+    return attempt(async () => {
       checkId(ownerId, "ownerId");
       const p = checkPage(options, "list owned objects");
       const edge = { toId: ownerId, relation: "owned_by" } as const;
       const labelSelector = p.labelSelector;
+      const { namespace } = await this.#scope();
       return this.#page(
         (page) =>
-          this.#store.objects.listByIncomingEdge(this.#gk, edge, { ...page, labelSelector }),
+          this.#store.objects.listByIncomingEdge(this.#gk, edge, {
+            ...page,
+            labelSelector,
+            namespace,
+          }),
         p,
       );
     });
@@ -788,6 +941,7 @@ export class Client<Spec, Status> {
       checkId(id);
       const resourceVersion = checkPrecondition(options, "delete");
       try {
+        await this.#assertInNamespace(id);
         // The mark commits on its own (or joins the caller's transaction), so the
         // idempotent answers need no write lock: the store probes without one.
         const r = await this.#store.deletionRequests.create(
@@ -806,8 +960,13 @@ export class Client<Spec, Status> {
   deleteByName(name: string): Promise<undefined> {
     return attempt(async () => {
       checkName(name);
+      const namespace = await this.#nameScope("delete");
       try {
-        const r = await this.#store.deletionRequests.createByName({ ...this.#gk, name });
+        const r = await this.#store.deletionRequests.createByName({
+          ...this.#gk,
+          name,
+          namespace,
+        });
         if (r.marked) this.#afterMark(r.id!, r.unblocked);
       } catch (error) {
         if (!(error instanceof NotFoundError)) throw error;
@@ -867,6 +1026,7 @@ export class Client<Spec, Status> {
     return attempt(async () => {
       checkId(id);
       checkOptions(options, "list events");
+      await this.#assertInNamespace(id);
       const runs = await this.#store.events.list(id, options);
       if (runs.length === 0) {
         try {
@@ -887,6 +1047,7 @@ export class Client<Spec, Status> {
   getLatestEvent(id: ObjectId, category: string): Promise<Event | undefined> {
     return attempt(async () => {
       checkId(id);
+      await this.#assertInNamespace(id);
       const raw = await this.#store.events.getLatest(id, category);
       return raw === undefined ? undefined : toEvent(raw);
     });
@@ -910,7 +1071,12 @@ export class Client<Spec, Status> {
   }
 
   #watchSnapshot(
-    scope: { id?: ObjectId; owner?: ObjectId; selector?: readonly LabelRequirement[] },
+    scope: {
+      id?: ObjectId;
+      owner?: ObjectId;
+      selector?: readonly LabelRequirement[];
+      namespace?: string;
+    },
     o: CheckedWatch,
     snapshot: () => Promise<{ items: RawObject[]; resourceVersion: number }>,
   ) {
@@ -941,10 +1107,16 @@ export class Client<Spec, Status> {
     return attempt(async () => {
       checkId(id);
       const o = this.#checkWatch(options, "watch");
+      await this.#scope();
+      const namespace = this.#namespace;
       const w = await this.#watchSnapshot(
-        { id },
+        { id, namespace },
         o,
-        () => this.#engine.store.objectWrites.snapshotById(this.#gk, id),
+        async () => {
+          const snap = await this.#engine.store.objectWrites.snapshotById(this.#gk, id);
+          if (namespace === undefined) return snap;
+          return { ...snap, items: snap.items.filter((r) => r.namespace === namespace) };
+        },
       );
       return new ObjectStream<Spec, Status>(
         w.objects[0] as BeehiveObject<Spec, Status> | undefined,
@@ -970,10 +1142,11 @@ export class Client<Spec, Status> {
     return attempt(async () => {
       const o = this.#checkWatch(options, "watch the list");
       const labelSelector = o.selector;
+      const { namespace } = await this.#scope();
       const w = await this.#watchSnapshot(
-        { selector: labelSelector },
+        { selector: labelSelector, namespace },
         o,
-        () => this.#engine.store.objectWrites.snapshot(this.#gk, { labelSelector }),
+        () => this.#engine.store.objectWrites.snapshot(this.#gk, { labelSelector, namespace }),
       );
       return new ObjectListStream<Spec, Status>(
         w.objects as BeehiveObject<Spec, Status>[],
@@ -1000,14 +1173,19 @@ export class Client<Spec, Status> {
       checkId(ownerId, "ownerId");
       const o = this.#checkWatch(options, "watch owned objects");
       const selector = o.selector;
+      const { namespace } = await this.#scope();
       const w = await this.#watchSnapshot(
-        { owner: ownerId, selector },
+        { owner: ownerId, selector, namespace },
         o,
         async () => {
           const snap = await this.#engine.store.objectWrites.snapshotByOwner(this.#gk, ownerId);
-          if (selector === undefined) return snap;
-          // An owner's children are few: the selector filters them here.
-          return { ...snap, items: snap.items.filter((r) => matchesLabels(selector, r.labels)) };
+          if (selector === undefined && namespace === undefined) return snap;
+          // An owner's children are few: the selector and namespace filter them here.
+          const items = snap.items.filter((r) =>
+            (namespace === undefined || r.namespace === namespace) &&
+            (selector === undefined || matchesLabels(selector, r.labels))
+          );
+          return { ...snap, items };
         },
       );
       return new ObjectListStream<Spec, Status>(
@@ -1075,6 +1253,7 @@ export class Client<Spec, Status> {
           `Cannot requeue ${kindName(this.#gk)} ${id}: the id belongs to a ${kindName(meta)}`,
         );
       }
+      this.#inNamespace(meta);
       const reg = this.#engine.registration(this.#gk);
       if (reg === undefined) {
         throw new NoControllerError(

@@ -6,7 +6,7 @@
  * @module
  */
 import { checkId, type Engine, kindName, type Term } from "../engine/_engine.ts";
-import { Client } from "./client.ts";
+import { checkClientOptions, Client, type ClientOptions } from "./client.ts";
 import {
   InvalidConditionError,
   InvalidOptionError,
@@ -64,6 +64,8 @@ export class StatusBaseline {
 /** One pass's shared state. */
 interface PassState {
   ended: boolean;
+  /** The namespace of the object the pass is about (`""` when cluster-scoped or unknown). */
+  readonly namespace?: string;
   readonly baseline: StatusBaseline | undefined;
   readonly signal: AbortSignal;
   /** The validators of the token the surface was made from; else the registered kind's. */
@@ -148,10 +150,15 @@ export interface ControllerWrites<Status> {
 export interface ControllerTx<Status> extends ControllerWrites<Status> {
   /** Opens a nested frame (a savepoint): a rejection unwinds only its writes and hooks. */
   within<T>(fn: (tx: ControllerTx<Status>) => Promise<T>): Promise<T>;
-  /** A client of `kind` whose calls join this transaction (no watches); a token brings its types. */
-  client<S, T>(kind: Kind<S, T>): Client<S, T>;
+  /**
+   * A client of `kind` whose calls join this transaction (no watches); a token
+   * brings its types. A namespaced kind's client works in the pass's object's
+   * namespace unless `options.namespace` names another.
+   * @throws {InvalidOptionError} `options` or its namespace is malformed, or a cluster-scoped token was given a namespace.
+   */
+  client<S, T>(kind: Kind<S, T>, options?: ClientOptions): Client<S, T>;
   /** A client of a plain `{ group, kind }` whose calls join this transaction (no watches). */
-  client<S = unknown, T = unknown>(kind: GroupKind): Client<S, T>;
+  client<S = unknown, T = unknown>(kind: GroupKind, options?: ClientOptions): Client<S, T>;
   /** Runs `fn` once the outermost transaction commits; never if this frame unwinds. */
   afterCommit(fn: () => void | Promise<void>): void;
 }
@@ -474,11 +481,15 @@ export class PassWriter<Status> implements ControllerTx<Status> {
     });
   }
 
-  client<S, T>(kind: Kind<S, T>): Client<S, T>;
-  client<S = unknown, T = unknown>(kind: GroupKind): Client<S, T>;
-  client<S = unknown, T = unknown>(kind: GroupKind): Client<S, T> {
+  client<S, T>(kind: Kind<S, T>, options?: ClientOptions): Client<S, T>;
+  client<S = unknown, T = unknown>(kind: GroupKind, options?: ClientOptions): Client<S, T>;
+  client<S = unknown, T = unknown>(kind: GroupKind, options?: ClientOptions): Client<S, T> {
     this.#gate();
-    return new Client<S, T>(this.#engine, this.#store, kind, true);
+    const namespace = checkClientOptions(kind, options);
+    return new Client<S, T>(this.#engine, this.#store, kind, true, {
+      namespace,
+      inherited: this.#state.namespace,
+    });
   }
 
   afterCommit(fn: () => void | Promise<void>): void {
@@ -521,11 +532,14 @@ export function passClient<Status>(
     readonly repository: FencedRepository | undefined;
     /** The object's conditions as the pass read them at its start. */
     readonly conditions?: readonly { readonly type: string }[];
+    /** The object's namespace: its transactions' clients work in it. */
+    readonly namespace?: string;
   },
 ): { client: ControllerClient<Status>; end: () => void } {
-  const { repository, conditions } = options;
+  const { repository, conditions, namespace } = options;
   const state: PassState = {
     ended: false,
+    namespace,
     baseline,
     signal: term.signal,
     conditions: conditions === undefined ? undefined : { read: conditions },

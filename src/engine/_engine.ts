@@ -197,6 +197,19 @@ export class Engine {
   }
 
   /**
+   * Whether objects of `gk` live in namespaces, for a surface made from
+   * `kind`: a `defineKind` token's own scope, else the registered token's,
+   * else the kind's stored definition (cluster-scoped when none is stored).
+   */
+  namespaced(gk: GroupKind, own: boolean | undefined, store: Store): boolean | Promise<boolean> {
+    if (own !== undefined) return own;
+    const reg = this.registration(gk);
+    // A plain kind's registration carries default names, not a scope: the store says.
+    if (reg?.schemas !== undefined) return reg.definition.namespaced;
+    return this.storedSchemas.namespaced(store, gk);
+  }
+
+  /**
    * New information about `ref`: queue it now, bypassing the floor. A
    * client-only kind, or a Beehive not running or not leading, waits for a
    * pull: every push has a durable trace behind it, so nothing piles up in

@@ -524,6 +524,7 @@ export class Reconciler implements KindLoop {
     const { client, end } = passClient(engine, term, ref, baseline, {
       repository: this.#opts.fencedRepository,
       conditions: raw.conditions,
+      namespace: raw.namespace,
     });
     let info: ResultInfo;
     try {

@@ -18,6 +18,8 @@ interface Compiled {
   readonly spec: string | undefined;
   readonly status: string | undefined;
   readonly schemas: KindSchemas;
+  /** Whether the stored definition declares the kind namespaced (`false` when none is stored). */
+  readonly namespaced: boolean;
 }
 
 /**
@@ -81,24 +83,41 @@ export class StoredSchemas {
    * not valid JSON Schema refuses each write it checks with a `StoreError`.
    */
   async of(store: Store, gk: GroupKind): Promise<KindSchemas> {
+    return (await this.#definition(store, gk)).schemas;
+  }
+
+  /**
+   * Whether `gk`'s stored definition declares it namespaced (`false` when
+   * none is stored), read and trusted as {@linkcode StoredSchemas.of}'s.
+   */
+  async namespaced(store: Store, gk: GroupKind): Promise<boolean> {
+    return (await this.#definition(store, gk)).namespaced;
+  }
+
+  async #definition(store: Store, gk: GroupKind): Promise<Compiled> {
     const key = kindKey(gk);
     const now = Date.now();
     const hit = this.#compiled.get(key);
-    if (hit !== undefined && now >= hit.at && now - hit.at < STORED_SCHEMA_TTL) return hit.schemas;
+    if (hit !== undefined && now >= hit.at && now - hit.at < STORED_SCHEMA_TTL) return hit;
     const raw = await store.kinds.get(gk);
     const spec = raw?.specSchema;
     const status = raw?.statusSchema;
-    if (hit !== undefined && hit.spec === spec && hit.status === status) {
+    const namespaced = raw?.namespaced ?? false;
+    if (
+      hit !== undefined && hit.spec === spec && hit.status === status &&
+      hit.namespaced === namespaced
+    ) {
       hit.at = now;
-      return hit.schemas;
+      return hit;
     }
     const schemas: KindSchemas = spec === undefined && status === undefined ? NO_SCHEMAS : {
       spec: compile(spec, "spec", gk),
       status: compile(status, "status", gk),
     };
     if (this.#compiled.size >= MAX_CACHED_KINDS) this.#compiled.clear();
-    this.#compiled.set(key, { at: now, spec, status, schemas });
-    return schemas;
+    const entry = { at: now, spec, status, schemas, namespaced };
+    this.#compiled.set(key, entry);
+    return entry;
   }
 
   /** Forgets every definition read: the next write of each kind reads its definition again. */

@@ -4,7 +4,7 @@
  * @module
  */
 import { AdminClient } from "../clients/admin_client.ts";
-import { Client } from "../clients/client.ts";
+import { checkClientOptions, Client, type ClientOptions } from "../clients/client.ts";
 import { KindCodec } from "../model/_codec.ts";
 import { collect } from "./_collect.ts";
 import type { ControllerClient } from "../clients/controller_client.ts";
@@ -231,13 +231,24 @@ export class Beehive {
   /**
    * A client of `kind`. Works before start and after stop, while the store is
    * open. Spec writes are validated by the token's `spec` schema (or, for a
-   * plain kind, by the registered token's).
+   * plain kind, by the registered token's). For a kind defined
+   * `namespaced: true`, `{ namespace }` scopes the client to one namespace
+   * (see {@linkcode ClientOptions}); without it, its reads span every namespace
+   * and its name-keyed calls reject with `InvalidOptionError`.
+   * @throws {InvalidOptionError} `options` or its namespace is malformed, or a cluster-scoped token was given a namespace.
    */
-  client<Spec, Status>(kind: Kind<Spec, Status>): Client<Spec, Status>;
+  client<Spec, Status>(kind: Kind<Spec, Status>, options?: ClientOptions): Client<Spec, Status>;
   /** A client of a plain `{ group, kind }`, with the types given explicitly. */
-  client<Spec = unknown, Status = unknown>(kind: GroupKind): Client<Spec, Status>;
-  client<Spec = unknown, Status = unknown>(kind: GroupKind): Client<Spec, Status> {
-    return new Client<Spec, Status>(this.#engine, this.#engine.store, kind);
+  client<Spec = unknown, Status = unknown>(
+    kind: GroupKind,
+    options?: ClientOptions,
+  ): Client<Spec, Status>;
+  client<Spec = unknown, Status = unknown>(
+    kind: GroupKind,
+    options?: ClientOptions,
+  ): Client<Spec, Status> {
+    const namespace = checkClientOptions(kind, options);
+    return new Client<Spec, Status>(this.#engine, this.#engine.store, kind, false, { namespace });
   }
 
   /** An admin client of `kind`: the controller's writes, from outside a pass. */

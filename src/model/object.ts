@@ -52,6 +52,8 @@ export interface Event {
   readonly id: EventId;
   /** The object the run is about. */
   readonly objectId: ObjectId;
+  /** The namespace of the object the run is about (`""` when it is cluster-scoped). */
+  readonly namespace: string;
   /** The timeline; `""` is the default. */
   readonly category: string;
   /** `"Normal"` or `"Warning"`. */
@@ -90,6 +92,7 @@ export function toEvent(raw: RawEvent): Event {
   return {
     id: raw.id,
     objectId: raw.objectId,
+    namespace: raw.namespace,
     category: raw.category,
     type: raw.type,
     reason: raw.reason,
@@ -142,8 +145,10 @@ export class BeehiveObject<Spec, Status> {
   readonly group: string;
   /** The kind. */
   readonly kind: string;
-  /** Unique within the kind and immutable. */
+  /** Unique within the kind and namespace, and immutable. */
   readonly name: string;
+  /** The namespace (a DNS-1123 label), or `""` for a cluster-scoped kind; immutable. */
+  readonly namespace: string;
   /** The desired state. */
   readonly spec: Spec;
   /** The observed state; `undefined` until a controller first writes it. */
@@ -177,6 +182,7 @@ export class BeehiveObject<Spec, Status> {
     this.group = raw.group;
     this.kind = raw.kind;
     this.name = raw.name;
+    this.namespace = raw.namespace;
     this.spec = spec;
     this.status = status;
     this.generation = raw.generation;

@@ -23,6 +23,8 @@ export interface FeedScope {
   readonly owner?: ObjectId;
   /** `labelSelector`: only objects whose labels meet every requirement. */
   readonly selector?: readonly LabelRequirement[];
+  /** A namespaced client's: only objects in this namespace (a namespace never changes). */
+  readonly namespace?: string;
 }
 
 /**
@@ -112,10 +114,12 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> implements 
   #select(
     changes: readonly ObjectChange<unknown, unknown>[],
   ): readonly ObjectChange<unknown, unknown>[] {
+    const ns = this.#scope.namespace;
+    const scoped = ns === undefined ? changes : changes.filter((c) => c.object?.namespace === ns);
     const selector = this.#scope.selector;
-    if (selector === undefined) return changes;
+    if (selector === undefined) return scoped;
     const out: ObjectChange<unknown, unknown>[] = [];
-    for (const c of changes) {
+    for (const c of scoped) {
       const inView = this.#selected !== undefined
         ? this.#selected.has(c.id)
         : !this.#outside!.has(c.id);
@@ -159,7 +163,10 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> implements 
       return;
     }
     const scope = this.#scope;
-    if (scope.id === undefined && scope.owner === undefined && scope.selector === undefined) {
+    if (
+      scope.id === undefined && scope.owner === undefined && scope.selector === undefined &&
+      scope.namespace === undefined
+    ) {
       const caughtUp = this.#open && this.#replay === undefined && this.#shared === undefined &&
         this.#held.size === 0 && !this.buffered;
       if (caughtUp) {

@@ -74,6 +74,17 @@ const kinds = shared.kinds;
 
 const labels = shared.labels;
 
+// Namespaces (docs/adr/2026-12-02-namespaces.md): every object has one ('' for the
+// cluster scope, which every existing row is in), and a name is unique per (group,
+// kind, namespace): the unique constraint gains the column, in place.
+const namespaces = `
+ALTER TABLE objects ADD COLUMN namespace TEXT NOT NULL DEFAULT '';
+ALTER TABLE objects DROP CONSTRAINT objects_group_kind_name_key;
+ALTER TABLE objects ADD CONSTRAINT objects_group_kind_namespace_name_key
+  UNIQUE ("group", kind, namespace, name);
+CREATE INDEX idx_objects_namespace ON objects ("group", kind, namespace, id);
+`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
@@ -83,4 +94,5 @@ export const migrations: readonly Migration[] = [
   { version: 5, name: "lean write path (no-op here)", sql: lean },
   { version: 6, name: "kinds", sql: kinds },
   { version: 7, name: "labels", sql: labels },
+  { version: 8, name: "namespaces", sql: namespaces },
 ];

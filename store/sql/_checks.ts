@@ -21,9 +21,11 @@ import type {
   GroupKind,
   LabelRequirement,
   ObjectId,
+  ObjectNameRef,
   ObjectRef,
   Relation,
 } from "../../src/store.ts";
+import { namespaceProblem } from "../../src/model/namespace.ts";
 import { parseLabelSelector } from "../../src/model/label_selector.ts";
 import { isStorableText } from "../../src/model/_text.ts";
 import { attempt, clip, describe, quote } from "../../src/model/_values.ts";
@@ -36,9 +38,13 @@ export function objectNotFound(id: ObjectId): NotFoundError {
 }
 
 /** The error for a name not held within a kind. */
-export function nameNotFound(gk: GroupKind, name: string): NotFoundError {
+export function nameNotFound(gk: GroupKind, name: string, namespace = ""): NotFoundError {
   return new NotFoundError(
-    `Cannot find ${kindOf(gk)} ${quote(name)}: no object of that kind has that name`,
+    namespace === ""
+      ? `Cannot find ${kindOf(gk)} ${quote(name)}: no object of that kind has that name`
+      : `Cannot find ${kindOf(gk)} ${quote(name)} in namespace ${
+        quote(namespace)
+      }: no object of that kind has that name there`,
   );
 }
 
@@ -126,6 +132,25 @@ export function checkName(name: unknown): asserts name is string {
       `Cannot use name ${quote(name)}: it must be well-formed UTF-16 without NUL`,
     );
   }
+}
+
+/**
+ * Checks a namespace argument: `undefined` and `""` are the cluster scope,
+ * anything else a DNS-1123 label. Resolves to the namespace to store.
+ * @throws {InvalidNameError}
+ */
+export function checkNamespace(namespace: unknown): string {
+  if (namespace === undefined || namespace === "") return "";
+  const problem = namespaceProblem(namespace);
+  if (problem !== undefined) throw new InvalidNameError(`Cannot use namespace: ${problem}`);
+  return namespace as string;
+}
+
+/** Checks a name-keyed ref: a kind, a name and an optional namespace. Resolves to the namespace. @throws {TypeError} @throws {InvalidNameError} */
+export function checkNameRef(ref: unknown): string {
+  checkGroupKind(ref);
+  checkName((ref as ObjectNameRef).name);
+  return checkNamespace((ref as ObjectNameRef).namespace);
 }
 
 /** Checks a JSON text argument. @throws {TypeError} */
@@ -238,6 +263,8 @@ export interface CheckedPage {
   readonly after: number;
   readonly limit: number | undefined;
   readonly selector: readonly LabelRequirement[] | undefined;
+  /** One namespace, or `undefined` for every one. */
+  readonly namespace: string | undefined;
 }
 
 /**
@@ -260,8 +287,15 @@ export function checkSelector(value: unknown): readonly LabelRequirement[] | und
 
 /** Checks an id-ordered page: `after` >= 0 (default 0), `limit` >= 1 or omitted. @throws {TypeError} */
 export function checkListPage(page: unknown): CheckedPage {
-  if (page === undefined) return { after: 0, limit: undefined, selector: undefined };
-  const o = page as { after?: unknown; limit?: unknown; labelSelector?: unknown };
+  if (page === undefined) {
+    return { after: 0, limit: undefined, selector: undefined, namespace: undefined };
+  }
+  const o = page as {
+    after?: unknown;
+    limit?: unknown;
+    labelSelector?: unknown;
+    namespace?: unknown;
+  };
   if (typeof o !== "object" || o === null) {
     throw new TypeError(
       `Cannot list a page: current options are ${describe(page)}, expected { after, limit }`,
@@ -271,6 +305,7 @@ export function checkListPage(page: unknown): CheckedPage {
     after: o.after === undefined ? 0 : checkInteger(o.after, "after", 0),
     limit: o.limit === undefined ? undefined : checkInteger(o.limit, "limit", 1),
     selector: checkSelector(o.labelSelector),
+    namespace: o.namespace === undefined ? undefined : checkNamespace(o.namespace),
   };
 }
 
@@ -320,11 +355,21 @@ export function checkRelation(relation: unknown): asserts relation is Relation {
 }
 
 /** Builds the error a create reports for a name held within its kind. */
-export function nameTaken(group: string, kind: string, name: string, cause: unknown) {
+export function nameTaken(
+  group: string,
+  kind: string,
+  name: string,
+  namespace: string,
+  cause: unknown,
+) {
   return new NameTakenError(
-    `Cannot create ${kindOf({ group, kind })} ${
-      quote(name)
-    }: the name is already in use for this kind`,
+    namespace === ""
+      ? `Cannot create ${kindOf({ group, kind })} ${
+        quote(name)
+      }: the name is already in use for this kind`
+      : `Cannot create ${kindOf({ group, kind })} ${quote(name)} in namespace ${
+        quote(namespace)
+      }: the name is already in use there for this kind`,
     { cause },
   );
 }

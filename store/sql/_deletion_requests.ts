@@ -17,9 +17,8 @@ import {
   assertKind,
   assertVersion,
   checkExcludeStalled,
-  checkGroupKind,
   checkId,
-  checkName,
+  checkNameRef,
   checkPrecondition,
   checkRef,
   nameNotFound,
@@ -120,10 +119,9 @@ export class SqlDeletionRequests implements DeletionRequests {
 
   createByName(ref: ObjectNameRef): Promise<DeletionRequestResult> {
     return rejectWith(async () => {
-      checkGroupKind(ref);
-      checkName(ref.name);
+      const namespace = checkNameRef(ref);
       const d = this.#s.dialect;
-      const probe = () => byNameProbe(ref);
+      const probe = () => byNameProbe(ref, namespace);
       if (await this.#s.read(probe) === undefined) return UNMARKED;
       return this.#s.write((scope) => createByNameBody(scope, d, probe));
     });
@@ -169,15 +167,16 @@ function* createBody(scope: WriteScope, d: Dialect, ref: ObjectRef, probe: () =>
   return { id: ref.id, marked: true, unblocked: yield* unblockedTargets(d, [ref.id]) };
 }
 
-function* byNameProbe(ref: ObjectNameRef): Q<ObjectRef | undefined> {
+function* byNameProbe(ref: ObjectNameRef, namespace: string): Q<ObjectRef | undefined> {
   const row = yield* q.get(
     `SELECT id, "group", kind, deletion_requested_at FROM objects
-     WHERE "group" = ? AND kind = ? AND name = ?`,
+     WHERE "group" = ? AND kind = ? AND namespace = ? AND name = ?`,
     ref.group,
     ref.kind,
+    namespace,
     ref.name,
   );
-  if (row === undefined) throw nameNotFound(ref, ref.name);
+  if (row === undefined) throw nameNotFound(ref, ref.name, namespace);
   return row.deletion_requested_at === null ? decodeRef(row) : undefined;
 }
 

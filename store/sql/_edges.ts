@@ -22,6 +22,7 @@ import {
   rejectWith,
 } from "./_checks.ts";
 import type { Dialect } from "./_dialect.ts";
+import { InvalidOptionError } from "../../src/model/errors.ts";
 import { type Q, q } from "./_query.ts";
 import { ID_CHUNK, type Row, truthy } from "./_rows.ts";
 import type { SqlSession } from "./_session.ts";
@@ -142,29 +143,46 @@ export class SqlEdges implements Edges {
   }
 }
 
-const TO_SQL = `SELECT id, "group", kind, deletion_requested_at FROM objects WHERE id = ?`;
+const END_SQL =
+  `SELECT id, "group", kind, deletion_requested_at, namespace FROM objects WHERE id = ?`;
 
 /**
- * Both ends of a new edge, checked to exist; returns the target's row. In-process, two
+ * Both ends of a new edge, checked to exist; returns both rows. In-process, two
  * point lookups; over a network, one statement for both.
  */
-function* bothEnds(d: Dialect, fromId: ObjectId, toId: ObjectId): Q<Row> {
+function* bothEnds(d: Dialect, fromId: ObjectId, toId: ObjectId): Q<{ from: Row; to: Row }> {
   if (d.inProcess) {
-    if ((yield* q.get("SELECT 1 FROM objects WHERE id = ?", fromId)) === undefined) {
-      throw objectNotFound(fromId);
-    }
-    const to = yield* q.get(TO_SQL, toId);
+    const from = yield* q.get(END_SQL, fromId);
+    if (from === undefined) throw objectNotFound(fromId);
+    const to = yield* q.get(END_SQL, toId);
     if (to === undefined) throw objectNotFound(toId);
-    return to;
+    return { from, to };
   }
   const rows = yield* q.all(
-    `SELECT id, "group", kind, deletion_requested_at FROM objects WHERE id${d.inIds}`,
+    `SELECT id, "group", kind, deletion_requested_at, namespace FROM objects WHERE id${d.inIds}`,
     d.ids([fromId, toId]),
   );
-  if (!rows.some((r) => Number(r.id) === fromId)) throw objectNotFound(fromId);
+  const from = rows.find((r) => Number(r.id) === fromId);
+  if (from === undefined) throw objectNotFound(fromId);
   const to = rows.find((r) => Number(r.id) === toId);
   if (to === undefined) throw objectNotFound(toId);
-  return to;
+  return { from, to };
+}
+
+/**
+ * Refuses an owner in another namespace: an owner is in its child's namespace or
+ * cluster-scoped (`""`), as in Kubernetes.
+ * @throws {InvalidOptionError}
+ */
+function checkOwnerScope(from: Row, to: Row): void {
+  const child = from.namespace as string;
+  const owner = to.namespace as string;
+  if (owner === "" || owner === child) return;
+  throw new InvalidOptionError(
+    `Cannot make object ${from.id} (${
+      child === "" ? "cluster-scoped" : `namespace "${child}"`
+    }) owned by object ${to.id} (namespace "${owner}"): an owner must be in its child's namespace or cluster-scoped`,
+  );
 }
 
 function* group(
@@ -197,7 +215,8 @@ function* group(
 }
 
 function* addBody(d: Dialect, fromId: ObjectId, toId: ObjectId, relation: Relation) {
-  const to = yield* bothEnds(d, fromId, toId);
+  const { from, to } = yield* bothEnds(d, fromId, toId);
+  if (relation === "owned_by") checkOwnerScope(from, to);
   let stamped = false;
   if (relation === "depends_on" && fromId !== toId) {
     // The stamp and the watermark reset happen only for a new edge, before

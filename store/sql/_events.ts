@@ -34,8 +34,10 @@ import { type Q, q } from "./_query.ts";
 import type { Row } from "./_rows.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
 
+// The namespace is the object's (events go with their object): one primary-key lookup a row.
 const EVENT_COLUMNS =
-  "id, object_id, category, type, reason, message, detail, count, first_at, last_at, resource_version";
+  `id, object_id, category, type, reason, message, detail, count, first_at, last_at, resource_version,
+  (SELECT namespace FROM objects WHERE objects.id = events.object_id) AS namespace`;
 
 /**
  * The kind gate and the timeline's newest run, in one read: a row whenever the
@@ -74,6 +76,7 @@ function decodeEvent(row: Row): RawEvent {
     firstAt: new Date(Number(row.first_at)),
     lastAt: new Date(Number(row.last_at)),
     resourceVersion: Number(row.resource_version),
+    namespace: (row.namespace as string | null) ?? "",
   };
 }
 

@@ -21,6 +21,7 @@ import type {
 import {
   checkGroupKind,
   checkId,
+  checkNamespace,
   checkPage,
   checkRetention,
   checkSelector,
@@ -200,9 +201,13 @@ export class SqlObjectWrites implements ObjectWrites {
     return rejectWith(() => {
       checkGroupKind(gk);
       const selector = checkSelector(options?.labelSelector);
-      if (selector === undefined) return this.#snapshot(gk, (epoch) => kindRows(gk, epoch));
+      const ns = options?.namespace;
+      const namespace = ns === undefined ? undefined : checkNamespace(ns);
+      if (selector === undefined && namespace === undefined) {
+        return this.#snapshot(gk, (epoch) => kindRows(gk, epoch));
+      }
       const d = this.#s.dialect;
-      return this.#snapshot(gk, (epoch) => selectedRows(d, gk, selector, epoch));
+      return this.#snapshot(gk, (epoch) => selectedRows(d, gk, selector, namespace, epoch));
     });
   }
 
@@ -284,13 +289,18 @@ function* kindRows(gk: GroupKind, epoch: number) {
 function* selectedRows(
   d: Dialect,
   gk: GroupKind,
-  selector: readonly LabelRequirement[],
+  selector: readonly LabelRequirement[] | undefined,
+  namespace: string | undefined,
   epoch: number,
 ) {
-  const where = selectRows(d, gk, selector);
+  const where = selector === undefined
+    ? { sql: `"group" = ? AND kind = ?`, params: [gk.group, gk.kind] }
+    : selectRows(d, gk, selector);
+  const ns = namespace === undefined ? "" : " AND namespace = ?";
   const metas = (yield* q.rows(
-    `SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where.sql} ORDER BY id`,
+    `SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where.sql}${ns} ORDER BY id`,
     ...where.params,
+    ...(namespace === undefined ? [] : [namespace]),
   )).map(decodeMeta);
   return yield* withConditions(d, metas, epoch);
 }

@@ -40,6 +40,8 @@ import {
   checkJsonText,
   checkListPage,
   checkName,
+  checkNameRef,
+  checkNamespace,
   checkPrecondition,
   checkRef,
   checkRelation,
@@ -91,10 +93,10 @@ const SETTLE_SQL =
     AND (observed_generation IS NULL OR observed_generation < ?)`;
 
 const INSERT_COLUMNS = `"group", kind, name, spec, spec_version, resource_version,
-  finalizers, created_at, updated_at, labels, annotations`;
+  finalizers, created_at, updated_at, labels, annotations, namespace`;
 
 const CREATE_RETURNING = `INSERT INTO objects (${INSERT_COLUMNS})
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
 
 /** A create that indexes its labels in the same statement (a data-modifying WITH). */
 function createWithLabels(d: Dialect): string {
@@ -142,6 +144,7 @@ export class SqlObjects implements Objects {
     return rejectWith(() => {
       checkGroupKind(gk);
       checkName(input?.name);
+      const namespace = checkNamespace(input.namespace);
       checkJsonText(input.spec, "spec");
       const specVersion = checkSchemaVersion(input.specVersion, "specVersion");
       const finalizerList = checkFinalizers(input.finalizers);
@@ -149,6 +152,7 @@ export class SqlObjects implements Objects {
       const meta = {
         labels: checkMetadata(input.labels, "labels"),
         annotations: checkMetadata(input.annotations, "annotations"),
+        namespace,
       };
       const d = this.#s.dialect;
       return this.#s.write((scope) =>
@@ -167,10 +171,10 @@ export class SqlObjects implements Objects {
 
   getByName(ref: ObjectNameRef): Promise<RawObject> {
     return rejectWith(() => {
-      checkNameRef(ref);
+      const namespace = checkNameRef(ref);
       const d = this.#s.dialect;
       const epoch = this.#s.epoch;
-      return this.#s.read(() => getByNameBody(d, ref, epoch));
+      return this.#s.read(() => getByNameBody(d, ref, namespace, epoch));
     });
   }
 
@@ -183,8 +187,8 @@ export class SqlObjects implements Objects {
 
   getMetaByName(ref: ObjectNameRef): Promise<RawObjectMeta> {
     return rejectWith(() => {
-      checkNameRef(ref);
-      return this.#s.read(() => readMetaByName(ref));
+      const namespace = checkNameRef(ref);
+      return this.#s.read(() => readMetaByName(ref, namespace));
     });
   }
 
@@ -271,13 +275,13 @@ export class SqlObjects implements Objects {
     input: ObjectsUpdateSpecInput,
   ): Promise<ObjectsUpdateSpecResult> {
     return rejectWith(() => {
-      checkNameRef(ref);
+      const namespace = checkNameRef(ref);
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
       const epoch = this.#s.epoch;
       return this.#s.write((scope) =>
-        updateSpecByNameBody(scope, ref, input, version, expected, epoch)
+        updateSpecByNameBody(scope, ref, namespace, input, version, expected, epoch)
       );
     });
   }
@@ -417,19 +421,16 @@ function* updateSpec(
   return { object, changed: true };
 }
 
-function checkNameRef(ref: unknown): asserts ref is ObjectNameRef {
-  checkGroupKind(ref);
-  checkName((ref as ObjectNameRef).name);
-}
-
-function* readMetaByName(ref: ObjectNameRef): Q<RawObjectMeta> {
+function* readMetaByName(ref: ObjectNameRef, namespace: string): Q<RawObjectMeta> {
   const row = yield* q.row(
-    `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND name = ?`,
+    `SELECT ${OBJECT_COLUMNS} FROM objects
+     WHERE "group" = ? AND kind = ? AND namespace = ? AND name = ?`,
     ref.group,
     ref.kind,
+    namespace,
     ref.name,
   );
-  if (row === undefined) throw nameNotFound(ref, ref.name);
+  if (row === undefined) throw nameNotFound(ref, ref.name, namespace);
   return decodeMeta(row);
 }
 
@@ -441,10 +442,10 @@ function* createBody(
   specVersion: number,
   finalizerList: string[],
   finalizers: string,
-  meta: { labels: Labels; annotations: Labels },
+  meta: { labels: Labels; annotations: Labels; namespace: string },
 ): Q<RawObject> {
   const { group, kind } = gk;
-  const { labels, annotations } = meta;
+  const { labels, annotations, namespace } = meta;
   const labelsText = JSON.stringify(labels);
   const annotationsText = JSON.stringify(annotations);
   const now = scope.now;
@@ -454,7 +455,7 @@ function* createBody(
   try {
     if (id !== undefined) {
       yield* q.run(
-        `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         id,
         group,
         kind,
@@ -467,6 +468,7 @@ function* createBody(
         now,
         labelsText,
         annotationsText,
+        namespace,
       );
       scope.takeId("objects");
     } else {
@@ -485,13 +487,14 @@ function* createBody(
         now,
         labelsText,
         annotationsText,
+        namespace,
         ...(chained ? [group, kind, labelsText] : []),
       );
       id = Number(row![0]);
       if (chained) indexed = false;
     }
   } catch (error) {
-    if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, error);
+    if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, namespace, error);
     throw error;
   }
   if (indexed) yield* insertLabels(d, id, gk, labels, Object.keys(labels), labelsText);
@@ -516,14 +519,15 @@ function* createBody(
     updatedAt: new Date(now),
     labels,
     annotations,
+    namespace,
     conditions: [],
   };
   yield* appendWrite(scope, rv, object, "create", object);
   return object;
 }
 
-function* getByNameBody(d: Dialect, ref: ObjectNameRef, epoch: number) {
-  return (yield* withConditions(d, [yield* readMetaByName(ref)], epoch))[0];
+function* getByNameBody(d: Dialect, ref: ObjectNameRef, namespace: string, epoch: number) {
+  return (yield* withConditions(d, [yield* readMetaByName(ref, namespace)], epoch))[0];
 }
 
 function* getMetaBody(id: ObjectId) {
@@ -553,11 +557,27 @@ function* reconcileLoad(d: Dialect, id: ObjectId, epoch: number): Q<ReconcileLoa
 }
 
 function* listBody(d: Dialect, gk: GroupKind, p: CheckedPage, epoch: number) {
+  const ns = inNamespace(p.namespace, "namespace");
   if (p.selector !== undefined) {
     const where = selectRows(d, gk, p.selector);
     const metas = (yield* q.rows(
-      `SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where.sql} AND id > ? ORDER BY id LIMIT ?`,
+      `SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where.sql}${ns.sql} AND id > ?
+       ORDER BY id LIMIT ?`,
       ...where.params,
+      ...ns.params,
+      p.after,
+      p.limit ?? d.noLimit,
+    )).map(decodeMeta);
+    return yield* withConditions(d, metas, epoch);
+  }
+  if (p.namespace !== undefined) {
+    const metas = (yield* q.rows(
+      `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND namespace = ?
+         AND id > ?
+       ORDER BY id LIMIT ?`,
+      gk.group,
+      gk.kind,
+      p.namespace,
       p.after,
       p.limit ?? d.noLimit,
     )).map(decodeMeta);
@@ -576,6 +596,13 @@ function* listBody(d: Dialect, gk: GroupKind, p: CheckedPage, epoch: number) {
     p.limit ?? d.noLimit,
   )).map(decodeMeta);
   return yield* withConditions(d, metas, epoch);
+}
+
+/** A page's namespace as a filter on `column`: nothing when it spans every namespace. */
+function inNamespace(namespace: string | undefined, column: string) {
+  return namespace === undefined
+    ? { sql: "", params: [] }
+    : { sql: ` AND ${column} = ?`, params: [namespace] };
 }
 
 function* listByIdsBody(
@@ -603,9 +630,10 @@ function* incomingBody(
 ) {
   // Driven by the edges into toId, already in from_id order: cost tracks those edges.
   const labels = labelFilters(d, p.selector ?? [], "objects.labels");
+  const ns = inNamespace(p.namespace, "objects.namespace");
   const metas = (yield* q.rows(
     `SELECT ${OBJECT_COLUMNS} FROM edges ${d.joinInOrder} objects ON id = from_id
-     WHERE to_id = ? AND relation = ? AND from_id > ? AND "group" = ? AND kind = ?${labels.sql}
+     WHERE to_id = ? AND relation = ? AND from_id > ? AND "group" = ? AND kind = ?${labels.sql}${ns.sql}
      ORDER BY from_id LIMIT ?`,
     edge.toId,
     edge.relation,
@@ -613,6 +641,7 @@ function* incomingBody(
     gk.group,
     gk.kind,
     ...labels.params,
+    ...ns.params,
     p.limit ?? d.noLimit,
   )).map(decodeMeta);
   return yield* withConditions(d, metas, epoch);
@@ -643,12 +672,13 @@ function* updateSpecBody(
 function* updateSpecByNameBody(
   scope: WriteScope,
   ref: ObjectNameRef,
+  namespace: string,
   input: ObjectsUpdateSpecInput,
   version: number,
   expected: number | undefined,
   epoch: number,
 ) {
-  const meta = yield* readMetaByName(ref);
+  const meta = yield* readMetaByName(ref, namespace);
   return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
 }
 

@@ -17,10 +17,10 @@ export type RowArray = unknown[];
 /** The object columns every full-row read selects, in decode order. */
 export const OBJECT_COLUMNS = `id, "group", kind, name, spec, status, spec_version,
   status_version, generation, observed_generation, observed_at, resource_version,
-  deletion_requested_at, reconcile_owed, finalizers, created_at, updated_at, labels, annotations`;
+  deletion_requested_at, reconcile_owed, finalizers, created_at, updated_at, labels, annotations, namespace`;
 
 /** How many columns {@linkcode OBJECT_COLUMNS} selects: a read's extra columns follow them. */
-export const OBJECT_COLUMN_COUNT = 19;
+export const OBJECT_COLUMN_COUNT = 20;
 
 /** Decodes an objects row (an array in OBJECT_COLUMNS order, or an object). @throws {StoreError} the finalizers column is not a JSON string array. */
 export function decodeMeta(row: Row | RowArray): RawObjectMeta {
@@ -44,6 +44,7 @@ export function decodeMeta(row: Row | RowArray): RawObjectMeta {
     row.updated_at,
     row.labels,
     row.annotations,
+    row.namespace,
   ];
   const id = Number(r[0]);
   return {
@@ -66,6 +67,7 @@ export function decodeMeta(row: Row | RowArray): RawObjectMeta {
     updatedAt: new Date(Number(r[16])),
     labels: r[17] === "{}" ? NO_LABELS : decodeLabels(r[17], id, "labels"),
     annotations: r[18] === "{}" ? NO_LABELS : decodeLabels(r[18], id, "annotations"),
+    namespace: r[19] as string,
   };
 }
 

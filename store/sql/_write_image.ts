@@ -49,6 +49,7 @@ export function encodeImage(object: RawObject): string {
     updatedAt: object.updatedAt.getTime(),
     labels: object.labels,
     annotations: object.annotations,
+    namespace: object.namespace,
   });
 }
 
@@ -84,6 +85,8 @@ interface ImageJson {
   /** Absent in images written before labels existed. */
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  /** Absent in images written before namespaces existed. */
+  namespace?: string;
 }
 
 function frozen(map: Record<string, string> | undefined): Labels {
@@ -130,6 +133,7 @@ export function decodeImage(text: unknown, rv: number): RawObject {
       updatedAt: new Date(j.updatedAt),
       labels: frozen(j.labels),
       annotations: frozen(j.annotations),
+      namespace: j.namespace ?? "",
     };
   } catch (cause) {
     throw new StoreError(`Cannot read write-log entry ${rv}: its row image is corrupt`, {

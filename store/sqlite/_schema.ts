@@ -154,6 +154,56 @@ const kinds = shared.kinds;
 
 const labels = shared.labels;
 
+// Namespaces (docs/adr/2026-12-02-namespaces.md): every object has one ('' for the
+// cluster scope, which every existing row is in), and a name is unique per (group,
+// kind, namespace). A table constraint cannot be changed in place, so the table is
+// rebuilt as migration 5 did, with foreign keys off and checked before commit. The
+// ids, the write log, the label index and every edge keep their values.
+const namespaces = `
+CREATE TABLE objects_v8 (
+  id                    INTEGER PRIMARY KEY,
+  "group"               TEXT    NOT NULL,
+  kind                  TEXT    NOT NULL,
+  name                  TEXT    NOT NULL CHECK (name <> ''),
+  spec                  TEXT    NOT NULL,
+  status                TEXT,
+  spec_version          INTEGER NOT NULL DEFAULT 0,
+  status_version        INTEGER NOT NULL DEFAULT 0,
+  generation            INTEGER NOT NULL DEFAULT 1,
+  observed_generation   INTEGER,
+  observed_at           INTEGER,
+  resource_version      INTEGER NOT NULL,
+  deletion_requested_at INTEGER,
+  finalizers            TEXT    NOT NULL DEFAULT '[]',
+  reconcile_owed        INTEGER NOT NULL DEFAULT 0,
+  created_at            INTEGER NOT NULL,
+  updated_at            INTEGER NOT NULL,
+  stalled_generation    INTEGER,
+  labels                TEXT    NOT NULL DEFAULT '{}',
+  annotations           TEXT    NOT NULL DEFAULT '{}',
+  namespace             TEXT    NOT NULL DEFAULT '',
+  UNIQUE ("group", kind, namespace, name)
+) STRICT;
+INSERT INTO objects_v8 SELECT id, "group", kind, name, spec, status, spec_version,
+  status_version, generation, observed_generation, observed_at, resource_version,
+  deletion_requested_at, finalizers, reconcile_owed, created_at, updated_at, stalled_generation,
+  labels, annotations, ''
+  FROM objects;
+DROP TABLE objects;
+ALTER TABLE objects_v8 RENAME TO objects;
+CREATE INDEX idx_objects_kind ON objects ("group", kind);
+-- (group, kind, namespace) with the implicit rowid suffix lists a namespace in id order.
+CREATE INDEX idx_objects_namespace ON objects ("group", kind, namespace);
+CREATE INDEX idx_objects_deleting ON objects (id, "group", kind)
+  WHERE deletion_requested_at IS NOT NULL;
+CREATE INDEX idx_objects_unsettled ON objects ("group", kind)
+  WHERE (observed_generation IS NULL OR observed_generation < generation)
+    AND stalled_generation IS NOT generation;
+CREATE INDEX idx_objects_owed ON objects ("group", kind) WHERE reconcile_owed <> 0;
+CREATE INDEX idx_objects_stalled ON objects ("group", kind)
+  WHERE stalled_generation IS NOT NULL;
+`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
@@ -163,4 +213,5 @@ export const migrations: readonly Migration[] = [
   { version: 5, name: "lean write path", sql: lean, foreignKeysOff: true },
   { version: 6, name: "kinds", sql: kinds },
   { version: 7, name: "labels", sql: labels },
+  { version: 8, name: "namespaces", sql: namespaces, foreignKeysOff: true },
 ];

@@ -21,6 +21,7 @@ import { kubernetesCases } from "./kubernetes_cases.ts";
 import { stalledCases } from "./stalled_cases.ts";
 import { labelsCases } from "./labels_cases.ts";
 import { readOnlyCases } from "./read_only_cases.ts";
+import { namespacesCases } from "./namespaces_cases.ts";
 
 /** Every case, grouped by family name. */
 export const contractSuites: Record<string, ContractCase[]> = {
@@ -41,6 +42,7 @@ export const contractSuites: Record<string, ContractCase[]> = {
   stalled: stalledCases,
   labels: labelsCases,
   read_only: readOnlyCases,
+  namespaces: namespacesCases,
 };
 
 /** One test of the contract: its name, and how to run it or why it does not apply. */

@@ -541,3 +541,98 @@ test("cli get -l lists only the objects whose labels match, and refuses a malfor
     dir.remove();
   }
 });
+
+test("cli -n and -A: a namespaced kind's objects are found by name only with -n, a list spans every namespace with a NAMESPACE column, and a cluster-scoped kind refuses -n", async () => {
+  const dir = tempDir();
+  try {
+    const db = dir.file("namespaces.db");
+    const store = await openSqliteStore(db);
+    const App = { group: "shop.example", kind: "App" };
+    await store.kinds.put({
+      ...App,
+      plural: "apps",
+      singular: "app",
+      shortNames: [],
+      namespaced: true,
+      columns: "[]",
+      specSchema: undefined,
+      statusSchema: undefined,
+    });
+    for (const [namespace, name] of [["team-a", "web"], ["team-b", "web"], ["team-a", "db"]]) {
+      await store.objects.create(App, { name, namespace, spec: `{"ns":"${namespace}"}` });
+    }
+    await store.objects.create({ group: "shop.example", kind: "Node" }, { name: "n1", spec: "{}" });
+    await store.close();
+    const json = async (...args: string[]) => {
+      const r = await cli([db, ...args, "-o", "json"]);
+      assert.equal(r.code, 0, r.err);
+      return JSON.parse(r.out);
+    };
+    const pairs = (xs: { namespace: string; name: string }[]) =>
+      xs.map((o) => `${o.namespace}/${o.name}`);
+    assert.deepEqual(pairs(await json("get", "apps")), ["team-a/web", "team-b/web", "team-a/db"]);
+    assert.deepEqual(pairs(await json("get", "apps", "-A")), pairs(await json("get", "apps")));
+    assert.deepEqual(pairs(await json("get", "apps", "-n", "team-a")), ["team-a/web", "team-a/db"]);
+    assert.deepEqual((await json("get", "apps", "web", "-n", "team-b")).spec, { ns: "team-b" });
+    assert.deepEqual(
+      (await json("describe", "apps", "web", "--namespace=team-a")).spec,
+      { ns: "team-a" },
+    );
+    const table = await cli([db, "get", "apps"]);
+    assert.match(table.out.split("\n")[0], /^NAMESPACE\s+NAME/);
+    assert.match(table.out, /team-b\s+web/);
+    assert.doesNotMatch((await cli([db, "get", "apps", "-n", "team-a"])).out, /NAMESPACE/);
+    const needsNs = await cli([db, "get", "apps", "web"]);
+    assert.equal(needsNs.code, 1);
+    assert.match(needsNs.err, /namespaced: name the object's namespace with -n/);
+    const missing = await cli([db, "get", "apps", "web", "-n", "team-c"]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.err, /not found in namespace "team-c"/);
+    const cluster = await cli([db, "get", "Node.shop.example", "-n", "team-a"]);
+    assert.equal(cluster.code, 1);
+    assert.match(cluster.err, /cluster-scoped/);
+    // apply: an item's own namespace, else -n for a namespaced kind; a cluster-scoped item ignores -n.
+    const items = [
+      { group: "shop.example", kind: "App", name: "api", spec: { v: 1 } },
+      { group: "shop.example", kind: "App", name: "api", namespace: "team-b", spec: { v: 2 } },
+      { group: "shop.example", kind: "Node", name: "n2", spec: {} },
+    ];
+    const applied = await cli([db, "apply", "-f", "-", "-n", "team-a"], {
+      stdin: JSON.stringify(items),
+    });
+    assert.equal(applied.code, 0, applied.err);
+    assert.deepEqual((await json("get", "apps", "api", "-n", "team-a")).spec, { v: 1 });
+    assert.deepEqual((await json("get", "apps", "api", "-n", "team-b")).spec, { v: 2 });
+    assert.equal((await json("get", "Node.shop.example", "n2")).namespace, "");
+    const unscoped = await cli([db, "apply", "-f", "-"], { stdin: JSON.stringify(items[0]) });
+    assert.equal(unscoped.code, 1);
+    assert.match(unscoped.err, /namespace.*nothing was written/);
+    const bad = await cli([db, "apply", "-f", "-"], {
+      stdin: JSON.stringify({ ...items[0], namespace: "Bad_NS" }),
+    });
+    assert.equal(bad.code, 1);
+    assert.match(bad.err, /namespace/);
+    const deleted = await cli([db, "delete", "apps", "web", "-n", "team-a"]);
+    const gone = await cli([db, "wait", "apps", "gone", "-n", "team-a", "--for=delete"]);
+    assert.equal(gone.code, 0, gone.err);
+    const waitNeedsNs = await cli([db, "wait", "apps", "web", "--for=delete"]);
+    assert.equal(waitNeedsNs.code, 1);
+    assert.equal(deleted.code, 0, deleted.err);
+    assert.ok((await json("get", "apps", "web", "-n", "team-a")).deletionRequestedAt);
+    assert.equal((await json("get", "apps", "web", "-n", "team-b")).deletionRequestedAt, undefined);
+    for (
+      const args of [
+        ["get", "apps", "-n", "Team_A"],
+        ["get", "apps", "-n", "a", "-A"],
+        ["get", "apps", "web", "-A"],
+        ["describe", "apps", "web", "-A"],
+        ["get", "apps", "-n"],
+      ]
+    ) {
+      const r = await cli([db, ...args]);
+      assert.equal(r.code, 2, args.join(" "));
+    }
+  } finally {
+    dir.remove();
+  }
+});

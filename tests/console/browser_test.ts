@@ -5,7 +5,9 @@
  * object, sees a condition change arrive live after the controller writes
  * it, and saves a screenshot under the test's temp dir; and over a kind of
  * 250 objects pages, filters, sees a row patched live without the list being
- * refetched, and fits a phone's width.
+ * refetched, and fits a phone's width; and filters by a label selector,
+ * shows a malformed one's message, and drops a row whose object stops
+ * matching and adds one that starts, live.
  *
  * `BEEHIVE_CHROMIUM` overrides the browser path; `BEEHIVE_PLAYWRIGHT_CORE`
  * overrides where playwright-core is imported from (default: the
@@ -29,7 +31,10 @@ interface Page {
   click(selector: string): Promise<void>;
   fill(selector: string, value: string): Promise<void>;
   setViewportSize(size: { width: number; height: number }): Promise<void>;
-  waitForSelector(selector: string, options?: { timeout?: number }): Promise<unknown>;
+  waitForSelector(
+    selector: string,
+    options?: { timeout?: number; state?: "attached" | "detached" },
+  ): Promise<unknown>;
   waitForURL(url: RegExp, options?: { timeout?: number }): Promise<void>;
   textContent(selector: string): Promise<string | null>;
   evaluate<T>(fn: string): Promise<T>;
@@ -226,6 +231,75 @@ if (runnable) {
       const shot = dir.file("phone.png");
       await page.screenshot({ path: shot, fullPage: true });
       assert.ok(statSync(shot).size > 1_000);
+    } finally {
+      await browser?.close();
+      await server?.close();
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  test("console in headless Chromium: a label filter, its error, and rows leaving and joining live", async () => {
+    const { chromium } = await loadPlaywright();
+    const dir = tempDir();
+    const store = await openSqliteStore(dir.file("beehive.db"));
+    const bh = new Beehive(store);
+    let server: LoopbackServer | undefined;
+    let browser: BrowserContext | undefined;
+    try {
+      await store.within(async (tx) => {
+        const clusters = new Beehive(tx).client(Cluster);
+        for (let i = 0; i < 30; i++) {
+          await clusters.create(`c-${String(i).padStart(3, "0")}`, {}, {
+            labels: { tier: i % 10 === 0 ? "db" : "web" },
+          });
+        }
+      });
+      const handler = consoleHandler({ store, pollInterval: 100 });
+      const listFetches: string[] = [];
+      server = await serveLoopback((request) => {
+        const url = new URL(request.url);
+        if (url.pathname.startsWith("/kinds/") && !url.pathname.endsWith("/live")) {
+          listFetches.push(url.search);
+        }
+        return handler(request);
+      });
+      browser = await chromium.launchPersistentContext(dir.file("profile"), {
+        executablePath: CHROMIUM,
+        headless: true,
+        args: FLAGS,
+      });
+      const page = await browser.newPage();
+      const names = () =>
+        page.evaluate<string[]>(
+          'Array.from(document.querySelectorAll("#objects tbody tr"), (r) => r.dataset.name)',
+        );
+
+      await page.goto(`${server.url}/kinds/Cluster.kstack.sh`);
+      await page.fill('input[name="labels"]', "tier in (db");
+      await page.click('.filters button[type="submit"]');
+      await page.waitForSelector('p.error[role="alert"]');
+      assert.match(await page.textContent("p.error") ?? "", /Bad Request: .*labelSelector/);
+
+      await page.fill('input[name="labels"]', "tier=db");
+      await page.click('.filters button[type="submit"]');
+      await page.waitForURL(/labels=tier%3Ddb/);
+      assert.deepEqual(await names(), ["c-000", "c-010", "c-020"]);
+      assert.equal(await page.textContent('tr[data-name="c-010"] .label'), "tier=db");
+
+      await page.waitForSelector("#live.on");
+      await page.evaluate("window.__sameDocument = true");
+      const before = listFetches.length;
+      const clusters = bh.client(Cluster);
+      const leaving = await clusters.getByName("c-010");
+      await clusters.updateMetadata(leaving.id, { labels: { tier: "web" } });
+      await page.waitForSelector('tr[data-name="c-010"]', { state: "detached", timeout: 15_000 });
+      const joining = await clusters.getByName("c-025");
+      await clusters.updateMetadata(joining.id, { labels: { tier: "db" } });
+      await page.waitForSelector('tr[data-name="c-025"]', { timeout: 15_000 });
+      assert.deepEqual(await names(), ["c-000", "c-020", "c-025"]);
+      assert.equal(listFetches.length, before, "rows were patched, not the list refetched");
+      assert.equal(await page.evaluate<boolean>("window.__sameDocument === true"), true);
     } finally {
       await browser?.close();
       await server?.close();

@@ -105,7 +105,7 @@ test("consoleHandler answers a malformed kind page query with 400", async () => 
     ) {
       const r = await get(handle, `/kinds/Cluster.kstack.sh?${query}`);
       assert.equal(r.status, 400, query);
-      assert.match(r.body, /^Bad Request: /);
+      assert.match(r.body, /<p class="error" role="alert">Bad Request: /);
     }
   });
 });

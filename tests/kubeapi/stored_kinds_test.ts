@@ -134,15 +134,36 @@ test("kubeApiHandler prints a stored kind's columns between NAME and READY, as K
   });
 });
 
-test("kubeApiHandler serves a kind stored as namespaced cluster-scoped until objects have namespaces", async () => {
+test("kubeApiHandler serves a kind stored as namespaced in namespaces, its discovery saying so", async () => {
   await withStore(async (store, bh) => {
     await defineCluster(store, { namespaced: true });
-    await bh.client(Cluster).create("prod", { replicas: 1 });
+    await bh.client(Cluster, { namespace: "team-a" }).create("prod", { replicas: 1 });
     const handle = kubeApiHandler({ store });
     const resources = await call(handle, "/apis/kstack.sh/v1");
     const [cluster] = resources.body.resources as { namespaced: boolean }[];
-    assert.equal(cluster.namespaced, false);
-    assert.equal((await call(handle, `${CLUSTERS}/prod`)).status, 200);
+    assert.equal(cluster.namespaced, true);
+    const inside = await call(handle, "/apis/kstack.sh/v1/namespaces/team-a/clusters/prod");
+    assert.equal(inside.status, 200);
+    assert.equal((inside.body.metadata as { namespace: string }).namespace, "team-a");
+    assert.equal((await call(handle, `${CLUSTERS}/prod`)).status, 404);
+  });
+});
+
+test("kubeApiHandler serves a kind's new scope once discovery has read its changed definition", async () => {
+  await withStore(async (store, bh) => {
+    await defineCluster(store);
+    await bh.client(Cluster).create("prod", { replicas: 1 });
+    const handle = kubeApiHandler({ store });
+    const before = (await call(handle, "/apis/kstack.sh/v1")).body.resources as {
+      namespaced: boolean;
+    }[];
+    assert.equal(before[0].namespaced, false);
+    await defineCluster(store, { namespaced: true });
+    const [cluster] = (await call(handle, "/apis/kstack.sh/v1")).body.resources as {
+      namespaced: boolean;
+    }[];
+    assert.equal(cluster.namespaced, true);
+    assert.equal((await call(handle, "/apis/kstack.sh/v1/namespaces/a/clusters")).status, 200);
   });
 });
 

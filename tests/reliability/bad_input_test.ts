@@ -1,7 +1,7 @@
 /**
  * The bad-input campaign: seeded, property-based runs that drive the Client,
  * the ControllerClient (inside real passes) and the AdminClient with hostile
- * arguments — empty, huge and malformed names and condition text, unencodable
+ * arguments — empty, huge and malformed names, namespaces and condition text, unencodable
  * specs, wrong-kind, collected and malformed ids, out-of-range options, calls
  * after stop and after the store closed — against an in-memory model of what
  * the store must hold. Every call either does what the model says or rejects
@@ -3931,6 +3931,105 @@ test("bad input: hostile labels, annotations and selectors get InvalidMetadataEr
     );
     console.log(
       `[bad-input] labels: created ${stats.created}, refused ${stats.refused}; selectors answered ${stats.selectors}, malformed ${stats.malformed}`,
+    );
+  } finally {
+    await store.close();
+  }
+});
+
+/** Namespace candidates: DNS-1123 labels near their bounds, and what breaks each rule. */
+const namespaceArb: fc.Arbitrary<unknown> = fc.oneof(
+  fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/),
+  fc.constantFrom(
+    "",
+    "-a",
+    "a-",
+    "A",
+    "a.b",
+    "a_b",
+    "a b",
+    "ü",
+    "a\u0000",
+    "\uD800",
+    "a".repeat(63),
+    "a".repeat(64),
+    "x".repeat(100_000),
+  ),
+  fc.string({ maxLength: 70 }),
+  fc.constantFrom(undefined, null, 7, {}, [], true),
+);
+
+/** The namespace rule, written out on its own: the model the clients must agree with. */
+function isNamespaceName(value: unknown): value is string {
+  return typeof value === "string" && value.length >= 1 && value.length <= 63 &&
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value);
+}
+
+test("bad input: hostile namespaces are refused with InvalidOptionError (clients) or InvalidNameError (store), write nothing, and a name is unique only per namespace", async () => {
+  const store = await openTestStore(":memory:");
+  const Scoped = defineKind<{ n: number }, never>({
+    group: "test.beehive.dev",
+    kind: "Scoped",
+    namespaced: true,
+  });
+  const Global = defineKind<{ n: number }, never>({ group: "test.beehive.dev", kind: "Global" });
+  const stats = { accepted: 0, refused: 0 };
+  let n = 0;
+  try {
+    const bh = new Beehive(store);
+    const owner = await bh.client(Scoped, { namespace: "owners" }).create("owner", { n: 0 });
+    await fc.assert(
+      fc.asyncProperty(namespaceArb, async (namespace) => {
+        const before = await store.getLatestResourceVersion();
+        const name = `o${n++}`;
+        if (namespace === undefined) return;
+        if (!isNamespaceName(namespace)) {
+          throwsExactly(
+            () => bh.client(Scoped, { namespace: namespace as string }),
+            InvalidOptionError,
+            `client(Scoped, { namespace: ${show(namespace)} })`,
+          );
+          // "" is the cluster scope at the store, which a client of a namespaced kind never writes.
+          if (namespace !== "") {
+            await assert.rejects(
+              store.objects.create(Scoped, { name, spec: "{}", namespace: namespace as string }),
+              InvalidNameError,
+            );
+          }
+          assert.equal(await store.getLatestResourceVersion(), before);
+          stats.refused++;
+          return;
+        }
+        throwsExactly(
+          () => bh.client(Global, { namespace }),
+          InvalidOptionError,
+          `client(Global, { namespace: ${show(namespace)} })`,
+        );
+        const scoped = bh.client(Scoped, { namespace });
+        const o = await scoped.create(name, { n: 1 });
+        assert.equal(o.namespace, namespace);
+        assert.equal((await scoped.getByName(name)).id, o.id);
+        // The same name in another namespace is another object.
+        const elsewhere = namespace === "other" ? "another" : "other";
+        const other = await bh.client(Scoped, { namespace: elsewhere }).getOrCreate(name, { n: 2 });
+        assert.ok(other.created && other.object.id !== o.id);
+        // An owner in another namespace is refused, writing nothing.
+        if (namespace !== "owners") {
+          const at = await store.getLatestResourceVersion();
+          await assert.rejects(
+            scoped.create(`${name}-child`, { n: 3 }, { owner: owner.id }),
+            InvalidOptionError,
+          );
+          assert.equal(await store.getLatestResourceVersion(), at);
+        }
+        stats.accepted++;
+      }),
+      { seed: SEED, numRuns: 300 },
+    );
+    // Without a namespace, a namespaced kind's name-keyed calls are refused.
+    await assert.rejects(bh.client(Scoped).create("x", { n: 0 }), InvalidOptionError);
+    console.log(
+      `[bad-input] namespaces: accepted ${stats.accepted}, refused ${stats.refused}`,
     );
   } finally {
     await store.close();

@@ -13,6 +13,7 @@ import { DatabaseSync } from "node:sqlite";
 import {
   BeehiveError,
   InvalidOptionError,
+  NameTakenError,
   SchemaVersionDowngradeError,
   StoreClosedError,
   StoreError,
@@ -385,6 +386,68 @@ export const sqliteAdapterCases: ContractCase[] = [
         ["old"],
       );
       await s.close();
+    },
+  },
+  {
+    name:
+      "a database at schema version 7 migrates to 8 (namespaces): its rows, labels, edges and log keep, in the cluster scope",
+    async fn(h) {
+      const path = h.tempPath("v7.db");
+      const db = databaseAt(path, 7);
+      db.exec(`INSERT INTO objects (id, "group", kind, name, spec, resource_version, created_at,
+          updated_at, labels) VALUES
+          (1, '${Widget.group}', '${Widget.kind}', 'old', '{}', 1, 10, 20, '{"app":"web"}'),
+          (2, '${Widget.group}', '${Widget.kind}', 'kid', '{}', 2, 10, 20, '{}');
+        INSERT INTO object_labels ("group", kind, key, value, object_id)
+          VALUES ('${Widget.group}', '${Widget.kind}', 'app', 'web', 1);
+        INSERT INTO edges (from_id, to_id, relation) VALUES (2, 1, 'owned_by');
+        INSERT INTO object_writes (resource_version, object_id, "group", kind, op, written_at)
+          VALUES (1, 1, '${Widget.group}', '${Widget.kind}', 1, 10),
+                 (2, 2, '${Widget.group}', '${Widget.kind}', 1, 10);
+        UPDATE resource_version_seq SET value = 2, last_object_id = 2;`);
+      db.close();
+      const s = await h.openPath(path);
+      const old = await s.objects.getByName({ ...Widget, name: "old" });
+      assert.deepEqual([old.id, old.namespace, old.labels], [1, "", { app: "web" }]);
+      assert.deepEqual(
+        (await s.objects.list(Widget, {
+          namespace: "",
+          labelSelector: [{ key: "app", operator: "In", values: ["web"] }],
+        })).map((o) => o.name),
+        ["old"],
+      );
+      assert.deepEqual((await s.edges.listOutgoing(2, "owned_by")).map((r) => r.id), [1]);
+      assert.equal(
+        (await s.objectWrites.listSince(Widget, { after: 0, limit: 10 })).writes.length,
+        2,
+      );
+      const mine = await s.objects.create(Widget, { name: "old", spec: "{}", namespace: "team-a" });
+      assert.ok(mine.id > 2);
+      await assert.rejects(s.objects.create(Widget, { name: "old", spec: "{}" }), NameTakenError);
+      await s.close();
+    },
+  },
+  {
+    name:
+      "a namespace's page reads the namespace index in id order: no sort, no other namespace's rows",
+    async fn(h) {
+      const path = h.tempPath("ns-plan.db");
+      const s = await h.openPath(path);
+      await s.objects.create(Widget, { name: "a", spec: "{}", namespace: "team-a" });
+      await s.close();
+      const db = new DatabaseSync(path);
+      try {
+        const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT * FROM objects
+            WHERE "group" = 'g' AND kind = 'k' AND namespace = 'team-a' AND id > 0
+            ORDER BY id LIMIT 10`).all().map((r) => String(r.detail)).join("; ");
+        assert.match(
+          plan,
+          /idx_objects_namespace \(group=\? AND kind=\? AND namespace=\? AND rowid>\?\)/,
+        );
+        assert.doesNotMatch(plan, /TEMP B-TREE/);
+      } finally {
+        db.close();
+      }
     },
   },
   {
