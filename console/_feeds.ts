@@ -175,8 +175,8 @@ export async function kindsFeed(ctx: Ctx, request: Request): Promise<Response> {
 }
 
 /**
- * A kind's feed: each change with its rendered row. With a label selector,
- * a change to an object that does not match carries no row and
+ * A kind's feed: each change with its rendered row. With a label selector or
+ * a namespace, a change to an object that does not match carries no row and
  * `matches: false`, so the page drops it (an object that stops matching
  * leaves the page; one that starts is added like a new one).
  */
@@ -184,6 +184,7 @@ export async function kindFeed(
   ctx: Ctx,
   gk: GroupKind,
   selector: readonly LabelRequirement[],
+  namespace: string | undefined,
   request: Request,
 ): Promise<Response> {
   if (request.method === "HEAD") return feedHead();
@@ -200,7 +201,10 @@ export async function kindFeed(
         const object = change.object;
         const base = { type: change.type, id: change.id, resourceVersion: change.resourceVersion };
         if (object === undefined) return sink.send?.("change", base);
-        if (selector.length > 0 && !matchesLabels(selector, object.labels)) {
+        if (
+          (selector.length > 0 && !matchesLabels(selector, object.labels)) ||
+          (namespace !== undefined && object.namespace !== namespace)
+        ) {
           return sink.send?.("change", { ...base, matches: false });
         }
         // The row itself, rendered: the page patches it in place of refetching its list.

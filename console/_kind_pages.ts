@@ -16,6 +16,7 @@ import {
 } from "../cli/_inspect.ts";
 import { type Html, html } from "./_html.ts";
 import { SELECTOR_CHARS } from "../src/model/label_selector.ts";
+import { NAMESPACE_CHARS } from "../src/model/namespace.ts";
 import {
   DEFAULT_LIMIT,
   filters,
@@ -83,12 +84,15 @@ export type RowView = Pick<
   | "deletionRequestedAt"
   | "createdAt"
   | "labels"
+  | "namespace"
 >;
 
 export function objectRow(ctx: Ctx, v: RowView, now: number): Html {
   return html`
     <tr data-id="${v.id}" data-name="${v.name}" data-state="${stateSummary(v).toLowerCase()}">
-      <td><a href="${objectHref(ctx, v.id)}">${v.name}</a></td>
+      <td>${v.namespace === "" ? "" : html`
+        <span class="namespace">${v.namespace}/</span>
+      `}<a href="${objectHref(ctx, v.id)}">${v.name}</a></td>
       <td class="wide">${v.id}</td>
       <td class="wide">${generationSummary(v)}</td>
       <td>${readySummary(v.conditions)}</td>
@@ -105,16 +109,26 @@ export function pageHref(ctx: Ctx, gk: GroupKind, q: KindQuery, after: number): 
   if (q.prefix !== "") params.set("prefix", q.prefix);
   if (q.state !== undefined) params.set("state", q.state);
   if (q.labels !== "") params.set("labels", q.labels);
+  if (q.namespace !== undefined) params.set("namespace", q.namespace);
   if (q.limit !== DEFAULT_LIMIT) params.set("limit", String(q.limit));
   if (after !== 0) params.set("after", String(after));
   const search = params.toString();
   return `${kindHref(ctx, gk)}${search === "" ? "" : `?${search}`}`;
 }
 
-/** The live feed of a kind page: the kind's, narrowed to the page's label selector. */
-export function feedHref(ctx: Ctx, gk: GroupKind, labels: string): string {
+/** The live feed of a kind page: the kind's, narrowed to the page's label selector and namespace. */
+export function feedHref(
+  ctx: Ctx,
+  gk: GroupKind,
+  labels: string,
+  namespace: string | undefined,
+): string {
   const live = `${kindHref(ctx, gk)}/live`;
-  return labels === "" ? live : `${live}?${new URLSearchParams({ labels })}`;
+  const params = new URLSearchParams();
+  if (labels !== "") params.set("labels", labels);
+  if (namespace !== undefined) params.set("namespace", namespace);
+  const search = params.toString();
+  return search === "" ? live : `${live}?${search}`;
 }
 
 export function filterForm(ctx: Ctx, gk: GroupKind, q: KindQuery): Html {
@@ -124,6 +138,9 @@ export function filterForm(ctx: Ctx, gk: GroupKind, q: KindQuery): Html {
           autocomplete="off"></label>
       <label>Labels <input name="labels" value="${q.labels}" maxlength="${SELECTOR_CHARS}"
           placeholder="app=web,tier!=db" autocomplete="off" spellcheck="false"></label>
+      <label>Namespace <input name="namespace" value="${q.namespace ??
+        ""}" maxlength="${NAMESPACE_CHARS}"
+          placeholder="every namespace" autocomplete="off" spellcheck="false"></label>
       <label>State <select name="state">
           <option value="">any</option>
           ${STATES.map((st) =>
@@ -197,7 +214,7 @@ ${
 ${pager}`;
   return page(ctx, 200, kindLabel(gk), main, request, {
     fragment,
-    live: feedHref(ctx, gk, q.labels),
+    live: feedHref(ctx, gk, q.labels, q.namespace),
     crumbs: crumbsFor(ctx, gk),
   });
 }
@@ -224,6 +241,7 @@ export function badKindQuery(
     state: undefined,
     labels: typed("labels", SELECTOR_CHARS),
     selector: [],
+    namespace: typed("namespace", NAMESPACE_CHARS) || undefined,
   };
   const main = html`<h1>${kindLabel(gk)}</h1>
 ${filterForm(ctx, gk, q)}

@@ -1,8 +1,8 @@
 /**
  * A kind page's query: the page (`limit`, `after`) and the filters (name
- * prefix, label selector, state), parsed and bounded, and the read that
- * serves it. The store pages a kind by id and applies the label selector
- * through its label index; a filter the store cannot apply (prefix, state)
+ * prefix, label selector, state, namespace), parsed and bounded, and the read
+ * that serves it. The store pages a kind by id and applies the label selector
+ * through its label index and the namespace through its namespace index; a filter the store cannot apply (prefix, state)
  * is applied to a bounded scan, so such a page costs at most
  * {@linkcode SCAN_MAX} rows and may hold fewer matches than `limit`, with a
  * cursor to go on from.
@@ -12,6 +12,7 @@
 import { type GroupKind, InvalidOptionError, type Store } from "@beehive/beehive";
 import { type ObjectView, stateSummary, toView } from "../cli/_inspect.ts";
 import { type LabelRequirement, parseLabelSelector } from "../src/model/label_selector.ts";
+import { namespaceProblem } from "../src/model/namespace.ts";
 
 /** The states a page can be filtered by, as `stateSummary` names them (lowercased). */
 export const STATES = ["pending", "reconciling", "settled", "stalled", "terminating"] as const;
@@ -44,6 +45,8 @@ export interface KindQuery {
   readonly labels: string;
   /** {@linkcode KindQuery.labels} parsed; empty for none. */
   readonly selector: readonly LabelRequirement[];
+  /** Only objects in this namespace; `undefined` for every namespace. */
+  readonly namespace: string | undefined;
 }
 
 /** Parses a kind page's search parameters; a string is what is wrong with them (a 400). */
@@ -71,6 +74,8 @@ export function parseKindQuery(params: URLSearchParams): KindQuery | string {
   }
   const selector = parseLabels(labels);
   if (typeof selector === "string") return selector;
+  const namespace = parseNamespace(params.get("namespace") ?? "");
+  if (typeof namespace === "object") return namespace.problem;
   return {
     limit,
     after,
@@ -78,7 +83,18 @@ export function parseKindQuery(params: URLSearchParams): KindQuery | string {
     state: state === "" ? undefined : state as StateFilter,
     labels,
     selector,
+    namespace,
   };
+}
+
+/**
+ * Parses a `namespace` parameter: `""` is every namespace; else a DNS-1123
+ * label. `{ problem }` is what is wrong with it (a 400).
+ */
+export function parseNamespace(value: string): string | undefined | { problem: string } {
+  if (value === "") return undefined;
+  const problem = namespaceProblem(value);
+  return problem === undefined ? value : { problem: `namespace: ${problem}` };
 }
 
 /** Parses a `labels` parameter; a string is what is wrong with it (a 400). */
@@ -94,7 +110,8 @@ export function parseLabels(labels: string): readonly LabelRequirement[] | strin
 
 /** Whether the query filters rather than only pages. */
 export function filters(q: KindQuery): boolean {
-  return q.prefix !== "" || q.state !== undefined || q.selector.length > 0;
+  return q.prefix !== "" || q.state !== undefined || q.selector.length > 0 ||
+    q.namespace !== undefined;
 }
 
 /** Whether the query filters by something the store cannot apply, and so scans. */
@@ -135,6 +152,7 @@ export async function readKindPage(
       after: q.after,
       limit: q.limit + 1,
       labelSelector,
+      namespace: q.namespace,
     });
     const views = rows.slice(0, q.limit).map(toView);
     return {
@@ -148,7 +166,12 @@ export async function readKindPage(
   let scanned = 0;
   const chunk = SCAN_CHUNK;
   for (;;) {
-    const rows = await store.objects.list(gk, { after, limit: chunk, labelSelector });
+    const rows = await store.objects.list(gk, {
+      after,
+      limit: chunk,
+      labelSelector,
+      namespace: q.namespace,
+    });
     for (const raw of rows) {
       scanned++;
       after = raw.id;

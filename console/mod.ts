@@ -68,7 +68,7 @@ import { kindFeed, kindsFeed, objectFeed } from "./_feeds.ts";
 import { checkAllowedHosts, hostAllowed, LOOPBACK_HOSTS } from "./_hosts.ts";
 import { type Html, html } from "./_html.ts";
 import { badKindQuery, kindPage, kindsPage } from "./_kind_pages.ts";
-import { parseKindQuery, parseLabels } from "./_kind_query.ts";
+import { parseKindQuery, parseLabels, parseNamespace } from "./_kind_query.ts";
 import { LiveFeeds } from "./_live.ts";
 import {
   crumbsFor,
@@ -258,7 +258,9 @@ async function route(ctx: Ctx, request: Request): Promise<Response> {
     if (parts.length === 3) {
       const selector = parseLabels(url.searchParams.get("labels") ?? "");
       if (typeof selector === "string") return text(400, `Bad Request: ${selector}`);
-      return await kindFeed(ctx, gk, selector, request);
+      const namespace = parseNamespace(url.searchParams.get("namespace") ?? "");
+      if (typeof namespace === "object") return text(400, `Bad Request: ${namespace.problem}`);
+      return await kindFeed(ctx, gk, selector, namespace, request);
     }
     const query = parseKindQuery(url.searchParams);
     if (typeof query === "string") {

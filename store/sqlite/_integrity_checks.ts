@@ -1,7 +1,8 @@
 /**
  * SQLite's own integrity checks, run before the shared ones
- * (`../sql/_integrity.ts`): the b-tree structure, the foreign keys, and the
- * JSON kept as text.
+ * (`../sql/_integrity.ts`): the b-tree structure, the foreign keys, the
+ * tables' columns against what this build's migrations create, and the JSON
+ * kept as text.
  *
  * @module
  */
@@ -15,6 +16,7 @@ import {
 } from "../sql/_integrity.ts";
 import { q } from "../sql/_query.ts";
 import type { Row } from "../sql/_rows.ts";
+import { DatabaseSync } from "node:sqlite";
 import { migrations } from "./_schema.ts";
 
 /** The most rows of one SQLite check a report quotes. */
@@ -50,7 +52,7 @@ const STORED_JSON: readonly Invariant[] = [
 /** SQLite's own checks: the b-tree structure, the foreign keys and the JSON kept as text. */
 export const SQLITE_CHECKS: DialectChecks = {
   latestSchema: migrations[migrations.length - 1].version,
-  names: ["integrity_check", "foreign_key_check", "stored JSON"],
+  names: ["integrity_check", "foreign_key_check", "schema", "stored JSON"],
   *run() {
     const findings: IntegrityFinding[] = [];
     try {
@@ -79,6 +81,11 @@ export const SQLITE_CHECKS: DialectChecks = {
         detail: `and ${broken.length - ROWS_QUOTED} more rows refer to missing rows`,
       });
     }
+    try {
+      findings.push(...schemaFindings(yield* q.all(TABLE_COLUMNS)));
+    } catch (error) {
+      findings.push(unreadable("schema", error));
+    }
     for (const invariant of STORED_JSON) {
       const found = yield* runInvariant(invariant);
       if (found !== undefined) findings.push(found);
@@ -86,3 +93,62 @@ export const SQLITE_CHECKS: DialectChecks = {
     return findings;
   },
 };
+
+/** Every table's columns, as the schema text SQLite parses describes them. */
+const TABLE_COLUMNS = `SELECT m.name AS tbl, p.cid, p.name, p.type, p."notnull", p.pk
+  FROM sqlite_master m, pragma_table_info(m.name) p
+  WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+  ORDER BY m.name, p.cid`;
+
+/** One table's columns, each as `name type notnull pk`. */
+type Columns = Map<string, string[]>;
+
+function columnsOf(rows: readonly Row[]): Columns {
+  const tables: Columns = new Map();
+  for (const r of rows) {
+    const tbl = String(r.tbl);
+    let cols = tables.get(tbl);
+    if (cols === undefined) tables.set(tbl, cols = []);
+    cols.push(`${r.name} ${r.type} ${r.notnull} ${r.pk}`);
+  }
+  return tables;
+}
+
+let expected: Columns | undefined;
+
+/**
+ * The columns this build's migrations create, from a scratch in-memory
+ * database: a stored schema is the migrations' text, so a flipped byte in it
+ * (a column renamed, a table gone) passes SQLite's own checks and then breaks
+ * every read that names the column.
+ */
+function expectedColumns(): Columns {
+  if (expected !== undefined) return expected;
+  const db = new DatabaseSync(":memory:");
+  try {
+    for (const m of migrations) db.exec(m.sql);
+    expected = columnsOf(db.prepare(TABLE_COLUMNS).all() as Row[]);
+  } finally {
+    db.close();
+  }
+  return expected;
+}
+
+function schemaFindings(rows: readonly Row[]): IntegrityFinding[] {
+  const found = columnsOf(rows);
+  const findings: IntegrityFinding[] = [];
+  for (const [table, cols] of expectedColumns()) {
+    const stored = found.get(table);
+    if (stored === undefined) {
+      findings.push({ check: "schema", detail: `table ${table} is missing` });
+    } else if (stored.join(",") !== cols.join(",")) {
+      findings.push({
+        check: "schema",
+        detail: `table ${table}'s columns differ from this build's schema (${
+          stored.map((c) => c.split(" ")[0]).join(", ")
+        })`,
+      });
+    }
+  }
+  return findings.slice(0, ROWS_QUOTED);
+}

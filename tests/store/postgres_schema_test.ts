@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import process from "node:process";
-import pg from "pg";
+import type pg from "pg";
 import { test } from "../_test.ts";
 import { withSchemaAt } from "../_postgres.ts";
 
