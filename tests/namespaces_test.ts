@@ -134,6 +134,22 @@ test("Client of a namespace refuses writes and event reads by id of another name
   });
 });
 
+test("Client of a namespace refuses relation reads and event watches of another namespace's object as not found", async () => {
+  await withBeehive(undefined, async (bh) => {
+    bh.register(App, () => settled());
+    const teamB = bh.client(App, { namespace: "team-b" });
+    const owner = await teamB.create("web", { image: "b" });
+    await teamB.create("worker", { image: "b" }, { owner: owner.id });
+    const teamA = bh.client(App, { namespace: "team-a" });
+    await assert.rejects(teamA.getOwner(owner.id), NotFoundError);
+    await assert.rejects(teamA.listOwned(owner.id), NotFoundError);
+    await assert.rejects(teamA.listDependencies(owner.id), NotFoundError);
+    await assert.rejects(teamA.listDependents(owner.id), NotFoundError);
+    await assert.rejects(teamA.watchEvents(owner.id), NotFoundError);
+    assert.equal((await teamB.listOwned(owner.id)).length, 1);
+  });
+});
+
 test("bh.client refuses a namespace for a cluster-scoped kind and a malformed namespace with InvalidOptionError", async () => {
   await withBeehive(undefined, async (bh, store) => {
     assert.throws(() => bh.client(Node, { namespace: "team-a" }), InvalidOptionError);

@@ -989,31 +989,35 @@ export class Client<Spec, Status> {
   getOwner(id: ObjectId): Promise<ObjectRef | undefined> {
     return attempt(async () => {
       checkId(id);
+      await this.#assertInNamespace(id);
       return (await this.#store.edges.listOutgoing(id, "owned_by"))[0];
     });
   }
 
   /** What `id` depends on. Not kind-checked. */
   listDependencies(id: ObjectId): Promise<ObjectRef[]> {
-    return attempt(() => {
+    return attempt(async () => {
       checkId(id);
-      return this.#store.edges.listOutgoing(id, "depends_on");
+      await this.#assertInNamespace(id);
+      return await this.#store.edges.listOutgoing(id, "depends_on");
     });
   }
 
   /** What depends on `id`. Not kind-checked. */
   listDependents(id: ObjectId): Promise<ObjectRef[]> {
-    return attempt(() => {
+    return attempt(async () => {
       checkId(id);
-      return this.#store.edges.listIncoming({ toId: id, relation: "depends_on" });
+      await this.#assertInNamespace(id);
+      return await this.#store.edges.listIncoming({ toId: id, relation: "depends_on" });
     });
   }
 
   /** The objects `id` owns, of any kind. Not kind-checked. */
   listOwned(id: ObjectId): Promise<ObjectRef[]> {
-    return attempt(() => {
+    return attempt(async () => {
       checkId(id);
-      return this.#store.edges.listIncoming({ toId: id, relation: "owned_by" });
+      await this.#assertInNamespace(id);
+      return await this.#store.edges.listIncoming({ toId: id, relation: "owned_by" });
     });
   }
 
@@ -1227,7 +1231,8 @@ export class Client<Spec, Status> {
           } client: no controller is registered for the kind`,
         );
       }
-      return openEventWatch(this.#engine, this.#gk, id, { ...o, resumeFrom, signal });
+      const open = () => openEventWatch(this.#engine, this.#gk, id, { ...o, resumeFrom, signal });
+      return this.#namespace === undefined ? open() : this.#assertInNamespace(id).then(open);
     });
   }
 
