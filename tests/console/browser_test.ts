@@ -18,7 +18,7 @@
 import assert from "node:assert/strict";
 import { existsSync, statSync } from "node:fs";
 import process from "node:process";
-import { Beehive, settled } from "../../mod.ts";
+import { Beehive, settled, type Store } from "../../mod.ts";
 import { consoleHandler } from "../../console/mod.ts";
 import { type LoopbackServer, serveLoopback } from "../_loopback_server.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
@@ -75,6 +75,54 @@ async function loadPlaywright(): Promise<PlaywrightCore> {
       `Cannot import ${specifier}: run npm ci (playwright-core is a devDependency)`,
       { cause: error },
     );
+  }
+}
+
+/** A console page in headless Chromium, with the kind-list requests it made. */
+interface ConsolePage {
+  readonly url: string;
+  readonly page: Page;
+  /** The names of the kind page's rows, in order. */
+  names(): Promise<string[]>;
+  /** The query of every kind-list request (not the live feeds), in order. */
+  readonly listFetches: string[];
+}
+
+/**
+ * Serves a console over `store` on a loopback server and opens a page on it
+ * in headless Chromium (profile under `profileDir`); closes both after `fn`.
+ */
+async function withConsolePage(
+  store: Store,
+  profileDir: string,
+  fn: (c: ConsolePage) => Promise<void>,
+): Promise<void> {
+  const { chromium } = await loadPlaywright();
+  const handler = consoleHandler({ store, pollInterval: 100 });
+  const listFetches: string[] = [];
+  const server = await serveLoopback((request) => {
+    const url = new URL(request.url);
+    if (url.pathname.startsWith("/kinds/") && !url.pathname.endsWith("/live")) {
+      listFetches.push(url.search);
+    }
+    return handler(request);
+  });
+  let browser: BrowserContext | undefined;
+  try {
+    browser = await chromium.launchPersistentContext(profileDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: FLAGS,
+    });
+    const page = await browser.newPage();
+    const names = () =>
+      page.evaluate<string[]>(
+        'Array.from(document.querySelectorAll("#objects tbody tr"), (r) => r.dataset.name)',
+      );
+    await fn({ url: server.url, page, names, listFetches });
+  } finally {
+    await browser?.close();
+    await server.close();
   }
 }
 
@@ -157,95 +205,73 @@ if (runnable) {
   });
 
   test("console in headless Chromium: a kind pages, filters, patches a row live and fits a phone", async () => {
-    const { chromium } = await loadPlaywright();
     const dir = tempDir();
     const store = await openSqliteStore(dir.file("beehive.db"));
     const bh = new Beehive(store);
-    let server: LoopbackServer | undefined;
-    let browser: BrowserContext | undefined;
     try {
       await store.within(async (tx) => {
         const clusters = new Beehive(tx).client(Cluster);
         for (let i = 0; i < 250; i++) await clusters.create(`c-${String(i).padStart(3, "0")}`, {});
       });
-      const handler = consoleHandler({ store, pollInterval: 100 });
-      const listFetches: string[] = [];
-      server = await serveLoopback((request) => {
-        const url = new URL(request.url);
-        if (url.pathname.startsWith("/kinds/") && !url.pathname.endsWith("/live")) {
-          listFetches.push(url.search);
-        }
-        return handler(request);
-      });
-      browser = await chromium.launchPersistentContext(dir.file("profile"), {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: FLAGS,
-      });
-      const page = await browser.newPage();
-      const names = () =>
-        page.evaluate<string[]>(
-          'Array.from(document.querySelectorAll("#objects tbody tr"), (r) => r.dataset.name)',
-        );
+      await withConsolePage(
+        store,
+        dir.file("profile"),
+        async ({ url, page, names, listFetches }) => {
+          await page.goto(`${url}/kinds/Cluster.kstack.sh`);
+          let shown = await names();
+          assert.equal(shown.length, 100);
+          assert.equal(shown[0], "c-000");
+          await page.click('a[rel="next"]');
+          await page.waitForURL(/after=\d+/);
+          shown = await names();
+          assert.deepEqual([shown.length, shown[0], shown[99]], [100, "c-100", "c-199"]);
 
-      await page.goto(`${server.url}/kinds/Cluster.kstack.sh`);
-      let shown = await names();
-      assert.equal(shown.length, 100);
-      assert.equal(shown[0], "c-000");
-      await page.click('a[rel="next"]');
-      await page.waitForURL(/after=\d+/);
-      shown = await names();
-      assert.deepEqual([shown.length, shown[0], shown[99]], [100, "c-100", "c-199"]);
+          await page.fill('input[name="prefix"]', "c-24");
+          await page.click('.filters button[type="submit"]');
+          await page.waitForURL(/prefix=c-24/);
+          assert.deepEqual(await names(), Array.from({ length: 10 }, (_, i) => `c-24${i}`));
 
-      await page.fill('input[name="prefix"]', "c-24");
-      await page.click('.filters button[type="submit"]');
-      await page.waitForURL(/prefix=c-24/);
-      assert.deepEqual(await names(), Array.from({ length: 10 }, (_, i) => `c-24${i}`));
+          await page.waitForSelector("#live.on");
+          await page.evaluate("window.__sameDocument = true");
+          const before = listFetches.length;
+          const target = await bh.client(Cluster).getByName("c-245");
+          await bh.adminClient(Cluster).setCondition(target.id, {
+            type: "Ready",
+            status: "True",
+            reason: "Up",
+          });
+          await page.waitForSelector(
+            'tr[data-name="c-245"] [data-condition="Ready"][data-status="True"]',
+            {
+              timeout: 15_000,
+            },
+          );
+          assert.equal(listFetches.length, before, "the row was patched, not the list refetched");
+          assert.equal(await page.evaluate<boolean>("window.__sameDocument === true"), true);
 
-      await page.waitForSelector("#live.on");
-      await page.evaluate("window.__sameDocument = true");
-      const before = listFetches.length;
-      const target = await bh.client(Cluster).getByName("c-245");
-      await bh.adminClient(Cluster).setCondition(target.id, {
-        type: "Ready",
-        status: "True",
-        reason: "Up",
-      });
-      await page.waitForSelector(
-        'tr[data-name="c-245"] [data-condition="Ready"][data-status="True"]',
-        {
-          timeout: 15_000,
+          await page.setViewportSize({ width: 360, height: 740 });
+          assert.equal(
+            await page.evaluate<boolean>(
+              "document.documentElement.scrollWidth <= window.innerWidth",
+            ),
+            true,
+            "no sideways scrolling on a phone",
+          );
+          const shot = dir.file("phone.png");
+          await page.screenshot({ path: shot, fullPage: true });
+          assert.ok(statSync(shot).size > 1_000);
         },
       );
-      assert.equal(listFetches.length, before, "the row was patched, not the list refetched");
-      assert.equal(await page.evaluate<boolean>("window.__sameDocument === true"), true);
-
-      await page.setViewportSize({ width: 360, height: 740 });
-      assert.equal(
-        await page.evaluate<boolean>(
-          "document.documentElement.scrollWidth <= window.innerWidth",
-        ),
-        true,
-        "no sideways scrolling on a phone",
-      );
-      const shot = dir.file("phone.png");
-      await page.screenshot({ path: shot, fullPage: true });
-      assert.ok(statSync(shot).size > 1_000);
     } finally {
-      await browser?.close();
-      await server?.close();
       await store.close();
       dir.remove();
     }
   });
 
   test("console in headless Chromium: a label filter, its error, and rows leaving and joining live", async () => {
-    const { chromium } = await loadPlaywright();
     const dir = tempDir();
     const store = await openSqliteStore(dir.file("beehive.db"));
     const bh = new Beehive(store);
-    let server: LoopbackServer | undefined;
-    let browser: BrowserContext | undefined;
     try {
       await store.within(async (tx) => {
         const clusters = new Beehive(tx).client(Cluster);
@@ -255,54 +281,41 @@ if (runnable) {
           });
         }
       });
-      const handler = consoleHandler({ store, pollInterval: 100 });
-      const listFetches: string[] = [];
-      server = await serveLoopback((request) => {
-        const url = new URL(request.url);
-        if (url.pathname.startsWith("/kinds/") && !url.pathname.endsWith("/live")) {
-          listFetches.push(url.search);
-        }
-        return handler(request);
-      });
-      browser = await chromium.launchPersistentContext(dir.file("profile"), {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: FLAGS,
-      });
-      const page = await browser.newPage();
-      const names = () =>
-        page.evaluate<string[]>(
-          'Array.from(document.querySelectorAll("#objects tbody tr"), (r) => r.dataset.name)',
-        );
+      await withConsolePage(
+        store,
+        dir.file("profile"),
+        async ({ url, page, names, listFetches }) => {
+          await page.goto(`${url}/kinds/Cluster.kstack.sh`);
+          await page.fill('input[name="labels"]', "tier in (db");
+          await page.click('.filters button[type="submit"]');
+          await page.waitForSelector('p.error[role="alert"]');
+          assert.match(await page.textContent("p.error") ?? "", /Bad Request: .*labelSelector/);
 
-      await page.goto(`${server.url}/kinds/Cluster.kstack.sh`);
-      await page.fill('input[name="labels"]', "tier in (db");
-      await page.click('.filters button[type="submit"]');
-      await page.waitForSelector('p.error[role="alert"]');
-      assert.match(await page.textContent("p.error") ?? "", /Bad Request: .*labelSelector/);
+          await page.fill('input[name="labels"]', "tier=db");
+          await page.click('.filters button[type="submit"]');
+          await page.waitForURL(/labels=tier%3Ddb/);
+          assert.deepEqual(await names(), ["c-000", "c-010", "c-020"]);
+          assert.equal(await page.textContent('tr[data-name="c-010"] .label'), "tier=db");
 
-      await page.fill('input[name="labels"]', "tier=db");
-      await page.click('.filters button[type="submit"]');
-      await page.waitForURL(/labels=tier%3Ddb/);
-      assert.deepEqual(await names(), ["c-000", "c-010", "c-020"]);
-      assert.equal(await page.textContent('tr[data-name="c-010"] .label'), "tier=db");
-
-      await page.waitForSelector("#live.on");
-      await page.evaluate("window.__sameDocument = true");
-      const before = listFetches.length;
-      const clusters = bh.client(Cluster);
-      const leaving = await clusters.getByName("c-010");
-      await clusters.updateMetadata(leaving.id, { labels: { tier: "web" } });
-      await page.waitForSelector('tr[data-name="c-010"]', { state: "detached", timeout: 15_000 });
-      const joining = await clusters.getByName("c-025");
-      await clusters.updateMetadata(joining.id, { labels: { tier: "db" } });
-      await page.waitForSelector('tr[data-name="c-025"]', { timeout: 15_000 });
-      assert.deepEqual(await names(), ["c-000", "c-020", "c-025"]);
-      assert.equal(listFetches.length, before, "rows were patched, not the list refetched");
-      assert.equal(await page.evaluate<boolean>("window.__sameDocument === true"), true);
+          await page.waitForSelector("#live.on");
+          await page.evaluate("window.__sameDocument = true");
+          const before = listFetches.length;
+          const clusters = bh.client(Cluster);
+          const leaving = await clusters.getByName("c-010");
+          await clusters.updateMetadata(leaving.id, { labels: { tier: "web" } });
+          await page.waitForSelector('tr[data-name="c-010"]', {
+            state: "detached",
+            timeout: 15_000,
+          });
+          const joining = await clusters.getByName("c-025");
+          await clusters.updateMetadata(joining.id, { labels: { tier: "db" } });
+          await page.waitForSelector('tr[data-name="c-025"]', { timeout: 15_000 });
+          assert.deepEqual(await names(), ["c-000", "c-020", "c-025"]);
+          assert.equal(listFetches.length, before, "rows were patched, not the list refetched");
+          assert.equal(await page.evaluate<boolean>("window.__sameDocument === true"), true);
+        },
+      );
     } finally {
-      await browser?.close();
-      await server?.close();
       await store.close();
       dir.remove();
     }
