@@ -452,23 +452,27 @@ function* createBody(
   const rv = scope.draw();
   let id = scope.peekId("objects");
   let indexed = labels !== NO_LABELS;
+  // INSERT_COLUMNS' values, in its order.
+  const values = [
+    group,
+    kind,
+    input.name,
+    input.spec,
+    specVersion,
+    rv,
+    finalizers,
+    now,
+    now,
+    labelsText,
+    annotationsText,
+    namespace,
+  ];
   try {
     if (id !== undefined) {
       yield* q.run(
         `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         id,
-        group,
-        kind,
-        input.name,
-        input.spec,
-        specVersion,
-        rv,
-        finalizers,
-        now,
-        now,
-        labelsText,
-        annotationsText,
-        namespace,
+        ...values,
       );
       scope.takeId("objects");
     } else {
@@ -476,18 +480,7 @@ function* createBody(
       const chained = indexed && d.chainsInserts;
       const row = yield* q.row(
         chained ? createWithLabels(d) : CREATE_RETURNING,
-        group,
-        kind,
-        input.name,
-        input.spec,
-        specVersion,
-        rv,
-        finalizers,
-        now,
-        now,
-        labelsText,
-        annotationsText,
-        namespace,
+        ...values,
         ...(chained ? [group, kind, labelsText] : []),
       );
       id = Number(row![0]);
