@@ -323,33 +323,11 @@ function* addBody(
     return;
   }
   const id = scope.peekId("events");
+  const values = [ref.id, category, input.type, reason, message, detail, now, now, rv];
   if (id === undefined) {
-    yield* q.run(
-      INSERT_SQL,
-      ref.id,
-      category,
-      input.type,
-      reason,
-      message,
-      detail,
-      now,
-      now,
-      rv,
-    );
+    yield* q.run(INSERT_SQL, ...values);
   } else {
-    yield* q.run(
-      INSERT_WITH_ID_SQL,
-      id,
-      ref.id,
-      category,
-      input.type,
-      reason,
-      message,
-      detail,
-      now,
-      now,
-      rv,
-    );
+    yield* q.run(INSERT_WITH_ID_SQL, id, ...values);
     scope.takeId("events");
   }
 }
