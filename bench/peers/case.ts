@@ -42,6 +42,13 @@ const UNITS = Number(arg("units", "1000"));
 /** Beehive's controller concurrency, and plainjob's worker count. */
 const WORKERS = Number(arg("workers", "1"));
 const RESULT = { done: true };
+/**
+ * `--labels`: beehive's creates carry three labels (`app`, `tier`, `example.com/team`), each
+ * indexed, to measure what labels cost a unit (docs/performance.md, "Labels and selectors").
+ */
+const LABELS = process.argv.includes("--labels")
+  ? { labels: { app: "web", tier: "front", "example.com/team": "shop" } }
+  : undefined;
 /** Where to write a CPU profile of the measured run (`.cpuprofile`, both runtimes), if set. */
 const PROFILE = arg("profile", "");
 
@@ -74,7 +81,7 @@ async function beehive(n: number): Promise<number> {
     const stop = await bh.start();
     const client = bh.client<typeof FLOOR_SPEC, typeof RESULT>(FLOOR_KIND);
     const t0 = performance.now();
-    await callers(n, CALLERS, (i) => client.create(`item-${i}`, FLOOR_SPEC));
+    await callers(n, CALLERS, (i) => client.create(`item-${i}`, FLOOR_SPEC, LABELS));
     await all.promise;
     await stop(); // drains the last pass's settle handshake
     const rate = n / ((performance.now() - t0) / 1000);
@@ -324,6 +331,7 @@ console.log(
     runtime,
     callers: CALLERS,
     units: UNITS,
+    ...(LABELS === undefined ? {} : { labels: 3 }),
     ...out,
     cpuUsPerUnit,
   }),
