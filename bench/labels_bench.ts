@@ -83,7 +83,7 @@ async function timeList(store: Store): Promise<{ indexed: number; scanned: numbe
 }
 
 const SELECT_SQL = (p: (i: number) => string) =>
-  `SELECT * FROM objects WHERE id IN (SELECT object_id FROM object_labels
+  `SELECT * FROM objects WHERE label_set IN (SELECT set_id FROM label_set_entries
      WHERE "group" = ${p(1)} AND kind = ${p(2)} AND key = ${p(3)} AND value = ${p(4)})
    AND id > 0 ORDER BY id`;
 
@@ -101,7 +101,7 @@ async function sqliteList(): Promise<void> {
       .all(Kind.group, Kind.kind, "app", "web").map((row) => String(row.detail));
     const entries = Number(
       db.prepare(
-        `SELECT COUNT(*) AS n FROM object_labels WHERE "group" = ? AND kind = ? AND key = ? AND value = ?`,
+        `SELECT COUNT(*) AS n FROM label_set_entries WHERE "group" = ? AND kind = ? AND key = ? AND value = ?`,
       ).get(Kind.group, Kind.kind, "app", "web")!.n,
     );
     db.close();
@@ -111,7 +111,9 @@ async function sqliteList(): Promise<void> {
         `whole kind filtered in memory: ${r.scanned.toFixed(1)} ms`,
     );
     console.log(
-      `  rows read: ${entries} index entries + ${entries} rows by id; plan: ${plan.join(" | ")}`,
+      `  rows read: ${entries} label set(s), then ${r.n} index entries and rows by id; plan: ${
+        plan.join(" | ")
+      }`,
     );
   } finally {
     done();

@@ -1,75 +1,82 @@
 /**
- * The label index both SQL stores keep beside the objects table: one
- * `object_labels` row per (object, label), keyed by (kind, key, value,
- * object id), so a selector's `In`/`Exists` requirement reads one key range
- * holding exactly the matching objects of the kind, in id order
- * (docs/adr/2026-12-02-labels.md). The objects row's `labels` column stays
- * the source a read decodes and the other requirements test; this table is
- * written in the same transaction and only ever drives selections.
+ * The label index both SQL stores keep beside the objects table, by label set
+ * (docs/adr/2026-12-03-label-sets.md): every distinct set of labels a kind's
+ * objects carry is one `label_sets` row, listed by key and value in
+ * `label_set_entries`, and a labelled object's row names its set
+ * (`objects.label_set`, indexed). A create whose labels another object of the
+ * kind already carries finds the set and writes no index row; a selector's
+ * `In`/`Exists` requirement reads the entries of one key (a few sets) and then
+ * those sets' objects. The objects row's `labels` column stays the source a
+ * read decodes and the other requirements test.
+ *
+ * Writes serialize on both stores (SQLite's write lock; PostgreSQL's counter
+ * row, locked first by every write transaction), so finding a set, making one
+ * and removing one no object uses race nothing.
  *
  * @module
  */
-import type { GroupKind, LabelRequirement, ObjectId } from "../../src/store.ts";
+import type { GroupKind, LabelRequirement } from "../../src/store.ts";
 import type { Labels } from "../../src/model/labels.ts";
 import type { Dialect } from "./_dialect.ts";
 import { type Q, q } from "./_query.ts";
 
-const INSERT_ONE =
-  `INSERT INTO object_labels ("group", kind, key, value, object_id) VALUES (?, ?, ?, ?, ?)`;
-const DELETE_ONE = `DELETE FROM object_labels
-  WHERE "group" = ? AND kind = ? AND key = ? AND value = ? AND object_id = ?`;
+const FIND_SET = `SELECT id FROM label_sets WHERE "group" = ? AND kind = ? AND labels = ?`;
+const MAKE_SET = `INSERT INTO label_sets ("group", kind, labels) VALUES (?, ?, ?) RETURNING id`;
+const SET_USED = "SELECT 1 FROM objects WHERE label_set = ? LIMIT 1";
+const DROP_SET = "DELETE FROM label_sets WHERE id = ?";
+const DROP_ENTRY = `DELETE FROM label_set_entries
+  WHERE "group" = ? AND kind = ? AND key = ? AND value = ? AND set_id = ?`;
 
 /**
- * Indexes `labels` for a new row (or `keys`, the changed keys of an existing
- * one): one statement whatever the count. `text` is `labels` as JSON, when the
- * caller has it.
+ * A set of labels as its set's key: JSON with the keys in code-unit order (as
+ * migration 9 wrote the sets it made; label keys and values are ASCII, so the
+ * databases' byte order agrees).
  */
-export function* insertLabels(
-  d: Dialect,
-  id: ObjectId,
-  gk: GroupKind,
-  labels: Labels,
-  keys: readonly string[] = Object.keys(labels),
-  text?: string,
-): Q<void> {
-  if (keys.length === 0) return;
-  if (keys.length === 1) {
-    yield* q.run(INSERT_ONE, gk.group, gk.kind, keys[0], labels[keys[0]], id);
-    return;
+export function canonicalLabels(labels: Labels): string {
+  const keys = Object.keys(labels).sort();
+  let text = "{";
+  for (let i = 0; i < keys.length; i++) {
+    if (i > 0) text += ",";
+    text += `${JSON.stringify(keys[i])}:${JSON.stringify(labels[keys[i]])}`;
   }
-  const subset = text ?? JSON.stringify(Object.fromEntries(keys.map((k) => [k, labels[k]])));
+  return `${text}}`;
+}
+
+/**
+ * The id of the set `labels` make in kind `gk` (`null` for none), made with
+ * its entries when no object of the kind carries them yet.
+ */
+export function* labelSetOf(d: Dialect, gk: GroupKind, labels: Labels): Q<number | null> {
+  if (Object.keys(labels).length === 0) return null;
+  const text = canonicalLabels(labels);
+  const found = yield* q.row(FIND_SET, gk.group, gk.kind, text);
+  if (found !== undefined) return Number(found[0]);
+  const made = yield* q.row(MAKE_SET, gk.group, gk.kind, text);
+  const id = Number(made![0]);
   yield* q.run(
-    `INSERT INTO object_labels ("group", kind, key, value, object_id)
+    `INSERT INTO label_set_entries ("group", kind, key, value, set_id)
      SELECT ?, ?, key, value, ?${d.jsonEntries}`,
     gk.group,
     gk.kind,
     id,
-    subset,
+    text,
   );
+  return id;
 }
 
-/** Removes the index rows of `keys` (with their values in `labels`) of row `id`. */
-export function* deleteLabels(
-  id: ObjectId,
-  gk: GroupKind,
-  labels: Labels,
-  keys: readonly string[] = Object.keys(labels),
-): Q<void> {
-  // Each by its whole primary key: the table has no other index to find a row's entries by.
-  for (const key of keys) yield* q.run(DELETE_ONE, gk.group, gk.kind, key, labels[key], id);
-}
-
-/** Brings the index of row `id` from `before` to `after`. */
-export function* syncLabels(
-  d: Dialect,
-  id: ObjectId,
-  gk: GroupKind,
-  before: Labels,
-  after: Labels,
-): Q<void> {
-  yield* deleteLabels(id, gk, before, Object.keys(before).filter((k) => after[k] !== before[k]));
-  const set = Object.keys(after).filter((k) => after[k] !== before[k]);
-  yield* insertLabels(d, id, gk, after, set);
+/**
+ * Removes set `id` (of kind `gk`, whose labels are `labels`) and its entries
+ * once no object refers to it: a write that moved or deleted its last object
+ * calls this after the row changed.
+ */
+export function* releaseLabelSet(gk: GroupKind, id: number | null, labels: Labels): Q<void> {
+  if (id === null) return;
+  if ((yield* q.row(SET_USED, id)) !== undefined) return;
+  yield* q.run(DROP_SET, id);
+  // Each entry by its whole key: the table has no other index to find a set's entries by.
+  for (const key of Object.keys(labels)) {
+    yield* q.run(DROP_ENTRY, gk.group, gk.kind, key, labels[key], id);
+  }
 }
 
 /** A fragment of SQL and its parameters, in order. */
@@ -143,9 +150,10 @@ export function labelFilters(
 
 /**
  * The `WHERE` clause (without the keyword) and parameters selecting kind
- * `gk`'s rows of `objects` that meet `reqs`: driven by the index where a
- * requirement is positive (`id IN (…)` over one key range of
- * `object_labels`), else by the kind. The caller appends its bounds and order.
+ * `gk`'s rows of `objects` that meet `reqs`: driven by the label-set index
+ * where a requirement is positive (`label_set IN (…)` over one key range of
+ * `label_set_entries`), else by the kind. The caller appends its bounds and
+ * order.
  */
 export function selectRows(d: Dialect, gk: GroupKind, reqs: readonly LabelRequirement[]): Fragment {
   const driver = drivingRequirement(reqs);
@@ -160,7 +168,7 @@ export function selectRows(d: Dialect, gk: GroupKind, reqs: readonly LabelRequir
   const params: unknown[] = [gk.group, gk.kind, r.key];
   const value = r.operator === "In" ? ` AND value${valueTest(d, r.values, params)}` : "";
   return {
-    sql: `id IN (SELECT object_id FROM object_labels
+    sql: `label_set IN (SELECT set_id FROM label_set_entries
       WHERE "group" = ? AND kind = ? AND key = ?${value})${rest.sql}`,
     params: [...params, ...rest.params],
   };

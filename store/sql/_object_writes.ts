@@ -28,6 +28,7 @@ import {
   rejectWith,
 } from "./_checks.ts";
 import { selectRows } from "./_labels.ts";
+import { namespaceFilter } from "./_namespace_filter.ts";
 import type { Dialect } from "./_dialect.ts";
 import { type Q, q } from "./_query.ts";
 import { OBJECTS_OF_KIND, readMeta, withConditions, withConditionsOfKind } from "./_reads.ts";
@@ -296,7 +297,7 @@ function* selectedRows(
   const where = selector === undefined
     ? { sql: `"group" = ? AND kind = ?`, params: [gk.group, gk.kind] }
     : selectRows(d, gk, selector);
-  const ns = namespace === undefined ? "" : " AND namespace = ?";
+  const ns = namespace === undefined ? "" : namespaceFilter(namespace, "namespace");
   const metas = (yield* q.rows(
     `SELECT ${OBJECT_COLUMNS} FROM objects WHERE ${where.sql}${ns} ORDER BY id`,
     ...where.params,

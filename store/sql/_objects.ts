@@ -73,7 +73,13 @@ import {
   OBJECT_COLUMNS,
   truthy,
 } from "./_rows.ts";
-import { deleteLabels, insertLabels, labelFilters, selectRows, syncLabels } from "./_labels.ts";
+import {
+  canonicalLabels,
+  labelFilters,
+  labelSetOf,
+  releaseLabelSet,
+  selectRows,
+} from "./_labels.ts";
 import {
   checkMetadata,
   checkMetadataUpdate,
@@ -83,6 +89,7 @@ import {
   NO_LABELS,
   sameMetadata,
 } from "../../src/model/labels.ts";
+import { namespaceFilter } from "./_namespace_filter.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
 import { appendWrite } from "./_write_log.ts";
 
@@ -93,18 +100,19 @@ const SETTLE_SQL =
     AND (observed_generation IS NULL OR observed_generation < ?)`;
 
 const INSERT_COLUMNS = `"group", kind, name, spec, spec_version, resource_version,
-  finalizers, created_at, updated_at, labels, annotations, namespace`;
+  finalizers, created_at, updated_at, labels, annotations, namespace, label_set`;
 
 const CREATE_RETURNING = `INSERT INTO objects (${INSERT_COLUMNS})
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
 
-/** A create that indexes its labels in the same statement (a data-modifying WITH). */
-function createWithLabels(d: Dialect): string {
-  return `WITH o AS (${CREATE_RETURNING}),
-    l AS (INSERT INTO object_labels ("group", kind, key, value, object_id)
-      SELECT ?, ?, key, value, (SELECT id FROM o)${d.jsonEntries})
-    SELECT id FROM o`;
-}
+/**
+ * A create that finds its label set in the same statement (one round trip
+ * where the set exists), and returns the set it found.
+ */
+const CREATE_FINDING_SET = `INSERT INTO objects (${INSERT_COLUMNS})
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+    (SELECT id FROM label_sets WHERE "group" = ? AND kind = ? AND labels = ?))
+  RETURNING id, label_set`;
 
 /** The statements whose spelling depends on the dialect, built once per family. */
 class Statements {
@@ -451,8 +459,11 @@ function* createBody(
   const now = scope.now;
   const rv = scope.draw();
   let id = scope.peekId("objects");
-  let indexed = labels !== NO_LABELS;
-  // INSERT_COLUMNS' values, in its order.
+  const labelled = labels !== NO_LABELS && Object.keys(labels).length > 0;
+  // Where a round trip costs more than a statement, the set is looked up inside the insert.
+  const findInInsert = labelled && id === undefined && d.chainsInserts;
+  const labelSet = labelled && !findInInsert ? yield* labelSetOf(d, gk, labels) : null;
+  // INSERT_COLUMNS' values, in its order, but the set when the insert finds it.
   const values = [
     group,
     kind,
@@ -470,27 +481,34 @@ function* createBody(
   try {
     if (id !== undefined) {
       yield* q.run(
-        `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         id,
         ...values,
+        labelSet,
       );
       scope.takeId("objects");
-    } else {
-      // Where one statement may insert into two tables, the labels ride along: no round trip.
-      const chained = indexed && d.chainsInserts;
+    } else if (findInInsert) {
       const row = yield* q.row(
-        chained ? createWithLabels(d) : CREATE_RETURNING,
+        CREATE_FINDING_SET,
         ...values,
-        ...(chained ? [group, kind, labelsText] : []),
+        group,
+        kind,
+        canonicalLabels(labels),
       );
       id = Number(row![0]);
-      if (chained) indexed = false;
+      if (row![1] === null) {
+        // The first object of the kind with these labels: the set is made now.
+        const made = yield* labelSetOf(d, gk, labels);
+        yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", made, id);
+      }
+    } else {
+      const row = yield* q.row(CREATE_RETURNING, ...values, labelSet);
+      id = Number(row![0]);
     }
   } catch (error) {
     if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, namespace, error);
     throw error;
   }
-  if (indexed) yield* insertLabels(d, id, gk, labels, Object.keys(labels), labelsText);
   // The row is what was just inserted, with the columns' defaults.
   const object: RawObject = {
     id,
@@ -565,7 +583,9 @@ function* listBody(d: Dialect, gk: GroupKind, p: CheckedPage, epoch: number) {
   }
   if (p.namespace !== undefined) {
     const metas = (yield* q.rows(
-      `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND namespace = ?
+      `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ?${
+        namespaceFilter(p.namespace, "namespace")
+      }
          AND id > ?
        ORDER BY id LIMIT ?`,
       gk.group,
@@ -595,7 +615,7 @@ function* listBody(d: Dialect, gk: GroupKind, p: CheckedPage, epoch: number) {
 function inNamespace(namespace: string | undefined, column: string) {
   return namespace === undefined
     ? { sql: "", params: [] }
-    : { sql: ` AND ${column} = ?`, params: [namespace] };
+    : { sql: namespaceFilter(namespace, column), params: [namespace] };
 }
 
 function* listByIdsBody(
@@ -706,7 +726,12 @@ function* updateMetadataBody(
     scope.now,
     stored.id,
   );
-  if (!labelsSame) yield* syncLabels(d, stored.id, ref, stored.labels, labels);
+  if (!labelsSame) {
+    const before = yield* storedLabelSet(stored.id);
+    const after = yield* labelSetOf(d, ref, labels);
+    yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", after, stored.id);
+    if (before !== after) yield* releaseLabelSet(ref, before, stored.labels);
+  }
   const object: RawObject = {
     ...stored,
     labels,
@@ -844,6 +869,12 @@ function* deleteFinalizerBody(scope: WriteScope, ref: ObjectRef, finalizer: stri
   return remaining.length === 0 && row.deletion_requested_at !== null;
 }
 
+/** The label set row `id` names (`null` for none). */
+function* storedLabelSet(id: ObjectId): Q<number | null> {
+  const row = yield* q.row("SELECT label_set FROM objects WHERE id = ?", id);
+  return row === undefined || row[0] === null ? null : Number(row[0]);
+}
+
 function* deleteBody(scope: WriteScope, d: Dialect, id: ObjectId, epoch: number) {
   // The image is read before the delete cascades its conditions and edges away.
   const object = yield* readObject(id, epoch);
@@ -854,9 +885,10 @@ function* deleteBody(scope: WriteScope, d: Dialect, id: ObjectId, epoch: number)
     id,
   );
   yield* q.run("DELETE FROM edges WHERE from_id = ? AND to_id = ?", id, id);
-  yield* deleteLabels(id, object, object.labels);
+  const labelSet = yield* storedLabelSet(id);
   try {
     yield* q.run("DELETE FROM objects WHERE id = ?", id);
+    yield* releaseLabelSet(object, labelSet, object.labels);
   } catch (error) {
     if (d.isForeignKeyViolation(error)) {
       throw new StoreError(

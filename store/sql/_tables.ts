@@ -11,8 +11,11 @@
  * @module
  */
 
-/** A column's type, portable: 64-, 32- or 16-bit integer, text, JSON text, or the generated key. */
-export type ColumnType = "int64" | "int32" | "int16" | "text" | "json" | "id";
+/**
+ * A column's type, portable: 64-, 32- or 16-bit integer, text, JSON text, the
+ * generated key, or a generated key a deleted maximum may hand out again.
+ */
+export type ColumnType = "int64" | "int32" | "int16" | "text" | "json" | "id" | "reusedId";
 
 /** How a dialect spells each portable type. */
 export interface ColumnTypes {
@@ -24,6 +27,8 @@ export interface ColumnTypes {
   readonly json: string;
   /** The generated key: its type and the clause that makes it the key. */
   readonly id: readonly [type: string, clause: string];
+  /** A generated key that may be handed out again once the highest is deleted. */
+  readonly reusedId: readonly [type: string, clause: string];
 }
 
 /** One column. */
@@ -63,7 +68,15 @@ export interface Ddl {
   tableOptions?(table: Table): TableOptions;
 }
 
-const TYPE_NAMES = new Set<string>(["int64", "int32", "int16", "text", "json", "id"]);
+const TYPE_NAMES = new Set<string>([
+  "int64",
+  "int32",
+  "int16",
+  "text",
+  "json",
+  "id",
+  "reusedId",
+]);
 const COLUMN = /^("[^"]+"|\w+)\s+(\w+)\s*(.*)$/;
 
 /**
@@ -97,7 +110,7 @@ function table(text: string): Table {
 const columns = (text: string) => table(`(added columns)\n${text}`).columns;
 
 function column(c: Column, types: ColumnTypes): readonly [type: string, rest: string] {
-  return c.type === "id" ? types.id : [types[c.type], c.constraints];
+  return c.type === "id" || c.type === "reusedId" ? types[c.type] : [types[c.type], c.constraints];
 }
 
 /** The `CREATE TABLE` statement for `t`, names, types and constraints aligned. */
@@ -301,6 +314,27 @@ const objectLabels = table(`object_labels
   object_id int64 NOT NULL
   PRIMARY KEY ("group", kind, key, value, object_id)`);
 
+// Label sets (docs/adr/2026-12-03-label-sets.md): the index a selector is driven
+// by, kept per distinct set of labels rather than per object, so a create whose
+// labels another object of its kind already has writes no index row, only its
+// `label_set`. A set's `labels` is its canonical JSON (keys in code-unit order);
+// its entries list it by key and value. A set no object refers to is removed by
+// the write that left it unused, so its id may come back for another set.
+const labelSets = table(`label_sets
+  id      reusedId
+  "group" text NOT NULL
+  kind    text NOT NULL
+  labels  text NOT NULL
+  UNIQUE ("group", kind, labels)`);
+const labelSetEntries = table(`label_set_entries
+  "group" text  NOT NULL
+  kind    text  NOT NULL
+  key     text  NOT NULL
+  value   text  NOT NULL
+  set_id  int64 NOT NULL
+  PRIMARY KEY ("group", kind, key, value, set_id)`);
+const labelSetColumn = columns("label_set int64")[0];
+
 /**
  * What each migration writes alike in every dialect, in the dialect's DDL: a
  * dialect's migration is this part and its own.
@@ -318,6 +352,8 @@ export function sharedMigrations(ddl: Ddl): {
   readonly kinds: string;
   /** Migration 7: labels and annotations, and the label index. */
   readonly labels: string;
+  /** Migration 9's tables and column: label sets (the dialect fills them and drops the old index). */
+  readonly labelSets: string;
 } {
   const create = (t: Table) => createTable(t, ddl.types, ddl.tableOptions?.(t));
   const add = (to: string, c: Column) => addColumn(to, c, ddl.types);
@@ -333,5 +369,8 @@ export function sharedMigrations(ddl: Ddl): {
     stalled: add("objects", stalledGeneration),
     kinds: create(kinds),
     labels: [...labelColumns.map((c) => add("objects", c)), create(objectLabels)].join("\n"),
+    labelSets: [create(labelSets), create(labelSetEntries), add("objects", labelSetColumn)].join(
+      "\n",
+    ),
   };
 }

@@ -44,6 +44,7 @@ const TYPES: ColumnTypes = {
   text: "TEXT",
   json: "TEXT",
   id: ["INTEGER", "PRIMARY KEY AUTOINCREMENT"],
+  reusedId: ["INTEGER", "PRIMARY KEY"],
 };
 
 // A table read in its key's order is stored WITHOUT ROWID: for edges every
@@ -57,6 +58,7 @@ const WITHOUT_ROWID = new Set([
   "leases",
   "kinds",
   "object_labels",
+  "label_set_entries",
 ]);
 
 const DDL: Ddl = {
@@ -204,6 +206,33 @@ CREATE INDEX idx_objects_stalled ON objects ("group", kind)
   WHERE stalled_generation IS NOT NULL;
 `;
 
+// Label sets (docs/adr/2026-12-03-label-sets.md) replace the per-object label
+// index: each labelled row gets the set of its labels (canonical JSON, keys in
+// order), each set its entries, and the old index goes. A namespace's index keeps
+// only namespaced rows: a cluster-scoped create writes no entry in it.
+const labelSets = `
+${shared.labelSets}
+CREATE TEMP TABLE labelled AS
+  SELECT o.id, o."group", o.kind,
+    (SELECT '{' || group_concat(json_quote(key) || ':' || json_quote(value), ',') || '}'
+     FROM (SELECT key, value FROM json_each(o.labels) ORDER BY key)) AS labels
+  FROM objects o WHERE o.labels <> '{}';
+INSERT INTO label_sets ("group", kind, labels)
+  SELECT DISTINCT "group", kind, labels FROM labelled ORDER BY "group", kind, labels;
+UPDATE objects SET label_set = (
+  SELECT s.id FROM labelled l JOIN label_sets s
+    ON s."group" = l."group" AND s.kind = l.kind AND s.labels = l.labels
+  WHERE l.id = objects.id)
+WHERE labels <> '{}';
+INSERT INTO label_set_entries ("group", kind, key, value, set_id)
+  SELECT s."group", s.kind, j.key, j.value, s.id FROM label_sets s, json_each(s.labels) j;
+DROP TABLE temp.labelled;
+DROP TABLE object_labels;
+CREATE INDEX idx_objects_label_set ON objects (label_set) WHERE label_set IS NOT NULL;
+DROP INDEX idx_objects_namespace;
+CREATE INDEX idx_objects_namespace ON objects ("group", kind, namespace) WHERE namespace <> '';
+`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
@@ -214,4 +243,5 @@ export const migrations: readonly Migration[] = [
   { version: 6, name: "kinds", sql: kinds },
   { version: 7, name: "labels", sql: labels },
   { version: 8, name: "namespaces", sql: namespaces, foreignKeysOff: true },
+  { version: 9, name: "label sets", sql: labelSets },
 ];

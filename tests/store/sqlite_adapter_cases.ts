@@ -18,6 +18,7 @@ import {
   StoreClosedError,
   StoreError,
 } from "../../src/model/errors.ts";
+import type { LabelRequirement } from "../../src/store.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
 import { migrations } from "../../store/sqlite/_schema.ts";
 import {
@@ -429,6 +430,61 @@ export const sqliteAdapterCases: ContractCase[] = [
   },
   {
     name:
+      "a database at schema version 8 migrates to 9 (label sets): objects with the same labels in any key order share a set, and selectors read the same",
+    async fn(h) {
+      const path = h.tempPath("v8.db");
+      const db = databaseAt(path, 8);
+      const labelled: [number, string, string][] = [
+        [1, "a", '{"tier":"front","app":"web"}'],
+        [2, "b", '{"app":"web","tier":"front"}'],
+        [3, "c", '{"app":"db"}'],
+        [4, "d", "{}"],
+      ];
+      for (const [id, name, labels] of labelled) {
+        db.prepare(`INSERT INTO objects (id, "group", kind, name, spec, resource_version,
+            created_at, updated_at, labels) VALUES (?, ?, ?, ?, '{}', ?, 10, 20, ?)`)
+          .run(id, Widget.group, Widget.kind, name, id, labels);
+        for (const [key, value] of Object.entries(JSON.parse(labels) as Record<string, string>)) {
+          db.prepare(`INSERT INTO object_labels ("group", kind, key, value, object_id)
+              VALUES (?, ?, ?, ?, ?)`).run(Widget.group, Widget.kind, key, value, id);
+        }
+      }
+      db.exec("UPDATE resource_version_seq SET value = 4, last_object_id = 4");
+      db.close();
+      const s = await h.openPath(path);
+      const check = new DatabaseSync(path);
+      try {
+        assert.deepEqual(
+          check.prepare("SELECT labels FROM label_sets ORDER BY labels").all()
+            .map((r) => String(r.labels)),
+          ['{"app":"db"}', '{"app":"web","tier":"front"}'],
+        );
+        assert.deepEqual(
+          check.prepare("SELECT name FROM sqlite_master WHERE name = 'object_labels'").all(),
+          [],
+        );
+      } finally {
+        check.close();
+      }
+      const named = async (labelSelector: LabelRequirement[]) =>
+        (await s.objects.list(Widget, { labelSelector })).map((o) => o.name);
+      assert.deepEqual(await named([{ key: "app", operator: "In", values: ["web"] }]), [
+        "a",
+        "b",
+      ]);
+      assert.deepEqual(await named([{ key: "app", operator: "Exists", values: [] }]), [
+        "a",
+        "b",
+        "c",
+      ]);
+      assert.deepEqual(await named([{ key: "app", operator: "DoesNotExist", values: [] }]), [
+        "d",
+      ]);
+      await s.close();
+    },
+  },
+  {
+    name:
       "a namespace's page reads the namespace index in id order: no sort, no other namespace's rows",
     async fn(h) {
       const path = h.tempPath("ns-plan.db");
@@ -438,8 +494,8 @@ export const sqliteAdapterCases: ContractCase[] = [
       const db = new DatabaseSync(path);
       try {
         const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT * FROM objects
-            WHERE "group" = 'g' AND kind = 'k' AND namespace = 'team-a' AND id > 0
-            ORDER BY id LIMIT 10`).all().map((r) => String(r.detail)).join("; ");
+            WHERE "group" = 'g' AND kind = 'k' AND namespace = ? AND namespace <> '' AND id > 0
+            ORDER BY id LIMIT 10`).all("team-a").map((r) => String(r.detail)).join("; ");
         assert.match(
           plan,
           /idx_objects_namespace \(group=\? AND kind=\? AND namespace=\? AND rowid>\?\)/,
@@ -452,7 +508,7 @@ export const sqliteAdapterCases: ContractCase[] = [
   },
   {
     name:
-      "a selector list reads the label index, never the kind's rows, when a requirement names a label",
+      "a selector list reads the label-set index, never the kind's rows, when a requirement names a label",
     async fn(h) {
       const path = h.tempPath("plan.db");
       const s = await h.openPath(path);
@@ -462,20 +518,75 @@ export const sqliteAdapterCases: ContractCase[] = [
       try {
         const plan = (sql: string) =>
           db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => String(r.detail)).join("; ");
-        const selected = plan(`SELECT * FROM objects WHERE id IN (SELECT object_id FROM
-            object_labels WHERE "group" = 'g' AND kind = 'k' AND key = 'app' AND value = 'web')
+        const selected = plan(`SELECT * FROM objects WHERE label_set IN (SELECT set_id FROM
+            label_set_entries WHERE "group" = 'g' AND kind = 'k' AND key = 'app' AND value = 'web')
           AND json_extract(objects.labels, '$."legacy"') IS NULL AND id > 0
           ORDER BY id LIMIT 10`);
         assert.match(
           selected,
-          /SEARCH object_labels USING PRIMARY KEY \(group=\? AND kind=\? AND key=\? AND value=\?\)/,
+          /SEARCH label_set_entries USING PRIMARY KEY \(group=\? AND kind=\? AND key=\? AND value=\?\)/,
         );
-        assert.doesNotMatch(selected, /TEMP B-TREE/);
+        assert.match(selected, /idx_objects_label_set \(label_set=\?/);
         assert.doesNotMatch(selected, /SCAN objects/);
         assert.doesNotMatch(selected, /idx_objects_kind/);
       } finally {
         db.close();
       }
+    },
+  },
+  {
+    name:
+      "objects with the same labels share one label set, in any key order; a set no object uses is removed",
+    async fn(h) {
+      const path = h.tempPath("sets.db");
+      // Read with another SQLite library only while the store is closed: two copies of the
+      // library in one process do not share their file locks.
+      const sets = () => {
+        const db = new DatabaseSync(path);
+        try {
+          return db.prepare(`SELECT labels FROM label_sets ORDER BY labels`).all()
+            .map((r) => String(r.labels));
+        } finally {
+          db.close();
+        }
+      };
+      let s = await h.openPath(path);
+      const a = await s.objects.create(Widget, {
+        name: "a",
+        spec: "{}",
+        labels: { app: "web", tier: "front" },
+      });
+      const b = await s.objects.create(Widget, {
+        name: "b",
+        spec: "{}",
+        labels: { tier: "front", app: "web" },
+      });
+      await s.objects.create(Widget, { name: "c", spec: "{}", labels: { app: "db" } });
+      await s.objects.create(Widget, { name: "d", spec: "{}" });
+      await s.close();
+      assert.deepEqual(sets(), ['{"app":"db"}', '{"app":"web","tier":"front"}']);
+      s = await h.openPath(path);
+      await s.objects.updateMetadata(ref(Widget, a.id), { labels: { tier: "back" } });
+      await s.close();
+      assert.deepEqual(sets(), [
+        '{"app":"db"}',
+        '{"app":"web","tier":"back"}',
+        '{"app":"web","tier":"front"}',
+      ]);
+      s = await h.openPath(path);
+      await s.objects.delete(b.id);
+      const web = await s.objects.list(Widget, {
+        labelSelector: [{ key: "app", operator: "In", values: ["web"] }],
+      });
+      assert.deepEqual(web.map((o) => o.name), ["a"]);
+      assert.deepEqual(
+        (await s.objects.list(Widget, {
+          labelSelector: [{ key: "tier", operator: "Exists", values: [] }],
+        })).map((o) => o.name),
+        ["a"],
+      );
+      await s.close();
+      assert.deepEqual(sets(), ['{"app":"db"}', '{"app":"web","tier":"back"}']);
     },
   },
   {
