@@ -7,9 +7,17 @@
  */
 import type { KindRequest, KubeContext } from "./_context.ts";
 import { deleteResource } from "./_delete.ts";
-import { coreResourceList, coreVersions, listEvents } from "./_events.ts";
-import { apiGroup, apiGroupList, apiResourceList, versionInfo } from "./_discovery.ts";
+import { listEvents } from "./_events.ts";
+import {
+  apiGroup,
+  apiGroupList,
+  apiResourceList,
+  coreResourceList,
+  coreVersions,
+  versionInfo,
+} from "./_discovery.ts";
 import { isGroupName, VERSION } from "./_kinds.ts";
+import { readNamespaces } from "./_namespaces.ts";
 import { namespaceProblem } from "../src/model/namespace.ts";
 import { groupDocumentText, openApiIndex } from "./_openapi.ts";
 import { getResource, listResources } from "./_reads.ts";
@@ -143,7 +151,7 @@ async function openApi(ctx: KubeContext, parts: readonly string[]): Promise<Resp
   throw notFoundPath();
 }
 
-/** The core group: `/api`, `/api/v1` and the events in it. */
+/** The core group: `/api`, `/api/v1`, the events and the namespaces in it. */
 function core(
   ctx: KubeContext,
   request: Request,
@@ -155,6 +163,12 @@ function core(
   if (parts.length === 1) return jsonResponse(200, coreVersions());
   if (parts[1] !== "v1") throw notFoundPath();
   if (parts.length === 2) return jsonResponse(200, coreResourceList());
+  if (parts[2] === "namespaces" && parts.length <= 4) {
+    if (boolParam(url, "watch")) {
+      throw new KubeApiFailure("MethodNotAllowed", "watching namespaces is not served");
+    }
+    return readNamespaces(ctx, request, url, parts[3]);
+  }
   const all = parts.length === 3 && parts[2] === "events";
   const one = parts.length === 5 && parts[2] === "namespaces" && parts[4] === "events";
   if (!all && !one || one && namespaceProblem(parts[3]) !== undefined) throw notFoundPath();

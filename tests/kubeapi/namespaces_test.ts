@@ -275,3 +275,60 @@ test('kubeApiHandler forbids a token a namespaced kind outside its namespaces, a
     assert.equal((await call(handle, "/api/v1/namespaces/a/events", as)).status, 200);
   });
 });
+
+test("kubeApiHandler serves /api/v1/namespaces read-only: the namespaces objects use and default, one by name, 404 for another", async () => {
+  await withStore(async (store, bh) => {
+    await defineTeam(store);
+    const handle = kubeApiHandler({ store });
+    const names = (a: { body: Record<string, unknown> }) =>
+      (a.body.items as { metadata: Meta }[]).map((n) => n.metadata.name);
+    const empty = await call(handle, "/api/v1/namespaces");
+    assert.equal(empty.status, 200);
+    assert.equal(empty.body.kind, "NamespaceList");
+    assert.deepEqual(names(empty), [
+      "default",
+    ]);
+    await bh.client(Team, { namespace: "team-b" }).create("red", {});
+    await bh.client(Team, { namespace: "a" }).create("red", {});
+    await bh.client(ClusterGK).create("prod", {});
+    const list = await call(handle, "/api/v1/namespaces");
+    assert.deepEqual(names(list), [
+      "a",
+      "default",
+      "team-b",
+    ]);
+    const one = await call(handle, "/api/v1/namespaces/team-b");
+    assert.equal(one.status, 200);
+    const namespace = one.body as { kind: string; metadata: Meta; status: { phase: string } };
+    assert.deepEqual([namespace.kind, namespace.metadata.name, namespace.status.phase], [
+      "Namespace",
+      "team-b",
+      "Active",
+    ]);
+    const table = await call(handle, "/api/v1/namespaces", { headers: { accept: TABLE } });
+    assert.deepEqual((table.body.rows as { cells: unknown[] }[]).map((r) => r.cells), [
+      ["a", "Active"],
+      ["default", "Active"],
+      ["team-b", "Active"],
+    ]);
+    const selected = await call(handle, "/api/v1/namespaces?fieldSelector=metadata.name%3Da");
+    assert.deepEqual(names(selected), ["a"]);
+    const missing = await call(handle, "/api/v1/namespaces/c");
+    assert.deepEqual([missing.status, missing.body.reason, missing.body.message], [
+      404,
+      "NotFound",
+      'namespaces "c" not found',
+    ]);
+    assert.equal((await call(handle, "/api/v1/namespaces/Bad_Name")).status, 404);
+    const created = await call(
+      handle,
+      "/api/v1/namespaces",
+      json("POST", { metadata: { name: "x" } }),
+    );
+    assert.equal(created.status, 405);
+    assert.equal((await call(handle, "/api/v1/namespaces/a", { method: "DELETE" })).status, 405);
+    assert.equal((await call(handle, "/api/v1/namespaces?watch=true")).status, 405);
+    const bad = await call(handle, "/api/v1/namespaces?labelSelector=a%20in%20(");
+    assert.equal(bad.status, 400);
+  });
+});

@@ -451,6 +451,27 @@ export const sqliteAdapterCases: ContractCase[] = [
     },
   },
   {
+    name: "listNamespaces reads the namespace index, one probe per namespace, never the rows",
+    async fn(h) {
+      const path = h.tempPath("ns-list-plan.db");
+      const s = await h.openPath(path);
+      await s.objects.create(Widget, { name: "a", spec: "{}", namespace: "team-a" });
+      await s.close();
+      const db = new DatabaseSync(path);
+      try {
+        const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT MIN(namespace) FROM objects
+            WHERE "group" = 'g' AND kind = 'k' AND namespace > 'team-a'`).all()
+          .map((r) => String(r.detail)).join("; ");
+        assert.match(
+          plan,
+          /COVERING INDEX idx_objects_namespace \(group=\? AND kind=\? AND namespace>\?\)/,
+        );
+      } finally {
+        db.close();
+      }
+    },
+  },
+  {
     name:
       "a selector list reads the label index, never the kind's rows, when a requirement names a label",
     async fn(h) {
