@@ -417,12 +417,19 @@ export class Client<Spec, Status> {
    * @throws {InvalidOptionError} a namespace was given for a cluster-scoped kind.
    */
   async #scope(): Promise<{ namespaced: boolean; namespace: string | undefined }> {
-    const namespaced = await this.#engine.namespaced(this.#gk, this.#tokenNamespaced, this.#store);
+    let namespaced = await this.#namespaced();
+    // A refusal is never made on a definition read a moment ago: the scope may have changed since.
+    if (!namespaced && this.#namespace !== undefined) namespaced = await this.#namespaced(true);
     if (!namespaced) {
       if (this.#namespace !== undefined) throw clusterScoped(this.#gk, this.#namespace);
       return { namespaced, namespace: undefined };
     }
     return { namespaced, namespace: this.#namespace ?? this.#inherited };
+  }
+
+  /** The kind's scope: see {@linkcode Engine.namespaced} (`fresh`: the stored definition read now). */
+  #namespaced(fresh = false): boolean | Promise<boolean> {
+    return this.#engine.namespaced(this.#gk, this.#tokenNamespaced, this.#store, fresh);
   }
 
   /**
@@ -432,6 +439,7 @@ export class Client<Spec, Status> {
   async #nameScope(call: string): Promise<string> {
     const s = await this.#scope();
     if (!s.namespaced) return "";
+    if (s.namespace === undefined && !(await this.#namespaced(true))) return "";
     if (s.namespace === undefined) {
       throw new InvalidOptionError(
         `Cannot ${call} ${

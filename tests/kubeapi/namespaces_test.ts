@@ -10,6 +10,8 @@ import assert from "node:assert/strict";
 import { Beehive, defineKind, type Store } from "../../mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
+import { installFakeTime } from "../_fake_time.ts";
+import { STORED_SCHEMA_TTL } from "../../src/engine/_stored_schemas.ts";
 import {
   call,
   Cluster as ClusterGK,
@@ -331,4 +333,52 @@ test("kubeApiHandler serves /api/v1/namespaces read-only: the namespaces objects
     const bad = await call(handle, "/api/v1/namespaces?labelSelector=a%20in%20(");
     assert.equal(bad.status, 400);
   });
+});
+
+test("kubeApiHandler follows a kind's scope changed by another process at once: the new scope's paths answer, the old ones 404, never 500", async () => {
+  const clock = installFakeTime();
+  try {
+    await withStore(async (store, bh) => {
+      const gk = { group: "kstack.sh", kind: "Team" };
+      const scoped = (namespaced: boolean) =>
+        store.kinds.put({
+          ...gk,
+          plural: "teams",
+          singular: "team",
+          shortNames: [],
+          namespaced,
+          columns: "[]",
+          specSchema: undefined,
+          statusSchema: undefined,
+        }, { replace: true });
+      await scoped(false);
+      await bh.client(gk).create("red", {});
+      const handle = kubeApiHandler({ store });
+      const status = async (path: string, init?: RequestInit) => {
+        const answer = await call(handle, path, init);
+        return [answer.status, answer.body.reason];
+      };
+      assert.deepEqual(await status(`${TEAMS}/red`), [200, undefined]);
+
+      await scoped(true); // within STORED_SCHEMA_TTL of every read above
+      assert.deepEqual(await status(teamsIn("a")), [200, undefined]);
+      assert.deepEqual(
+        await status(teamsIn("a"), json("POST", { metadata: { name: "blue" }, spec: {} })),
+        [201, undefined],
+      );
+      assert.deepEqual(await status(`${TEAMS}/red`), [404, "NotFound"]);
+
+      await scoped(false);
+      assert.deepEqual(await status(`${TEAMS}/red`), [200, undefined]);
+      assert.deepEqual(await status(teamsIn("a")), [404, "NotFound"]);
+
+      // The handler last read the kind cluster-scoped; the client reads it namespaced.
+      await scoped(true);
+      await clock.tickAsync(STORED_SCHEMA_TTL);
+      assert.deepEqual(await status(`${TEAMS}/red`), [404, "NotFound"]);
+      assert.deepEqual(await status(`${teamsIn("a")}/blue`), [200, undefined]);
+    });
+  } finally {
+    clock.uninstall();
+  }
 });
