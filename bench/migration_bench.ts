@@ -19,6 +19,7 @@ import process from "node:process";
 import { DatabaseSync } from "node:sqlite";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
 import { migrations } from "../store/sqlite/_schema.ts";
+import { databaseAt } from "../tests/store/_sqlite_at_version.ts";
 
 const argv = process.argv;
 const sized = argv.indexOf("--objects");
@@ -28,16 +29,8 @@ const FROM = 7;
 
 /** A database at schema version `FROM` holding `n` objects. */
 function buildV7(path: string, n: number): void {
-  const db = new DatabaseSync(path);
+  const db = databaseAt(path, FROM);
   try {
-    db.exec("PRAGMA journal_mode = WAL");
-    db.exec(`CREATE TABLE schema_migrations (
-      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-    for (const m of migrations.filter((m) => m.version <= FROM)) {
-      db.exec(m.sql);
-      db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)")
-        .run(m.version, m.name);
-    }
     db.exec("BEGIN");
     db.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n})
       INSERT INTO objects (id, "group", kind, name, spec, status, resource_version, created_at,

@@ -20,6 +20,7 @@ import {
 } from "../../src/model/errors.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
 import { migrations } from "../../store/sqlite/_schema.ts";
+import { databaseAt } from "./_sqlite_at_version.ts";
 import {
   type ContractCase,
   Gadget,
@@ -36,25 +37,6 @@ function pragma(path: string, name: string): unknown {
   } finally {
     db.close();
   }
-}
-
-/** A database file at `path` brought to schema `version` by this build's own migrations, left open. */
-function databaseAt(
-  path: string,
-  version: number,
-  options: { foreignKeys?: boolean } = {},
-): DatabaseSync {
-  const db = new DatabaseSync(path);
-  db.exec("PRAGMA journal_mode = WAL");
-  if (options.foreignKeys) db.exec("PRAGMA foreign_keys = ON");
-  db.exec(`CREATE TABLE schema_migrations (
-    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-  for (const m of migrations.filter((m) => m.version <= version)) {
-    db.exec(m.sql);
-    db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)")
-      .run(m.version, m.name);
-  }
-  return db;
 }
 
 /** The temp directories of the memory store with this identity. */
