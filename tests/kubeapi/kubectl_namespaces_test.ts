@@ -27,6 +27,24 @@ async function defineTeam(store: Store): Promise<void> {
   await (await new Beehive(store, { kinds: [Team] }).start())();
 }
 
+/** Runs `fn` with kubectl pointed at a server over `store` (`options` beyond the store and port). */
+async function withKubectl(
+  store: Store,
+  options: Partial<Parameters<typeof serveKubeApi>[0]>,
+  fn: (kubectl: ReturnType<typeof kubectlIn>, dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-namespaces-"));
+  const server = await serveKubeApi({ store, port: 0, ...options });
+  try {
+    const config = join(dir, "kubeconfig");
+    await writeFile(config, server.kubeconfig());
+    await fn(kubectlIn(dir, config), dir);
+  } finally {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 const rowsOf = (stdout: string) => stdout.trim().split("\n").map((l) => l.split(/\s+/));
 
 test("kubectl gets, applies, deletes and describes a namespaced kind's objects with -n and lists them with -A", async () => {
@@ -41,13 +59,7 @@ test("kubectl gets, applies, deletes and describes a namespaced kind's objects w
       reason: "Understaffed",
       message: "red needs two more",
     });
-    const dir = await mkdtemp(join(tmpdir(), "beehive-namespaces-"));
-    const server = await serveKubeApi({ store, port: 0 });
-    try {
-      const config = join(dir, "kubeconfig");
-      await writeFile(config, server.kubeconfig());
-      const kubectl = kubectlIn(dir, config);
-
+    await withKubectl(store, {}, async (kubectl, dir) => {
       // No -n: the context's namespace, which is default.
       const home = await kubectl("get", "teams", "--no-headers");
       assert.equal(home.code, 0, home.stderr);
@@ -120,10 +132,7 @@ test("kubectl gets, applies, deletes and describes a namespaced kind's objects w
       assert.notEqual(gone.deletionRequestedAt, undefined);
       const kept = await bh.client(Team, { namespace: "a" }).getByName("red");
       assert.equal(kept.deletionRequestedAt, undefined);
-    } finally {
-      await server.close();
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
@@ -133,18 +142,10 @@ test("kubectl with a token scoped to namespaces is refused 403 outside them and 
     await defineTeam(store);
     await bh.client(Team, { namespace: "a" }).create("red", {});
     await bh.client(Team, { namespace: "b" }).create("red", {});
-    const dir = await mkdtemp(join(tmpdir(), "beehive-namespaces-"));
-    const server = await serveKubeApi({
-      store,
-      port: 0,
+    await withKubectl(store, {
       tls: true,
       tokens: [{ token: "team-a-token-0123456789", user: "alice", namespaces: ["a"] }],
-    });
-    try {
-      const config = join(dir, "kubeconfig");
-      await writeFile(config, server.kubeconfig());
-      const kubectl = kubectlIn(dir, config);
-
+    }, async (kubectl) => {
       const inside = await kubectl("get", "teams", "-n", "a", "--no-headers");
       assert.equal(inside.code, 0, inside.stderr);
       assert.match(inside.stdout, /^red\s/);
@@ -176,10 +177,7 @@ test("kubectl with a token scoped to namespaces is refused 403 outside them and 
         (await bh.client(Team, { namespace: "b" }).getByName("red")).deletionRequestedAt,
         undefined,
       );
-    } finally {
-      await server.close();
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
@@ -190,13 +188,7 @@ test("kubectl get namespaces lists the namespaces objects use and default, as a 
     await bh.client(Team, { namespace: "b" }).create("red", {});
     await bh.client(Team, { namespace: "a" }).create("red", {});
     await bh.client(Team, { namespace: "a" }).create("blue", {});
-    const dir = await mkdtemp(join(tmpdir(), "beehive-namespaces-"));
-    const server = await serveKubeApi({ store, port: 0 });
-    try {
-      const config = join(dir, "kubeconfig");
-      await writeFile(config, server.kubeconfig());
-      const kubectl = kubectlIn(dir, config);
-
+    await withKubectl(store, {}, async (kubectl) => {
       const resources = await kubectl("api-resources", "--api-group=", "--no-headers");
       assert.equal(resources.code, 0, resources.stderr);
       const row = rowsOf(resources.stdout).find((r) => r[0] === "namespaces");
@@ -241,9 +233,6 @@ test("kubectl get namespaces lists the namespaces objects use and default, as a 
       assert.notEqual(deleted.code, 0);
       assert.match(deleted.stderr, /MethodNotAllowed|not allow/);
       assert.equal((await bh.client(Team, { namespace: "a" }).list()).length, 2);
-    } finally {
-      await server.close();
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
