@@ -207,6 +207,9 @@ export function attributesOf(method: string, parts: readonly string[], url: URL)
   if (rest[0] === "namespaces" && rest.length >= 3) {
     namespace = rest[1];
     rest = rest.slice(2);
+  } else if (group === "" && rest[0] === "namespaces" && rest.length === 2) {
+    // A namespace read by name is in that namespace, as Kubernetes attributes it.
+    namespace = rest[1];
   }
   const [resource, name, subresource] = rest;
   const watch = url.searchParams.get("watch");

@@ -1,12 +1,15 @@
 /**
- * Discovery: `/version`, the legacy `APIGroupList` at `/apis`, one group's
+ * Discovery: `/version`, the core group's `/api` and `/api/v1` (events and
+ * namespaces), the legacy `APIGroupList` at `/apis`, one group's
  * `APIGroup` and its `APIResourceList` at `/apis/<group>/v1`. Aggregated
  * discovery (`apidiscovery.k8s.io/v2`) is not served: every client falls back
  * to these forms when the answer is plain JSON.
  *
  * @module
  */
+import { EVENTS_RESOURCE } from "./_events.ts";
 import { type ServedKind, VERSION } from "./_kinds.ts";
+import { NAMESPACES_RESOURCE } from "./_namespaces.ts";
 
 /** The verbs every served resource implements today. */
 export const VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"] as const;
@@ -64,6 +67,24 @@ export function apiResourceList(
       kind: k.kind,
       verbs: [...VERBS],
       ...(k.shortNames.length === 0 ? {} : { shortNames: [...k.shortNames] }),
+    })),
+  };
+}
+
+/** `GET /api`. */
+export function coreVersions(): Record<string, unknown> {
+  return { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [] };
+}
+
+/** `GET /api/v1`: the resources this server serves in the core group. */
+export function coreResourceList(): Record<string, unknown> {
+  return {
+    kind: "APIResourceList",
+    groupVersion: "v1",
+    resources: [EVENTS_RESOURCE, NAMESPACES_RESOURCE].map((r) => ({
+      ...r,
+      verbs: [...r.verbs],
+      shortNames: [...r.shortNames],
     })),
   };
 }

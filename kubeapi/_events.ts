@@ -64,26 +64,15 @@ const COLUMNS: readonly Column[] = [
   { name: "Name", type: "string", format: "name", description: "The event's name.", priority: 1 },
 ];
 
-/** The `core/v1` discovery document: the one resource this server serves in the core group. */
-export function coreResourceList(): Record<string, unknown> {
-  return {
-    kind: "APIResourceList",
-    groupVersion: "v1",
-    resources: [{
-      name: "events",
-      singularName: "event",
-      namespaced: true,
-      kind: "Event",
-      verbs: ["get", "list"],
-      shortNames: ["ev"],
-    }],
-  };
-}
-
-/** `GET /api`. */
-export function coreVersions(): Record<string, unknown> {
-  return { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [] };
-}
+/** The `events` entry of the core/v1 discovery document. */
+export const EVENTS_RESOURCE = {
+  name: "events",
+  singularName: "event",
+  namespaced: true,
+  kind: "Event",
+  verbs: ["get", "list"],
+  shortNames: ["ev"],
+} as const;
 
 type Fields = Map<string, { value: string; equal: boolean }[]>;
 

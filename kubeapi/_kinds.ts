@@ -127,11 +127,14 @@ export class ServedKinds {
     return kinds;
   }
 
-  /** The kind served as `plural` in `group`, or `undefined`. */
-  async find(group: string, plural: string): Promise<ServedKind | undefined> {
+  /**
+   * The kind served as `plural` in `group`, or `undefined`; with `fresh`,
+   * listed again first (its scope may have changed since it was read).
+   */
+  async find(group: string, plural: string, fresh = false): Promise<ServedKind | undefined> {
     if (!isGroupName(group)) return undefined;
     const key = `${group}/${plural}`;
-    if (!this.#known.has(key)) await this.list();
+    if (fresh || !this.#known.has(key)) await this.list();
     return this.#known.get(key);
   }
 }

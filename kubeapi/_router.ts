@@ -7,9 +7,18 @@
  */
 import type { KindRequest, KubeContext } from "./_context.ts";
 import { deleteResource } from "./_delete.ts";
-import { coreResourceList, coreVersions, listEvents } from "./_events.ts";
-import { apiGroup, apiGroupList, apiResourceList, versionInfo } from "./_discovery.ts";
-import { isGroupName, VERSION } from "./_kinds.ts";
+import { listEvents } from "./_events.ts";
+import {
+  apiGroup,
+  apiGroupList,
+  apiResourceList,
+  coreResourceList,
+  coreVersions,
+  versionInfo,
+} from "./_discovery.ts";
+import { InvalidOptionError } from "@beehive/beehive";
+import { isGroupName, type ServedKind, VERSION } from "./_kinds.ts";
+import { readNamespaces } from "./_namespaces.ts";
 import { namespaceProblem } from "../src/model/namespace.ts";
 import { groupDocumentText, openApiIndex } from "./_openapi.ts";
 import { getResource, listResources } from "./_reads.ts";
@@ -101,16 +110,39 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
   if (rest.length === 0 || (namespace !== undefined && namespaceProblem(namespace) !== undefined)) {
     throw notFoundPath();
   }
-  const kind = await ctx.kinds.find(group, rest[0]);
   // Kubernetes serves a cluster-scoped kind only outside namespaces, and a
   // namespaced kind's objects only inside one (its list also spans them all).
-  if (kind === undefined || kind.namespaced !== scoped && !(kind.namespaced && rest.length === 1)) {
-    throw notFoundPath();
-  }
+  const fits = (k: ServedKind | undefined): k is ServedKind =>
+    k !== undefined && (k.namespaced === scoped || k.namespaced && rest.length === 1);
+  let kind = await ctx.kinds.find(group, rest[0]);
+  // A scope remembered from an earlier request is read again before it refuses the path.
+  if (kind !== undefined && !fits(kind)) kind = await ctx.kinds.find(group, rest[0], true);
+  if (!fits(kind)) throw notFoundPath();
   const r: KindRequest = { ctx, kind, request, url, namespace };
+  try {
+    return await kindRoute(r, rest, method, readOnly);
+  } catch (error) {
+    // The clients refuse a scope only on a fresh read of the kind's definition: it changed since
+    // this request read it, and the path is answered as the new scope answers it.
+    if (error instanceof InvalidOptionError && !fits(await ctx.kinds.find(group, rest[0], true))) {
+      throw notFoundPath();
+    }
+    throw error;
+  }
+}
+
+/** A request to one served kind, under `rest` (`<plural>[/<name>[/status]]`). */
+async function kindRoute(
+  r: KindRequest,
+  rest: readonly string[],
+  method: string,
+  readOnly: (what: string) => void,
+): Promise<Response> {
+  const { kind, namespace } = r;
+  const scoped = namespace !== undefined;
   if (rest.length === 1) {
     if (kind.namespaced && !scoped && method === "POST") {
-      throw notAllowed(request.method, `${kind.plural}.${kind.group} across namespaces`);
+      throw notAllowed(r.request.method, `${kind.plural}.${kind.group} across namespaces`);
     }
     return await collection(r, method);
   }
@@ -143,7 +175,7 @@ async function openApi(ctx: KubeContext, parts: readonly string[]): Promise<Resp
   throw notFoundPath();
 }
 
-/** The core group: `/api`, `/api/v1` and the events in it. */
+/** The core group: `/api`, `/api/v1`, the events and the namespaces in it. */
 function core(
   ctx: KubeContext,
   request: Request,
@@ -155,6 +187,12 @@ function core(
   if (parts.length === 1) return jsonResponse(200, coreVersions());
   if (parts[1] !== "v1") throw notFoundPath();
   if (parts.length === 2) return jsonResponse(200, coreResourceList());
+  if (parts[2] === "namespaces" && parts.length <= 4) {
+    if (boolParam(url, "watch")) {
+      throw new KubeApiFailure("MethodNotAllowed", "watching namespaces is not served");
+    }
+    return readNamespaces(ctx, request, url, parts[3]);
+  }
   const all = parts.length === 3 && parts[2] === "events";
   const one = parts.length === 5 && parts[2] === "namespaces" && parts[4] === "events";
   if (!all && !one || one && namespaceProblem(parts[3]) !== undefined) throw notFoundPath();

@@ -357,6 +357,14 @@ export interface Objects {
   listUnsettledIds(gk: GroupKind): Promise<ObjectId[]>;
 
   /**
+   * The namespaces holding at least one object of kind `gk`, each once, in
+   * ascending code-unit order; the cluster scope (`''`) is left out. Reads the
+   * namespace index, not the rows: the cost follows the namespaces, not the
+   * objects.
+   */
+  listNamespaces(gk: GroupKind): Promise<string[]>;
+
+  /**
    * Records that a permanent failure stalled the object at `generation`, or
    * clears the record (`undefined`). Bookkeeping like the owed count: bumps no
    * resource version, touches no `updatedAt` and logs nothing. The record

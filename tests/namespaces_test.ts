@@ -150,6 +150,22 @@ test("Client of a namespace refuses relation reads and event watches of another 
   });
 });
 
+test("Client of a namespace refuses the schedule of another namespace's object as not found, and reads an unknown id's as nothing scheduled", async () => {
+  await withBeehive(undefined, async (bh) => {
+    bh.register(App, () => settled());
+    const b = await bh.client(App, { namespace: "team-b" }).create("web", { image: "b" });
+    const teamA = bh.client(App, { namespace: "team-a" });
+    await assert.rejects(teamA.getSchedule(b.id), NotFoundError);
+    await assert.rejects(teamA.watchSchedule(b.id), NotFoundError);
+    assert.deepEqual(await teamA.getSchedule(999_999), { nextRequeueAt: undefined });
+    const unknown = await teamA.watchSchedule(999_999);
+    unknown.close();
+    const own = await bh.client(App, { namespace: "team-b" }).watchSchedule(b.id);
+    own.close();
+    assert.ok("nextRequeueAt" in await bh.client(App).getSchedule(b.id));
+  });
+});
+
 test("bh.client refuses a namespace for a cluster-scoped kind and a malformed namespace with InvalidOptionError", async () => {
   await withBeehive(undefined, async (bh, store) => {
     assert.throws(() => bh.client(Node, { namespace: "team-a" }), InvalidOptionError);

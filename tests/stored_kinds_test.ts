@@ -322,6 +322,32 @@ test("a writer follows a stored schema that changes within STORED_SCHEMA_TTL, an
   }
 });
 
+test("a client refuses a namespace, or a name without one, only after reading the kind's stored scope again: a scope changed within STORED_SCHEMA_TTL is followed", async () => {
+  const clock = installFakeTime();
+  const store = await openTestStore(":memory:");
+  try {
+    const scoped = (namespaced: boolean) =>
+      store.kinds.put({ ...workerDefinition(undefined), namespaced }, { replace: true });
+    const bh = new Beehive(store);
+    await scoped(false);
+    await bh.client(plainWorker).create("old", 1); // reads the scope: cluster-scoped
+    await scoped(true);
+    const made = await bh.client(plainWorker, { namespace: "team-a" }).create("new", 2);
+    assert.equal(made.namespace, "team-a");
+    // Still refused once the stored definition says so.
+    await assert.rejects(bh.client(plainWorker).getByName("new"), InvalidOptionError);
+    await scoped(false);
+    assert.equal((await bh.client(plainWorker).getByName("old")).spec, 1);
+    await assert.rejects(
+      bh.client(plainWorker, { namespace: "team-a" }).list(),
+      InvalidOptionError,
+    );
+  } finally {
+    await store.close();
+    clock.uninstall();
+  }
+});
+
 test("a stored schema that is not valid JSON Schema is a clear StoreError and writes nothing", async () => {
   const store = await openTestStore(":memory:");
   try {

@@ -417,12 +417,19 @@ export class Client<Spec, Status> {
    * @throws {InvalidOptionError} a namespace was given for a cluster-scoped kind.
    */
   async #scope(): Promise<{ namespaced: boolean; namespace: string | undefined }> {
-    const namespaced = await this.#engine.namespaced(this.#gk, this.#tokenNamespaced, this.#store);
+    let namespaced = await this.#namespaced();
+    // A refusal is never made on a definition read a moment ago: the scope may have changed since.
+    if (!namespaced && this.#namespace !== undefined) namespaced = await this.#namespaced(true);
     if (!namespaced) {
       if (this.#namespace !== undefined) throw clusterScoped(this.#gk, this.#namespace);
       return { namespaced, namespace: undefined };
     }
     return { namespaced, namespace: this.#namespace ?? this.#inherited };
+  }
+
+  /** The kind's scope: see {@linkcode Engine.namespaced} (`fresh`: the stored definition read now). */
+  #namespaced(fresh = false): boolean | Promise<boolean> {
+    return this.#engine.namespaced(this.#gk, this.#tokenNamespaced, this.#store, fresh);
   }
 
   /**
@@ -432,6 +439,7 @@ export class Client<Spec, Status> {
   async #nameScope(call: string): Promise<string> {
     const s = await this.#scope();
     if (!s.namespaced) return "";
+    if (s.namespace === undefined && !(await this.#namespaced(true))) return "";
     if (s.namespace === undefined) {
       throw new InvalidOptionError(
         `Cannot ${call} ${
@@ -453,11 +461,18 @@ export class Client<Spec, Status> {
     );
   }
 
-  /** Checks that `id` is in this client's explicit namespace (a namespace never changes). */
-  async #assertInNamespace(id: ObjectId): Promise<void> {
+  /**
+   * Checks that `id` is in this client's explicit namespace (a namespace never
+   * changes). A missing id is not found, or passes when `missingPasses` (the
+   * schedule reads, whose id need not exist).
+   */
+  async #assertInNamespace(id: ObjectId, missingPasses = false): Promise<void> {
     if (this.#namespace === undefined) return;
-    const meta = await this.#store.objects.getMeta(id);
-    if (meta.group === this.#gk.group && meta.kind === this.#gk.kind) this.#inNamespace(meta);
+    const meta = await this.#store.objects.getMeta(id).catch((error: unknown) => {
+      if (missingPasses && error instanceof NotFoundError) return undefined;
+      throw error;
+    });
+    if (meta?.group === this.#gk.group && meta.kind === this.#gk.kind) this.#inNamespace(meta);
   }
 
   /** Validates, encodes and bounds a spec: the text to store. */
@@ -1279,12 +1294,15 @@ export class Client<Spec, Status> {
   /**
    * When object `id` is next scheduled to be requeued (a retry, a requeue
    * delay, a floor holding a wake; now when queued), from memory; a missing id
-   * or a kind with no controller reads as nothing scheduled.
+   * or a kind with no controller reads as nothing scheduled. A client with a
+   * namespace treats an object of another namespace as not found.
+   * @throws {NotFoundError} `id` is an object of this kind in another namespace.
    */
   getSchedule(id: ObjectId): Promise<Schedule> {
     return attempt(async () => {
       checkId(id);
       await this.#assertStoreOpen();
+      await this.#assertInNamespace(id, true);
       const reg = this.#engine.registration(this.#gk);
       return reg?.reconciler.queue.schedule(id) ?? { nextRequeueAt: undefined };
     });
@@ -1293,8 +1311,10 @@ export class Client<Spec, Status> {
   /**
    * Streams object `id`'s schedule: the current value, then each change (a
    * gauge: a slow reader gets the latest). The id need not exist. Ends quietly
-   * on `close()`, on `signal`, and when the Beehive stops.
+   * on `close()`, on `signal`, and when the Beehive stops. A client with a
+   * namespace treats an object of another namespace as not found.
    * @throws {NoControllerError} the kind has no controller registered here.
+   * @throws {NotFoundError} `id` is an object of this kind in another namespace.
    */
   watchSchedule(id: ObjectId, options?: { signal?: AbortSignal }): Promise<ScheduleStream> {
     return attempt(async () => {
@@ -1312,6 +1332,7 @@ export class Client<Spec, Status> {
           } ${id}: no controller is registered for the kind`,
         );
       }
+      await this.#assertInNamespace(id, true);
       const signals = [this.#engine.shutdown.signal, ...(signal === undefined ? [] : [signal])];
       return Promise.resolve(new ScheduleStream(reg.reconciler.queue, id, signals));
     });

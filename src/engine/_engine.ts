@@ -199,14 +199,20 @@ export class Engine {
   /**
    * Whether objects of `gk` live in namespaces, for a surface made from
    * `kind`: a `defineKind` token's own scope, else the registered token's,
-   * else the kind's stored definition (cluster-scoped when none is stored).
+   * else the kind's stored definition (cluster-scoped when none is stored),
+   * read now with `fresh`, else trusted for {@linkcode STORED_SCHEMA_TTL}.
    */
-  namespaced(gk: GroupKind, own: boolean | undefined, store: Store): boolean | Promise<boolean> {
+  namespaced(
+    gk: GroupKind,
+    own: boolean | undefined,
+    store: Store,
+    fresh = false,
+  ): boolean | Promise<boolean> {
     if (own !== undefined) return own;
     const reg = this.registration(gk);
     // A plain kind's registration carries default names, not a scope: the store says.
     if (reg?.schemas !== undefined) return reg.definition.namespaced;
-    return this.storedSchemas.namespaced(store, gk);
+    return this.storedSchemas.namespaced(store, gk, fresh);
   }
 
   /**

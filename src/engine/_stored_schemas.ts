@@ -88,17 +88,20 @@ export class StoredSchemas {
 
   /**
    * Whether `gk`'s stored definition declares it namespaced (`false` when
-   * none is stored), read and trusted as {@linkcode StoredSchemas.of}'s.
+   * none is stored), read and trusted as {@linkcode StoredSchemas.of}'s;
+   * with `fresh`, read now whatever was read before.
    */
-  async namespaced(store: Store, gk: GroupKind): Promise<boolean> {
-    return (await this.#definition(store, gk)).namespaced;
+  async namespaced(store: Store, gk: GroupKind, fresh = false): Promise<boolean> {
+    return (await this.#definition(store, gk, fresh)).namespaced;
   }
 
-  async #definition(store: Store, gk: GroupKind): Promise<Compiled> {
+  async #definition(store: Store, gk: GroupKind, fresh = false): Promise<Compiled> {
     const key = kindKey(gk);
     const now = Date.now();
     const hit = this.#compiled.get(key);
-    if (hit !== undefined && now >= hit.at && now - hit.at < STORED_SCHEMA_TTL) return hit;
+    if (!fresh && hit !== undefined && now >= hit.at && now - hit.at < STORED_SCHEMA_TTL) {
+      return hit;
+    }
     const raw = await store.kinds.get(gk);
     const spec = raw?.specSchema;
     const status = raw?.statusSchema;

@@ -119,6 +119,7 @@ class Statements {
   readonly listIds: string;
   readonly listIdsActive: string;
   readonly unsettled: string;
+  readonly namespaces: string;
   readonly byIds: string;
   readonly finalizersForUpdate: string;
 
@@ -131,6 +132,14 @@ class Statements {
         AND (observed_generation IS NULL OR observed_generation < generation)
         AND stalled_generation ${d.isDistinct} generation
       ORDER BY id`;
+    // One index probe per namespace (a loose index scan), not one row per object.
+    this.namespaces = `WITH RECURSIVE ns (namespace) AS (
+        SELECT MIN(namespace) FROM objects WHERE "group" = ? AND kind = ? AND namespace > ''
+        UNION ALL
+        SELECT (SELECT MIN(o.namespace) FROM objects o
+          WHERE o."group" = ? AND o.kind = ? AND o.namespace > ns.namespace)
+        FROM ns WHERE ns.namespace IS NOT NULL)
+      SELECT namespace FROM ns WHERE namespace IS NOT NULL`;
     this.byIds = `SELECT ${OBJECT_COLUMNS} FROM objects
       WHERE id${d.inIds} AND "group" = ? AND kind = ? ORDER BY id`;
     this.finalizersForUpdate =
@@ -264,6 +273,14 @@ export class SqlObjects implements Objects {
       checkGroupKind(gk);
       const sql = this.#sql.unsettled;
       return this.#s.read(() => idsBody2(sql, gk));
+    });
+  }
+
+  listNamespaces(gk: GroupKind): Promise<string[]> {
+    return rejectWith(() => {
+      checkGroupKind(gk);
+      const sql = this.#sql.namespaces;
+      return this.#s.read(() => namespacesBody(sql, gk));
     });
   }
 
@@ -662,6 +679,12 @@ function* incomingBody(
 
 function* idsBody(sql: string, gk: GroupKind) {
   return (yield* q.rows(sql, gk.group, gk.kind)).map((r) => Number(r[0]));
+}
+
+function* namespacesBody(sql: string, gk: GroupKind) {
+  const rows = yield* q.rows(sql, gk.group, gk.kind, gk.group, gk.kind);
+  // The database's collation orders the scan; the answer is in code-unit order on every store.
+  return rows.map((r) => String(r[0])).sort((a, b) => a < b ? -1 : a > b ? 1 : 0);
 }
 
 function* idsBody2(sql: string, gk: GroupKind) {

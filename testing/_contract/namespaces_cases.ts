@@ -14,7 +14,7 @@ import {
   NotFoundError,
 } from "../../src/model/errors.ts";
 import type { Store } from "../../src/store.ts";
-import { type ContractCase, footprint, logCount, ref, Widget } from "./harness.ts";
+import { type ContractCase, footprint, Gadget, logCount, ref, Widget } from "./harness.ts";
 
 function inNs(s: Store, namespace: string, name: string, labels?: Record<string, string>) {
   return s.objects.create(Widget, { name, namespace, spec: `{"ns":"${namespace}"}`, labels });
@@ -242,6 +242,26 @@ export const namespacesCases: ContractCase[] = [
         "team-a",
       ]);
       assert.deepEqual((await s.events.list(top.id)).map((e) => e.namespace), [""]);
+    },
+  },
+  {
+    name:
+      "listNamespaces lists the namespaces holding a kind's objects, each once, in code-unit order, without the cluster scope",
+    async fn(h) {
+      const s = await h.open();
+      assert.deepEqual(await s.objects.listNamespaces(Widget), []);
+      await s.objects.create(Widget, { name: "top", spec: "{}" });
+      assert.deepEqual(await s.objects.listNamespaces(Widget), []);
+      for (const [ns, name] of [["team-b", "a"], ["team-a", "a"], ["team-b", "b"], ["a-z", "a"]]) {
+        await inNs(s, ns, name);
+      }
+      const gone = await inNs(s, "zz", "gone");
+      await s.objects.create(Gadget, { name: "g", spec: "{}", namespace: "other" });
+      assert.deepEqual(await s.objects.listNamespaces(Widget), ["a-z", "team-a", "team-b", "zz"]);
+      await s.objects.delete(gone.id);
+      assert.deepEqual(await s.objects.listNamespaces(Widget), ["a-z", "team-a", "team-b"]);
+      assert.deepEqual(await s.objects.listNamespaces(Gadget), ["other"]);
+      await assert.rejects(s.objects.listNamespaces({ group: "", kind: "" }), InvalidOptionError);
     },
   },
 ];

@@ -65,13 +65,16 @@ test("kubeApiHandler serves an object's events as core/v1 Events selected by inv
   });
 });
 
-test("kubeApiHandler serves the core group's discovery with the events resource alone", async () => {
+test("kubeApiHandler serves the core group's discovery with the events and namespaces resources alone", async () => {
   await withStore(async (store) => {
     const handle = kubeApiHandler({ store });
     assert.deepEqual((await call(handle, "/api")).body.versions, ["v1"]);
     const v1 = await call(handle, "/api/v1");
-    const resources = v1.body.resources as { name: string; namespaced: boolean }[];
-    assert.deepEqual(resources.map((r) => [r.name, r.namespaced]), [["events", true]]);
+    const resources = v1.body.resources as { name: string; namespaced: boolean; verbs: string[] }[];
+    assert.deepEqual(resources.map((r) => [r.name, r.namespaced, r.verbs]), [
+      ["events", true, ["get", "list"]],
+      ["namespaces", false, ["get", "list"]],
+    ]);
     assert.equal((await call(handle, "/api/v1/pods")).status, 404);
   });
 });

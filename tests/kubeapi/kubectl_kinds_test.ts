@@ -152,7 +152,7 @@ test("kubectl get prints a stored kind's columns, explain its schema, and create
   });
 });
 
-test("kubectl apply -f creates and updates through the last-applied annotation, and label, annotate and get -l work", async () => {
+test("kubectl apply -f creates and updates through the last-applied annotation, and label, annotate and get -l work (a malformed -l is BadRequest)", async () => {
   assert.ok(existsSync(KUBECTL), `${KUBECTL} is missing: this test drives the real kubectl`);
   await withStore(async (store) => {
     await (await new Beehive(store, { kinds: [Cluster] }).start())();
@@ -230,6 +230,10 @@ test("kubectl apply -f creates and updates through the last-applied annotation, 
       const none = await kubectl("get", "clusters", "-l", "team=z");
       assert.equal(none.code, 0, none.stderr);
       assert.match(none.stderr, /No resources found/);
+      const malformed = await kubectl("get", "clusters", "-l", "team in (b");
+      assert.notEqual(malformed.code, 0);
+      assert.match(malformed.stderr, /BadRequest/);
+      assert.match(malformed.stderr, /invalid label selector: .*team in \(b/);
       const shown = await kubectl("get", "cluster", "db", "--show-labels", "--no-headers");
       assert.equal(shown.code, 0, shown.stderr);
       assert.match(shown.stdout, /team=b$/m);

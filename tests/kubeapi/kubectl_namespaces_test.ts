@@ -2,7 +2,7 @@
  * The real kubectl against a kind defined `namespaced: true`: `get` in the
  * context's namespace (`default`), `-n` and `-A` (with its NAMESPACE
  * column), `apply -n`, `delete -n`, `describe -n` with the object's events,
- * and a token scoped to namespaces refused outside them.
+ * `get namespaces`, and a token scoped to namespaces refused outside them.
  *
  * @module
  */
@@ -27,6 +27,24 @@ async function defineTeam(store: Store): Promise<void> {
   await (await new Beehive(store, { kinds: [Team] }).start())();
 }
 
+/** Runs `fn` with kubectl pointed at a server over `store` (`options` beyond the store and port). */
+async function withKubectl(
+  store: Store,
+  options: Partial<Parameters<typeof serveKubeApi>[0]>,
+  fn: (kubectl: ReturnType<typeof kubectlIn>, dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-namespaces-"));
+  const server = await serveKubeApi({ store, port: 0, ...options });
+  try {
+    const config = join(dir, "kubeconfig");
+    await writeFile(config, server.kubeconfig());
+    await fn(kubectlIn(dir, config), dir);
+  } finally {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 const rowsOf = (stdout: string) => stdout.trim().split("\n").map((l) => l.split(/\s+/));
 
 test("kubectl gets, applies, deletes and describes a namespaced kind's objects with -n and lists them with -A", async () => {
@@ -41,13 +59,7 @@ test("kubectl gets, applies, deletes and describes a namespaced kind's objects w
       reason: "Understaffed",
       message: "red needs two more",
     });
-    const dir = await mkdtemp(join(tmpdir(), "beehive-namespaces-"));
-    const server = await serveKubeApi({ store, port: 0 });
-    try {
-      const config = join(dir, "kubeconfig");
-      await writeFile(config, server.kubeconfig());
-      const kubectl = kubectlIn(dir, config);
-
+    await withKubectl(store, {}, async (kubectl, dir) => {
       // No -n: the context's namespace, which is default.
       const home = await kubectl("get", "teams", "--no-headers");
       assert.equal(home.code, 0, home.stderr);
@@ -120,10 +132,7 @@ test("kubectl gets, applies, deletes and describes a namespaced kind's objects w
       assert.notEqual(gone.deletionRequestedAt, undefined);
       const kept = await bh.client(Team, { namespace: "a" }).getByName("red");
       assert.equal(kept.deletionRequestedAt, undefined);
-    } finally {
-      await server.close();
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
@@ -133,18 +142,10 @@ test("kubectl with a token scoped to namespaces is refused 403 outside them and 
     await defineTeam(store);
     await bh.client(Team, { namespace: "a" }).create("red", {});
     await bh.client(Team, { namespace: "b" }).create("red", {});
-    const dir = await mkdtemp(join(tmpdir(), "beehive-namespaces-"));
-    const server = await serveKubeApi({
-      store,
-      port: 0,
+    await withKubectl(store, {
       tls: true,
       tokens: [{ token: "team-a-token-0123456789", user: "alice", namespaces: ["a"] }],
-    });
-    try {
-      const config = join(dir, "kubeconfig");
-      await writeFile(config, server.kubeconfig());
-      const kubectl = kubectlIn(dir, config);
-
+    }, async (kubectl) => {
       const inside = await kubectl("get", "teams", "-n", "a", "--no-headers");
       assert.equal(inside.code, 0, inside.stderr);
       assert.match(inside.stdout, /^red\s/);
@@ -160,6 +161,15 @@ test("kubectl with a token scoped to namespaces is refused 403 outside them and 
       assert.match(across.stderr, /Forbidden/);
       assert.match(across.stderr, /at the cluster scope/);
 
+      // A namespace read by name is in that namespace; the list is cluster-scoped.
+      const own = await kubectl("get", "namespace", "a", "--no-headers");
+      assert.equal(own.code, 0, own.stderr);
+      assert.match(own.stdout, /^a\s+Active/);
+      const other = await kubectl("get", "namespace", "b");
+      assert.match(other.stderr, /Forbidden/);
+      const namespaces = await kubectl("get", "namespaces");
+      assert.match(namespaces.stderr, /cannot list resource "namespaces" .* at the cluster scope/);
+
       const deleted = await kubectl("delete", "team", "red", "-n", "b");
       assert.notEqual(deleted.code, 0);
       assert.match(deleted.stderr, /Forbidden/);
@@ -167,9 +177,62 @@ test("kubectl with a token scoped to namespaces is refused 403 outside them and 
         (await bh.client(Team, { namespace: "b" }).getByName("red")).deletionRequestedAt,
         undefined,
       );
-    } finally {
-      await server.close();
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
+  });
+});
+
+test("kubectl get namespaces lists the namespaces objects use and default, as a table and a NamespaceList, read-only", async () => {
+  assert.ok(existsSync(KUBECTL), `${KUBECTL} is missing: this test drives the real kubectl`);
+  await withStore(async (store, bh) => {
+    await defineTeam(store);
+    await bh.client(Team, { namespace: "b" }).create("red", {});
+    await bh.client(Team, { namespace: "a" }).create("red", {});
+    await bh.client(Team, { namespace: "a" }).create("blue", {});
+    await withKubectl(store, {}, async (kubectl) => {
+      const resources = await kubectl("api-resources", "--api-group=", "--no-headers");
+      assert.equal(resources.code, 0, resources.stderr);
+      const row = rowsOf(resources.stdout).find((r) => r[0] === "namespaces");
+      assert.deepEqual(row, ["namespaces", "ns", "v1", "false", "Namespace"]);
+
+      const listed = await kubectl("get", "namespaces");
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.deepEqual(rowsOf(listed.stdout), [
+        ["NAME", "STATUS"],
+        ["a", "Active"],
+        ["b", "Active"],
+        ["default", "Active"],
+      ]);
+
+      const json = await kubectl("get", "ns", "-o", "json");
+      assert.equal(json.code, 0, json.stderr);
+      const list = JSON.parse(json.stdout);
+      assert.equal(list.kind, "List"); // kubectl's wrapper around the NamespaceList's items
+      assert.deepEqual(list.items.map((n: { kind: string }) => n.kind), [
+        "Namespace",
+        "Namespace",
+        "Namespace",
+      ]);
+
+      const one = await kubectl("get", "namespace", "a", "-o", "jsonpath={.status.phase}");
+      assert.equal(one.code, 0, one.stderr);
+      assert.equal(one.stdout, "Active");
+      const selected = await kubectl(
+        "get",
+        "ns",
+        "-l",
+        "kubernetes.io/metadata.name=b",
+        "--no-headers",
+      );
+      assert.equal(selected.code, 0, selected.stderr);
+      assert.deepEqual(rowsOf(selected.stdout).map((r) => r[0]), ["b"]);
+
+      const missing = await kubectl("get", "namespace", "c");
+      assert.notEqual(missing.code, 0);
+      assert.match(missing.stderr, /namespaces "c" not found/);
+      const deleted = await kubectl("delete", "namespace", "a", "--wait=false");
+      assert.notEqual(deleted.code, 0);
+      assert.match(deleted.stderr, /MethodNotAllowed|not allow/);
+      assert.equal((await bh.client(Team, { namespace: "a" }).list()).length, 2);
+    });
   });
 });

@@ -10,6 +10,8 @@ import assert from "node:assert/strict";
 import { Beehive, defineKind, type Store } from "../../mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
+import { installFakeTime } from "../_fake_time.ts";
+import { STORED_SCHEMA_TTL } from "../../src/engine/_stored_schemas.ts";
 import {
   call,
   Cluster as ClusterGK,
@@ -274,4 +276,109 @@ test('kubeApiHandler forbids a token a namespaced kind outside its namespaces, a
     assert.equal((await call(handle, "/api/v1/events", as)).status, 403);
     assert.equal((await call(handle, "/api/v1/namespaces/a/events", as)).status, 200);
   });
+});
+
+test("kubeApiHandler serves /api/v1/namespaces read-only: the namespaces objects use and default, one by name, 404 for another", async () => {
+  await withStore(async (store, bh) => {
+    await defineTeam(store);
+    const handle = kubeApiHandler({ store });
+    const names = (a: { body: Record<string, unknown> }) =>
+      (a.body.items as { metadata: Meta }[]).map((n) => n.metadata.name);
+    const empty = await call(handle, "/api/v1/namespaces");
+    assert.equal(empty.status, 200);
+    assert.equal(empty.body.kind, "NamespaceList");
+    assert.deepEqual(names(empty), [
+      "default",
+    ]);
+    await bh.client(Team, { namespace: "team-b" }).create("red", {});
+    await bh.client(Team, { namespace: "a" }).create("red", {});
+    await bh.client(ClusterGK).create("prod", {});
+    const list = await call(handle, "/api/v1/namespaces");
+    assert.deepEqual(names(list), [
+      "a",
+      "default",
+      "team-b",
+    ]);
+    const one = await call(handle, "/api/v1/namespaces/team-b");
+    assert.equal(one.status, 200);
+    const namespace = one.body as { kind: string; metadata: Meta; status: { phase: string } };
+    assert.deepEqual([namespace.kind, namespace.metadata.name, namespace.status.phase], [
+      "Namespace",
+      "team-b",
+      "Active",
+    ]);
+    const table = await call(handle, "/api/v1/namespaces", { headers: { accept: TABLE } });
+    assert.deepEqual((table.body.rows as { cells: unknown[] }[]).map((r) => r.cells), [
+      ["a", "Active"],
+      ["default", "Active"],
+      ["team-b", "Active"],
+    ]);
+    const selected = await call(handle, "/api/v1/namespaces?fieldSelector=metadata.name%3Da");
+    assert.deepEqual(names(selected), ["a"]);
+    const missing = await call(handle, "/api/v1/namespaces/c");
+    assert.deepEqual([missing.status, missing.body.reason, missing.body.message], [
+      404,
+      "NotFound",
+      'namespaces "c" not found',
+    ]);
+    assert.equal((await call(handle, "/api/v1/namespaces/Bad_Name")).status, 404);
+    const created = await call(
+      handle,
+      "/api/v1/namespaces",
+      json("POST", { metadata: { name: "x" } }),
+    );
+    assert.equal(created.status, 405);
+    assert.equal((await call(handle, "/api/v1/namespaces/a", { method: "DELETE" })).status, 405);
+    assert.equal((await call(handle, "/api/v1/namespaces?watch=true")).status, 405);
+    const bad = await call(handle, "/api/v1/namespaces?labelSelector=a%20in%20(");
+    assert.equal(bad.status, 400);
+  });
+});
+
+test("kubeApiHandler follows a kind's scope changed by another process at once: the new scope's paths answer, the old ones 404, never 500", async () => {
+  const clock = installFakeTime();
+  try {
+    await withStore(async (store, bh) => {
+      const gk = { group: "kstack.sh", kind: "Team" };
+      const scoped = (namespaced: boolean) =>
+        store.kinds.put({
+          ...gk,
+          plural: "teams",
+          singular: "team",
+          shortNames: [],
+          namespaced,
+          columns: "[]",
+          specSchema: undefined,
+          statusSchema: undefined,
+        }, { replace: true });
+      await scoped(false);
+      await bh.client(gk).create("red", {});
+      const handle = kubeApiHandler({ store });
+      const status = async (path: string, init?: RequestInit) => {
+        const answer = await call(handle, path, init);
+        return [answer.status, answer.body.reason];
+      };
+      assert.deepEqual(await status(`${TEAMS}/red`), [200, undefined]);
+
+      await scoped(true); // within STORED_SCHEMA_TTL of every read above
+      assert.deepEqual(await status(teamsIn("a")), [200, undefined]);
+      assert.deepEqual(
+        await status(teamsIn("a"), json("POST", { metadata: { name: "blue" }, spec: {} })),
+        [201, undefined],
+      );
+      assert.deepEqual(await status(`${TEAMS}/red`), [404, "NotFound"]);
+
+      await scoped(false);
+      assert.deepEqual(await status(`${TEAMS}/red`), [200, undefined]);
+      assert.deepEqual(await status(teamsIn("a")), [404, "NotFound"]);
+
+      // The handler last read the kind cluster-scoped; the client reads it namespaced.
+      await scoped(true);
+      await clock.tickAsync(STORED_SCHEMA_TTL);
+      assert.deepEqual(await status(`${TEAMS}/red`), [404, "NotFound"]);
+      assert.deepEqual(await status(`${teamsIn("a")}/blue`), [200, undefined]);
+    });
+  } finally {
+    clock.uninstall();
+  }
 });

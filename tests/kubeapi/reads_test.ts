@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
-import { call, Cluster, CLUSTERS, Node, TABLE, withStore } from "./_kubeapi_harness.ts";
+import { call, Cluster, CLUSTERS, intercept, Node, TABLE, withStore } from "./_kubeapi_harness.ts";
 
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
 
@@ -184,5 +184,51 @@ test("kubeApiHandler filters by the metadata.name field selector and by label se
       assert.equal(bad.status, 400, query);
       assert.equal(bad.body.reason, "BadRequest");
     }
+  });
+});
+
+test("kubeApiHandler passes a label selector to the store's list, which reads only the matching objects", async () => {
+  await withStore(async (store, bh) => {
+    for (let i = 0; i < 30; i++) {
+      await bh.client(Cluster).create(`c${i}`, {}, {
+        labels: { app: i % 10 === 0 ? "web" : "db" },
+      });
+    }
+    const seen: { selector: unknown; rows: number }[] = [];
+    const recording = intercept(store, { family: "objects", method: "list" }, async (
+      list,
+      gk,
+      page,
+    ) => {
+      const rows = await list(gk, page);
+      seen.push({ selector: page?.labelSelector, rows: rows.length });
+      return rows;
+    });
+    const handle = kubeApiHandler({ store: recording });
+    const list = await call(handle, `${CLUSTERS}?labelSelector=app%3Dweb&limit=2`);
+    assert.equal(list.status, 200, JSON.stringify(list.body));
+    const items = list.body.items as { metadata: { name: string } }[];
+    assert.deepEqual(items.map((i) => i.metadata.name), ["c0", "c10"]);
+    assert.ok((list.body.metadata as { continue?: string }).continue !== undefined);
+    assert.deepEqual(seen, [{
+      selector: [{ key: "app", operator: "In", values: ["web"] }],
+      rows: 3,
+    }]);
+  });
+});
+
+test("kubeApiHandler answers a malformed label selector 400 with the parser's message, reading no object", async () => {
+  await withStore(async (store, bh) => {
+    await bh.client(Cluster).create("prod", {});
+    let lists = 0;
+    const counting = intercept(store, { family: "objects", method: "list" }, (list, ...args) => {
+      lists++;
+      return list(...args);
+    });
+    const handle = kubeApiHandler({ store: counting });
+    const bad = await call(handle, `${CLUSTERS}?labelSelector=env%20in%20(prod`);
+    assert.deepEqual([bad.status, bad.body.reason], [400, "BadRequest"]);
+    assert.match(String(bad.body.message), /^invalid label selector: .*env in \(prod/);
+    assert.equal(lists, 0);
   });
 });

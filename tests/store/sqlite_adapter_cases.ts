@@ -21,6 +21,7 @@ import {
 import type { LabelRequirement } from "../../src/store.ts";
 import { openSqliteStore } from "../_sqlite_driver.ts";
 import { migrations } from "../../store/sqlite/_schema.ts";
+import { databaseAt } from "./_sqlite_at_version.ts";
 import {
   type ContractCase,
   Gadget,
@@ -37,25 +38,6 @@ function pragma(path: string, name: string): unknown {
   } finally {
     db.close();
   }
-}
-
-/** A database file at `path` brought to schema `version` by this build's own migrations, left open. */
-function databaseAt(
-  path: string,
-  version: number,
-  options: { foreignKeys?: boolean } = {},
-): DatabaseSync {
-  const db = new DatabaseSync(path);
-  db.exec("PRAGMA journal_mode = WAL");
-  if (options.foreignKeys) db.exec("PRAGMA foreign_keys = ON");
-  db.exec(`CREATE TABLE schema_migrations (
-    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-  for (const m of migrations.filter((m) => m.version <= version)) {
-    db.exec(m.sql);
-    db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)")
-      .run(m.version, m.name);
-  }
-  return db;
 }
 
 /** The temp directories of the memory store with this identity. */
@@ -501,6 +483,27 @@ export const sqliteAdapterCases: ContractCase[] = [
           /idx_objects_namespace \(group=\? AND kind=\? AND namespace=\? AND rowid>\?\)/,
         );
         assert.doesNotMatch(plan, /TEMP B-TREE/);
+      } finally {
+        db.close();
+      }
+    },
+  },
+  {
+    name: "listNamespaces reads the namespace index, one probe per namespace, never the rows",
+    async fn(h) {
+      const path = h.tempPath("ns-list-plan.db");
+      const s = await h.openPath(path);
+      await s.objects.create(Widget, { name: "a", spec: "{}", namespace: "team-a" });
+      await s.close();
+      const db = new DatabaseSync(path);
+      try {
+        const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT MIN(namespace) FROM objects
+            WHERE "group" = 'g' AND kind = 'k' AND namespace > 'team-a'`).all()
+          .map((r) => String(r.detail)).join("; ");
+        assert.match(
+          plan,
+          /COVERING INDEX idx_objects_namespace \(group=\? AND kind=\? AND namespace>\?\)/,
+        );
       } finally {
         db.close();
       }
