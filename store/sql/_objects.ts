@@ -132,12 +132,15 @@ class Statements {
         AND (observed_generation IS NULL OR observed_generation < generation)
         AND stalled_generation ${d.isDistinct} generation
       ORDER BY id`;
-    // One index probe per namespace (a loose index scan), not one row per object.
+    // One index probe per namespace (a loose index scan), not one row per object. Each
+    // probe says namespace <> '', so the planners read the (partial) namespace index.
     this.namespaces = `WITH RECURSIVE ns (namespace) AS (
-        SELECT MIN(namespace) FROM objects WHERE "group" = ? AND kind = ? AND namespace > ''
+        SELECT MIN(namespace) FROM objects
+          WHERE "group" = ? AND kind = ? AND namespace > '' AND namespace <> ''
         UNION ALL
         SELECT (SELECT MIN(o.namespace) FROM objects o
-          WHERE o."group" = ? AND o.kind = ? AND o.namespace > ns.namespace)
+          WHERE o."group" = ? AND o.kind = ? AND o.namespace > ns.namespace
+            AND o.namespace <> '')
         FROM ns WHERE ns.namespace IS NOT NULL)
       SELECT namespace FROM ns WHERE namespace IS NOT NULL`;
     this.byIds = `SELECT ${OBJECT_COLUMNS} FROM objects

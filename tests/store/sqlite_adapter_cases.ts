@@ -498,7 +498,7 @@ export const sqliteAdapterCases: ContractCase[] = [
       const db = new DatabaseSync(path);
       try {
         const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT MIN(namespace) FROM objects
-            WHERE "group" = 'g' AND kind = 'k' AND namespace > 'team-a'`).all()
+            WHERE "group" = 'g' AND kind = 'k' AND namespace > 'team-a' AND namespace <> ''`).all()
           .map((r) => String(r.detail)).join("; ");
         assert.match(
           plan,
