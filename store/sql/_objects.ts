@@ -275,7 +275,7 @@ export class SqlObjects implements Objects {
     return rejectWith(() => {
       checkGroupKind(gk);
       const sql = this.#sql.unsettled;
-      return this.#s.read(() => idsBody2(sql, gk));
+      return this.#s.read(() => idsBody(sql, gk));
     });
   }
 
@@ -688,10 +688,6 @@ function* namespacesBody(sql: string, gk: GroupKind) {
   const rows = yield* q.rows(sql, gk.group, gk.kind, gk.group, gk.kind);
   // The database's collation orders the scan; the answer is in code-unit order on every store.
   return rows.map((r) => String(r[0])).sort((a, b) => a < b ? -1 : a > b ? 1 : 0);
-}
-
-function* idsBody2(sql: string, gk: GroupKind) {
-  return (yield* q.rows(sql, gk.group, gk.kind)).map((r) => Number(r[0]));
 }
 
 function* updateSpecBody(
