@@ -85,6 +85,12 @@ ALTER TABLE objects ADD CONSTRAINT objects_group_kind_namespace_name_key
 CREATE INDEX idx_objects_namespace ON objects ("group", kind, namespace, id);
 `;
 
+// Migration 9 is the SQLite store's open slots, which this store does without
+// (docs/adr/2026-12-03-liveness-follows-the-writing-open.md): an open proves itself
+// alive by a session advisory lock keyed by its own number, which names it with no
+// table. A no-op keeps the numbering.
+const openSlots = `SELECT 1;`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
@@ -95,4 +101,5 @@ export const migrations: readonly Migration[] = [
   { version: 6, name: "kinds", sql: kinds },
   { version: 7, name: "labels", sql: labels },
   { version: 8, name: "namespaces", sql: namespaces },
+  { version: 9, name: "open slots (no-op here)", sql: openSlots },
 ];

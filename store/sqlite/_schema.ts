@@ -204,6 +204,17 @@ CREATE INDEX idx_objects_stalled ON objects ("group", kind)
   WHERE stalled_generation IS NOT NULL;
 `;
 
+// Live opens (docs/adr/2026-12-03-liveness-follows-the-writing-open.md): which open
+// holds each open-slot lock file (`<db>-open-<slot>`). A liveness row reads True while
+// the open that wrote it holds the slot recorded here; a slot's next holder replaces
+// its row. Existing liveness rows have no slot, and read Unknown until rewritten.
+const openSlots = `
+CREATE TABLE open_slots (
+  slot       INTEGER PRIMARY KEY CHECK (slot >= 0),
+  open_epoch INTEGER NOT NULL
+) STRICT;
+`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
@@ -214,4 +225,5 @@ export const migrations: readonly Migration[] = [
   { version: 6, name: "kinds", sql: kinds },
   { version: 7, name: "labels", sql: labels },
   { version: 8, name: "namespaces", sql: namespaces, foreignKeysOff: true },
+  { version: 9, name: "open slots", sql: openSlots },
 ];
