@@ -1057,7 +1057,10 @@ export interface Leases {
   /**
    * Takes the lease as a lock that lasts exactly as long as this process (or
    * connection): a holder that crashes or is killed frees it at once, with no
-   * expiry to wait for. Holding it writes nothing.
+   * expiry to wait for. Holding it writes nothing. A timed lease of the same
+   * name keeps it out until this open has seen that lease's term unchanged
+   * for its duration (as {@linkcode Leases.acquire} judges it), never by
+   * comparing the expiry another host wrote with this one's clock.
    * @throws {StoreInUseError} another live holder has the lease; the message names it.
    */
   hold(name: string, holder: string): Promise<HeldLease>;

@@ -102,4 +102,5 @@ export const migrations: readonly Migration[] = [
   { version: 7, name: "labels", sql: labels },
   { version: 8, name: "namespaces", sql: namespaces },
   { version: 9, name: "open slots (no-op here)", sql: openSlots },
+  { version: 10, name: "lease durations", sql: shared.leaseDurations },
 ];

@@ -270,6 +270,11 @@ const leases = table(`leases
   expires_at  int64
   pid         int64`);
 
+// A timed lease's duration (migration 10), NULL for a held lock and for a row
+// written before it: another open judges the lease's expiry by how long it has seen
+// the term unchanged against this, never by the timestamps its holder's clock wrote.
+const leaseDuration = columns("duration int64")[0];
+
 // Kind definitions (docs/adr/2026-12-02-stored-kinds-and-json-schema.md): what
 // start() learns from defineKind, for every process and tool that lacks it.
 const kinds = table(`kinds
@@ -318,6 +323,8 @@ export function sharedMigrations(ddl: Ddl): {
   readonly kinds: string;
   /** Migration 7: labels and annotations, and the label index. */
   readonly labels: string;
+  /** Migration 10: a timed lease's duration. */
+  readonly leaseDurations: string;
 } {
   const create = (t: Table) => createTable(t, ddl.types, ddl.tableOptions?.(t));
   const add = (to: string, c: Column) => addColumn(to, c, ddl.types);
@@ -333,5 +340,6 @@ export function sharedMigrations(ddl: Ddl): {
     stalled: add("objects", stalledGeneration),
     kinds: create(kinds),
     labels: [...labelColumns.map((c) => add("objects", c)), create(objectLabels)].join("\n"),
+    leaseDurations: add("leases", leaseDuration),
   };
 }

@@ -226,4 +226,5 @@ export const migrations: readonly Migration[] = [
   { version: 7, name: "labels", sql: labels },
   { version: 8, name: "namespaces", sql: namespaces, foreignKeysOff: true },
   { version: 9, name: "open slots", sql: openSlots },
+  { version: 10, name: "lease durations", sql: shared.leaseDurations },
 ];
