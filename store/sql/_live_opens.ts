@@ -37,17 +37,22 @@ const LIVENESS = 5;
 const OPEN_EPOCH = 6;
 
 /**
- * The writers of `rows`' liveness conditions that are gone, as `viewer` sees
- * them now: no probe when every liveness row is the viewer's own, else one
- * probe per distinct writer for the whole read (the read's snapshot is the
- * only staleness).
+ * The writers of the liveness conditions among `rowSets` that are gone, as
+ * `viewer` sees them now: no probe when every liveness row is the viewer's
+ * own, else one probe per distinct writer for the whole read (the read's
+ * snapshot is the only staleness).
  */
-export function* goneWriters(rows: readonly RowArray[], viewer: Viewer): Q<ReadonlySet<number>> {
+export function* goneWriters(
+  rowSets: readonly (readonly RowArray[])[],
+  viewer: Viewer,
+): Q<ReadonlySet<number>> {
   let others: Set<number> | undefined;
-  for (const row of rows) {
-    if (row[LIVENESS] !== 1) continue;
-    const epoch = Number(row[OPEN_EPOCH]);
-    if (epoch !== viewer.epoch) (others ??= new Set()).add(epoch);
+  for (const rows of rowSets) {
+    for (const row of rows) {
+      if (row[LIVENESS] !== 1) continue;
+      const epoch = Number(row[OPEN_EPOCH]);
+      if (epoch !== viewer.epoch) (others ??= new Set()).add(epoch);
+    }
   }
   if (others === undefined) return NONE;
   const alive = yield* viewer.opens.alive([...others]);

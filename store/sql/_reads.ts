@@ -39,7 +39,7 @@ function conditionsOfIds(d: Dialect): string {
 /** Reads one object's conditions, ordered by type. */
 export function* readConditions(id: ObjectId, viewer: Viewer): Q<RawCondition[]> {
   const rows = yield* q.rows(CONDITIONS_OF_ONE, id);
-  const gone = yield* goneWriters(rows, viewer);
+  const gone = yield* goneWriters([rows], viewer);
   return rows.map((row) => decodeCondition(row, gone));
 }
 
@@ -80,7 +80,7 @@ export function* withConditions(
   for (let i = 0; i < metas.length; i += ID_CHUNK) {
     chunks.push(yield* q.rows(sql, d.ids(metas.slice(i, i + ID_CHUNK).map((m) => m.id))));
   }
-  const gone = yield* goneWriters(chunks.length === 1 ? chunks[0] : chunks.flat(), viewer);
+  const gone = yield* goneWriters(chunks, viewer);
   for (const rows of chunks) group(rows, gone, byId);
   return attach(metas, byId);
 }
@@ -94,7 +94,7 @@ export function* withConditionsOfKind(
   const byId = new Map<ObjectId, RawCondition[]>();
   if (metas.length > 0) {
     const rows = yield* q.rows(CONDITIONS_OF_KIND, gk.group, gk.kind);
-    group(rows, yield* goneWriters(rows, viewer), byId);
+    group(rows, yield* goneWriters([rows], viewer), byId);
   }
   return attach(metas, byId);
 }
