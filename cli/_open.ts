@@ -34,8 +34,9 @@ export function resolvePath(path: string, cwd: string): string {
  * Opens the store `where` names (a relative path resolved from `cwd`),
  * read-only unless the command `writes`: reading writes nothing (on SQLite it
  * works on read-only media and while another process holds a long write
- * transaction) and starts no new open epoch, so liveness conditions read as
- * the running process reads them. A database that is not a beehive store is
+ * transaction). Liveness conditions read the same from every open, writable
+ * or not: `True` while the process that wrote them has the store open. A
+ * database that is not a beehive store is
  * refused either way, and left untouched.
  * @throws {NoStoreError} `where` is a path where no file is.
  */

@@ -23,8 +23,8 @@
  * import { consoleHandler } from "@beehive/beehive/console";
  * import { openSqliteStore } from "@beehive/beehive/sqlite";
  *
- * // Read-only: no migration, no new open epoch (liveness reads as the controller's
- * // process reads it), no lock file; works on a read-only copy too.
+ * // Read-only: no migration, no new open epoch, no lock file; works on a read-only
+ * // copy too. Liveness reads as from any process: True while its writer lives.
  * const store = await openSqliteStore("./beehive.db", { readOnly: true });
  * Deno.serve({ hostname: "127.0.0.1", port: 8080 }, consoleHandler({ store }));
  * ```

@@ -63,8 +63,8 @@ export interface ConditionInput {
   /** A human-readable message. @default {""} */
   readonly message?: string;
   /**
-   * Marks an in-process condition: valid only within the open of the store
-   * that wrote it. @default {false}
+   * Marks an in-process condition: valid only while the open of the store
+   * that wrote it is alive. @default {false}
    */
   readonly liveness?: boolean;
 }
@@ -82,8 +82,9 @@ export interface RawCondition {
   /** Whether this is a liveness condition. */
   readonly liveness: boolean;
   /**
-   * True when the status was synthesized on read: a liveness condition written
-   * through an earlier open of the store reads as `"Unknown"` until rewritten.
+   * True when the status was synthesized on read: a liveness condition whose
+   * writing open of the store has closed (or whose process died) reads as
+   * `"Unknown"` until rewritten.
    * Never stored; ignored on write.
    */
   readonly unconfirmed: boolean;
@@ -488,7 +489,7 @@ export interface Conditions {
    * Upserts `conditions` together: one resource-version bump and one write-log
    * entry for the batch; a batch whose every member matches what is stored
    * writes nothing, and so does an empty batch. A liveness condition written
-   * through an earlier open is never a match, so re-confirming it rewrites it.
+   * through another open is never a match, so re-confirming it rewrites it.
    * `transitionedAt` moves only when a status changes.
    * @throws {InvalidConditionError} a bad status, an empty type, or text that is not well-formed UTF-16.
    * @throws {DuplicateConditionTypeError} the batch names one type twice.
@@ -1064,7 +1065,10 @@ export interface Leases {
   /**
    * Takes the lease as a lock that lasts exactly as long as this process (or
    * connection): a holder that crashes or is killed frees it at once, with no
-   * expiry to wait for. Holding it writes nothing.
+   * expiry to wait for. Holding it writes nothing. A timed lease of the same
+   * name keeps it out until this open has seen that lease's term unchanged
+   * for its duration (as {@linkcode Leases.acquire} judges it), never by
+   * comparing the expiry another host wrote with this one's clock.
    * @throws {StoreInUseError} another live holder has the lease; the message names it.
    */
   hold(name: string, holder: string): Promise<HeldLease>;

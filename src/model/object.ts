@@ -22,9 +22,9 @@ export type { ConditionStatus, GroupKind, ObjectId, ObjectRef } from "../store.t
 export type ConditionWrite = ConditionInput;
 
 /**
- * A condition as read: `unconfirmed` marks a liveness condition an earlier
- * process wrote, read as `"Unknown"` until a controller in this process
- * confirms it again; `transitionedAt` moves when the status flips,
+ * A condition as read: `unconfirmed` marks a liveness condition whose
+ * writing process is gone (closed the store or died), read as `"Unknown"`
+ * until a controller confirms it again; `transitionedAt` moves when the status flips,
  * `updatedAt` on any change.
  */
 export type Condition = RawCondition;

@@ -3,7 +3,8 @@
  * runs `LISTEN` on the store's channel (so a listener subscribed after open
  * hears every later commit, with no set-up race). Every write transaction sends a
  * `NOTIFY` carrying its store open's origin, delivered at commit; this open's
- * own commits are ignored. Idle, it costs no write and no query. A lost
+ * own commits are ignored. A writable open also holds its live-open lock on
+ * this connection (`./_open_locks.ts`). Idle, it costs no write and no query. A lost
  * connection is re-established with backoff, and listeners are called once it
  * is back (notifications sent meanwhile were missed).
  *
@@ -12,6 +13,8 @@
 import pg from "pg";
 import type { Core } from "./_core.ts";
 import { pgTypes } from "./_core.ts";
+import { LOCK_OPEN } from "./_open_locks.ts";
+import { StoreError } from "../../src/model/errors.ts";
 
 /** The longest wait between reconnect attempts, in ms. */
 const MAX_BACKOFF = 2000;
@@ -61,13 +64,13 @@ export class CommitListener {
     client.on("error", lost);
     client.on("end", () => lost());
     client.on("notification", (msg) => {
-      // The payload is the committing open's epoch: a read-only open follows the latest.
-      if (this.#core.readOnlyAt !== undefined) this.#core.followEpoch(Number(msg.payload));
-      else if (msg.payload === String(this.#core.epoch)) return;
+      // The payload is the committing open's epoch: this open's own commits are ignored.
+      if (this.#core.readOnlyAt === undefined && msg.payload === String(this.#core.epoch)) return;
       this.#fire();
     });
     return client.connect()
       .then(() => client.query(`LISTEN "${this.#core.channel}"`))
+      .then(() => this.#lockOpen(client))
       .then(() => {
         if (this.#client !== client) return;
         this.#backoff = 50;
@@ -80,6 +83,23 @@ export class CommitListener {
         }
         lost(error);
       });
+  }
+
+  /**
+   * A writable open holds its live-open lock on this connection: its liveness
+   * rows read as alive while it is up. Not yet free on a reconnect (the server
+   * has not noticed the last connection is gone), it fails this connection,
+   * which is retried with backoff.
+   */
+  async #lockOpen(client: pg.Client): Promise<void> {
+    const core = this.#core;
+    if (core.readOnlyAt !== undefined) return;
+    const r = await client.query(LOCK_OPEN, core.liveOpens.lockParams(core.epoch));
+    if (r.rows[0].got !== true) {
+      throw new StoreError(
+        `Cannot take this open's live-open lock (epoch ${core.epoch}): an earlier connection still holds it`,
+      );
+    }
   }
 
   #retry(): void {

@@ -9,6 +9,7 @@ import pg from "pg";
 import type { Fence } from "../../src/store.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import type { Query } from "../sql/_query.ts";
+import type { LiveOpens } from "../sql/_live_opens.ts";
 import { FENCE_SQL, refuseStaleFence, type StoreOpen, StoreState } from "../sql/_store_state.ts";
 
 /** A value a statement binds. */
@@ -154,6 +155,13 @@ export interface Connections {
   readonly pool: pg.Pool;
   readonly connection: pg.ClientConfig;
   readonly schema: string;
+  /** Which opens of the store are alive. */
+  readonly liveOpens: OpenLockKeys;
+}
+
+/** Which opens of the store are alive, and how this open's lock is keyed. */
+export interface OpenLockKeys extends LiveOpens {
+  lockParams(epoch: number): [number, number];
 }
 
 /** Everything one open store shares between its handles. */
@@ -171,6 +179,8 @@ export class Core extends StoreState {
   readonly writeLock = new AsyncLock();
   /** Connection settings for dedicated (non-pooled) connections. */
   readonly connection: pg.ClientConfig;
+  /** Which opens of the store are alive, and how this open's lock is keyed. */
+  readonly liveOpens: OpenLockKeys;
   #inFlight = 0;
   #idle: PromiseWithResolvers<void> | undefined;
 
@@ -179,6 +189,7 @@ export class Core extends StoreState {
     this.pool = connections.pool;
     this.connection = connections.connection;
     this.schema = connections.schema;
+    this.liveOpens = connections.liveOpens;
     this.channel = channelName(connections.schema);
   }
 

@@ -114,6 +114,12 @@ DROP INDEX idx_objects_namespace;
 CREATE INDEX idx_objects_namespace ON objects ("group", kind, namespace, id) WHERE namespace <> '';
 `;
 
+// Migration 10 is the SQLite store's open slots, which this store does without
+// (docs/adr/2026-12-03-liveness-follows-the-writing-open.md): an open proves itself
+// alive by a session advisory lock keyed by its own number, which names it with no
+// table. A no-op keeps the numbering.
+const openSlots = `SELECT 1;`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
@@ -125,4 +131,6 @@ export const migrations: readonly Migration[] = [
   { version: 7, name: "labels", sql: labels },
   { version: 8, name: "namespaces", sql: namespaces },
   { version: 9, name: "label sets", sql: labelSets },
+  { version: 10, name: "open slots (no-op here)", sql: openSlots },
+  { version: 11, name: "lease durations", sql: shared.leaseDurations },
 ];

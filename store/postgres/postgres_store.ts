@@ -8,6 +8,7 @@ import pg from "pg";
 import { BeehiveError, InvalidOptionError, StoreError } from "../../src/model/errors.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Fence } from "../../src/store.ts";
+import { OpenLocks } from "./_open_locks.ts";
 import { CommitListener } from "./_commit_listener.ts";
 import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
 import { HeldLocks } from "./_held_locks.ts";
@@ -79,9 +80,9 @@ export interface PostgresStoreOptions {
    * Opens an existing store to read it only: no migration, no new open
    * epoch, no write of any kind (every session is
    * `default_transaction_read_only`), so it works with a role that may only
-   * read. Every write rejects with a {@linkcode StoreError}. Liveness
-   * conditions read as in the store's most recently opened process (learned
-   * from its commits). A schema holding no beehive store, or one older than
+   * read. Every write rejects with a {@linkcode StoreError}. A liveness
+   * condition reads `True` while the open that wrote it is alive, as from
+   * every other process. A schema holding no beehive store, or one older than
    * this build's (open it writable once), is refused.
    * @default {false}
    */
@@ -240,14 +241,20 @@ export class PostgresStore extends SqlStore {
     try {
       client = await pool.connect();
       signal?.throwIfAborted();
-      const epoch = options.readOnly
-        ? await readSchema(new Db(client, 0), schema, identity)
-        : await migrate(new Db(client, 0), schema);
+      // A read-only open has no number of its own (0): it writes no row.
+      let epoch = 0;
+      if (options.readOnly) await readSchema(new Db(client, 0), schema, identity);
+      else epoch = await migrate(new Db(client, 0), schema);
       releaseClient(client);
       client = undefined;
       signal?.throwIfAborted();
       const readOnlyAt = options.readOnly ? `the PostgreSQL store ${identity}` : undefined;
-      core = new Core({ pool, connection, schema }, { epoch, logger: options.logger, readOnlyAt });
+      const liveOpens = new OpenLocks(schema);
+      core = new Core({ pool, connection, schema, liveOpens }, {
+        epoch,
+        logger: options.logger,
+        readOnlyAt,
+      });
       const listener = new CommitListener(core);
       listeners.set(core, listener);
       await listener.start();
@@ -302,11 +309,11 @@ function identityOf(url: string, schema: string): string {
 }
 
 /**
- * Reads a store's schema version and epoch without writing: a read-only open.
+ * Checks a store's schema version without writing: a read-only open.
  * @throws {StoreError} no beehive store in `schema`, or one older than this build's.
  * @throws {SchemaVersionDowngradeError} one newer than this build's.
  */
-async function readSchema(db: Db, schema: string, identity: string): Promise<number> {
+async function readSchema(db: Db, schema: string, identity: string): Promise<void> {
   const present = await db.get(
     "SELECT to_regclass(?) IS NOT NULL AS migrations, to_regclass(?) IS NOT NULL AS epoch",
     `"${schema}".schema_migrations`,
@@ -322,7 +329,6 @@ async function readSchema(db: Db, schema: string, identity: string): Promise<num
   );
   const latest = migrations[migrations.length - 1].version;
   checkStoredVersion(current, latest, `PostgreSQL store ${identity}`);
-  return Number((await db.get(`SELECT value FROM "${schema}".store_epoch WHERE id = 1`))!.value);
 }
 
 /** Creates the schema and brings it forward; resolves to this open's epoch. */

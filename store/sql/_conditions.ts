@@ -99,8 +99,8 @@ function* setBody(
   );
   const changed = batch.filter((c) => {
     const s = stored.get(c.type);
-    // A liveness row from an earlier open is never a match: re-confirming must rewrite it.
-    return s === undefined || (s.liveness === 1 && Number(s.open_epoch) < epoch) ||
+    // A liveness row another open wrote is never a match: confirming it makes it this open's.
+    return s === undefined || (s.liveness === 1 && Number(s.open_epoch) !== epoch) ||
       s.status !== c.status || s.reason !== c.reason || s.message !== c.message ||
       s.liveness !== c.liveness;
   });

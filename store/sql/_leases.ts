@@ -37,18 +37,22 @@ export interface LeaseLocks {
 }
 
 const SELECT =
-  "SELECT name, holder, epoch, acquired_at, expires_at, pid FROM leases WHERE name = ?";
+  "SELECT name, holder, epoch, acquired_at, expires_at, pid, duration FROM leases WHERE name = ?";
 
-const UPSERT = `INSERT INTO leases (name, holder, epoch, acquired_at, expires_at, pid)
-  VALUES (?, ?, ?, ?, ?, ?)
+const UPSERT = `INSERT INTO leases (name, holder, epoch, acquired_at, expires_at, pid, duration)
+  VALUES (?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch,
-    acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, pid = excluded.pid`;
+    acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, pid = excluded.pid,
+    duration = excluded.duration`;
 
-const FREE = `UPDATE leases SET holder = NULL, acquired_at = NULL, expires_at = NULL, pid = NULL
+const FREE = `UPDATE leases SET holder = NULL, acquired_at = NULL, expires_at = NULL, pid = NULL,
+    duration = NULL
   WHERE name = ? AND holder = ? AND epoch = ?`;
 
 interface LeaseRow extends RawLease {
   readonly pid: number | undefined;
+  /** A timed lease's duration (ms) as its holder last wrote it; absent for a held lock or an older row. */
+  readonly duration: number | undefined;
 }
 
 function* read(name: string): Q<LeaseRow | undefined> {
@@ -61,12 +65,22 @@ function* read(name: string): Q<LeaseRow | undefined> {
     acquiredAt: r.acquired_at === null ? undefined : Number(r.acquired_at),
     expiresAt: r.expires_at === null ? undefined : Number(r.expires_at),
     pid: r.pid === null ? undefined : Number(r.pid),
+    duration: r.duration === null || r.duration === undefined ? undefined : Number(r.duration),
   };
 }
 
 function strip(row: LeaseRow): RawLease {
-  const { pid: _pid, ...lease } = row;
+  const { pid: _pid, duration: _duration, ...lease } = row;
   return lease;
+}
+
+/**
+ * How long a timed lease lasts unrenewed: the duration its holder wrote, or,
+ * on a row written before durations were kept, its expiry less its
+ * acquisition (both from the holder's clock, so no offset; at least the duration).
+ */
+function termLength(row: LeaseRow): number {
+  return row.duration ?? row.expiresAt! - (row.acquiredAt ?? row.expiresAt!);
 }
 
 function checkText(value: unknown, what: string): asserts value is string {
@@ -191,7 +205,7 @@ export class SqlLeases implements Leases {
     }
     let lease: RawLease;
     try {
-      lease = await this.#s.write((scope) => holdBody(scope, name, holder));
+      lease = await this.#s.write((scope) => holdBody(scope, locks, name, holder));
     } catch (error) {
       await locks.unlock(name);
       throw error;
@@ -272,15 +286,17 @@ function* acquireBody(
   duration: number,
 ): Q<LeaseAcquireResult> {
   const row = yield* read(name);
-  const expiresAt = now + Math.ceil(duration);
+  const ms = Math.ceil(duration);
+  const expiresAt = now + ms;
   if (row?.holder === holder && row.expiresAt !== undefined) {
     yield* q.run(
-      "UPDATE leases SET expires_at = ? WHERE name = ? AND epoch = ?",
+      "UPDATE leases SET expires_at = ?, duration = ? WHERE name = ? AND epoch = ?",
       expiresAt,
+      ms,
       name,
       row.epoch,
     );
-    const renewed = { ...row, expiresAt };
+    const renewed = { ...row, expiresAt, duration: ms };
     sightings(locks).wrote(renewed);
     return { acquired: true, lease: strip(renewed) };
   }
@@ -288,9 +304,9 @@ function* acquireBody(
   // only after this commit, and then sees this lease.
   if (yield* live(locks, row, duration)) return { acquired: false, lease: strip(row!) };
   const epoch = (row?.epoch ?? 0) + 1;
-  yield* q.run(UPSERT, name, holder, epoch, now, expiresAt, processId());
+  yield* q.run(UPSERT, name, holder, epoch, now, expiresAt, processId(), ms);
   const lease = { name, holder, epoch, acquiredAt: now, expiresAt };
-  sightings(locks).wrote({ ...lease, pid: undefined });
+  sightings(locks).wrote({ ...lease, pid: undefined, duration: ms });
   return { acquired: true, lease };
 }
 
@@ -306,9 +322,15 @@ function* renewBody(
   if (row?.holder !== holder || row.epoch !== epoch || row.expiresAt === undefined) {
     return undefined;
   }
-  const expiresAt = now + Math.ceil(duration);
-  yield* q.run("UPDATE leases SET expires_at = ? WHERE name = ?", expiresAt, name);
-  const renewed = { ...row, expiresAt };
+  const ms = Math.ceil(duration);
+  const expiresAt = now + ms;
+  yield* q.run(
+    "UPDATE leases SET expires_at = ?, duration = ? WHERE name = ?",
+    expiresAt,
+    ms,
+    name,
+  );
+  const renewed = { ...row, expiresAt, duration: ms };
   sightings(locks).wrote(renewed);
   return strip(renewed);
 }
@@ -317,13 +339,15 @@ function* releaseBody(name: string, holder: string, epoch: number) {
   return (yield* q.run(`${FREE} AND expires_at IS NOT NULL`, name, holder, epoch)) > 0;
 }
 
-function* holdBody({ now }: WriteScope, name: string, holder: string) {
+function* holdBody({ now }: WriteScope, locks: LeaseLocks, name: string, holder: string) {
   const row = yield* read(name);
-  if (row?.holder !== undefined && row.expiresAt !== undefined && row.expiresAt > now) {
+  // A timed lease of the same name keeps this lock out until this open has seen its
+  // term unchanged for its duration, as acquire judges it: never by its timestamps.
+  if (row?.expiresAt !== undefined && (yield* live(locks, row, termLength(row)))) {
     throw inUse(row);
   }
   const epoch = (row?.epoch ?? 0) + 1;
-  yield* q.run(UPSERT, name, holder, epoch, now, null, processId());
+  yield* q.run(UPSERT, name, holder, epoch, now, null, processId(), null);
   return { name, holder, epoch, acquiredAt: now, expiresAt: undefined };
 }
 

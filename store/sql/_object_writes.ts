@@ -30,6 +30,7 @@ import {
 import { selectRows } from "./_labels.ts";
 import { namespaceFilter } from "./_namespace_filter.ts";
 import type { Dialect } from "./_dialect.ts";
+import type { Viewer } from "./_live_opens.ts";
 import { type Q, q } from "./_query.ts";
 import { OBJECTS_OF_KIND, readMeta, withConditions, withConditionsOfKind } from "./_reads.ts";
 import { decodeMeta, OBJECT_COLUMNS, type Row } from "./_rows.ts";
@@ -205,10 +206,10 @@ export class SqlObjectWrites implements ObjectWrites {
       const ns = options?.namespace;
       const namespace = ns === undefined ? undefined : checkNamespace(ns);
       if (selector === undefined && namespace === undefined) {
-        return this.#snapshot(gk, (epoch) => kindRows(gk, epoch));
+        return this.#snapshot(gk, (viewer) => kindRows(gk, viewer));
       }
       const d = this.#s.dialect;
-      return this.#snapshot(gk, (epoch) => selectedRows(d, gk, selector, namespace, epoch));
+      return this.#snapshot(gk, (viewer) => selectedRows(d, gk, selector, namespace, viewer));
     });
   }
 
@@ -217,7 +218,7 @@ export class SqlObjectWrites implements ObjectWrites {
       checkGroupKind(gk);
       checkId(id);
       const d = this.#s.dialect;
-      return this.#snapshot(gk, (epoch) => rowById(d, gk, id, epoch));
+      return this.#snapshot(gk, (viewer) => rowById(d, gk, id, viewer));
     });
   }
 
@@ -226,17 +227,17 @@ export class SqlObjectWrites implements ObjectWrites {
       checkGroupKind(gk);
       checkId(ownerId, "ownerId");
       const d = this.#s.dialect;
-      return this.#snapshot(gk, (epoch) => ownedRows(d, gk, ownerId, epoch));
+      return this.#snapshot(gk, (viewer) => ownedRows(d, gk, ownerId, viewer));
     });
   }
 
   /** Rows and the kind's position, read in one snapshot. */
   #snapshot(
     gk: GroupKind,
-    read: (epoch: number) => Q<RawObject[]>,
+    read: (viewer: Viewer) => Q<RawObject[]>,
   ): Promise<Snapshot<RawObject>> {
-    const epoch = this.#s.epoch;
-    return this.#s.readSnapshot(() => snapshotBody(gk, read, epoch));
+    const viewer = this.#s.viewer;
+    return this.#s.readSnapshot(() => snapshotBody(gk, read, viewer));
   }
 
   sweep(options: ObjectWritesSweepOptions): Promise<number> {
@@ -282,9 +283,9 @@ function* maxVersionAllBody() {
   return { at: Number(row[0]), trimmedThrough: Number(row[1]) };
 }
 
-function* kindRows(gk: GroupKind, epoch: number) {
+function* kindRows(gk: GroupKind, viewer: Viewer) {
   const metas = (yield* q.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
-  return yield* withConditionsOfKind(metas, gk, epoch);
+  return yield* withConditionsOfKind(metas, gk, viewer);
 }
 
 function* selectedRows(
@@ -292,7 +293,7 @@ function* selectedRows(
   gk: GroupKind,
   selector: readonly LabelRequirement[] | undefined,
   namespace: string | undefined,
-  epoch: number,
+  viewer: Viewer,
 ) {
   const where = selector === undefined
     ? { sql: `"group" = ? AND kind = ?`, params: [gk.group, gk.kind] }
@@ -303,18 +304,18 @@ function* selectedRows(
     ...where.params,
     ...(namespace === undefined ? [] : [namespace]),
   )).map(decodeMeta);
-  return yield* withConditions(d, metas, epoch);
+  return yield* withConditions(d, metas, viewer);
 }
 
-function* rowById(d: Dialect, gk: GroupKind, id: ObjectId, epoch: number) {
+function* rowById(d: Dialect, gk: GroupKind, id: ObjectId, viewer: Viewer) {
   const meta = yield* readMeta(id);
   const metas = meta !== undefined && meta.group === gk.group && meta.kind === gk.kind
     ? [meta]
     : [];
-  return yield* withConditions(d, metas, epoch);
+  return yield* withConditions(d, metas, viewer);
 }
 
-function* ownedRows(d: Dialect, gk: GroupKind, ownerId: ObjectId, epoch: number) {
+function* ownedRows(d: Dialect, gk: GroupKind, ownerId: ObjectId, viewer: Viewer) {
   const metas = (yield* q.rows(
     `SELECT ${OBJECT_COLUMNS} FROM objects
      WHERE id IN (SELECT from_id FROM edges WHERE to_id = ? AND relation = 'owned_by')
@@ -324,11 +325,11 @@ function* ownedRows(d: Dialect, gk: GroupKind, ownerId: ObjectId, epoch: number)
     gk.group,
     gk.kind,
   )).map(decodeMeta);
-  return yield* withConditions(d, metas, epoch);
+  return yield* withConditions(d, metas, viewer);
 }
 
-function* snapshotBody(gk: GroupKind, read: (epoch: number) => Q<RawObject[]>, epoch: number) {
-  const items = yield* read(epoch);
+function* snapshotBody(gk: GroupKind, read: (viewer: Viewer) => Q<RawObject[]>, viewer: Viewer) {
+  const items = yield* read(viewer);
   return { items, resourceVersion: yield* kindPosition(gk) };
 }
 

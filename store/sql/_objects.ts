@@ -56,6 +56,7 @@ import {
   stampVersion,
 } from "./_checks.ts";
 import type { Dialect } from "./_dialect.ts";
+import type { Viewer } from "./_live_opens.ts";
 import { type Q, q } from "./_query.ts";
 import {
   OBJECTS_OF_KIND,
@@ -184,8 +185,8 @@ export class SqlObjects implements Objects {
   get(id: ObjectId): Promise<RawObject> {
     return rejectWith(() => {
       checkId(id);
-      const epoch = this.#s.epoch;
-      return this.#s.read(() => readObject(id, epoch));
+      const viewer = this.#s.viewer;
+      return this.#s.read(() => readObject(id, viewer));
     });
   }
 
@@ -193,8 +194,8 @@ export class SqlObjects implements Objects {
     return rejectWith(() => {
       const namespace = checkNameRef(ref);
       const d = this.#s.dialect;
-      const epoch = this.#s.epoch;
-      return this.#s.read(() => getByNameBody(d, ref, namespace, epoch));
+      const viewer = this.#s.viewer;
+      return this.#s.read(() => getByNameBody(d, ref, namespace, viewer));
     });
   }
 
@@ -217,10 +218,10 @@ export class SqlObjects implements Objects {
       checkId(id);
       const s = this.#s;
       const d = s.dialect;
-      const epoch = s.epoch;
+      const viewer = s.viewer;
       // One statement reads the row and the cursor together: the cursor can lag the row,
       // never lead it. Where a snapshot is cheap (SQLite) the conditions are read in it too.
-      const body = () => reconcileLoad(d, id, epoch);
+      const body = () => reconcileLoad(d, id, viewer);
       return d.inProcess ? s.readSnapshot(body) : s.read(body);
     });
   }
@@ -230,8 +231,8 @@ export class SqlObjects implements Objects {
       checkGroupKind(gk);
       const p = checkListPage(page);
       const d = this.#s.dialect;
-      const epoch = this.#s.epoch;
-      return this.#s.read(() => listBody(d, gk, p, epoch));
+      const viewer = this.#s.viewer;
+      return this.#s.read(() => listBody(d, gk, p, viewer));
     });
   }
 
@@ -240,9 +241,9 @@ export class SqlObjects implements Objects {
       checkGroupKind(gk);
       checkIds(ids);
       const d = this.#s.dialect;
-      const epoch = this.#s.epoch;
+      const viewer = this.#s.viewer;
       const byIds = this.#sql.byIds;
-      return this.#s.read(() => listByIdsBody(d, byIds, gk, ids, epoch));
+      return this.#s.read(() => listByIdsBody(d, byIds, gk, ids, viewer));
     });
   }
 
@@ -257,8 +258,8 @@ export class SqlObjects implements Objects {
       checkRelation(edge.relation);
       const p = checkListPage(page);
       const d = this.#s.dialect;
-      const epoch = this.#s.epoch;
-      return this.#s.read(() => incomingBody(d, gk, edge, p, epoch));
+      const viewer = this.#s.viewer;
+      return this.#s.read(() => incomingBody(d, gk, edge, p, viewer));
     });
   }
 
@@ -293,8 +294,8 @@ export class SqlObjects implements Objects {
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
-      const epoch = this.#s.epoch;
-      return this.#s.write((scope) => updateSpecBody(scope, ref, input, version, expected, epoch));
+      const viewer = this.#s.viewer;
+      return this.#s.write((scope) => updateSpecBody(scope, ref, input, version, expected, viewer));
     });
   }
 
@@ -307,9 +308,9 @@ export class SqlObjects implements Objects {
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
-      const epoch = this.#s.epoch;
+      const viewer = this.#s.viewer;
       return this.#s.write((scope) =>
-        updateSpecByNameBody(scope, ref, namespace, input, version, expected, epoch)
+        updateSpecByNameBody(scope, ref, namespace, input, version, expected, viewer)
       );
     });
   }
@@ -323,8 +324,8 @@ export class SqlObjects implements Objects {
       const patch = checkMetadataUpdate(input, "update metadata");
       const expected = checkPrecondition(input.resourceVersion);
       const d = this.#s.dialect;
-      const epoch = this.#s.epoch;
-      return this.#s.write((scope) => updateMetadataBody(scope, d, ref, patch, expected, epoch));
+      const viewer = this.#s.viewer;
+      return this.#s.write((scope) => updateMetadataBody(scope, d, ref, patch, expected, viewer));
     });
   }
 
@@ -393,8 +394,8 @@ export class SqlObjects implements Objects {
     return rejectWith(() => {
       checkId(id);
       const d = this.#s.dialect;
-      const epoch = this.#s.epoch;
-      return this.#s.write((scope) => deleteBody(scope, d, id, epoch));
+      const viewer = this.#s.viewer;
+      return this.#s.write((scope) => deleteBody(scope, d, id, viewer));
     });
   }
 }
@@ -402,7 +403,7 @@ export class SqlObjects implements Objects {
 /** The spec update both spellings of `updateSpec` share, on the stored row. */
 function* updateSpec(
   scope: WriteScope,
-  epoch: number,
+  viewer: Viewer,
   stored: RawObjectMeta,
   spec: string,
   incoming: number,
@@ -420,7 +421,7 @@ function* updateSpec(
   const version = stampVersion(stored.specVersion, incoming, "spec", stored.id);
   if (version === stored.specVersion && spec === stored.spec) {
     return {
-      object: { ...stored, conditions: yield* readConditions(stored.id, epoch) },
+      object: { ...stored, conditions: yield* readConditions(stored.id, viewer) },
       changed: false,
     };
   }
@@ -443,7 +444,7 @@ function* updateSpec(
     generation: stored.generation + 1,
     resourceVersion: rv,
     updatedAt: new Date(scope.now),
-    conditions: yield* readConditions(stored.id, epoch),
+    conditions: yield* readConditions(stored.id, viewer),
   };
   yield* appendWrite(scope, rv, stored, "update", object);
   return { object, changed: true };
@@ -557,8 +558,8 @@ function* createBody(
   return object;
 }
 
-function* getByNameBody(d: Dialect, ref: ObjectNameRef, namespace: string, epoch: number) {
-  return (yield* withConditions(d, [yield* readMetaByName(ref, namespace)], epoch))[0];
+function* getByNameBody(d: Dialect, ref: ObjectNameRef, namespace: string, viewer: Viewer) {
+  return (yield* withConditions(d, [yield* readMetaByName(ref, namespace)], viewer))[0];
 }
 
 function* getMetaBody(id: ObjectId) {
@@ -567,7 +568,7 @@ function* getMetaBody(id: ObjectId) {
   return meta;
 }
 
-function* reconcileLoad(d: Dialect, id: ObjectId, epoch: number): Q<ReconcileLoad> {
+function* reconcileLoad(d: Dialect, id: ObjectId, viewer: Viewer): Q<ReconcileLoad> {
   const row = yield* q.row(
     `SELECT ${OBJECT_COLUMNS}, EXISTS (SELECT 1 FROM edges
        WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies,
@@ -576,7 +577,7 @@ function* reconcileLoad(d: Dialect, id: ObjectId, epoch: number): Q<ReconcileLoa
     id,
   );
   if (row === undefined) throw objectNotFound(id);
-  const object = (yield* withConditions(d, [decodeMeta(row)], epoch))[0];
+  const object = (yield* withConditions(d, [decodeMeta(row)], viewer))[0];
   // has_dependencies, stalled_generation and cursor follow the object columns.
   const n = OBJECT_COLUMN_COUNT;
   return {
@@ -587,7 +588,7 @@ function* reconcileLoad(d: Dialect, id: ObjectId, epoch: number): Q<ReconcileLoa
   };
 }
 
-function* listBody(d: Dialect, gk: GroupKind, p: CheckedPage, epoch: number) {
+function* listBody(d: Dialect, gk: GroupKind, p: CheckedPage, viewer: Viewer) {
   const ns = inNamespace(p.namespace, "namespace");
   if (p.selector !== undefined) {
     const where = selectRows(d, gk, p.selector);
@@ -599,7 +600,7 @@ function* listBody(d: Dialect, gk: GroupKind, p: CheckedPage, epoch: number) {
       p.after,
       p.limit ?? d.noLimit,
     )).map(decodeMeta);
-    return yield* withConditions(d, metas, epoch);
+    return yield* withConditions(d, metas, viewer);
   }
   if (p.namespace !== undefined) {
     const metas = (yield* q.rows(
@@ -614,11 +615,11 @@ function* listBody(d: Dialect, gk: GroupKind, p: CheckedPage, epoch: number) {
       p.after,
       p.limit ?? d.noLimit,
     )).map(decodeMeta);
-    return yield* withConditions(d, metas, epoch);
+    return yield* withConditions(d, metas, viewer);
   }
   if (p.after === 0 && p.limit === undefined) {
     const metas = (yield* q.rows(OBJECTS_OF_KIND, gk.group, gk.kind)).map(decodeMeta);
-    return yield* withConditionsOfKind(metas, gk, epoch);
+    return yield* withConditionsOfKind(metas, gk, viewer);
   }
   const metas = (yield* q.rows(
     `SELECT ${OBJECT_COLUMNS} FROM objects WHERE "group" = ? AND kind = ? AND id > ?
@@ -628,7 +629,7 @@ function* listBody(d: Dialect, gk: GroupKind, p: CheckedPage, epoch: number) {
     p.after,
     p.limit ?? d.noLimit,
   )).map(decodeMeta);
-  return yield* withConditions(d, metas, epoch);
+  return yield* withConditions(d, metas, viewer);
 }
 
 /** A page's namespace as a filter on `column`: nothing when it spans every namespace. */
@@ -643,7 +644,7 @@ function* listByIdsBody(
   byIds: string,
   gk: GroupKind,
   ids: readonly ObjectId[],
-  epoch: number,
+  viewer: Viewer,
 ) {
   const metas: RawObjectMeta[] = [];
   for (let i = 0; i < ids.length; i += ID_CHUNK) {
@@ -651,7 +652,7 @@ function* listByIdsBody(
     for (const row of rows) metas.push(decodeMeta(row));
   }
   if (ids.length > ID_CHUNK) metas.sort((a, b) => a.id - b.id);
-  return yield* withConditions(d, metas, epoch);
+  return yield* withConditions(d, metas, viewer);
 }
 
 function* incomingBody(
@@ -659,7 +660,7 @@ function* incomingBody(
   gk: GroupKind,
   edge: IncomingEdgeQuery,
   p: CheckedPage,
-  epoch: number,
+  viewer: Viewer,
 ) {
   // Driven by the edges into toId, already in from_id order: cost tracks those edges.
   const labels = labelFilters(d, p.selector ?? [], "objects.labels");
@@ -677,7 +678,7 @@ function* incomingBody(
     ...ns.params,
     p.limit ?? d.noLimit,
   )).map(decodeMeta);
-  return yield* withConditions(d, metas, epoch);
+  return yield* withConditions(d, metas, viewer);
 }
 
 function* idsBody(sql: string, gk: GroupKind) {
@@ -696,12 +697,12 @@ function* updateSpecBody(
   input: ObjectsUpdateSpecInput,
   version: number,
   expected: number | undefined,
-  epoch: number,
+  viewer: Viewer,
 ) {
   const row = yield* q.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
   assertKind(ref, row && { group: row[1], kind: row[2] });
   const meta = decodeMeta(row!);
-  return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
+  return yield* updateSpec(scope, viewer, meta, input.spec, version, expected);
 }
 
 function* updateSpecByNameBody(
@@ -711,10 +712,10 @@ function* updateSpecByNameBody(
   input: ObjectsUpdateSpecInput,
   version: number,
   expected: number | undefined,
-  epoch: number,
+  viewer: Viewer,
 ) {
   const meta = yield* readMetaByName(ref, namespace);
-  return yield* updateSpec(scope, epoch, meta, input.spec, version, expected);
+  return yield* updateSpec(scope, viewer, meta, input.spec, version, expected);
 }
 
 function* updateMetadataBody(
@@ -723,7 +724,7 @@ function* updateMetadataBody(
   ref: ObjectRef,
   patch: { labels: MetadataPatch | undefined; annotations: MetadataPatch | undefined },
   expected: number | undefined,
-  epoch: number,
+  viewer: Viewer,
 ): Q<ObjectsUpdateMetadataResult> {
   const row = yield* q.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
   assertKind(ref, row && { group: row[1], kind: row[2] });
@@ -734,7 +735,7 @@ function* updateMetadataBody(
   const labelsSame = sameMetadata(labels, stored.labels);
   if (labelsSame && sameMetadata(annotations, stored.annotations)) {
     return {
-      object: { ...stored, conditions: yield* readConditions(stored.id, epoch) },
+      object: { ...stored, conditions: yield* readConditions(stored.id, viewer) },
       changed: false,
     };
   }
@@ -760,7 +761,7 @@ function* updateMetadataBody(
     annotations,
     resourceVersion: rv,
     updatedAt: new Date(scope.now),
-    conditions: yield* readConditions(stored.id, epoch),
+    conditions: yield* readConditions(stored.id, viewer),
   };
   yield* appendWrite(scope, rv, stored, "update", object);
   return { object, changed: true };
@@ -897,9 +898,9 @@ function* storedLabelSet(id: ObjectId): Q<number | null> {
   return row === undefined || row[0] === null ? null : Number(row[0]);
 }
 
-function* deleteBody(scope: WriteScope, d: Dialect, id: ObjectId, epoch: number) {
+function* deleteBody(scope: WriteScope, d: Dialect, id: ObjectId, viewer: Viewer) {
   // The image is read before the delete cascades its conditions and edges away.
-  const object = yield* readObject(id, epoch);
+  const object = yield* readObject(id, viewer);
   const ownerRow = yield* q.get(
     `SELECT e.to_id AS id, o."group" AS "group", o.kind AS kind
      FROM edges e JOIN objects o ON o.id = e.to_id

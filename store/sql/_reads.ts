@@ -14,6 +14,7 @@ import type {
 import { objectNotFound } from "./_checks.ts";
 import type { Dialect } from "./_dialect.ts";
 import { type Q, q } from "./_query.ts";
+import { goneWriters, type Viewer } from "./_live_opens.ts";
 import {
   CONDITION_COLUMNS,
   decodeCondition,
@@ -36,8 +37,10 @@ function conditionsOfIds(d: Dialect): string {
 }
 
 /** Reads one object's conditions, ordered by type. */
-export function* readConditions(id: ObjectId, epoch: number): Q<RawCondition[]> {
-  return (yield* q.rows(CONDITIONS_OF_ONE, id)).map((row) => decodeCondition(row, epoch));
+export function* readConditions(id: ObjectId, viewer: Viewer): Q<RawCondition[]> {
+  const rows = yield* q.rows(CONDITIONS_OF_ONE, id);
+  const gone = yield* goneWriters([rows], viewer);
+  return rows.map((row) => decodeCondition(row, gone));
 }
 
 /** Turns metas into objects by attaching their conditions (in place: the metas are fresh). */
@@ -48,12 +51,12 @@ function attach(metas: RawObjectMeta[], byId: Map<ObjectId, RawCondition[]>): Ra
   return metas as RawObject[];
 }
 
-function group(rows: RowArray[], epoch: number, into: Map<ObjectId, RawCondition[]>): void {
+function group(rows: RowArray[], gone: ReadonlySet<number>, into: Map<ObjectId, RawCondition[]>) {
   for (const row of rows) {
     const id = Number(row[0]);
     let list = into.get(id);
     if (list === undefined) into.set(id, list = []);
-    list.push(decodeCondition(row, epoch));
+    list.push(decodeCondition(row, gone));
   }
 }
 
@@ -61,22 +64,24 @@ function group(rows: RowArray[], epoch: number, into: Map<ObjectId, RawCondition
 export function* withConditions(
   d: Dialect,
   metas: RawObjectMeta[],
-  epoch: number,
+  viewer: Viewer,
 ): Q<RawObject[]> {
   if (metas.length === 1) {
     (metas[0] as { conditions?: RawCondition[] }).conditions = yield* readConditions(
       metas[0].id,
-      epoch,
+      viewer,
     );
     return metas as RawObject[];
   }
   const byId = new Map<ObjectId, RawCondition[]>();
   if (metas.length === 0) return [];
   const sql = conditionsOfIds(d);
+  const chunks: RowArray[][] = [];
   for (let i = 0; i < metas.length; i += ID_CHUNK) {
-    const ids = d.ids(metas.slice(i, i + ID_CHUNK).map((m) => m.id));
-    group(yield* q.rows(sql, ids), epoch, byId);
+    chunks.push(yield* q.rows(sql, d.ids(metas.slice(i, i + ID_CHUNK).map((m) => m.id))));
   }
+  const gone = yield* goneWriters(chunks, viewer);
+  for (const rows of chunks) group(rows, gone, byId);
   return attach(metas, byId);
 }
 
@@ -84,10 +89,13 @@ export function* withConditions(
 export function* withConditionsOfKind(
   metas: RawObjectMeta[],
   gk: GroupKind,
-  epoch: number,
+  viewer: Viewer,
 ): Q<RawObject[]> {
   const byId = new Map<ObjectId, RawCondition[]>();
-  if (metas.length > 0) group(yield* q.rows(CONDITIONS_OF_KIND, gk.group, gk.kind), epoch, byId);
+  if (metas.length > 0) {
+    const rows = yield* q.rows(CONDITIONS_OF_KIND, gk.group, gk.kind);
+    group(rows, yield* goneWriters([rows], viewer), byId);
+  }
   return attach(metas, byId);
 }
 
@@ -103,10 +111,10 @@ export function* readMeta(id: ObjectId): Q<RawObjectMeta | undefined> {
 }
 
 /** Reads one object row by id with conditions. @throws {NotFoundError} */
-export function* readObject(id: ObjectId, epoch: number): Q<RawObject> {
+export function* readObject(id: ObjectId, viewer: Viewer): Q<RawObject> {
   const row = yield* q.row(META_BY_ID, id);
   if (row === undefined) throw objectNotFound(id);
   const meta = decodeMeta(row);
-  (meta as { conditions?: RawCondition[] }).conditions = yield* readConditions(id, epoch);
+  (meta as { conditions?: RawCondition[] }).conditions = yield* readConditions(id, viewer);
   return meta as RawObject;
 }

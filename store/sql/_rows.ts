@@ -112,10 +112,13 @@ export function decodeFinalizers(text: unknown, id: ObjectId): string[] {
 export const CONDITION_COLUMNS =
   "object_id, type, status, reason, message, liveness, open_epoch, transitioned_at, updated_at";
 
-/** Decodes a conditions row (CONDITION_COLUMNS order), downgrading a liveness row from an earlier open. */
-export function decodeCondition(r: RowArray, epoch: number): RawCondition {
+/**
+ * Decodes a conditions row (CONDITION_COLUMNS order), downgrading a liveness
+ * row whose writer is among the opens `gone`.
+ */
+export function decodeCondition(r: RowArray, gone: ReadonlySet<number>): RawCondition {
   const liveness = r[5] === 1;
-  const unconfirmed = liveness && Number(r[6]) < epoch;
+  const unconfirmed = liveness && gone.has(Number(r[6]));
   return {
     type: r[1] as string,
     status: unconfirmed ? "Unknown" : r[2] as ConditionStatus,

@@ -8,6 +8,7 @@
  */
 import type { TailWrite } from "../../src/watches/kind_tail.ts";
 import type { Dialect } from "./_dialect.ts";
+import type { LiveOpens, Viewer } from "./_live_opens.ts";
 import { type Q, type Query, runOn, type Runs } from "./_query.ts";
 
 /** Where a store keeps the write-log entries of the open transaction for readers tailing from memory. */
@@ -50,8 +51,10 @@ export type IdTable = "objects" | "events";
 /** How a shared family reaches the database. */
 export interface SqlSession {
   readonly dialect: Dialect;
-  /** This open's number: the liveness downgrade's epoch, and the write log's origin. */
+  /** This open's number: what its condition rows record as their writer. */
   readonly epoch: number;
+  /** How this session's reads judge liveness rows. */
+  readonly viewer: Viewer;
   /** Whether the session is a transaction frame's (no lease may be held from it). */
   readonly inTransaction: boolean;
   /** Refuses new work once the store is closing. @throws {StoreClosedError} */
@@ -81,7 +84,12 @@ export interface DialectSession<C, D, W, Async extends boolean> {
 
 /** A dialect's own session, as {@linkcode BodySession} drives bodies through it. */
 export interface DriverSession<C, S extends WriteScope & { readonly db: C }> {
-  readonly core: { readonly epoch: number; assertOpen(): void };
+  readonly core: {
+    readonly epoch: number;
+    readonly readOnlyAt: string | undefined;
+    readonly liveOpens: LiveOpens;
+    assertOpen(): void;
+  };
   /** Runs `fn` on a connection for reads. */
   read(fn: (db: C) => unknown): Promise<unknown>;
   /** Runs `fn` on a connection inside one snapshot. */
@@ -117,9 +125,14 @@ export class BodySession<C extends Runs<unknown>, S extends WriteScope & { reado
     this.#drive = drive;
   }
 
-  /** The core's epoch, read at each call: a read-only open follows the store's latest. */
   get epoch(): number {
     return this.#s.core.epoch;
+  }
+
+  get viewer(): Viewer {
+    const core = this.#s.core;
+    // A read-only open wrote no row: every liveness row is another open's.
+    return { epoch: core.readOnlyAt === undefined ? core.epoch : 0, opens: core.liveOpens };
   }
 
   assertOpen(): void {

@@ -36,7 +36,7 @@ export function readOnlyError(store: string): StoreError {
 
 /** What an open knows of itself once opened. */
 export interface StoreOpen {
-  /** This open's number (`store_epoch`). */
+  /** This open's number (`store_epoch`); 0 for a read-only open. */
   readonly epoch: number;
   readonly logger: Logger | undefined;
   /** What a read-only open names itself in its refusals; absent for an open that writes. */
@@ -51,29 +51,18 @@ export abstract class StoreState {
    * open that writes. A read-only open writes nothing, not even its epoch.
    */
   readonly readOnlyAt: string | undefined;
-  #epoch: number;
+  /**
+   * This open's number (`store_epoch`): the writer its condition rows record
+   * and the write log's origin. A read-only open has none (0).
+   */
+  readonly epoch: number;
   #closing = false;
   #closed = false;
 
   constructor(open: StoreOpen) {
-    this.#epoch = open.epoch;
+    this.epoch = open.epoch;
     this.logger = open.logger;
     this.readOnlyAt = open.readOnlyAt;
-  }
-
-  /**
-   * This open's number (`store_epoch`): the liveness downgrade's epoch and the
-   * write log's origin. A read-only open has no epoch of its own: it follows
-   * the store's latest ({@linkcode StoreState.followEpoch}), so it reads
-   * liveness conditions as the most recently opened process does.
-   */
-  get epoch(): number {
-    return this.#epoch;
-  }
-
-  /** A read-only open learned of the store's epoch `latest`: it follows it. */
-  followEpoch(latest: number): void {
-    if (this.readOnlyAt !== undefined && latest > this.#epoch) this.#epoch = latest;
   }
 
   /** The refusal of a write on a read-only open, else `undefined`. */

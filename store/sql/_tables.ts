@@ -283,6 +283,11 @@ const leases = table(`leases
   expires_at  int64
   pid         int64`);
 
+// A timed lease's duration (migration 11), NULL for a held lock and for a row
+// written before it: another open judges the lease's expiry by how long it has seen
+// the term unchanged against this, never by the timestamps its holder's clock wrote.
+const leaseDuration = columns("duration int64")[0];
+
 // Kind definitions (docs/adr/2026-12-02-stored-kinds-and-json-schema.md): what
 // start() learns from defineKind, for every process and tool that lacks it.
 const kinds = table(`kinds
@@ -354,6 +359,8 @@ export function sharedMigrations(ddl: Ddl): {
   readonly labels: string;
   /** Migration 9's tables and column: label sets (the dialect fills them and drops the old index). */
   readonly labelSets: string;
+  /** Migration 11: a timed lease's duration. */
+  readonly leaseDurations: string;
 } {
   const create = (t: Table) => createTable(t, ddl.types, ddl.tableOptions?.(t));
   const add = (to: string, c: Column) => addColumn(to, c, ddl.types);
@@ -372,5 +379,6 @@ export function sharedMigrations(ddl: Ddl): {
     labelSets: [create(labelSets), create(labelSetEntries), add("objects", labelSetColumn)].join(
       "\n",
     ),
+    leaseDurations: add("leases", leaseDuration),
   };
 }

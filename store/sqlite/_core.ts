@@ -9,6 +9,7 @@ import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Fence } from "../../src/store.ts";
 import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 import type { LockFiles } from "./_lock_files.ts";
+import type { LiveOpens } from "../sql/_live_opens.ts";
 import type { Checkpointer } from "./_checkpointer.ts";
 import { CommitJournal } from "./_journal.ts";
 import { AsyncLock } from "../sql/_lock.ts";
@@ -130,8 +131,6 @@ export class Db {
   }
 }
 
-/** The store's latest open (`store_epoch`). */
-export const EPOCH_SQL = "SELECT value FROM store_epoch WHERE id = 1";
 const COUNTER_SQL = "SELECT value FROM resource_version_seq WHERE id = 1";
 // MAX with the table's highest id: a row another writer inserted past the counter is never reused.
 const COUNTERS_SQL = `SELECT value,
@@ -144,12 +143,19 @@ const PUBLISH_SQL =
 /** The tables whose ids come from a counter in the resource-version row. */
 export type IdTable = "objects" | "events";
 
+/** Which opens are alive, through files this open closes with its connections. */
+export interface ClosableLiveOpens extends LiveOpens {
+  close(): void;
+}
+
 /** A SQLite open's driver, connections and lease lock files. */
 export interface Connections {
   readonly driver: Driver;
   readonly writer: Db;
   readonly reader: Db;
   readonly locks: LockFiles;
+  /** The open slots: this open's own (when it writes) and the probes of others'. */
+  readonly liveOpens: ClosableLiveOpens;
 }
 
 /** Everything one open store shares between its root handle and its transactions. */
@@ -163,6 +169,8 @@ export class Core extends StoreState {
   readonly driver: Driver;
   /** The lease lock files. */
   readonly locks: LockFiles;
+  /** Which opens of the store are alive. */
+  readonly liveOpens: ClosableLiveOpens;
   /** The background checkpointer, for a store on the `node:sqlite` driver. */
   checkpointer: Checkpointer | undefined;
   /** The open write transaction's log entries, for the kinds tailed from memory. */
@@ -177,8 +185,6 @@ export class Core extends StoreState {
   #seen: number | undefined;
   /** The writer's `PRAGMA data_version` at the last commit probe. */
   #probeSeen: number | undefined;
-  /** The reader's data_version when a read-only open last read the store's epoch. */
-  #epochSeen: number | undefined;
 
   constructor(connections: Connections, open: StoreOpen) {
     super(open);
@@ -186,22 +192,8 @@ export class Core extends StoreState {
     this.writer = connections.writer;
     this.reader = connections.reader;
     this.locks = connections.locks;
+    this.liveOpens = connections.liveOpens;
     this.writer.journal = this.journal;
-  }
-
-  /**
-   * This open's epoch; a read-only open re-reads the store's latest when
-   * another connection committed (an open's epoch bump is a commit).
-   */
-  override get epoch(): number {
-    if (this.readOnlyAt !== undefined && !this.closing) {
-      const seen = Number(this.reader.get("PRAGMA data_version")!.data_version);
-      if (seen !== this.#epochSeen) {
-        this.followEpoch(Number(this.reader.get(EPOCH_SQL)!.value));
-        this.#epochSeen = seen;
-      }
-    }
-    return super.epoch;
   }
 
   /** Closes both connections. */
@@ -209,6 +201,7 @@ export class Core extends StoreState {
     this.markClosed();
     try {
       this.locks.close();
+      this.liveOpens.close();
       this.reader.close();
     } finally {
       this.writer.close();

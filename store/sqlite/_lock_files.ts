@@ -84,10 +84,25 @@ export function lockFilePath(base: string, name: string): string {
   return `${base}-lease-${encodeURIComponent(name)}`;
 }
 
+/** Where a {@linkcode LockFiles} keeps its files, and whether a holder watches them. */
+export interface LockFileKind {
+  /** The lock file of `name` beside the database file `base`. */
+  path(base: string, name: string): string;
+  /**
+   * Whether a holder checks every {@linkcode LOCK_CHECK_INTERVAL} ms that its
+   * files are still at their names, signalling a loss (a timer while any is held).
+   */
+  readonly watched: boolean;
+}
+
+/** Held leases' lock files: `<db>-lease-<name>`, watched. */
+export const LEASE_LOCKS: LockFileKind = { path: lockFilePath, watched: true };
+
 /** The lock files of one open store, one per lease name: the held leases' locks. */
 export class LockFiles implements LeaseLocks {
   readonly #driver: Driver;
   readonly #base: string;
+  readonly #kind: LockFileKind;
   readonly #files = new Map<string, LockFile>();
   /** The locks this store holds, each with the signal of its loss. */
   readonly #watched = new Map<string, AbortController>();
@@ -100,10 +115,16 @@ export class LockFiles implements LeaseLocks {
    * read-only open passes `readOnly`, the error a lock it is asked to take
    * rejects with.
    */
-  constructor(driver: Driver, base: string, readOnly?: () => Error) {
+  constructor(
+    driver: Driver,
+    base: string,
+    readOnly?: () => Error,
+    kind: LockFileKind = LEASE_LOCKS,
+  ) {
     this.#driver = driver;
     this.#base = base;
     this.#readOnly = readOnly;
+    this.#kind = kind;
   }
 
   /** The lock file of lease `name`. */
@@ -111,7 +132,7 @@ export class LockFiles implements LeaseLocks {
     let file = this.#files.get(name);
     if (file === undefined) {
       // Never removed: unlinking a lock file another process is waiting on would split the lock.
-      const path = lockFilePath(this.#base, name);
+      const path = this.#kind.path(this.#base, name);
       const conn = this.#driver.open(path);
       try {
         conn.exec("PRAGMA busy_timeout = 0");
@@ -171,6 +192,7 @@ export class LockFiles implements LeaseLocks {
   }
 
   #watch(name: string): void {
+    if (!this.#kind.watched) return;
     this.#watched.set(name, new AbortController());
     this.#timer ??= setInterval(() => this.#check(), LOCK_CHECK_INTERVAL);
   }
@@ -193,7 +215,7 @@ export class LockFiles implements LeaseLocks {
           `Lost lease ${quote(name)}: its lock file ${
             // A path, bounded by the file system, is quoted whole: the operator needs all of it.
             JSON.stringify(
-              lockFilePath(this.#base, name),
+              this.#kind.path(this.#base, name),
             )} was deleted or replaced while held, so another process can take the lease; never delete the files beside the database while a process has it open`,
         ),
       );
@@ -214,7 +236,7 @@ export class LockFiles implements LeaseLocks {
       // A read-only open creates no lock file: a missing one is held by nobody. An
       // existing one is probed (a file lock writes nothing); one it cannot open (read-only
       // media) leaves the recorded holder standing.
-      if (!existsSync(lockFilePath(this.#base, name))) return done(false);
+      if (!existsSync(this.#kind.path(this.#base, name))) return done(false);
       try {
         this.#file(name);
       } catch {

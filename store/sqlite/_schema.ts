@@ -233,6 +233,17 @@ DROP INDEX idx_objects_namespace;
 CREATE INDEX idx_objects_namespace ON objects ("group", kind, namespace) WHERE namespace <> '';
 `;
 
+// Live opens (docs/adr/2026-12-03-liveness-follows-the-writing-open.md): which open
+// holds each open-slot lock file (`<db>-open-<slot>`). A liveness row reads True while
+// the open that wrote it holds the slot recorded here; a slot's next holder replaces
+// its row. Existing liveness rows have no slot, and read Unknown until rewritten.
+const openSlots = `
+CREATE TABLE open_slots (
+  slot       INTEGER PRIMARY KEY CHECK (slot >= 0),
+  open_epoch INTEGER NOT NULL
+) STRICT;
+`;
+
 /** Every migration, in order, numbered from 1 without gaps. */
 export const migrations: readonly Migration[] = [
   { version: 1, name: "init", sql: init },
@@ -244,4 +255,6 @@ export const migrations: readonly Migration[] = [
   { version: 7, name: "labels", sql: labels },
   { version: 8, name: "namespaces", sql: namespaces, foreignKeysOff: true },
   { version: 9, name: "label sets", sql: labelSets },
+  { version: 10, name: "open slots", sql: openSlots },
+  { version: 11, name: "lease durations", sql: shared.leaseDurations },
 ];

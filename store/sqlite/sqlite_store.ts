@@ -10,7 +10,8 @@ import { BeehiveError, InvalidOptionError, StoreError } from "../../src/model/er
 import type { Fence, GroupKind } from "../../src/store.ts";
 import { CommitProbe } from "./_commit_probe.ts";
 import { LockFiles } from "./_lock_files.ts";
-import { Core, Db, EPOCH_SQL } from "./_core.ts";
+import { Core, Db } from "./_core.ts";
+import { OpenSlots } from "./_open_slots.ts";
 import { readOnlyError } from "../sql/_store_state.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
 import type { Driver } from "./_driver.ts";
@@ -77,7 +78,8 @@ export interface SqliteStoreOptions {
    * epoch, no checkpoint and no lock file — nothing is written, so it works on
    * a read-only file or filesystem and while another connection holds a long
    * write transaction. Every write rejects with a {@linkcode StoreError}.
-   * Liveness conditions read as in the store's most recently opened process.
+   * A liveness condition reads `True` while the open that wrote it is alive,
+   * as from every other process.
    * A missing file, a database that is not a beehive store, or one whose
    * schema is older than this build's (open it writable once) is refused.
    * Not for `":memory:"`.
@@ -185,6 +187,7 @@ export class SqliteStore extends SqlStore {
     if (options.readOnly) return SqliteStore.#openReadOnly(path, file, options, driver);
     let writer: Db | undefined;
     let reader: Db | undefined;
+    let liveOpens: OpenSlots | undefined;
     try {
       writer = new Db(driver.open(file));
       const busy = options.busyTimeout ?? 5000;
@@ -198,21 +201,24 @@ export class SqliteStore extends SqlStore {
       writer.exec(`PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
       writer.exec("PRAGMA foreign_keys = ON");
       migrate(writer);
-      const epoch = Number(
-        writer.get("UPDATE store_epoch SET value = value + 1 WHERE id = 1 RETURNING value")!.value,
-      );
+      liveOpens = new OpenSlots(driver, file);
+      const epoch = claimEpoch(writer, liveOpens);
       writer.origin = epoch;
       reader = new Db(driver.open(file));
       reader.exec(`PRAGMA busy_timeout = ${busy}`);
       reader.exec("PRAGMA query_only = ON");
       const locks = new LockFiles(driver, file);
-      const core = new Core({ driver, writer, reader, locks }, { epoch, logger: options.logger });
+      const core = new Core({ driver, writer, reader, locks, liveOpens }, {
+        epoch,
+        logger: options.logger,
+      });
       if (usesNodeSqlite(driver)) {
         core.checkpointer = new Checkpointer(file, writer, options.logger);
       }
       return new SqliteStore(identity, core, tempDir);
     } catch (error) {
       try {
+        liveOpens?.close();
         reader?.close();
         writer?.close();
       } catch {
@@ -246,12 +252,13 @@ export class SqliteStore extends SqlStore {
         );
       }
       checkStoredVersion(version, latest, `SQLite store at ${JSON.stringify(path)}`);
-      const epoch = Number(writer.get(EPOCH_SQL)!.value);
       reader = openReading(driver, file, busy);
       const at = `the SQLite store at ${JSON.stringify(path)}`;
-      const locks = new LockFiles(driver, file, () => readOnlyError(at));
-      const core = new Core({ driver, writer, reader, locks }, {
-        epoch,
+      const refusal = () => readOnlyError(at);
+      const locks = new LockFiles(driver, file, refusal);
+      const liveOpens = new OpenSlots(driver, file, refusal);
+      const core = new Core({ driver, writer, reader, locks, liveOpens }, {
+        epoch: 0,
         logger: options.logger,
         readOnlyAt: at,
       });
@@ -265,6 +272,26 @@ export class SqliteStore extends SqlStore {
       }
       throw openFailure(path, driver, error);
     }
+  }
+}
+
+/**
+ * Starts this open's number (`store_epoch`) and takes its open slot, in one
+ * write transaction: from its commit, this open's liveness rows read as alive
+ * to every other open for as long as it holds the slot.
+ */
+function claimEpoch(writer: Db, liveOpens: OpenSlots): number {
+  writer.exec("BEGIN IMMEDIATE");
+  try {
+    const epoch = Number(
+      writer.get("UPDATE store_epoch SET value = value + 1 WHERE id = 1 RETURNING value")!.value,
+    );
+    liveOpens.claim(writer, epoch);
+    writer.exec("COMMIT");
+    return epoch;
+  } catch (error) {
+    writer.exec("ROLLBACK");
+    throw error;
   }
 }
 

@@ -442,6 +442,77 @@ export const conditionsCases: ContractCase[] = [
   },
   {
     reopens: true,
+    name: "a liveness condition still reads True after another writable open of the same store",
+    async fn(h) {
+      const path = h.tempPath("x.db");
+      const writer = await h.openPath(path);
+      const a = await make(writer, Widget, "a");
+      await writer.conditions.set(a, [{ type: "Alive", status: "True", liveness: true }]);
+      const other = await h.openPath(path);
+      // The other open writes too (a client's apply), and opens a third time.
+      await make(other, Widget, "b");
+      const third = await h.openPath(path);
+      for (const [who, s] of [["writer", writer], ["other", other], ["third", third]] as const) {
+        const got = (await cond(s, a.id, "Alive"))!;
+        assert.deepEqual([got.status, got.unconfirmed], ["True", false], who);
+      }
+      const list = await other.objects.list(Widget);
+      assert.deepEqual(list[0].conditions.map((c) => [c.status, c.unconfirmed]), [["True", false]]);
+      const snap = await third.objectWrites.snapshot(Widget);
+      assert.equal(snap.items[0].conditions[0].status, "True");
+    },
+  },
+  {
+    reopens: true,
+    name:
+      "two open writers each read the other's liveness condition as True while both are open, and Unknown once it closed",
+    async fn(h) {
+      const path = h.tempPath("x.db");
+      const first = await h.openPath(path);
+      const a = await make(first, Widget, "a");
+      const second = await h.openPath(path);
+      const b = await make(second, Widget, "b");
+      await first.conditions.set(a, [{ type: "Alive", status: "True", liveness: true }]);
+      await second.conditions.set(b, [{ type: "Alive", status: "False", liveness: true }]);
+      const read = async (s: Store) =>
+        (await s.objects.list(Widget)).map((o) =>
+          o.conditions.map((c) => [c.status, c.unconfirmed])
+        );
+      assert.deepEqual(await read(first), [[["True", false]], [["False", false]]]);
+      assert.deepEqual(await read(second), [[["True", false]], [["False", false]]]);
+      await second.close();
+      assert.deepEqual(await read(first), [[["True", false]], [["Unknown", true]]]);
+    },
+  },
+  {
+    reopens: true,
+    name:
+      "a liveness condition reads Unknown once the open that wrote it has closed, and stays so when a later open takes its place",
+    async fn(h) {
+      const path = h.tempPath("x.db");
+      const writer = await h.openPath(path);
+      const a = await make(writer, Widget, "a");
+      const b = await make(writer, Widget, "b");
+      await writer.conditions.set(a, [{ type: "Alive", status: "True", liveness: true }]);
+      const other = await h.openPath(path);
+      assert.equal((await cond(other, a.id, "Alive"))!.status, "True");
+      await writer.close();
+      const gone = (await cond(other, a.id, "Alive"))!;
+      assert.deepEqual([gone.status, gone.unconfirmed], ["Unknown", true]);
+      // A restarted process writes liveness of its own (taking whatever proves it alive):
+      // its predecessor's row still reads Unknown, to it and to every other open.
+      const restarted = await h.openPath(path);
+      await restarted.conditions.set(b, [{ type: "Alive", status: "True", liveness: true }]);
+      for (const s of [restarted, other]) {
+        const got = (await s.objects.list(Widget)).map((o) => o.conditions[0].status);
+        assert.deepEqual(got, ["Unknown", "True"]);
+      }
+      await restarted.close();
+      assert.equal((await cond(other, b.id, "Alive"))!.status, "Unknown");
+    },
+  },
+  {
+    reopens: true,
     name: "an Unknown liveness condition written in this open is not unconfirmed",
     async fn(h) {
       const path = h.tempPath("x.db");

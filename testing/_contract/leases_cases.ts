@@ -264,6 +264,35 @@ export const leasesCases: ContractCase[] = [
   },
   {
     reopens: true,
+    name:
+      "leases.hold judges a timed lease of the same name by how long this open has seen it unchanged, never by the holder's clock",
+    async fn(h) {
+      const [a, b] = await twoHandles(h);
+      await withFakeDate(async (clock) => {
+        const { lease } = await b.leases.acquire({ name: "l", holder: "timed", duration: D });
+        // a's wall clock runs a minute ahead (or jumps): by it, b's expiry is long past.
+        clock.setSystemTime(Date.now() + 60_000);
+        const hold = () => a.leases.hold("l", "plain");
+        await assert.rejects(hold(), StoreInUseError);
+        // b renews within every duration: a never sees one term for a whole duration.
+        for (let i = 0; i < 3; i++) {
+          clock.tick(D / 2);
+          await b.leases.renew({ name: "l", holder: "timed", epoch: lease.epoch, duration: D });
+          await assert.rejects(hold(), StoreInUseError, `renewal ${i}`);
+        }
+        // b stops renewing: a holds the lease once it has seen the last term for D.
+        clock.tick(D - 1);
+        await assert.rejects(hold(), StoreInUseError);
+        clock.tick(1);
+        const held = await hold();
+        assert.equal(held.lease.epoch, lease.epoch + 1);
+        assert.equal((await b.leases.get("l"))!.holder, "plain");
+        await held.release();
+      });
+    },
+  },
+  {
+    reopens: true,
     name: "a timed lease is taken over from a held lease whose holder died",
     async fn(h) {
       const [a, b] = await twoHandles(h);

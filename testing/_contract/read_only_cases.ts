@@ -1,8 +1,8 @@
 /**
  * Store contract cases: read-only opens. A read-only open reads what writable
  * opens wrote, refuses every write with a `StoreError` and changes nothing, is
- * refused where no store exists (creating none), and reads liveness conditions
- * as the store's latest writable open does.
+ * refused where no store exists (creating none), and reads a liveness
+ * condition as alive exactly while the open that wrote it is.
  *
  * @module
  */
@@ -69,7 +69,7 @@ export const readOnlyCases: ContractCase[] = [
     reopens: true,
     readOnly: true,
     name:
-      "a read-only open reads liveness conditions as the latest writable open does, across a restart",
+      "a read-only open reads a liveness condition True while the open that wrote it lives, whatever else opens the store, and Unknown once it closed",
     async fn(h) {
       const path = h.tempPath("live.db");
       const live = await h.openPath(path);
@@ -82,10 +82,18 @@ export const readOnlyCases: ContractCase[] = [
       const observer = await h.openReadOnly(path);
       assert.equal(await status(live), "True");
       assert.equal(await status(observer), "True", "opening the observer downgraded nothing");
+      // A client's writable open (the CLI's apply) that commits downgrades nothing either.
+      const client = await h.openPath(path);
+      const heardClient = nextCommit(observer);
+      await make(client, Widget, "applied");
+      await heardClient;
+      await client.close();
+      assert.equal(await status(observer), "True", "another writable open downgraded nothing");
+      assert.equal(await status(live), "True");
       await live.close();
+      assert.equal(await status(observer), "Unknown", "the writer is gone");
       const restarted = await h.openPath(path);
       assert.equal(await status(restarted), "Unknown");
-      // The observer learns of the new open by its first commit at the latest.
       const heard = nextCommit(observer);
       await make(restarted, Widget, "after-restart");
       await heard;

@@ -1,7 +1,8 @@
 /**
  * A live beehive process for the CLI tests: runs a Widget controller on the
  * database at argv[2] (Ready = True with reason `Gen<generation>`), keeps
- * writing a Ticker's status while it runs, prints `ready` once started, and
+ * writing a Ticker's status while it runs (the Ticker carries a liveness
+ * condition, Connected = True), prints `ready` once started, and
  * stops cleanly when its standard input closes.
  *
  * @module
@@ -35,6 +36,8 @@ const stop = await bh.start();
 const ticker = (await bh.client<{ n: number }, { n: number }>(Ticker).getOrCreate("tick", { n: 0 }))
   .object;
 const admin = bh.adminClient<{ n: number }>(Ticker);
+// What this process alone can vouch for: it reads Unknown to everyone once the process is gone.
+await admin.setConditions(ticker.id, [{ type: "Connected", status: "True", liveness: true }]);
 
 let running = true;
 const ticking = (async () => {

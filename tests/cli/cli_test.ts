@@ -498,6 +498,37 @@ test("cli reads and applies while a live process reconciles and writes the same 
   }
 });
 
+test("cli get shows a live process's liveness as True after writable CLI commands, and Unknown once the process is killed", async () => {
+  const dir = tempDir();
+  const db = dir.file("killed.db");
+  const worker = await startWorker(db);
+  let killed = false;
+  try {
+    const connected = async () => {
+      const got = await cli([db, "get", "Ticker.test.beehive", "tick", "-o", "json"]);
+      assert.equal(got.code, 0, got.err);
+      const c = JSON.parse(got.out).conditions.find((c: { type: string }) =>
+        c.type === "Connected"
+      );
+      return [c.status, c.unconfirmed];
+    };
+    const widget = JSON.stringify({ group: "test.beehive", kind: "Widget", name: "w", spec: {} });
+    assert.equal((await cli([db, "apply", "-f", "-"], { stdin: widget })).code, 0);
+    assert.equal((await cli([db, "requeue", "Widget.test.beehive", "w"])).code, 0);
+    assert.deepEqual(await connected(), ["True", false]);
+    worker.child.kill("SIGKILL");
+    killed = true;
+    await worker.exited;
+    assert.deepEqual(await connected(), ["Unknown", true]);
+  } finally {
+    if (!killed) {
+      worker.child.stdin!.end();
+      await worker.exited;
+    }
+    dir.remove();
+  }
+});
+
 test("cli get -l lists only the objects whose labels match, and refuses a malformed selector as a usage error", async () => {
   const dir = tempDir();
   try {

@@ -244,6 +244,37 @@ test("cli read commands open the store read-only: no new open epoch, no write, n
   });
 });
 
+test("cli get after a writable apply shows the running process's liveness as True, and Unknown once that process closed the store", async () => {
+  await withDb(async (db, dir) => {
+    const store = await openSqliteStore(db);
+    try {
+      const a = await store.objects.create(K, { name: "a", spec: "{}" });
+      await store.conditions.set(a, [{ type: "Connected", status: "True", liveness: true }]);
+      const connected = async () => {
+        const got = await cli([db, "get", "K.g", "a", "-o", "json"]);
+        assert.equal(got.code, 0, got.err);
+        return JSON.parse(got.out).conditions.find((c: { type: string }) => c.type === "Connected");
+      };
+      const file = dir.file("b.json");
+      writeFileSync(file, JSON.stringify({ ...K, name: "b", spec: {} }));
+      const applied = await cli([db, "apply", "-f", file]);
+      assert.equal(applied.code, 0, applied.err);
+      assert.equal((await cli([db, "delete", "K.g", "b"])).code, 0);
+      const after = await connected();
+      assert.equal(after.status, "True", "the writable CLI opens downgraded nothing");
+      assert.equal(after.unconfirmed, false);
+      const own = (await store.objects.get(a.id)).conditions[0];
+      assert.equal(own.status, "True");
+    } finally {
+      await store.close();
+    }
+    const gone = await cli([db, "get", "K.g", "a", "-o", "json"]);
+    const [condition] = JSON.parse(gone.out).conditions;
+    assert.equal(condition.status, "Unknown");
+    assert.equal(condition.unconfirmed, true);
+  });
+});
+
 test("cli check exits 0 on a healthy store and 1, naming each damage, on a damaged one", async () => {
   await withDb(async (db) => {
     const store = await openSqliteStore(db);

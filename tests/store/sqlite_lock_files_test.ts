@@ -1,7 +1,8 @@
 /**
  * SQLite's held leases live on lock files beside the database: a lock file
  * deleted or replaced while held is found by its holder, whose held lease
- * signals `lost`, rather than leaving two holders unaware of each other.
+ * signals `lost`, rather than leaving two holders unaware of each other. Each
+ * writable open holds an open-slot lock file too, the lowest one free.
  *
  * @module
  */
@@ -69,6 +70,29 @@ test("SQLite leases.hold: a lock file replaced while held signals lost; a releas
     await held.release();
   } finally {
     await store.close();
+    dir.remove();
+  }
+});
+
+test("SQLite opens: each writable open takes the lowest free open slot, so slot files never outnumber the opens alive at once", async () => {
+  const dir = tempDir();
+  const db = dir.file("beehive.db");
+  const slots = () =>
+    readdirSync(dirname(db))
+      // A held slot's rollback journal is SQLite's own.
+      .filter((f) => f.startsWith(`${basename(db)}-open-`) && !f.endsWith("-journal")).sort();
+  try {
+    const a = await openSqliteStore(db);
+    const b = await openSqliteStore(db);
+    assert.deepEqual(slots(), ["beehive.db-open-0", "beehive.db-open-1"]);
+    await a.close();
+    // A restart takes the slot the closed open left; a read-only open takes none.
+    for (let i = 0; i < 5; i++) await (await openSqliteStore(db)).close();
+    const observer = await openSqliteStore(db, { readOnly: true });
+    const c = await openSqliteStore(db);
+    assert.deepEqual(slots(), ["beehive.db-open-0", "beehive.db-open-1"]);
+    await Promise.all([b.close(), c.close(), observer.close()]);
+  } finally {
     dir.remove();
   }
 });
