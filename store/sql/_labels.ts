@@ -21,9 +21,9 @@ import type { Dialect } from "./_dialect.ts";
 import { type Q, q } from "./_query.ts";
 
 const FIND_SET = `SELECT id FROM label_sets WHERE "group" = ? AND kind = ? AND labels = ?`;
-const MAKE_SET = `INSERT INTO label_sets ("group", kind, labels) VALUES (?, ?, ?) RETURNING id`;
+const MAKE_SET = `INSERT INTO label_sets ("group", kind, labels, id) VALUES (?, ?, ?, ?)`;
 const SET_USED = "SELECT 1 FROM objects WHERE label_set = ? LIMIT 1";
-const DROP_SET = "DELETE FROM label_sets WHERE id = ?";
+const DROP_SET = `DELETE FROM label_sets WHERE "group" = ? AND kind = ? AND labels = ?`;
 const DROP_ENTRY = `DELETE FROM label_set_entries
   WHERE "group" = ? AND kind = ? AND key = ? AND value = ? AND set_id = ?`;
 
@@ -44,24 +44,29 @@ export function canonicalLabels(labels: Labels): string {
 
 /**
  * The id of the set `labels` make in kind `gk` (`null` for none), made with
- * its entries when no object of the kind carries them yet.
+ * its entries, numbered `rv` (the resource version of the write that makes
+ * it), when no object of the kind carries them yet.
  */
-export function* labelSetOf(d: Dialect, gk: GroupKind, labels: Labels): Q<number | null> {
+export function* labelSetOf(
+  d: Dialect,
+  gk: GroupKind,
+  labels: Labels,
+  rv: number,
+): Q<number | null> {
   if (Object.keys(labels).length === 0) return null;
   const text = canonicalLabels(labels);
   const found = yield* q.row(FIND_SET, gk.group, gk.kind, text);
   if (found !== undefined) return Number(found[0]);
-  const made = yield* q.row(MAKE_SET, gk.group, gk.kind, text);
-  const id = Number(made![0]);
+  yield* q.run(MAKE_SET, gk.group, gk.kind, text, rv);
   yield* q.run(
     `INSERT INTO label_set_entries ("group", kind, key, value, set_id)
      SELECT ?, ?, key, value, ?${d.jsonEntries}`,
     gk.group,
     gk.kind,
-    id,
+    rv,
     text,
   );
-  return id;
+  return rv;
 }
 
 /**
@@ -72,7 +77,7 @@ export function* labelSetOf(d: Dialect, gk: GroupKind, labels: Labels): Q<number
 export function* releaseLabelSet(gk: GroupKind, id: number | null, labels: Labels): Q<void> {
   if (id === null) return;
   if ((yield* q.row(SET_USED, id)) !== undefined) return;
-  yield* q.run(DROP_SET, id);
+  yield* q.run(DROP_SET, gk.group, gk.kind, canonicalLabels(labels));
   // Each entry by its whole key: the table has no other index to find a set's entries by.
   for (const key of Object.keys(labels)) {
     yield* q.run(DROP_ENTRY, gk.group, gk.kind, key, labels[key], id);

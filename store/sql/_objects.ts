@@ -483,7 +483,7 @@ function* createBody(
   const labelled = labels !== NO_LABELS && Object.keys(labels).length > 0;
   // Where a round trip costs more than a statement, the set is looked up inside the insert.
   const findInInsert = labelled && id === undefined && d.chainsInserts;
-  const labelSet = labelled && !findInInsert ? yield* labelSetOf(d, gk, labels) : null;
+  const labelSet = labelled && !findInInsert ? yield* labelSetOf(d, gk, labels, rv) : null;
   // INSERT_COLUMNS' values, in its order, but the set when the insert finds it.
   const values = [
     group,
@@ -519,7 +519,7 @@ function* createBody(
       id = Number(row![0]);
       if (row![1] === null) {
         // The first object of the kind with these labels: the set is made now.
-        const made = yield* labelSetOf(d, gk, labels);
+        const made = yield* labelSetOf(d, gk, labels, rv);
         yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", made, id);
       }
     } else {
@@ -751,7 +751,7 @@ function* updateMetadataBody(
   );
   if (!labelsSame) {
     const before = yield* storedLabelSet(stored.id);
-    const after = yield* labelSetOf(d, ref, labels);
+    const after = yield* labelSetOf(d, ref, labels, rv);
     yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", after, stored.id);
     if (before !== after) yield* releaseLabelSet(ref, before, stored.labels);
   }

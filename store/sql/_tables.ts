@@ -11,11 +11,8 @@
  * @module
  */
 
-/**
- * A column's type, portable: 64-, 32- or 16-bit integer, text, JSON text, the
- * generated key, or a generated key a deleted maximum may hand out again.
- */
-export type ColumnType = "int64" | "int32" | "int16" | "text" | "json" | "id" | "reusedId";
+/** A column's type, portable: 64-, 32- or 16-bit integer, text, JSON text, or the generated key. */
+export type ColumnType = "int64" | "int32" | "int16" | "text" | "json" | "id";
 
 /** How a dialect spells each portable type. */
 export interface ColumnTypes {
@@ -27,8 +24,6 @@ export interface ColumnTypes {
   readonly json: string;
   /** The generated key: its type and the clause that makes it the key. */
   readonly id: readonly [type: string, clause: string];
-  /** A generated key that may be handed out again once the highest is deleted. */
-  readonly reusedId: readonly [type: string, clause: string];
 }
 
 /** One column. */
@@ -68,15 +63,7 @@ export interface Ddl {
   tableOptions?(table: Table): TableOptions;
 }
 
-const TYPE_NAMES = new Set<string>([
-  "int64",
-  "int32",
-  "int16",
-  "text",
-  "json",
-  "id",
-  "reusedId",
-]);
+const TYPE_NAMES = new Set<string>(["int64", "int32", "int16", "text", "json", "id"]);
 const COLUMN = /^("[^"]+"|\w+)\s+(\w+)\s*(.*)$/;
 
 /**
@@ -110,7 +97,7 @@ function table(text: string): Table {
 const columns = (text: string) => table(`(added columns)\n${text}`).columns;
 
 function column(c: Column, types: ColumnTypes): readonly [type: string, rest: string] {
-  return c.type === "id" || c.type === "reusedId" ? types[c.type] : [types[c.type], c.constraints];
+  return c.type === "id" ? types.id : [types[c.type], c.constraints];
 }
 
 /** The `CREATE TABLE` statement for `t`, names, types and constraints aligned. */
@@ -322,15 +309,16 @@ const objectLabels = table(`object_labels
 // Label sets (docs/adr/2026-12-03-label-sets.md): the index a selector is driven
 // by, kept per distinct set of labels rather than per object, so a create whose
 // labels another object of its kind already has writes no index row, only its
-// `label_set`. A set's `labels` is its canonical JSON (keys in code-unit order);
-// its entries list it by key and value. A set no object refers to is removed by
-// the write that left it unused, so its id may come back for another set.
+// `label_set`. A set is keyed by its canonical JSON (keys in code-unit order) and
+// numbered by the resource version of the write that made it (unique, never
+// reused); its entries list it by key and value. A set no object refers to is
+// removed by the write that left it unused.
 const labelSets = table(`label_sets
-  id      reusedId
-  "group" text NOT NULL
-  kind    text NOT NULL
-  labels  text NOT NULL
-  UNIQUE ("group", kind, labels)`);
+  "group" text  NOT NULL
+  kind    text  NOT NULL
+  labels  text  NOT NULL
+  id      int64 NOT NULL
+  PRIMARY KEY ("group", kind, labels)`);
 const labelSetEntries = table(`label_set_entries
   "group" text  NOT NULL
   kind    text  NOT NULL

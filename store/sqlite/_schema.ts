@@ -44,7 +44,6 @@ const TYPES: ColumnTypes = {
   text: "TEXT",
   json: "TEXT",
   id: ["INTEGER", "PRIMARY KEY AUTOINCREMENT"],
-  reusedId: ["INTEGER", "PRIMARY KEY"],
 };
 
 // A table read in its key's order is stored WITHOUT ROWID: for edges every
@@ -58,6 +57,7 @@ const WITHOUT_ROWID = new Set([
   "leases",
   "kinds",
   "object_labels",
+  "label_sets",
   "label_set_entries",
 ]);
 
@@ -217,8 +217,11 @@ CREATE TEMP TABLE labelled AS
     (SELECT '{' || group_concat(json_quote(key) || ':' || json_quote(value), ',') || '}'
      FROM (SELECT key, value FROM json_each(o.labels) ORDER BY key)) AS labels
   FROM objects o WHERE o.labels <> '{}';
-INSERT INTO label_sets ("group", kind, labels)
-  SELECT DISTINCT "group", kind, labels FROM labelled ORDER BY "group", kind, labels;
+-- The sets made here are numbered 0, -1, -2, …: a later set takes its write's
+-- resource version, which is positive.
+INSERT INTO label_sets ("group", kind, labels, id)
+  SELECT "group", kind, labels, 1 - ROW_NUMBER() OVER (ORDER BY "group", kind, labels)
+  FROM (SELECT DISTINCT "group", kind, labels FROM labelled) AS distinct_sets;
 UPDATE objects SET label_set = (
   SELECT s.id FROM labelled l JOIN label_sets s
     ON s."group" = l."group" AND s.kind = l.kind AND s.labels = l.labels
