@@ -2,16 +2,18 @@
  * Cross-replica commit wakes: from open to close, one dedicated connection
  * runs `LISTEN` on the store's channel (so a listener subscribed after open
  * hears every later commit, with no set-up race). Every write transaction sends a
- * `NOTIFY` carrying its store open's origin, delivered at commit; this open's
- * own commits are ignored. Idle, it costs no write and no query. A lost
- * connection is re-established with backoff, and listeners are called once it
- * is back (notifications sent meanwhile were missed).
+ * `NOTIFY` carrying its store open's origin and the counter it published,
+ * delivered at commit; the counter tells the core's kind tails which commit
+ * is the newest, and this open's own commits wake no listener. Idle, it costs
+ * no write and no query. A lost connection is re-established with backoff,
+ * and listeners are called once it is back (notifications sent meanwhile were
+ * missed, and the core is told it was not listening).
  *
  * @module
  */
 import pg from "pg";
 import type { Core } from "./_core.ts";
-import { pgTypes } from "./_core.ts";
+import { pgTypes, readCommitPayload } from "./_core.ts";
 
 /** The longest wait between reconnect attempts, in ms. */
 const MAX_BACKOFF = 2000;
@@ -52,6 +54,7 @@ export class CommitListener {
     const lost = (error?: unknown) => {
       if (this.#client !== client) return;
       this.#client = undefined;
+      this.#core.listening(false);
       this.#end(client);
       if (error !== undefined) {
         this.#core.report("beehive store: the commit listener lost its connection", error);
@@ -61,15 +64,21 @@ export class CommitListener {
     client.on("error", lost);
     client.on("end", () => lost());
     client.on("notification", (msg) => {
-      // The payload is the committing open's epoch: a read-only open follows the latest.
-      if (this.#core.readOnlyAt !== undefined) this.#core.followEpoch(Number(msg.payload));
-      else if (msg.payload === String(this.#core.epoch)) return;
+      const core = this.#core;
+      const { epoch, published } = readCommitPayload(msg.payload ?? "");
+      // A payload with no counter leaves this open unsure which commit is the newest.
+      if (published === undefined) core.unsure();
+      else core.sawCommit(published);
+      // A read-only open follows the latest epoch.
+      if (core.readOnlyAt !== undefined) core.followEpoch(epoch);
+      else if (epoch === core.epoch) return;
       this.#fire();
     });
     return client.connect()
       .then(() => client.query(`LISTEN "${this.#core.channel}"`))
       .then(() => {
         if (this.#client !== client) return;
+        this.#core.listening(true);
         this.#backoff = 50;
         if (reconnect) this.#fire();
       }, (error) => {
@@ -112,6 +121,7 @@ export class CommitListener {
   }
 
   #stop(): void {
+    this.#core.listening(false);
     if (this.#timer !== undefined) this.#clearTimer(this.#timer);
     this.#timer = undefined;
     const client = this.#client;

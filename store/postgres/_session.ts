@@ -18,6 +18,7 @@ import {
 } from "../sql/_frames.ts";
 import { type Core, Db } from "./_core.ts";
 import { AsyncLock } from "../sql/_lock.ts";
+import type { CommitJournal } from "../sql/_journal.ts";
 import { isServerError, releaseClient, rollbackQuietly } from "./_connections.ts";
 import { type PgTx, postgresDialect, submitWrite } from "./_dialect.ts";
 import { driveAsync } from "../sql/_query.ts";
@@ -33,13 +34,16 @@ export type Session = DialectSession<Core, Db, WriteScope, true>;
 export class PgTxState extends TxState {
   readonly db: Db;
   readonly draws: Draws;
+  /** The store's commit journal, cut back with each savepoint that rolls back. */
+  readonly journal: CommitJournal;
   /** Units (and savepoint statements) run one at a time on the connection. */
   readonly lock = new AsyncLock();
 
-  constructor(db: Db, draws: Draws) {
+  constructor(db: Db, draws: Draws, journal: CommitJournal) {
     super();
     this.db = db;
     this.draws = draws;
+    this.journal = journal;
   }
 
   /** Runs `fn` holding the connection. */
@@ -130,7 +134,7 @@ export class RootSession extends RootSessionBase<Core> implements Session {
       transaction: false,
       async run(tx) {
         try {
-          value = await fn(new Scope(tx.db, tx.draws));
+          value = await fn(new Scope(tx.db, tx.draws, core.journal));
         } catch (error) {
           throw core.translate(error);
         }
@@ -180,14 +184,18 @@ export class TxSession extends FrameSession<Core, PgTxState, TxSession> implemen
         // A fixed name is safe: units hold the connection, so they never interleave.
         await db.exec("SAVEPOINT bh_unit");
         const mark = state.draws.mark();
+        const journal = state.journal;
+        const journalMark = journal.mark();
         try {
-          const result = await fn(new Scope(db, state.draws));
+          const result = await fn(new Scope(db, state.draws, journal));
           await db.exec("RELEASE bh_unit");
           return result;
         } catch (error) {
           // Versions drawn by a unit that unwound are returned: none was seen outside.
           state.draws.restore(mark);
-          await db.exec("ROLLBACK TO bh_unit; RELEASE bh_unit");
+          await journal.undo(journalMark, async () => {
+            await db.exec("ROLLBACK TO bh_unit; RELEASE bh_unit");
+          });
           throw error;
         }
       });
@@ -210,20 +218,28 @@ const drawsAtOpen = new WeakMap<PgFrame, { readonly next: number; readonly drawn
 
 /**
  * PostgreSQL's savepoints on the transaction's connection: queued, not
- * awaited (`fn` starts at once, and its units queue behind the savepoint).
+ * awaited (`fn` starts at once, and its units queue behind the savepoint),
+ * the journal marked where each opened.
  */
 const SAVEPOINTS: SavepointSteps<PgTxState> = {
   open(frame, name) {
     const state = frame.state;
     drawsAtOpen.set(frame, state.draws.mark());
-    return state.exclusive(() => state.db.exec(`SAVEPOINT ${name}`)).then(
+    return state.exclusive(async () => {
+      await state.db.exec(`SAVEPOINT ${name}`);
+      frame.mark = state.journal.mark();
+    }).then(
       () => undefined,
       (error) => error ?? new Error("SAVEPOINT failed"),
     );
   },
   async rollback(frame, name) {
     const state = frame.state;
-    await state.exclusive(() => state.db.exec(`ROLLBACK TO ${name}; RELEASE ${name}`));
+    await state.exclusive(() =>
+      state.journal.undo(frame.mark, async () => {
+        await state.db.exec(`ROLLBACK TO ${name}; RELEASE ${name}`);
+      })
+    );
     // Versions drawn by a frame that unwound are returned: none was seen outside.
     state.draws.restore(drawsAtOpen.get(frame)!);
   },
@@ -241,7 +257,7 @@ const SAVEPOINTS: SavepointSteps<PgTxState> = {
 export const runOutermost: RunOutermost<Core, TxSession> = (core, fn, fence) =>
   submitOutermost(core, fence, {
     admitted: () => core.enter(),
-    begin: (tx: PgTx) => new PgTxState(tx.db, tx.draws),
+    begin: (tx: PgTx) => new PgTxState(tx.db, tx.draws, core.journal),
     run: (frame) => fn(new TxSession(core, frame)),
     // Units it left running hold the connection.
     settle: (state) => state.exclusive(() => Promise.resolve()),

@@ -30,19 +30,34 @@ export function* appendWrite(
   const final = deleted && row !== undefined ? encodeImage(row) : null;
   const origin = scope.origin;
   yield* q.run(APPEND_SQL, rv, ref.id, ref.group, ref.kind, OP_CODE[op], scope.now, final, origin);
+  journalWrite(scope, rv, ref, op, row);
+}
+
+/**
+ * Journals an entry appended at `rv` for the open transaction, where anyone
+ * tails kinds from memory: every statement that appends to the log calls it
+ * for each entry it appended.
+ */
+export function journalWrite(
+  scope: WriteScope,
+  rv: number,
+  ref: ObjectRef,
+  op: WriteOp,
+  row?: RawObject,
+): void {
   const journal = scope.journal;
-  if (journal !== undefined && journal.active) {
-    journal.logged({
-      id: ref.id,
-      resourceVersion: rv,
-      group: ref.group,
-      kind: ref.kind,
-      op,
-      final: deleted ? row : undefined,
-      origin,
-      row: deleted ? undefined : row,
-    });
-  }
+  if (journal === undefined || !journal.active) return;
+  const deleted = op === "delete";
+  journal.logged({
+    id: ref.id,
+    resourceVersion: rv,
+    group: ref.group,
+    kind: ref.kind,
+    op,
+    final: deleted ? row : undefined,
+    origin: scope.origin,
+    row: deleted ? undefined : row,
+  });
 }
 
 /** Bumps a row's resource version and `updated_at`, logging an update (a condition change). */
