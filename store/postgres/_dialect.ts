@@ -52,6 +52,8 @@ export class PgTx {
   mark: { readonly next: number; readonly drawn: number };
   /** Where the commit journal stood as the running member's savepoint opened. */
   journalMark = 0;
+  /** Whether the running member has a savepoint of its own (it runs in a larger group). */
+  inMember = false;
   /** Whether the connection failed (it is destroyed, not reused). */
   broken = false;
 
@@ -87,6 +89,7 @@ function transactions(core: Core): GroupTransactions<PgTx> {
     checkFence: (tx: PgTx, fence: Fence) => core.checkFence(tx.db, fence),
     async openMember(tx: PgTx): Promise<void> {
       await tx.savepoint.open();
+      tx.inMember = true;
       tx.mark = tx.draws.mark();
       tx.journalMark = core.journal.mark();
     },

@@ -38,12 +38,32 @@ export class PgTxState extends TxState {
   readonly journal: CommitJournal;
   /** Units (and savepoint statements) run one at a time on the connection. */
   readonly lock = new AsyncLock();
+  /**
+   * A savepoint set with nothing written since (the group member's), which a
+   * unit rolls back to instead of setting its own; `undefined` once anything
+   * is written or a frame's savepoint is set.
+   */
+  emptySavepoint: string | undefined;
+  /**
+   * Whether the last unit's savepoint is still set: it is released by the
+   * next savepoint statement (which carries the `RELEASE` in its round trip),
+   * or with the frame, the member or the commit that encloses it.
+   */
+  unitHeld = false;
 
-  constructor(db: Db, draws: Draws, journal: CommitJournal) {
+  constructor(db: Db, draws: Draws, journal: CommitJournal, emptySavepoint?: string) {
     super();
     this.db = db;
     this.draws = draws;
     this.journal = journal;
+    this.emptySavepoint = emptySavepoint;
+  }
+
+  /** `statement` setting a savepoint, releasing the last unit's first when it is still set. */
+  afterUnit(statement: string): string {
+    if (!this.unitHeld) return statement;
+    this.unitHeld = false;
+    return `RELEASE bh_unit; ${statement}`;
   }
 
   /** Runs `fn` holding the connection. */
@@ -182,19 +202,28 @@ export class TxSession extends FrameSession<Core, PgTxState, TxSession> implemen
       return await state.exclusive(async () => {
         const db = state.db;
         // A fixed name is safe: units hold the connection, so they never interleave.
-        await db.exec("SAVEPOINT bh_unit");
+        // Right after the member's savepoint, the unit rolls back to that one: no round trip.
+        const reused = state.emptySavepoint;
+        if (reused === undefined) await db.exec(state.afterUnit("SAVEPOINT bh_unit"));
         const mark = state.draws.mark();
         const journal = state.journal;
         const journalMark = journal.mark();
         try {
           const result = await fn(new Scope(db, state.draws, journal));
-          await db.exec("RELEASE bh_unit");
+          // Left set: the next savepoint statement, the frame, the member or the commit releases it.
+          if (reused === undefined) state.unitHeld = true;
+          state.emptySavepoint = undefined;
           return result;
         } catch (error) {
           // Versions drawn by a unit that unwound are returned: none was seen outside.
           state.draws.restore(mark);
           await journal.undo(journalMark, async () => {
-            await db.exec("ROLLBACK TO bh_unit; RELEASE bh_unit");
+            // Rolled back to, the member's savepoint stays set and empty.
+            await db.exec(
+              reused === undefined
+                ? "ROLLBACK TO bh_unit; RELEASE bh_unit"
+                : `ROLLBACK TO ${reused}`,
+            );
           });
           throw error;
         }
@@ -226,7 +255,8 @@ const SAVEPOINTS: SavepointSteps<PgTxState> = {
     const state = frame.state;
     drawsAtOpen.set(frame, state.draws.mark());
     return state.exclusive(async () => {
-      await state.db.exec(`SAVEPOINT ${name}`);
+      state.emptySavepoint = undefined;
+      await state.db.exec(state.afterUnit(`SAVEPOINT ${name}`));
       frame.mark = state.journal.mark();
     }).then(
       () => undefined,
@@ -235,17 +265,23 @@ const SAVEPOINTS: SavepointSteps<PgTxState> = {
   },
   async rollback(frame, name) {
     const state = frame.state;
-    await state.exclusive(() =>
-      state.journal.undo(frame.mark, async () => {
+    await state.exclusive(() => {
+      // A unit's savepoint still set inside the frame goes with it.
+      state.unitHeld = false;
+      return state.journal.undo(frame.mark, async () => {
         await state.db.exec(`ROLLBACK TO ${name}; RELEASE ${name}`);
-      })
-    );
+      });
+    });
     // Versions drawn by a frame that unwound are returned: none was seen outside.
     state.draws.restore(drawsAtOpen.get(frame)!);
   },
   async release(frame, name) {
     const state = frame.state;
-    await state.exclusive(() => state.db.exec(`RELEASE ${name}`));
+    await state.exclusive(() => {
+      // A unit's savepoint still set inside the frame is released with it.
+      state.unitHeld = false;
+      return state.db.exec(`RELEASE ${name}`);
+    });
   },
 };
 
@@ -257,7 +293,8 @@ const SAVEPOINTS: SavepointSteps<PgTxState> = {
 export const runOutermost: RunOutermost<Core, TxSession> = (core, fn, fence) =>
   submitOutermost(core, fence, {
     admitted: () => core.enter(),
-    begin: (tx: PgTx) => new PgTxState(tx.db, tx.draws, core.journal),
+    begin: (tx: PgTx) =>
+      new PgTxState(tx.db, tx.draws, core.journal, tx.inMember ? tx.savepoint.name : undefined),
     run: (frame) => fn(new TxSession(core, frame)),
     // Units it left running hold the connection.
     settle: (state) => state.exclusive(() => Promise.resolve()),
