@@ -84,7 +84,7 @@ import {
   sameMetadata,
 } from "../../src/model/labels.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
-import { appendWrite } from "./_write_log.ts";
+import { appendedFromValues, appendFrom, appendWrite, journalWrite } from "./_write_log.ts";
 
 // Lands only on a row of the ref's kind, at or past the generation, not yet observed at it.
 const SETTLE_SQL =
@@ -98,13 +98,22 @@ const INSERT_COLUMNS = `"group", kind, name, spec, spec_version, resource_versio
 const CREATE_RETURNING = `INSERT INTO objects (${INSERT_COLUMNS})
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
 
-/** A create that indexes its labels in the same statement (a data-modifying WITH). */
-function createWithLabels(d: Dialect): string {
-  return `WITH o AS (${CREATE_RETURNING}),
-    l AS (INSERT INTO object_labels ("group", kind, key, value, object_id)
-      SELECT ?, ?, key, value, (SELECT id FROM o)${d.jsonEntries})
+/**
+ * A create that appends its log entry, and indexes its labels when it has
+ * any, in the same statement (data-modifying WITHs).
+ */
+function createChained(d: Dialect, labels: boolean): string {
+  const l = labels
+    ? `, l AS (INSERT INTO object_labels ("group", kind, key, value, object_id)
+      SELECT ?, ?, key, value, (SELECT id FROM o)${d.jsonEntries})`
+    : "";
+  return `WITH o AS (${CREATE_RETURNING}), ${appendFrom("o", "create")}${l}
     SELECT id FROM o`;
 }
+
+/** The settle, with its log entry appended in the same statement; selects how many rows it settled. */
+const SETTLE_CHAINED = `WITH o AS (${SETTLE_SQL} RETURNING id), ${appendFrom("o", "update")}
+  SELECT COUNT(*) AS n FROM o`;
 
 /** The statements whose spelling depends on the dialect, built once per family. */
 class Statements {
@@ -319,7 +328,7 @@ export class SqlObjects implements Objects {
           } for object ${ref.id}: a generation is an integer >= 1`,
         );
       }
-      return this.#s.write((scope) => settleBody(scope, ref, generation));
+      return this.#s.write((scope) => settleBody(scope, this.#s.dialect, ref, generation));
     });
   }
 
@@ -452,6 +461,7 @@ function* createBody(
   const rv = scope.draw();
   let id = scope.peekId("objects");
   let indexed = labels !== NO_LABELS;
+  let logged = false;
   // INSERT_COLUMNS' values, in its order.
   const values = [
     group,
@@ -476,15 +486,20 @@ function* createBody(
       );
       scope.takeId("objects");
     } else {
-      // Where one statement may insert into two tables, the labels ride along: no round trip.
-      const chained = indexed && d.chainsInserts;
+      // Where one statement may insert into several tables, the log entry and the labels ride
+      // along: no round trip of their own.
+      const chained = d.chainsInserts;
       const row = yield* q.row(
-        chained ? createWithLabels(d) : CREATE_RETURNING,
+        chained ? createChained(d, indexed) : CREATE_RETURNING,
         ...values,
-        ...(chained ? [group, kind, labelsText] : []),
+        ...(chained ? appendedFromValues(scope, rv, gk) : []),
+        ...(chained && indexed ? [group, kind, labelsText] : []),
       );
       id = Number(row![0]);
-      if (chained) indexed = false;
+      if (chained) {
+        indexed = false;
+        logged = true;
+      }
     }
   } catch (error) {
     if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, namespace, error);
@@ -515,7 +530,8 @@ function* createBody(
     namespace,
     conditions: [],
   };
-  yield* appendWrite(scope, rv, object, "create", object);
+  if (logged) journalWrite(scope, rv, object, "create", object);
+  else yield* appendWrite(scope, rv, object, "create", object);
   return object;
 }
 
@@ -747,21 +763,18 @@ function* updateStatusBody(
   return true;
 }
 
-function* settleBody(scope: WriteScope, ref: ObjectRef, generation: number) {
-  // One statement when it lands (the version is drawn only then); the gate read
-  // below only explains a write that did not.
-  const changed = yield* q.run(
-    SETTLE_SQL,
-    generation,
-    scope.now,
-    scope.peekVersion(),
-    ref.id,
-    ref.group,
-    ref.kind,
-    generation,
-    generation,
-  );
-  if (changed === 1) {
+function* settleBody(scope: WriteScope, d: Dialect, ref: ObjectRef, generation: number) {
+  // One statement when it lands (the version is drawn only then), its log entry chained
+  // where the dialect can; the gate read below only explains a write that did not.
+  const rv = scope.peekVersion();
+  const settle = [generation, scope.now, rv, ref.id, ref.group, ref.kind, generation, generation];
+  if (d.chainsInserts) {
+    const row = yield* q.get(SETTLE_CHAINED, ...settle, ...appendedFromValues(scope, rv, ref));
+    if (Number(row!.n) === 1) {
+      journalWrite(scope, scope.draw(), ref, "update");
+      return true;
+    }
+  } else if ((yield* q.run(SETTLE_SQL, ...settle)) === 1) {
     yield* appendWrite(scope, scope.draw(), ref, "update");
     return true;
   }

@@ -15,6 +15,27 @@ const APPEND_SQL = `INSERT INTO object_writes
   VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
 
 /**
+ * A data-modifying `WITH` part, named `w`, appending an entry `op` for each
+ * row of the earlier part `source` (by its `id` column): a write that chains
+ * its log entry into its own statement (`Dialect.chainsInserts`). It binds
+ * {@linkcode appendedFromValues}, in place. Never a delete (no image).
+ */
+export function appendFrom(source: string, op: Exclude<WriteOp, "delete">): string {
+  return `w AS (INSERT INTO object_writes
+    (resource_version, object_id, "group", kind, op, written_at, final, origin)
+    SELECT ?, id, ?, ?, ${OP_CODE[op]}, ?, NULL, ? FROM ${source})`;
+}
+
+/** What {@linkcode appendFrom} binds: the entry's version, kind, time and origin. */
+export function appendedFromValues(
+  scope: WriteScope,
+  rv: number,
+  gk: { readonly group: string; readonly kind: string },
+): unknown[] {
+  return [rv, gk.group, gk.kind, scope.now, scope.origin];
+}
+
+/**
  * Appends one entry at `rv`. `row` is the object's row as the write left it,
  * when the caller has it at hand; a delete must pass it, and the entry stores
  * it as the image.
