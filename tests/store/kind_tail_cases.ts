@@ -194,6 +194,38 @@ export function kindTailCases(f: TailStoreFactory): void {
     });
   });
 
+  test(`${f.name} kind tail: the store's own commit landing while a read is out to the log is neither skipped nor handed out twice`, async () => {
+    // Every alignment of the commit against the log read, a promise turn apart (on an
+    // asynchronous store the read's snapshot is taken some round trips in).
+    for (let turns = 0; turns <= 12; turns++) {
+      await withStore(f, async (store) => {
+        const start = await store.objectWrites.maxVersion(Widget);
+        const tail = store[openKindTailSymbol](Widget);
+        try {
+          await store.objects.create(Widget, { name: "before", spec: "{}" });
+          // Nothing is covered yet: this read goes to the log.
+          const reading = tail.read(start, 512);
+          for (let i = 0; i < turns; i++) await null;
+          await store.objects.create(Widget, { name: "during", spec: "{}" });
+          const got = [...(await reading).writes];
+          got.push(
+            ...await readAll(tail, got.length > 0 ? got[got.length - 1].resourceVersion : start),
+          );
+          await store.objects.create(Widget, { name: "after", spec: "{}" });
+          got.push(...await readAll(tail, got[got.length - 1].resourceVersion));
+          assert.deepEqual(
+            brief(got),
+            await logged(store, Widget, start),
+            `commit ${turns} turns in`,
+          );
+          assert.equal(got.length, 3);
+        } finally {
+          tail.close();
+        }
+      });
+    }
+  });
+
   test(`${f.name} kind tail: a transaction already open when the tail started is not missed`, async () => {
     await withStore(f, async (store) => {
       const start = await store.objectWrites.maxVersion(Widget);
