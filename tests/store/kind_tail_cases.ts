@@ -226,6 +226,31 @@ export function kindTailCases(f: TailStoreFactory): void {
     }
   });
 
+  test(`${f.name} kind tail: a deletion cascade's marks, logged by one statement for many rows where the store can, come from memory as the log has them`, async () => {
+    await withStore(f, async (store) => {
+      const owner = await store.objects.create(Gadget, { name: "owner", spec: "{}" });
+      const children = [];
+      for (let i = 0; i < 3; i++) {
+        const c = await store.objects.create(Widget, { name: `c${i}`, spec: "{}" });
+        await store.edges.add({ fromId: c.id, toId: owner.id, relation: "owned_by" });
+        children.push(c);
+      }
+      const start = await store.objectWrites.maxVersion(Widget);
+      const tail = store[openKindTailSymbol](Widget);
+      try {
+        await store.objects.create(Widget, { name: "first", spec: "{}" });
+        const got = await readAll(tail, start);
+        await store.deletionRequests.createFromOwner(owner.id);
+        got.push(...await readAll(tail, got[0].resourceVersion));
+        assert.deepEqual(brief(got), await logged(store, Widget, start));
+        assert.deepEqual(got.slice(1).map((w) => w.id), children.map((c) => c.id));
+        assert.ok(got[0].row !== undefined, "served from memory");
+      } finally {
+        tail.close();
+      }
+    });
+  });
+
   test(`${f.name} kind tail: a transaction already open when the tail started is not missed`, async () => {
     await withStore(f, async (store) => {
       const start = await store.objectWrites.maxVersion(Widget);
