@@ -13,7 +13,8 @@
  *
  *   BEEHIVE_TEST_POSTGRES_URL=... deno run -A bench/postgres_bench.ts
  *
- * `BENCH_ONLY=replicas` runs only the replica-process measurements.
+ * `BENCH_ONLY=replicas` runs only the replica-process measurements, `BENCH_ONLY=settled` only
+ * create→settled.
  *
  * @module
  */
@@ -218,6 +219,7 @@ for (const c of only === "replicas" ? [] : [1, 32]) {
       `(${(f / N).toFixed(3)} ms each), ratio ${(e / f).toFixed(2)}×`,
   );
 }
+if (only === "settled") process.exit(0);
 const lat = only === "replicas" ? [] : await wakeLatency(300);
 if (lat.length > 0) {
   console.log(

@@ -30,7 +30,9 @@
  *
  * Run: `deno task bench:watch` (`--quick` for a smoke run, `--only=<n>` for one
  * configuration, e.g. under a profiler, `--time-all` to time every watcher's
- * deliveries). Figures go in docs/performance.md.
+ * deliveries, `--postgres` for the PostgreSQL store on `BEEHIVE_TEST_POSTGRES_URL`,
+ * whose server's CPU the CPU-time rates do not count). Figures go in
+ * docs/performance.md.
  *
  * @module
  */
@@ -41,8 +43,11 @@ import process from "node:process";
 import { Beehive } from "../mod.ts";
 import type { Client, ObjectListStream, Store } from "../mod.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
+import { openPostgresStore } from "../store/postgres/mod.ts";
 
 const QUICK = process.argv.includes("--quick");
+/** `--postgres`: the PostgreSQL store, a fresh schema per run on `BEEHIVE_TEST_POSTGRES_URL`. */
+const POSTGRES = process.argv.includes("--postgres");
 const DISK = process.argv.includes("--disk") || !existsSync("/dev/shm");
 /** `--only=<watchers>`: one configuration, no baseline (for profiling). */
 const ONLY = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
@@ -115,6 +120,15 @@ function benchDir(): string {
   return mkdtempSync(join(DISK ? tmpdir() : "/dev/shm", "beehive-watch-bench-"));
 }
 
+/** The store one run writes to: a SQLite file in `dir`, or with `--postgres` a fresh schema. */
+function openBenchStore(dir: string): Promise<Store> {
+  if (!POSTGRES) return openSqliteStore(join(dir, "bench.db"));
+  const url = process.env.BEEHIVE_TEST_POSTGRES_URL;
+  if (!url) throw new Error("--postgres needs BEEHIVE_TEST_POSTGRES_URL");
+  const schema = `bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 10)}`;
+  return openPostgresStore(url, { schema });
+}
+
 /** Creates the kind's objects the writer updates round robin; resolves to their ids. */
 async function seedItems(client: Client<Spec, unknown>): Promise<number[]> {
   const ids: number[] = [];
@@ -126,7 +140,7 @@ async function seedItems(client: Client<Spec, unknown>): Promise<number[]> {
 
 async function run(watchers: number, paced = false): Promise<RunResult> {
   const dir = benchDir();
-  const store = await openSqliteStore(join(dir, "bench.db"));
+  const store = await openBenchStore(dir);
   try {
     const commitAt = new Float64Array(MAX_WRITES);
     const current = { seq: -1 };
@@ -254,7 +268,7 @@ interface Rig {
 
 async function rig(watchers: number): Promise<Rig> {
   const dir = benchDir();
-  const store = await openSqliteStore(join(dir, "bench.db"));
+  const store = await openBenchStore(dir);
   const bh = new Beehive(store);
   const client = bh.client<Spec, unknown>(Kind);
   const ids = await seedItems(client);

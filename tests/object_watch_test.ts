@@ -20,13 +20,13 @@ import {
 } from "../mod.ts";
 import type { BeehiveOptions, Client, Migrator, ObjectChange, ObjectListStream } from "../mod.ts";
 import type { RawObject } from "../store/mod.ts";
-import { openTestStore, testStore } from "./_sqlite_driver.ts";
+import { openTestStore } from "./_sqlite_driver.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { Other, recordingLogger, tempDir, Thing, withHarness } from "./_beehive_harness.ts";
 import { settle, type WatchHive, withWatchHive } from "./_watch_harness.ts";
 import { WATCH_DRAIN_GAP, WATCH_DRAIN_SHARE, WATCH_TAKE_WAIT } from "../src/watches/_pacing.ts";
-import { notApplicable, test } from "./_test.ts";
+import { test } from "./_test.ts";
 
 interface Spec {
   n: number;
@@ -678,8 +678,8 @@ test("watchList with many watchers shares one tailer: one log read per commit, n
       assert.deepEqual(brief(await next(iter(s))), ["Added", x.id, { n: 1 }]);
     }
     assert.equal(inst.count("tail.read"), 1);
-    // On SQLite the create's row comes with its entry; PostgreSQL reads it, once.
-    assert.equal(inst.count("objects.listByIds"), testStore === "sqlite" ? 0 : 1);
+    // The create's row comes with its entry.
+    assert.equal(inst.count("objects.listByIds"), 0);
     for (const s of streams) s.close();
   });
 });
@@ -1205,21 +1205,23 @@ test("watchList ends with WatchTooOldError when retention trims entries it had n
   const dir = tempDir();
   const path = dir.file("watch.db");
   try {
-    await withHive(async ({ store, things }) => {
+    await withHive(async ({ things }) => {
       const w = await things.watchList();
       const other = await things.watchOwnedObjects(1);
       const it = iter(w);
-      // Written straight through a store, so no commit wakes the tailer before the trim. On
-      // SQLite through another connection, so this process holds none of it and reads the log
-      // (PostgreSQL always does, and would hear another connection's commits at once).
-      const writer = testStore === "sqlite" ? await openTestStore(path) : store;
+      // Written through another open of the store, so this one holds none of it and reads the
+      // log; in one transaction, so no commit wakes the tailer before the trim (PostgreSQL
+      // announces another open's commits at once).
+      const writer = await openTestStore(path);
       try {
-        for (let i = 0; i < 3; i++) {
-          await writer.objects.create(Thing, { name: `x${i}`, spec: "{}" });
-        }
-        await writer.objectWrites.sweep({ perKind: 1, maxAge: 0 });
+        await writer.within(async (tx) => {
+          for (let i = 0; i < 3; i++) {
+            await tx.objects.create(Thing, { name: `x${i}`, spec: "{}" });
+          }
+          await tx.objectWrites.sweep({ perKind: 1, maxAge: 0 });
+        });
       } finally {
-        if (writer !== store) await writer.close();
+        await writer.close();
       }
       await things.create("wake", { n: 0 });
       await assert.rejects(it.next(), WatchTooOldError);
@@ -1237,29 +1239,25 @@ test("watchList ends with WatchTooOldError when retention trims entries it had n
   }
 });
 
-const ownCommitsTrimmed =
-  "watchList loses nothing when retention trims entries of this process's own commits before the tailer read them";
-if (testStore === "postgres") {
-  notApplicable(ownCommitsTrimmed, "the PostgreSQL store reads every tail from the log");
-} else {test(ownCommitsTrimmed, async () => {
-    await withHive(async ({ store, things }) => {
-      const w = await things.watchList();
-      const it = iter(w);
-      // Written straight through the store, so no commit wakes the tailer before the trim.
-      const made = [];
-      for (let i = 0; i < 3; i++) {
-        made.push((await store.objects.create(Thing, { name: `x${i}`, spec: '{"n":0}' })).id);
-      }
-      await store.objectWrites.sweep({ perKind: 1, maxAge: 0 });
-      const wake = await things.create("wake", { n: 0 });
-      // The tailer holds what this store committed since it started: the trim took nothing from it.
-      for (const id of [...made, wake.id]) {
-        assert.deepEqual(brief(await next(it)), ["Added", id, { n: 0 }]);
-      }
-      assert.equal(w.error, undefined);
-      w.close();
-    });
-  });}
+test("watchList loses nothing when retention trims entries of this process's own commits before the tailer read them", async () => {
+  await withHive(async ({ store, things }) => {
+    const w = await things.watchList();
+    const it = iter(w);
+    // Written straight through the store, so no commit wakes the tailer before the trim.
+    const made = [];
+    for (let i = 0; i < 3; i++) {
+      made.push((await store.objects.create(Thing, { name: `x${i}`, spec: '{"n":0}' })).id);
+    }
+    await store.objectWrites.sweep({ perKind: 1, maxAge: 0 });
+    const wake = await things.create("wake", { n: 0 });
+    // The tailer holds what this store committed since it started: the trim took nothing from it.
+    for (const id of [...made, wake.id]) {
+      assert.deepEqual(brief(await next(it)), ["Added", id, { n: 0 }]);
+    }
+    assert.equal(w.error, undefined);
+    w.close();
+  });
+});
 
 test("watchList keeps running when retention trims only what it already read", async () => {
   await withHive(async ({ store, things }) => {

@@ -2,17 +2,19 @@
  * Cross-replica commit wakes: from open to close, one dedicated connection
  * runs `LISTEN` on the store's channel (so a listener subscribed after open
  * hears every later commit, with no set-up race). Every write transaction sends a
- * `NOTIFY` carrying its store open's origin, delivered at commit; this open's
- * own commits are ignored. A writable open also holds its live-open lock on
- * this connection (`./_open_locks.ts`). Idle, it costs no write and no query. A lost
- * connection is re-established with backoff, and listeners are called once it
- * is back (notifications sent meanwhile were missed).
+ * `NOTIFY` carrying its store open's origin and the counter it published,
+ * delivered at commit; the counter tells the core's kind tails which commit
+ * is the newest, and this open's own commits wake no listener. A writable open
+ * also holds its live-open lock on this connection (`./_open_locks.ts`). Idle,
+ * it costs no write and no query. A lost connection is re-established with
+ * backoff, and listeners are called once it is back (notifications sent
+ * meanwhile were missed, and the core is told it was not listening).
  *
  * @module
  */
 import pg from "pg";
 import type { Core } from "./_core.ts";
-import { pgTypes } from "./_core.ts";
+import { pgTypes, readCommitPayload } from "./_core.ts";
 import { LOCK_OPEN } from "./_open_locks.ts";
 import { StoreError } from "../../src/model/errors.ts";
 
@@ -55,6 +57,7 @@ export class CommitListener {
     const lost = (error?: unknown) => {
       if (this.#client !== client) return;
       this.#client = undefined;
+      this.#core.listening(false);
       this.#end(client);
       if (error !== undefined) {
         this.#core.report("beehive store: the commit listener lost its connection", error);
@@ -64,8 +67,13 @@ export class CommitListener {
     client.on("error", lost);
     client.on("end", () => lost());
     client.on("notification", (msg) => {
-      // The payload is the committing open's epoch: this open's own commits are ignored.
-      if (this.#core.readOnlyAt === undefined && msg.payload === String(this.#core.epoch)) return;
+      const core = this.#core;
+      const { epoch, published } = readCommitPayload(msg.payload ?? "");
+      // A payload with no counter leaves this open unsure which commit is the newest.
+      if (published === undefined) core.unsure();
+      else core.sawCommit(published);
+      // This open's own commits wake no listener (a read-only open has no epoch of its own).
+      if (core.readOnlyAt === undefined && epoch === core.epoch) return;
       this.#fire();
     });
     return client.connect()
@@ -73,6 +81,7 @@ export class CommitListener {
       .then(() => this.#lockOpen(client))
       .then(() => {
         if (this.#client !== client) return;
+        this.#core.listening(true);
         this.#backoff = 50;
         if (reconnect) this.#fire();
       }, (error) => {
@@ -132,6 +141,7 @@ export class CommitListener {
   }
 
   #stop(): void {
+    this.#core.listening(false);
     if (this.#timer !== undefined) this.#clearTimer(this.#timer);
     this.#timer = undefined;
     const client = this.#client;

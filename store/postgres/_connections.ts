@@ -37,18 +37,19 @@ export function isServerError(error: unknown): boolean {
  */
 export class MemberSavepoint {
   readonly #db: Db;
-  readonly #name: string;
+  /** The savepoint's name. */
+  readonly name: string;
   /** none: not yet set; used: holds a member's writes; empty: just rolled back to. */
   #state: "none" | "used" | "empty" = "none";
 
   constructor(db: Db, name: string) {
     this.#db = db;
-    this.#name = name;
+    this.name = name;
   }
 
   /** Sets a fresh savepoint for the next member. */
   async open(): Promise<void> {
-    const name = this.#name;
+    const name = this.name;
     if (this.#state === "none") await this.#db.exec(`SAVEPOINT ${name}`);
     else if (this.#state === "used") await this.#db.exec(`RELEASE ${name}; SAVEPOINT ${name}`);
     // "empty": rolled back to, the savepoint is still set and holds nothing.
@@ -57,7 +58,7 @@ export class MemberSavepoint {
 
   /** Undoes the member's writes; the savepoint stays set for the next member. */
   async rollback(): Promise<void> {
-    await this.#db.exec(`ROLLBACK TO ${this.#name}`);
+    await this.#db.exec(`ROLLBACK TO ${this.name}`);
     this.#state = "empty";
   }
 }

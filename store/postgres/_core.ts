@@ -7,6 +7,7 @@
  */
 import pg from "pg";
 import type { Fence } from "../../src/store.ts";
+import { CommitJournal, type JournalSource } from "../sql/_journal.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import type { Query } from "../sql/_query.ts";
 import type { LiveOpens } from "../sql/_live_opens.ts";
@@ -164,8 +165,26 @@ export interface OpenLockKeys extends LiveOpens {
   lockParams(epoch: number): [number, number];
 }
 
+/**
+ * A commit notification's payload: the committing open's epoch and the
+ * counter the commit published, as `"<epoch> <counter>"`.
+ */
+export function commitPayload(epoch: number, published: number): string {
+  return `${epoch} ${published}`;
+}
+
+/** A commit notification's epoch and published counter (`undefined` where the payload has none). */
+export function readCommitPayload(payload: string): { epoch: number; published?: number } {
+  const [epoch, published] = payload.split(" ");
+  const counter = Number(published);
+  return {
+    epoch: Number(epoch),
+    published: published !== undefined && Number.isSafeInteger(counter) ? counter : undefined,
+  };
+}
+
 /** Everything one open store shares between its handles. */
-export class Core extends StoreState {
+export class Core extends StoreState implements JournalSource {
   readonly pool: pg.Pool;
   /** The schema the store's tables live in. */
   readonly schema: string;
@@ -181,8 +200,15 @@ export class Core extends StoreState {
   readonly connection: pg.ClientConfig;
   /** Which opens of the store are alive, and how this open's lock is keyed. */
   readonly liveOpens: OpenLockKeys;
+  /** The open write transaction's log entries, for the kinds tailed from memory. */
+  readonly journal = new CommitJournal();
   #inFlight = 0;
   #idle: PromiseWithResolvers<void> | undefined;
+  /** The highest committed counter this open knows of. */
+  #committed = 0;
+  /** Moves whenever a notification may have been missed; `#listening`: whether the listener is. */
+  #stamp = 0;
+  #listening = false;
 
   constructor(connections: Connections, open: StoreOpen) {
     super(open);
@@ -191,6 +217,39 @@ export class Core extends StoreState {
     this.schema = connections.schema;
     this.liveOpens = connections.liveOpens;
     this.channel = channelName(connections.schema);
+  }
+
+  /**
+   * The highest committed counter this open knows of: read under the counter
+   * lock, published by its own commits, or announced by another open's.
+   */
+  get committedVersion(): number {
+    return this.#committed;
+  }
+
+  /** A commit at counter `version` is known to have landed. */
+  sawCommit(version: number): void {
+    if (version > this.#committed) this.#committed = version;
+  }
+
+  /**
+   * Moves whenever this open may have missed a commit's counter: when the
+   * commit listener (re)starts listening, or hears a commit announced without
+   * it; `NaN` (equal to nothing) while it is not listening.
+   */
+  commitStamp(): number {
+    return this.#listening ? this.#stamp : NaN;
+  }
+
+  /** The commit listener began (`true`) or stopped (`false`) listening. */
+  listening(on: boolean): void {
+    if (on) this.#stamp++;
+    this.#listening = on;
+  }
+
+  /** A commit was announced without its counter: which commit is the newest is unknown. */
+  unsure(): void {
+    this.#stamp++;
   }
 
   /** Counts a unit of work that close must wait for. */
@@ -230,16 +289,22 @@ export class Core extends StoreState {
       "BEGIN; SELECT value FROM resource_version_seq WHERE id = 1 FOR UPDATE",
     ) as pg.QueryResult[];
     const committed = Number(results[1].rows[0].value);
+    this.sawCommit(committed);
     if (fence !== undefined) await this.checkFence(db, fence);
     return committed;
   }
 
-  /** Publishes the highest draw, announces the commit, and commits, in one round trip. */
-  async commit(db: Db, drawn: number): Promise<void> {
+  /**
+   * Publishes the highest draw, announces the commit (with the counter it
+   * published), and commits, in one round trip. `committed` is the counter
+   * the transaction began at.
+   */
+  async commit(db: Db, committed: number, drawn: number): Promise<void> {
     const publish = drawn > 0
       ? `UPDATE resource_version_seq SET value = ${drawn} WHERE id = 1; `
       : "";
-    await db.exec(`${publish}SELECT pg_notify('${this.channel}', '${this.epoch}'); COMMIT`);
+    const payload = commitPayload(this.epoch, Math.max(committed, drawn));
+    await db.exec(`${publish}SELECT pg_notify('${this.channel}', '${payload}'); COMMIT`);
   }
 
   /**

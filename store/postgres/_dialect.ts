@@ -46,14 +46,21 @@ export class PgTx {
   readonly db: Db;
   readonly draws: Draws;
   readonly savepoint: MemberSavepoint;
+  /** The committed counter the transaction began at (under the counter row's lock). */
+  readonly committed: number;
   /** The draws as the running member's savepoint opened. */
   mark: { readonly next: number; readonly drawn: number };
+  /** Where the commit journal stood as the running member's savepoint opened. */
+  journalMark = 0;
+  /** Whether the running member has a savepoint of its own (it runs in a larger group). */
+  inMember = false;
   /** Whether the connection failed (it is destroyed, not reused). */
   broken = false;
 
   constructor(client: PgClient, db: Db, committed: number) {
     this.client = client;
     this.db = db;
+    this.committed = committed;
     this.draws = new Draws(committed);
     this.savepoint = new MemberSavepoint(db, "bh_member");
     this.mark = this.draws.mark();
@@ -69,7 +76,11 @@ function transactions(core: Core): GroupTransactions<PgTx> {
       const client = await core.connect();
       const db = new Db(client, core.epoch);
       try {
-        return new PgTx(client, db, await core.begin(db, undefined));
+        const tx = new PgTx(client, db, await core.begin(db, undefined));
+        // Versions are drawn above the counter read under its row lock, held to the commit:
+        // this transaction's log entries are the whole log between it and the one it publishes.
+        core.journal.begin(tx.committed, core.commitStamp());
+        return tx;
       } catch (error) {
         releaseClient(client, !await rollbackQuietly(db));
         throw error;
@@ -78,20 +89,27 @@ function transactions(core: Core): GroupTransactions<PgTx> {
     checkFence: (tx: PgTx, fence: Fence) => core.checkFence(tx.db, fence),
     async openMember(tx: PgTx): Promise<void> {
       await tx.savepoint.open();
+      tx.inMember = true;
       tx.mark = tx.draws.mark();
+      tx.journalMark = core.journal.mark();
     },
     closeMember(tx: PgTx, failed: boolean): Promise<void> | undefined {
       if (!failed) return undefined;
       // Versions drawn by a member that unwound are returned: none was seen outside.
       tx.draws.restore(tx.mark);
-      return tx.savepoint.rollback();
+      return core.journal.undo(tx.journalMark, () => tx.savepoint.rollback());
     },
-    commit: (tx: PgTx, drawn: number) => core.commit(tx.db, drawn),
+    commit: (tx: PgTx, drawn: number) => core.commit(tx.db, tx.committed, drawn),
     async abort(tx: PgTx): Promise<void> {
+      core.journal.aborted();
       tx.broken = !await rollbackQuietly(tx.db);
     },
-    finish(tx: PgTx): void {
+    finish(tx: PgTx, drawn: number | undefined): void {
       releaseClient(tx.client, tx.broken);
+      if (drawn === undefined) return;
+      const published = Math.max(tx.committed, drawn);
+      core.sawCommit(published);
+      core.journal.committed(published);
     },
     translate: (error) => core.translate(error),
   };

@@ -18,6 +18,7 @@ import {
 } from "../sql/_frames.ts";
 import { type Core, Db } from "./_core.ts";
 import { AsyncLock } from "../sql/_lock.ts";
+import type { CommitJournal } from "../sql/_journal.ts";
 import { isServerError, releaseClient, rollbackQuietly } from "./_connections.ts";
 import { type PgTx, postgresDialect, submitWrite } from "./_dialect.ts";
 import { driveAsync } from "../sql/_query.ts";
@@ -33,13 +34,36 @@ export type Session = DialectSession<Core, Db, WriteScope, true>;
 export class PgTxState extends TxState {
   readonly db: Db;
   readonly draws: Draws;
+  /** The store's commit journal, cut back with each savepoint that rolls back. */
+  readonly journal: CommitJournal;
   /** Units (and savepoint statements) run one at a time on the connection. */
   readonly lock = new AsyncLock();
+  /**
+   * A savepoint set with nothing written since (the group member's), which a
+   * unit rolls back to instead of setting its own; `undefined` once anything
+   * is written or a frame's savepoint is set.
+   */
+  emptySavepoint: string | undefined;
+  /**
+   * Whether the last unit's savepoint is still set: it is released by the
+   * next savepoint statement (which carries the `RELEASE` in its round trip),
+   * or with the frame, the member or the commit that encloses it.
+   */
+  unitHeld = false;
 
-  constructor(db: Db, draws: Draws) {
+  constructor(db: Db, draws: Draws, journal: CommitJournal, emptySavepoint?: string) {
     super();
     this.db = db;
     this.draws = draws;
+    this.journal = journal;
+    this.emptySavepoint = emptySavepoint;
+  }
+
+  /** `statement` setting a savepoint, releasing the last unit's first when it is still set. */
+  afterUnit(statement: string): string {
+    if (!this.unitHeld) return statement;
+    this.unitHeld = false;
+    return `RELEASE bh_unit; ${statement}`;
   }
 
   /** Runs `fn` holding the connection. */
@@ -130,7 +154,7 @@ export class RootSession extends RootSessionBase<Core> implements Session {
       transaction: false,
       async run(tx) {
         try {
-          value = await fn(new Scope(tx.db, tx.draws));
+          value = await fn(new Scope(tx.db, tx.draws, core.journal));
         } catch (error) {
           throw core.translate(error);
         }
@@ -178,16 +202,29 @@ export class TxSession extends FrameSession<Core, PgTxState, TxSession> implemen
       return await state.exclusive(async () => {
         const db = state.db;
         // A fixed name is safe: units hold the connection, so they never interleave.
-        await db.exec("SAVEPOINT bh_unit");
+        // Right after the member's savepoint, the unit rolls back to that one: no round trip.
+        const reused = state.emptySavepoint;
+        if (reused === undefined) await db.exec(state.afterUnit("SAVEPOINT bh_unit"));
         const mark = state.draws.mark();
+        const journal = state.journal;
+        const journalMark = journal.mark();
         try {
-          const result = await fn(new Scope(db, state.draws));
-          await db.exec("RELEASE bh_unit");
+          const result = await fn(new Scope(db, state.draws, journal));
+          // Left set: the next savepoint statement, the frame, the member or the commit releases it.
+          if (reused === undefined) state.unitHeld = true;
+          state.emptySavepoint = undefined;
           return result;
         } catch (error) {
           // Versions drawn by a unit that unwound are returned: none was seen outside.
           state.draws.restore(mark);
-          await db.exec("ROLLBACK TO bh_unit; RELEASE bh_unit");
+          await journal.undo(journalMark, async () => {
+            // Rolled back to, the member's savepoint stays set and empty.
+            await db.exec(
+              reused === undefined
+                ? "ROLLBACK TO bh_unit; RELEASE bh_unit"
+                : `ROLLBACK TO ${reused}`,
+            );
+          });
           throw error;
         }
       });
@@ -210,26 +247,41 @@ const drawsAtOpen = new WeakMap<PgFrame, { readonly next: number; readonly drawn
 
 /**
  * PostgreSQL's savepoints on the transaction's connection: queued, not
- * awaited (`fn` starts at once, and its units queue behind the savepoint).
+ * awaited (`fn` starts at once, and its units queue behind the savepoint),
+ * the journal marked where each opened.
  */
 const SAVEPOINTS: SavepointSteps<PgTxState> = {
   open(frame, name) {
     const state = frame.state;
     drawsAtOpen.set(frame, state.draws.mark());
-    return state.exclusive(() => state.db.exec(`SAVEPOINT ${name}`)).then(
+    return state.exclusive(async () => {
+      state.emptySavepoint = undefined;
+      await state.db.exec(state.afterUnit(`SAVEPOINT ${name}`));
+      frame.mark = state.journal.mark();
+    }).then(
       () => undefined,
       (error) => error ?? new Error("SAVEPOINT failed"),
     );
   },
   async rollback(frame, name) {
     const state = frame.state;
-    await state.exclusive(() => state.db.exec(`ROLLBACK TO ${name}; RELEASE ${name}`));
+    await state.exclusive(() => {
+      // A unit's savepoint still set inside the frame goes with it.
+      state.unitHeld = false;
+      return state.journal.undo(frame.mark, async () => {
+        await state.db.exec(`ROLLBACK TO ${name}; RELEASE ${name}`);
+      });
+    });
     // Versions drawn by a frame that unwound are returned: none was seen outside.
     state.draws.restore(drawsAtOpen.get(frame)!);
   },
   async release(frame, name) {
     const state = frame.state;
-    await state.exclusive(() => state.db.exec(`RELEASE ${name}`));
+    await state.exclusive(() => {
+      // A unit's savepoint still set inside the frame is released with it.
+      state.unitHeld = false;
+      return state.db.exec(`RELEASE ${name}`);
+    });
   },
 };
 
@@ -241,7 +293,8 @@ const SAVEPOINTS: SavepointSteps<PgTxState> = {
 export const runOutermost: RunOutermost<Core, TxSession> = (core, fn, fence) =>
   submitOutermost(core, fence, {
     admitted: () => core.enter(),
-    begin: (tx: PgTx) => new PgTxState(tx.db, tx.draws),
+    begin: (tx: PgTx) =>
+      new PgTxState(tx.db, tx.draws, core.journal, tx.inMember ? tx.savepoint.name : undefined),
     run: (frame) => fn(new TxSession(core, frame)),
     // Units it left running hold the connection.
     settle: (state) => state.exclusive(() => Promise.resolve()),

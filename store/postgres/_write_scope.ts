@@ -5,6 +5,7 @@
  * @module
  */
 import type { Db } from "./_core.ts";
+import type { CommitJournal } from "../sql/_journal.ts";
 import type { WriteScope as SqlWriteScope } from "../sql/_session.ts";
 
 /** What a PostgreSQL write unit may use: the shared scope and its connection. */
@@ -38,12 +39,12 @@ export class Scope implements WriteScope {
   readonly db: Db;
   readonly now: number;
   readonly origin: number;
-  /** No kind is tailed from memory on PostgreSQL. */
-  readonly journal = undefined;
+  readonly journal: CommitJournal;
   readonly #draws: Draws;
 
-  constructor(db: Db, draws: Draws) {
+  constructor(db: Db, draws: Draws, journal: CommitJournal) {
     this.db = db;
+    this.journal = journal;
     this.#draws = draws;
     this.now = Date.now();
     this.origin = db.origin;

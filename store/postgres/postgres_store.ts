@@ -7,7 +7,9 @@ import { Socket } from "node:net";
 import pg from "pg";
 import { BeehiveError, InvalidOptionError, StoreError } from "../../src/model/errors.ts";
 import type { Logger } from "../../src/telemetry/logger.ts";
-import type { Fence } from "../../src/store.ts";
+import type { Fence, GroupKind } from "../../src/store.ts";
+import { type KindTail, openKindTailSymbol } from "../../src/watches/kind_tail.ts";
+import { MemoryTail } from "../sql/_kind_tails.ts";
 import { OpenLocks } from "./_open_locks.ts";
 import { CommitListener } from "./_commit_listener.ts";
 import { Core, Db, lockKey, type PgClient, pgTypes } from "./_core.ts";
@@ -180,18 +182,29 @@ const POSTGRES: DialectKit<Core, RootSession, TxSession> = {
  * reads run beside them and see only committed state.
  */
 export class PostgresStore extends SqlStore {
+  readonly #core: Core;
+  readonly #session: RootSession;
+
   /** Use {@linkcode openPostgresStore}. */
   private constructor(identity: string, core: Core, fence?: Fence, root?: SqlStore) {
     if (!listeners.has(core)) listeners.set(core, new CommitListener(core));
     if (!heldLocks.has(core)) heldLocks.set(core, new HeldLocks(core));
+    const session = new RootSession(core, fence);
     super(
       identity,
-      rootParts(POSTGRES, new RootSession(core, fence), {
+      rootParts(POSTGRES, session, {
         withFence: (fence, root) => new PostgresStore(identity, core, fence, root),
         close: () => closeOpen(core),
       }),
       root,
     );
+    this.#core = core;
+    this.#session = session;
+  }
+
+  /** @internal A watch's tail of kind `gk`, served from this open's own commits. */
+  [openKindTailSymbol](gk: GroupKind): KindTail {
+    return new MemoryTail(this.#core, sqlSession(this.#session), gk);
   }
 
   /** @internal Opens a store; use {@linkcode openPostgresStore}. */

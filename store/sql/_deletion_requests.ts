@@ -30,7 +30,7 @@ import { type Q, q } from "./_query.ts";
 import { type Row, truthy } from "./_rows.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
 import { OP_CODE } from "./_write_image.ts";
-import { appendWrite } from "./_write_log.ts";
+import { appendWrite, journalWrite } from "./_write_log.ts";
 
 const UNMARKED: DeletionRequestResult = { id: undefined, marked: false, unblocked: [] };
 
@@ -39,9 +39,8 @@ const MARK_SQL = `UPDATE objects SET deletion_requested_at = ?, resource_version
 
 /**
  * Marks `refs`, `refs[i]` at version `first + i`, and logs their updates: one
- * statement for them all where the dialect binds arrays (a store that binds
- * arrays tails no kind from memory, so nothing is journaled), else one mark
- * and one log entry per row.
+ * statement for them all where the dialect binds arrays (its entries
+ * journaled from what it returns), else one mark and one log entry per row.
  */
 function* mark(
   d: Dialect,
@@ -52,7 +51,7 @@ function* mark(
   const now = scope.now;
   if (d.unnest !== undefined) {
     const ids = refs.map((r) => r.id);
-    yield* q.run(
+    const logged = yield* q.all(
       `WITH marked AS (
          UPDATE objects o SET deletion_requested_at = ?, resource_version = m.rv, updated_at = ?
          ${d.unnest(["bigint", "bigint"], "m", ["id", "rv"])}
@@ -60,7 +59,8 @@ function* mark(
          RETURNING o.id, o."group", o.kind, o.resource_version)
        INSERT INTO object_writes
          (resource_version, object_id, "group", kind, op, written_at, final, origin)
-       SELECT resource_version, id, "group", kind, ${OP_CODE.update}, ?, NULL, ? FROM marked`,
+       SELECT resource_version, id, "group", kind, ${OP_CODE.update}, ?, NULL, ? FROM marked
+       RETURNING resource_version, object_id, "group", kind`,
       now,
       now,
       ids,
@@ -68,6 +68,12 @@ function* mark(
       now,
       scope.origin,
     );
+    // In version order, as the journal keeps them.
+    logged.sort((a, b) => Number(a.resource_version) - Number(b.resource_version));
+    for (const r of logged) {
+      const ref = { id: Number(r.object_id), group: String(r.group), kind: String(r.kind) };
+      journalWrite(scope, Number(r.resource_version), ref, "update");
+    }
     return;
   }
   for (let i = 0; i < refs.length; i++) {

@@ -42,9 +42,10 @@ export interface Dialect {
   /** Binds a label key for {@linkcode Dialect.labelValue}. */
   labelKey(key: string): string;
   /**
-   * Whether one statement may insert into two tables (PostgreSQL's
-   * data-modifying `WITH`): a create then indexes its labels without a round
-   * trip of its own. SQLite has no such statement.
+   * Whether one statement may write to several tables (PostgreSQL's
+   * data-modifying `WITH`): a create then appends its log entry and indexes
+   * its labels, and a settle appends its entry, without round trips of their
+   * own. SQLite has no such statement.
    */
   readonly chainsInserts: boolean;
   /** A row-value membership in a bound kind list: `("group", kind) IN <this>`. */

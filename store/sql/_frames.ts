@@ -40,7 +40,7 @@ export class Frame<S extends TxState = TxState> {
   ended = false;
   /** The nested frame opened on this one and still open. */
   child: Frame<S> | undefined;
-  /** Where the dialect's undo log (SQLite's commit journal) stood when this frame's savepoint opened. */
+  /** Where the commit journal (`_journal.ts`) stood when this frame's savepoint opened. */
   mark = 0;
 
   constructor(state: S, parent: Frame<S> | undefined) {

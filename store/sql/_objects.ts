@@ -92,7 +92,7 @@ import {
 } from "../../src/model/labels.ts";
 import { namespaceFilter } from "./_namespace_filter.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
-import { appendWrite } from "./_write_log.ts";
+import { appendedFromValues, appendFrom, appendWrite, journalWrite } from "./_write_log.ts";
 
 // Lands only on a row of the ref's kind, at or past the generation, not yet observed at it.
 const SETTLE_SQL =
@@ -107,13 +107,25 @@ const CREATE_RETURNING = `INSERT INTO objects (${INSERT_COLUMNS})
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
 
 /**
- * A create that finds its label set in the same statement (one round trip
- * where the set exists), and returns the set it found.
+/**
+ * A create that appends its log entry in the same statement (a data-modifying
+ * WITH) and, when it has labels, finds their set inside its own `INSERT`: no
+ * round trip of their own where the set exists. Selects the new id and the set
+ * found (`NULL` when the kind has no set of these labels yet).
  */
-const CREATE_FINDING_SET = `INSERT INTO objects (${INSERT_COLUMNS})
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-    (SELECT id FROM label_sets WHERE "group" = ? AND kind = ? AND labels = ?))
-  RETURNING id, label_set`;
+function createChained(labelled: boolean): string {
+  const set = labelled
+    ? `(SELECT id FROM label_sets WHERE "group" = ? AND kind = ? AND labels = ?)`
+    : "?";
+  return `WITH o AS (INSERT INTO objects (${INSERT_COLUMNS})
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${set}) RETURNING id, label_set),
+    ${appendFrom("o", "create")}
+    SELECT id, label_set FROM o`;
+}
+
+/** The settle, with its log entry appended in the same statement; selects how many rows it settled. */
+const SETTLE_CHAINED = `WITH o AS (${SETTLE_SQL} RETURNING id), ${appendFrom("o", "update")}
+  SELECT COUNT(*) AS n FROM o`;
 
 /** The statements whose spelling depends on the dialect, built once per family. */
 class Statements {
@@ -348,7 +360,7 @@ export class SqlObjects implements Objects {
           } for object ${ref.id}: a generation is an integer >= 1`,
         );
       }
-      return this.#s.write((scope) => settleBody(scope, ref, generation));
+      return this.#s.write((scope) => settleBody(scope, this.#s.dialect, ref, generation));
     });
   }
 
@@ -481,10 +493,12 @@ function* createBody(
   const rv = scope.draw();
   let id = scope.peekId("objects");
   const labelled = labels !== NO_LABELS && Object.keys(labels).length > 0;
-  // Where a round trip costs more than a statement, the set is looked up inside the insert.
-  const findInInsert = labelled && id === undefined && d.chainsInserts;
-  const labelSet = labelled && !findInInsert ? yield* labelSetOf(d, gk, labels, rv) : null;
-  // INSERT_COLUMNS' values, in its order, but the set when the insert finds it.
+  // Where one statement may insert into several tables, the log entry rides along and the
+  // label set is looked up inside the insert.
+  const chained = id === undefined && d.chainsInserts;
+  const labelSet = labelled && !chained ? yield* labelSetOf(d, gk, labels, rv) : null;
+  let logged = false;
+  // INSERT_COLUMNS' values, in its order, but the set.
   const values = [
     group,
     kind,
@@ -508,16 +522,16 @@ function* createBody(
         labelSet,
       );
       scope.takeId("objects");
-    } else if (findInInsert) {
+    } else if (chained) {
       const row = yield* q.row(
-        CREATE_FINDING_SET,
+        createChained(labelled),
         ...values,
-        group,
-        kind,
-        canonicalLabels(labels),
+        ...(labelled ? [group, kind, canonicalLabels(labels)] : [null]),
+        ...appendedFromValues(scope, rv, gk),
       );
       id = Number(row![0]);
-      if (row![1] === null) {
+      logged = true;
+      if (labelled && row![1] === null) {
         // The first object of the kind with these labels: the set is made now.
         const made = yield* labelSetOf(d, gk, labels, rv);
         yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", made, id);
@@ -554,7 +568,8 @@ function* createBody(
     namespace,
     conditions: [],
   };
-  yield* appendWrite(scope, rv, object, "create", object);
+  if (logged) journalWrite(scope, rv, object, "create", object);
+  else yield* appendWrite(scope, rv, object, "create", object);
   return object;
 }
 
@@ -795,21 +810,18 @@ function* updateStatusBody(
   return true;
 }
 
-function* settleBody(scope: WriteScope, ref: ObjectRef, generation: number) {
-  // One statement when it lands (the version is drawn only then); the gate read
-  // below only explains a write that did not.
-  const changed = yield* q.run(
-    SETTLE_SQL,
-    generation,
-    scope.now,
-    scope.peekVersion(),
-    ref.id,
-    ref.group,
-    ref.kind,
-    generation,
-    generation,
-  );
-  if (changed === 1) {
+function* settleBody(scope: WriteScope, d: Dialect, ref: ObjectRef, generation: number) {
+  // One statement when it lands (the version is drawn only then), its log entry chained
+  // where the dialect can; the gate read below only explains a write that did not.
+  const rv = scope.peekVersion();
+  const settle = [generation, scope.now, rv, ref.id, ref.group, ref.kind, generation, generation];
+  if (d.chainsInserts) {
+    const row = yield* q.get(SETTLE_CHAINED, ...settle, ...appendedFromValues(scope, rv, ref));
+    if (Number(row!.n) === 1) {
+      journalWrite(scope, scope.draw(), ref, "update");
+      return true;
+    }
+  } else if ((yield* q.run(SETTLE_SQL, ...settle)) === 1) {
     yield* appendWrite(scope, scope.draw(), ref, "update");
     return true;
   }

@@ -26,7 +26,7 @@ export interface WriteJournal {
 export interface WriteScope {
   /** The store open the unit's write-log entries carry as their origin. */
   readonly origin: number;
-  /** The open transaction's journal, on a store that tails from memory. */
+  /** The open transaction's journal, where the store tails kinds from memory. */
   readonly journal: WriteJournal | undefined;
   /** `Date.now()` read once for the whole unit. */
   readonly now: number;

@@ -11,7 +11,7 @@ import type { Connection, Driver, SqlValue, Statement } from "./_driver.ts";
 import type { LockFiles } from "./_lock_files.ts";
 import type { LiveOpens } from "../sql/_live_opens.ts";
 import type { Checkpointer } from "./_checkpointer.ts";
-import { CommitJournal } from "./_journal.ts";
+import { CommitJournal, type JournalSource } from "../sql/_journal.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import { FENCE_SQL, refuseStaleFence, type StoreOpen, StoreState } from "../sql/_store_state.ts";
 import type { Query } from "../sql/_query.ts";
@@ -159,7 +159,7 @@ export interface Connections {
 }
 
 /** Everything one open store shares between its root handle and its transactions. */
-export class Core extends StoreState {
+export class Core extends StoreState implements JournalSource {
   readonly writer: Db;
   readonly reader: Db;
   /** The writer connection's owner: one write group at a time. */
@@ -216,7 +216,7 @@ export class Core extends StoreState {
    * only when another connection committed since this one last looked.
    */
   beginVersions(): void {
-    const seen = this.dataVersion();
+    const seen = this.commitStamp();
     if (seen !== this.#seen) {
       const row = this.writer.get(COUNTERS_SQL)!;
       const committed = Number(row.value);
@@ -234,7 +234,7 @@ export class Core extends StoreState {
    * The writer's `PRAGMA data_version`: it moves only when another connection
    * or process commits.
    */
-  dataVersion(): number {
+  commitStamp(): number {
     return Number(this.writer.get("PRAGMA data_version")!.data_version);
   }
 
@@ -253,14 +253,10 @@ export class Core extends StoreState {
    * journal then hands out no batch of it, and the error is rethrown.
    */
   rollbackToSavepoint(savepoint: string, mark: number): void {
-    this.journal.rollbackTo(mark);
-    try {
+    this.journal.undo(mark, () => {
       this.writer.exec(`ROLLBACK TO ${savepoint}`);
       this.writer.exec(`RELEASE ${savepoint}`);
-    } catch (error) {
-      this.journal.aborted();
-      throw error;
-    }
+    });
   }
 
   /** The write transaction committed with its highest draw `drawn` (0: none). */

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Core, Db, IdTable } from "./_core.ts";
-import type { CommitJournal } from "./_journal.ts";
+import type { CommitJournal } from "../sql/_journal.ts";
 import type { WriteScope as SqlWriteScope } from "../sql/_session.ts";
 
 /** What a SQLite write unit may use: the shared scope, the writer, and id and version helpers. */

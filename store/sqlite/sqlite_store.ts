@@ -30,7 +30,7 @@ import { type DialectKit, rootParts } from "../sql/_root_parts.ts";
 import { SqlStore } from "../sql/sql_store.ts";
 import { migrations, PAGE_SIZE } from "./_schema.ts";
 import { Checkpointer } from "./_checkpointer.ts";
-import { MemoryTail } from "./_kind_tails.ts";
+import { MemoryTail } from "../sql/_kind_tails.ts";
 import { type KindTail, openKindTailSymbol } from "../../src/watches/kind_tail.ts";
 import { RootSession, runOutermost, type Session, sqlSession, type TxSession } from "./_session.ts";
 
@@ -161,7 +161,7 @@ export class SqliteStore extends SqlStore {
 
   /** @internal A watch's tail of kind `gk`, served from this store's own commits. */
   [openKindTailSymbol](gk: GroupKind): KindTail {
-    return new MemoryTail(this.#core, this.#session, gk);
+    return new MemoryTail(this.#core, sqlSession(this.#session), gk);
   }
 
   /** @internal The store's background checkpointer, if it has one (for tests). */

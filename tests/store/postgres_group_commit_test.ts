@@ -192,6 +192,35 @@ test("PostgreSQL group commit: a grouped transaction that throws unwinds alone, 
   });
 });
 
+test("PostgreSQL group commit: a grouped transaction's writes that fail and are caught leave nothing, and its other writes commit", async () => {
+  await withStore(async (store) => {
+    await store.objects.create(Widget, { name: "taken", spec: "{}" });
+    const first = await holdWriter(store);
+    const member = (name: string) =>
+      store.within(async (tx) => {
+        // The member's first write fails (the name is taken) and is caught; so is a later one.
+        await assert.rejects(
+          tx.objects.create(Widget, { name: "taken", spec: "{}" }),
+          NameTakenError,
+        );
+        await tx.objects.create(Widget, { name, spec: "{}" });
+        await assert.rejects(
+          tx.objects.create(Widget, { name: "taken", spec: "{}" }),
+          NameTakenError,
+        );
+        await tx.objects.create(Widget, { name: `${name}-again`, spec: "{}" });
+      });
+    const grouped = [member("g1"), member("g2")];
+    first.release();
+    await first.done;
+    await Promise.all(grouped);
+    assert.deepEqual(
+      (await store.objects.list(Widget)).map((o) => o.name).sort(),
+      ["g1", "g1-again", "g2", "g2-again", "taken"],
+    );
+  });
+});
+
 test("PostgreSQL group commit: a grouped transaction whose term is over is refused before it runs", async () => {
   await withStore(async (store) => {
     const { lease } = await store.leases.acquire({ name: "leader", holder: "a", duration: 60_000 });

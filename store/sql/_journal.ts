@@ -3,10 +3,14 @@
  * entry the open write transaction appends is kept in order, cut back with
  * each savepoint the transaction rolls back, and handed to the readers once
  * the commit is durable, as one batch saying which versions the commit
- * covers. Versions are drawn above the committed counter under SQLite's write
- * lock, so a commit's entries are the whole log between the counter it began
- * at and the one it published; a batch that does not begin where the previous
- * one ended tells a reader another connection committed in between.
+ * covers. Both SQL stores draw versions above the committed counter while
+ * holding what serializes their writers (SQLite's write lock, PostgreSQL's
+ * counter row lock, taken at `BEGIN`), so a commit's entries are the whole
+ * log between the counter it began at and the one it published; a batch that
+ * does not begin where the previous one ended tells a reader another
+ * connection committed in between. What each dialect adds is a stamp that
+ * moves when a commit this journal did not see may have landed
+ * ({@linkcode CommitBatch.stamp}).
  *
  * @module
  */
@@ -20,11 +24,11 @@ export interface CommitBatch {
   /** The counter it published: every entry in (`from`, `through`] is in `writes`. */
   readonly through: number;
   /**
-   * The writer's `PRAGMA data_version` when the transaction began; it moves
-   * only when another connection commits, so while it reads the same, no
-   * commit but this connection's own has landed since.
+   * The dialect's commit stamp when the transaction began
+   * ({@linkcode JournalSource.commitStamp}): while it reads the same, the
+   * store's newest commit is one the source knows the counter of.
    */
-  readonly dataVersion: number;
+  readonly stamp: number;
   /** The entries, ascending. */
   readonly writes: readonly TailWrite[];
 }
@@ -36,13 +40,39 @@ export interface JournalReader {
   receive(batch: CommitBatch): void;
 }
 
+/**
+ * What a store open tells its kind tails besides its batches: the newest
+ * commit it knows of, and a stamp saying whether that knowledge may be stale.
+ */
+export interface JournalSource {
+  readonly journal: CommitJournal;
+  /**
+   * The highest committed counter this open knows: its own last commit, or a
+   * later one it learned of (SQLite: re-read when another connection
+   * committed; PostgreSQL: announced in a commit's notification).
+   */
+  readonly committedVersion: number;
+  /**
+   * A number that moves whenever a commit may have landed that
+   * {@linkcode JournalSource.committedVersion} does not account for — SQLite:
+   * the writer's `PRAGMA data_version` (it moves on every other connection's
+   * commit); PostgreSQL: the commit listener's connection count (a reconnect
+   * may have missed notifications), `NaN` while it is not listening.
+   */
+  commitStamp(): number;
+  /** Refuses reads once the store is closing. */
+  assertOpen(): void;
+  translate(error: unknown): Error;
+}
+
+/** The open write transaction's log entries, for the kinds tailed from memory. */
 export class CommitJournal {
   readonly #readers = new Set<JournalReader>();
   /** The readers of the open transaction: those there when it began; none while not journaling. */
   #recipients: JournalReader[] | undefined;
   #writes: TailWrite[] = [];
   #from = 0;
-  #dataVersion = 0;
+  #stamp = 0;
 
   /** Adds a reader; it receives the batches of transactions that begin from now on. */
   subscribe(reader: JournalReader): () => void {
@@ -50,8 +80,11 @@ export class CommitJournal {
     return () => this.#readers.delete(reader);
   }
 
-  /** A write transaction began at counter `from`; journals it when anyone reads. */
-  begin(from: number, dataVersion: number): void {
+  /**
+   * A write transaction began at committed counter `from`, with the source's
+   * commit stamp `stamp`; journals it when anyone reads.
+   */
+  begin(from: number, stamp: number): void {
     if (this.#readers.size === 0) {
       this.#recipients = undefined;
       return;
@@ -59,7 +92,7 @@ export class CommitJournal {
     this.#writes = [];
     this.#recipients = [...this.#readers];
     this.#from = from;
-    this.#dataVersion = dataVersion;
+    this.#stamp = stamp;
   }
 
   /** Whether the open transaction is journaled. */
@@ -82,6 +115,25 @@ export class CommitJournal {
     if (this.#writes.length > mark) this.#writes.length = mark;
   }
 
+  /**
+   * Rolls back, with `rollback`, a savepoint opened at `mark`: its entries are
+   * cut first. A rollback that fails leaves the transaction's content
+   * unknown, so no batch of it is handed out, and its error is rethrown.
+   */
+  undo<R extends void | Promise<void>>(mark: number, rollback: () => R): R {
+    this.rollbackTo(mark);
+    const failed = (error: unknown): never => {
+      this.aborted();
+      throw error;
+    };
+    try {
+      const done = rollback();
+      return (done instanceof Promise ? done.catch(failed) : done) as R;
+    } catch (error) {
+      return failed(error);
+    }
+  }
+
   /** The transaction rolled back. */
   aborted(): void {
     this.#recipients = undefined;
@@ -95,7 +147,7 @@ export class CommitJournal {
     const batch: CommitBatch = {
       from: this.#from,
       through,
-      dataVersion: this.#dataVersion,
+      stamp: this.#stamp,
       writes: this.#writes,
     };
     this.#recipients = undefined;
