@@ -97,11 +97,7 @@ CREATE TEMP TABLE labelled AS
                               ORDER BY e.key COLLATE "C")
             FROM jsonb_each_text(o.labels::jsonb) e) || '}' AS labels
   FROM objects o WHERE o.labels <> '{}';
--- The sets made here are numbered 0, -1, -2, …: a later set takes its write's
--- resource version, which is positive.
-INSERT INTO label_sets ("group", kind, labels, id)
-  SELECT "group", kind, labels, 1 - ROW_NUMBER() OVER (ORDER BY "group", kind, labels)
-  FROM (SELECT DISTINCT "group", kind, labels FROM labelled) AS distinct_sets;
+${shared.labelSetsNumbered}
 UPDATE objects o SET label_set = s.id
   FROM labelled l JOIN label_sets s
     ON s."group" = l."group" AND s.kind = l.kind AND s.labels = l.labels

@@ -347,6 +347,12 @@ export function sharedMigrations(ddl: Ddl): {
   readonly labels: string;
   /** Migration 9's tables and column: label sets (the dialect fills them and drops the old index). */
   readonly labelSets: string;
+  /**
+   * Migration 9's sets, one per distinct canonical set in the dialect's temporary `labelled`
+   * table (id, group, kind, labels), numbered 0, −1, −2, …: a later set takes its write's
+   * resource version, which is positive.
+   */
+  readonly labelSetsNumbered: string;
   /** Migration 11: a timed lease's duration. */
   readonly leaseDurations: string;
 } {
@@ -367,6 +373,9 @@ export function sharedMigrations(ddl: Ddl): {
     labelSets: [create(labelSets), create(labelSetEntries), add("objects", labelSetColumn)].join(
       "\n",
     ),
+    labelSetsNumbered: `INSERT INTO label_sets ("group", kind, labels, id)
+  SELECT "group", kind, labels, 1 - ROW_NUMBER() OVER (ORDER BY "group", kind, labels)
+  FROM (SELECT DISTINCT "group", kind, labels FROM labelled) AS distinct_sets;`,
     leaseDurations: add("leases", leaseDuration),
   };
 }

@@ -217,11 +217,7 @@ CREATE TEMP TABLE labelled AS
     (SELECT '{' || group_concat(json_quote(key) || ':' || json_quote(value), ',') || '}'
      FROM (SELECT key, value FROM json_each(o.labels) ORDER BY key)) AS labels
   FROM objects o WHERE o.labels <> '{}';
--- The sets made here are numbered 0, -1, -2, …: a later set takes its write's
--- resource version, which is positive.
-INSERT INTO label_sets ("group", kind, labels, id)
-  SELECT "group", kind, labels, 1 - ROW_NUMBER() OVER (ORDER BY "group", kind, labels)
-  FROM (SELECT DISTINCT "group", kind, labels FROM labelled) AS distinct_sets;
+${shared.labelSetsNumbered}
 UPDATE objects SET label_set = (
   SELECT s.id FROM labelled l JOIN label_sets s
     ON s."group" = l."group" AND s.kind = l.kind AND s.labels = l.labels
