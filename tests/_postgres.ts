@@ -121,3 +121,25 @@ export async function restartServer(): Promise<void> {
   }
   await run("pg_ctlcluster", [line[0], line[1], "restart", "-m", "fast"]);
 }
+
+/**
+ * The backends (but `admin`'s own) granted a two-key advisory lock whose
+ * first key is `key1` in this database, and whose second is `key2` when given:
+ * how a test finds the connection holding a lease or an open's live-open lock
+ * (other files running beside it hold locks of their own schemas).
+ */
+export async function advisoryLockHolders(
+  admin: pg.Client,
+  key1: number,
+  key2?: number,
+): Promise<number[]> {
+  const { rows } = await admin.query(
+    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+       AND classid = ($1::int8 & 4294967295)::oid
+       AND ($2::int8 IS NULL OR objid = ($2::int8 & 4294967295)::oid)
+       AND pid <> pg_backend_pid()`,
+    [key1, key2 ?? null],
+  );
+  return rows.map((r) => Number(r.pid));
+}

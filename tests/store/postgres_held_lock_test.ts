@@ -11,7 +11,7 @@ import pg from "pg";
 import { StoreError } from "../../src/model/errors.ts";
 import { lockKey } from "../../store/postgres/_core.ts";
 import { test } from "../_test.ts";
-import { freshSchema, openPostgresStore, postgresUrl } from "../_postgres.ts";
+import { advisoryLockHolders, freshSchema, openPostgresStore, postgresUrl } from "../_postgres.ts";
 
 test("PostgreSQL leases.hold: the connection holding the lock terminated — lost aborts, and another open can hold the lease", async () => {
   const schema = freshSchema();
@@ -26,15 +26,9 @@ test("PostgreSQL leases.hold: the connection holding the lock terminated — los
     held.lost.addEventListener("abort", () => resolve(held.lost!.reason), { once: true });
     // The holder's backend: the one granted this schema's advisory lock for the lease (other
     // files running beside this one hold leases of their own schemas).
-    const { rows } = await admin.query(
-      `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
-         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-         AND classid = ($1::int8 & 4294967295)::oid AND objid = ($2::int8 & 4294967295)::oid
-         AND pid <> pg_backend_pid()`,
-      [lockKey(schema), lockKey("beehive")],
-    );
-    assert.equal(rows.length, 1, JSON.stringify(rows));
-    await admin.query("SELECT pg_terminate_backend($1)", [rows[0].pid]);
+    const holders = await advisoryLockHolders(admin, lockKey(schema), lockKey("beehive"));
+    assert.equal(holders.length, 1, JSON.stringify(holders));
+    await admin.query("SELECT pg_terminate_backend($1)", [holders[0]]);
     const reason = await lost;
     assert.ok(reason instanceof StoreError);
     assert.match(reason.message, /Lost lease "beehive"/);

@@ -10,8 +10,8 @@
 import assert from "node:assert/strict";
 import pg from "pg";
 import { openKindTailSymbol } from "../../src/watches/kind_tail.ts";
-import { channelName, lockKey } from "../../store/postgres/_core.ts";
-import { freshSchema, openPostgresStore, postgresUrl } from "../_postgres.ts";
+import { lockKey } from "../../store/postgres/_core.ts";
+import { advisoryLockHolders, freshSchema, openPostgresStore, postgresUrl } from "../_postgres.ts";
 import { test } from "../_test.ts";
 import { brief, kindTailCases, logged, readAll, Widget } from "./kind_tail_cases.ts";
 
@@ -44,17 +44,12 @@ test("PostgreSQL kind tail: a commit whose notification the lost listener connec
     // down or coming back.
     const back = Promise.withResolvers<void>();
     const stop = store.watchCommits(() => back.resolve());
-    // Each listener's backend: the one that ran this schema's LISTEN, or holds its open's
-    // live-open lock (which it takes after the LISTEN, so that is its last query).
-    const ended = await admin.query(
-      `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
-       WHERE query = $1 OR pid IN (
-         SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
-           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-           AND classid = ($2::int8 & 4294967295)::oid)`,
-      [`LISTEN "${channelName(schema)}"`, lockKey(`${schema}\u0000open`)],
-    );
-    assert.equal(ended.rows.length, 2);
+    // Each listener's backend: the one holding its open's live-open lock (taken after the LISTEN).
+    const listeners = await advisoryLockHolders(admin, lockKey(`${schema}\u0000open`));
+    assert.equal(listeners.length, 2, JSON.stringify(listeners));
+    await admin.query("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", [
+      listeners,
+    ]);
     await other.objects.create(Widget, { name: "theirs", spec: "{}" });
     // Listeners are called once the connection is back (or on the commit, if it was heard).
     await back.promise;

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import pg from "pg";
 import { lockKey } from "../../store/postgres/_core.ts";
 import { test } from "../_test.ts";
-import { freshSchema, openPostgresStore, postgresUrl } from "../_postgres.ts";
+import { advisoryLockHolders, freshSchema, openPostgresStore, postgresUrl } from "../_postgres.ts";
 
 const Widget = { group: "test.beehive", kind: "Widget" };
 
@@ -26,17 +26,12 @@ test("PostgreSQL: an open whose listener connection was terminated takes its liv
     const seenByB = async () => (await b.objects.get(w.id)).conditions[0].status;
     assert.equal(await seenByB(), "True");
     // a's listener backend: the one granted a's live-open lock in this schema.
-    const { rows } = await admin.query(
-      `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
-         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-         AND classid = ($1::int8 & 4294967295)::oid AND objid = ($2::int8 & 4294967295)::oid`,
-      [lockKey(`${schema}\u0000open`), a.origin],
-    );
-    assert.equal(rows.length, 1, JSON.stringify(rows));
+    const holders = await advisoryLockHolders(admin, lockKey(`${schema}\u0000open`), a.origin);
+    assert.equal(holders.length, 1, JSON.stringify(holders));
     // The listener calls a's commit listeners once its connection is back.
     const { promise: reconnected, resolve } = Promise.withResolvers<void>();
     const off = a.watchCommits(() => resolve());
-    await admin.query("SELECT pg_terminate_backend($1)", [rows[0].pid]);
+    await admin.query("SELECT pg_terminate_backend($1)", [holders[0]]);
     await reconnected;
     off();
     assert.equal(await seenByB(), "True");
