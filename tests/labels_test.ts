@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { ConflictError, InvalidMetadataError, InvalidOptionError, NotFoundError } from "../mod.ts";
 import type { CreateOptions } from "../mod.ts";
+import { checkMetadata } from "../src/model/labels.ts";
 import { Other, withHarness } from "./_beehive_harness.ts";
 import { test } from "./_test.ts";
 
@@ -29,6 +30,31 @@ test("Client.create stores labels and annotations: the object carries them froze
       (bare.labels as Record<string, string>).x = "y";
     }, TypeError);
   });
+});
+
+test("objects read with the same labels share one frozen labels map, which stays correct as labels change", async () => {
+  await withHarness({}, async (h) => {
+    await h.things.create("a", {}, { labels: { app: "shop", tier: "web" } });
+    await h.things.create("b", {}, { labels: { tier: "web", app: "shop" } });
+    const [a, b] = [await h.things.getByName("a"), await h.things.getByName("b")];
+    assert.equal(a.labels, b.labels);
+    assert.ok(Object.isFrozen(a.labels));
+    await h.things.updateMetadata(b.id, { labels: { tier: "db" } });
+    assert.deepEqual((await h.things.getByName("b")).labels, { app: "shop", tier: "db" });
+    assert.deepEqual((await h.things.getByName("a")).labels, { app: "shop", tier: "web" });
+  });
+});
+
+test("checkMetadata passes a map it returned straight through, and still checks any other map", () => {
+  const checked = checkMetadata({ tier: "web", app: "shop" }, "labels");
+  assert.equal(checkMetadata(checked, "labels"), checked);
+  assert.throws(
+    () => checkMetadata(Object.freeze({ "bad key": "x" }), "labels"),
+    InvalidMetadataError,
+  );
+  // Annotations allow values labels do not: a checked annotations map is not taken as labels.
+  const note = checkMetadata({ "example.com/note": "hello, world" }, "annotations");
+  assert.throws(() => checkMetadata(note, "labels"), InvalidMetadataError);
 });
 
 test("Client.create rejects a malformed label or annotation with InvalidMetadataError naming the key, creating nothing", async () => {

@@ -124,6 +124,12 @@ function checkBytes(field: MetadataField, bytes: number): void {
   }
 }
 
+/** The maps {@linkcode checkMetadata} returned, per field (the rules differ). */
+const checked: Record<MetadataField, WeakSet<object>> = {
+  labels: new WeakSet(),
+  annotations: new WeakSet(),
+};
+
 /**
  * Checks a full map (a create's labels or annotations) and returns it frozen,
  * keys sorted; `undefined` reads as none.
@@ -131,6 +137,9 @@ function checkBytes(field: MetadataField, bytes: number): void {
  */
 export function checkMetadata(value: unknown, field: MetadataField): Labels {
   if (value === undefined) return NO_LABELS;
+  // A map this function returned is frozen: checked once, it needs no second check (a client's,
+  // then the store's).
+  if (checked[field].has(value as object)) return value as Labels;
   const map = checkMap(value, field);
   const keys = Object.keys(map);
   if (keys.length === 0) return NO_LABELS;
@@ -141,7 +150,9 @@ export function checkMetadata(value: unknown, field: MetadataField): Labels {
   }
   const out: Record<string, string> = {};
   for (const key of keys.sort()) out[key] = map[key] as string;
-  return Object.freeze(out);
+  Object.freeze(out);
+  checked[field].add(out);
+  return out;
 }
 
 /**

@@ -33,7 +33,12 @@ const DROP_ENTRY = `DELETE FROM label_set_entries
  * databases' byte order agrees).
  */
 export function canonicalLabels(labels: Labels): string {
-  const keys = Object.keys(labels).sort();
+  const keys = Object.keys(labels);
+  let ordered = true;
+  for (let i = 1; i < keys.length && ordered; i++) ordered = keys[i - 1] < keys[i];
+  // Keys already in order (as checkMetadata leaves them) serialize as they stand.
+  if (ordered) return JSON.stringify(labels);
+  keys.sort();
   let text = "{";
   for (let i = 0; i < keys.length; i++) {
     if (i > 0) text += ",";

@@ -71,8 +71,21 @@ export function decodeMeta(row: Row | RowArray): RawObjectMeta {
   };
 }
 
+/**
+ * Recently decoded labels and annotations columns, by their text: objects of
+ * one label set carry the same text, and a frozen map can be shared. Bounded;
+ * the oldest entry goes first.
+ */
+const decoded = new Map<string, Labels>();
+/** How many decoded columns {@linkcode decoded} keeps. */
+const DECODED_KEPT = 256;
+/** Longer columns are decoded every time: caching them would hold large strings. */
+const DECODED_CHARS = 1_024;
+
 /** Parses a labels or annotations column into a frozen map. @throws {StoreError} not a JSON object of strings. */
 export function decodeLabels(text: unknown, id: ObjectId, column: string): Labels {
+  const cached = decoded.get(text as string);
+  if (cached !== undefined) return cached;
   let value: unknown;
   try {
     value = JSON.parse(text as string);
@@ -87,7 +100,12 @@ export function decodeLabels(text: unknown, id: ObjectId, column: string): Label
       `Cannot read object ${id}: its ${column} column is not an object of strings`,
     );
   }
-  return Object.freeze(value as Record<string, string>);
+  const labels = Object.freeze(value as Record<string, string>);
+  if ((text as string).length <= DECODED_CHARS) {
+    if (decoded.size >= DECODED_KEPT) decoded.delete(decoded.keys().next().value!);
+    decoded.set(text as string, labels);
+  }
+  return labels;
 }
 
 /** Parses a finalizers column. */
