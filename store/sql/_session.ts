@@ -20,6 +20,24 @@ export interface WriteJournal {
 }
 
 /**
+ * Where a store holds the open transaction's write-log entries to insert
+ * them together later (SQLite), instead of one statement each.
+ */
+export interface DeferredLog {
+  /** Holds one entry: the `object_writes` row's values, in column order. */
+  append(
+    rv: number,
+    objectId: number,
+    group: string,
+    kind: string,
+    op: number,
+    writtenAt: number,
+    final: string | null,
+    origin: number,
+  ): void;
+}
+
+/**
  * What a write unit may use besides its statements: one clock reading,
  * version draws, and (where the dialect assigns them) row ids.
  */
@@ -28,6 +46,8 @@ export interface WriteScope {
   readonly origin: number;
   /** The open transaction's journal, where the store tails kinds from memory. */
   readonly journal: WriteJournal | undefined;
+  /** Where the unit's write-log entries wait to be inserted; unset where each is inserted at once. */
+  readonly log?: DeferredLog;
   /** `Date.now()` read once for the whole unit. */
   readonly now: number;
   /** The next resource version. */

@@ -1,7 +1,8 @@
 /**
  * Appends to the object write log. A delete stores the row image
  * (`_write_image.ts`); on a store that tails kinds from memory, each entry is
- * also journaled for the open transaction.
+ * also journaled for the open transaction. Where the scope defers the log
+ * (SQLite), an entry is held for one insert of the whole transaction's.
  *
  * @module
  */
@@ -50,7 +51,22 @@ export function* appendWrite(
   const deleted = op === "delete";
   const final = deleted && row !== undefined ? encodeImage(row) : null;
   const origin = scope.origin;
-  yield* q.run(APPEND_SQL, rv, ref.id, ref.group, ref.kind, OP_CODE[op], scope.now, final, origin);
+  const deferred = scope.log;
+  if (deferred !== undefined) {
+    deferred.append(rv, ref.id, ref.group, ref.kind, OP_CODE[op], scope.now, final, origin);
+  } else {
+    yield* q.run(
+      APPEND_SQL,
+      rv,
+      ref.id,
+      ref.group,
+      ref.kind,
+      OP_CODE[op],
+      scope.now,
+      final,
+      origin,
+    );
+  }
   journalWrite(scope, rv, ref, op, row);
 }
 

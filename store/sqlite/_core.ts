@@ -15,6 +15,7 @@ import { CommitJournal, type JournalSource } from "../sql/_journal.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import { FENCE_SQL, refuseStaleFence, type StoreOpen, StoreState } from "../sql/_store_state.ts";
 import type { Query } from "../sql/_query.ts";
+import { DeferredLog } from "./_deferred_log.ts";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, SqlValue>;
@@ -35,6 +36,10 @@ export class Db {
   /** Where the writer's appended log entries are journaled; unset on the reader. */
   journal: CommitJournal | undefined;
   readonly #conn: Connection;
+  /** The writer's deferred log entries, inserted before any statement on `object_writes` runs. */
+  #log: DeferredLog | undefined;
+  /** Whether a statement's text names `object_writes`, by text (asked only while entries wait). */
+  readonly #touchesLog = new Map<string, boolean>();
   readonly #cache = new Map<string, Statement>();
   /** Statements returning arrays (or `undefined` where the driver cannot). */
   readonly #arrays = new Map<string, { stmt: Statement; arrays: boolean }>();
@@ -43,8 +48,23 @@ export class Db {
     this.#conn = conn;
   }
 
+  /** Defers this connection's log entries (the writer's): returns where they wait. */
+  deferLog(): DeferredLog {
+    return this.#log = new DeferredLog((sql) => this.#conn.prepare(sql));
+  }
+
+  /** Inserts the waiting log entries first when `sql` touches the log. */
+  #beforeRunning(sql: string): void {
+    const log = this.#log;
+    if (log === undefined || !log.pending) return;
+    let touches = this.#touchesLog.get(sql);
+    if (touches === undefined) this.#touchesLog.set(sql, touches = sql.includes("object_writes"));
+    if (touches) log.flush();
+  }
+
   /** The cached statement for `sql`. */
   stmt(sql: string): Statement {
+    this.#beforeRunning(sql);
     let s = this.#cache.get(sql);
     if (s === undefined) {
       s = this.#conn.prepare(sql);
@@ -54,6 +74,7 @@ export class Db {
   }
 
   #arrayStmt(sql: string): { stmt: Statement; arrays: boolean } {
+    this.#beforeRunning(sql);
     let entry = this.#arrays.get(sql);
     if (entry === undefined) {
       const stmt = this.#conn.prepare(sql);
@@ -106,6 +127,7 @@ export class Db {
 
   /** Runs statements that bind nothing. */
   exec(sql: string): void {
+    this.#beforeRunning(sql);
     this.#conn.exec(sql);
   }
 
@@ -166,6 +188,8 @@ export class Core extends StoreState implements JournalSource {
   readonly lock = new AsyncLock();
   /** Where the commit journal stood when the running group member's savepoint opened. */
   memberMark = 0;
+  /** Where the deferred log stood then. */
+  memberLogMark = 0;
   readonly driver: Driver;
   /** The lease lock files. */
   readonly locks: LockFiles;
@@ -175,6 +199,8 @@ export class Core extends StoreState implements JournalSource {
   checkpointer: Checkpointer | undefined;
   /** The open write transaction's log entries, for the kinds tailed from memory. */
   readonly journal = new CommitJournal();
+  /** The open write transaction's log entries not yet inserted. */
+  readonly log: DeferredLog;
   /** The next version this connection will hand out. */
   #next = 1;
   /** The committed counter as of the last commit or re-read. */
@@ -194,6 +220,7 @@ export class Core extends StoreState implements JournalSource {
     this.locks = connections.locks;
     this.liveOpens = connections.liveOpens;
     this.writer.journal = this.journal;
+    this.log = this.writer.deferLog();
   }
 
   /** Closes both connections. */
@@ -248,11 +275,13 @@ export class Core extends StoreState implements JournalSource {
 
   /**
    * Rolls the open transaction back to `savepoint` and releases it, with the
-   * journal cut back to `mark` (where it stood when the savepoint opened).
-   * A rollback that fails leaves the transaction's content unknown: the
-   * journal then hands out no batch of it, and the error is rethrown.
+   * journal cut back to `mark` and the deferred log to `logMark` (where they
+   * stood when the savepoint opened). A rollback that fails leaves the
+   * transaction's content unknown: the journal then hands out no batch of
+   * it, and the error is rethrown (the transaction then aborts).
    */
-  rollbackToSavepoint(savepoint: string, mark: number): void {
+  rollbackToSavepoint(savepoint: string, mark: number, logMark: number): void {
+    this.log.rollbackTo(logMark);
     this.journal.undo(mark, () => {
       this.writer.exec(`ROLLBACK TO ${savepoint}`);
       this.writer.exec(`RELEASE ${savepoint}`);

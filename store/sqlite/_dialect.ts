@@ -6,7 +6,8 @@
  * takes up to {@linkcode MAX_GROUP} members, and transactions queue like any
  * write — and its transaction steps, all synchronous on the writer
  * connection: `BEGIN IMMEDIATE`, the versions readied, a `bh_member`
- * savepoint per member, the counter published just before `COMMIT`.
+ * savepoint per member, the deferred log entries inserted and the counter
+ * published just before `COMMIT`.
  *
  * @module
  */
@@ -49,6 +50,7 @@ const POLICY: GroupPolicy = {
 /** Rolls the writer's transaction back, ignoring a transaction SQLite already ended. */
 export function rollbackQuietly(core: Core): void {
   core.journal.aborted();
+  core.log.clear();
   try {
     core.writer.exec("ROLLBACK");
   } catch {
@@ -79,14 +81,17 @@ function transactions(core: Core): GroupTransactions<Core> {
       // A fixed name is safe: members run one after another.
       core.writer.exec("SAVEPOINT bh_member");
       core.memberMark = core.journal.mark();
+      core.memberLogMark = core.log.mark();
     },
     closeMember(_: Core, failed: boolean): void {
-      if (failed) core.rollbackToSavepoint("bh_member", core.memberMark);
+      if (failed) core.rollbackToSavepoint("bh_member", core.memberMark, core.memberLogMark);
       else core.writer.exec("RELEASE bh_member");
     },
     commit(_: Core, drawn: number): void {
+      core.log.flush();
       core.publish(drawn);
       core.writer.exec("COMMIT");
+      core.log.clear();
     },
     abort(): void {
       rollbackQuietly(core);

@@ -126,6 +126,7 @@ export class TxSession extends FrameSession<Core, SqliteTxState, TxSession> impl
       // A fixed name is safe: the unit is synchronous, so units never interleave.
       db.exec("SAVEPOINT bh_unit");
       const mark = core.journal.mark();
+      const logMark = core.log.mark();
       try {
         const scope = new Scope(core);
         const result = fn(scope);
@@ -134,7 +135,7 @@ export class TxSession extends FrameSession<Core, SqliteTxState, TxSession> impl
         if (scope.drawn > state.drawn) state.drawn = scope.drawn;
         return Promise.resolve(result);
       } catch (error) {
-        core.rollbackToSavepoint("bh_unit", mark);
+        core.rollbackToSavepoint("bh_unit", mark, logMark);
         throw error;
       }
     } catch (error) {
@@ -157,8 +158,9 @@ function savepoints(core: Core): SavepointSteps<SqliteTxState> {
     open(frame, name) {
       core.writer.exec(`SAVEPOINT ${name}`);
       frame.mark = core.journal.mark();
+      frame.logMark = core.log.mark();
     },
-    rollback: (frame, name) => core.rollbackToSavepoint(name, frame.mark),
+    rollback: (frame, name) => core.rollbackToSavepoint(name, frame.mark, frame.logMark),
     release: (_, name) => core.writer.exec(`RELEASE ${name}`),
   };
 }

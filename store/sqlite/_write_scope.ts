@@ -6,6 +6,7 @@
  */
 import type { Core, Db, IdTable } from "./_core.ts";
 import type { CommitJournal } from "../sql/_journal.ts";
+import type { DeferredLog } from "./_deferred_log.ts";
 import type { WriteScope as SqlWriteScope } from "../sql/_session.ts";
 
 /** What a SQLite write unit may use: the shared scope, the writer, and id and version helpers. */
@@ -23,6 +24,7 @@ export class Scope implements WriteScope {
   readonly now: number;
   readonly origin: number;
   readonly journal: CommitJournal;
+  readonly log: DeferredLog;
   drawn = 0;
   readonly #core: Core;
 
@@ -32,6 +34,7 @@ export class Scope implements WriteScope {
     this.now = Date.now();
     this.origin = core.epoch;
     this.journal = core.journal;
+    this.log = core.log;
   }
 
   // Arrow properties: families destructure the scope.

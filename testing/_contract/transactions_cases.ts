@@ -12,7 +12,7 @@ import {
   StaleTxError,
 } from "../../src/model/errors.ts";
 import type { Store } from "../../src/store.ts";
-import { type ContractCase, Gadget, logCount, make, Widget } from "./harness.ts";
+import { type ContractCase, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 
 /** The names of a kind's objects, in id order, read through `store`. */
 async function names(store: Store, gk = Widget): Promise<string[]> {
@@ -286,6 +286,82 @@ export const transactionsCases: ContractCase[] = [
       assert.deepEqual(await names(s), ["before", "after"]);
       assert.equal(await logCount(s, Widget), 2);
       assert.deepEqual(ran, ["outer-before", "outer-after"]);
+    },
+  },
+  {
+    name:
+      "the write log inside a transaction: each read sees the transaction's entries so far, an unwound frame's are gone whether read before the unwind or not, and exactly the rest commit",
+    async fn(h) {
+      const s = await h.open();
+      const entries = async (store: Store) =>
+        (await store.objectWrites.listSince(Widget, { after: 0, limit: 100 })).writes.map((w) =>
+          `${w.op} ${w.id}`
+        );
+      const ids: Record<string, number> = {};
+      await s.within(async (tx) => {
+        ids.a = (await make(tx, Widget, "a")).id;
+        assert.deepEqual(await entries(tx), [`create ${ids.a}`]);
+        await assert.rejects(
+          tx.within(async (inner) => {
+            ids.b = (await make(inner, Widget, "b")).id;
+            // Read inside the frame, then written to again before it unwinds.
+            assert.deepEqual(await entries(inner), [`create ${ids.a}`, `create ${ids.b}`]);
+            await inner.objects.updateSpec(ref(Widget, ids.a), { spec: '{"v":2}' });
+            throw new Error("unwind");
+          }),
+          /unwind/,
+        );
+        assert.deepEqual(await entries(tx), [`create ${ids.a}`]);
+        await assert.rejects(
+          tx.within(async (inner) => {
+            // Never read inside the frame.
+            await make(inner, Widget, "c");
+            throw new Error("unwind");
+          }),
+          /unwind/,
+        );
+        await tx.objects.updateSpec(ref(Widget, ids.a), { spec: '{"v":3}' });
+        ids.d = (await make(tx, Widget, "d")).id;
+      });
+      assert.deepEqual(await entries(s), [`create ${ids.a}`, `update ${ids.a}`, `create ${ids.d}`]);
+      const writes = (await s.objectWrites.listSince(Widget, { after: 0, limit: 100 })).writes;
+      const versions = writes.map((w) => w.resourceVersion);
+      assert.deepEqual(versions, [...versions].sort((x, y) => x - y), "entries in version order");
+      assert.equal(
+        versions.at(-1),
+        (await s.objects.get(ids.d)).resourceVersion,
+        "the last entry is the last write's",
+      );
+      assert.equal(await s.objectWrites.maxVersion(Widget), versions.at(-1));
+    },
+  },
+  {
+    name:
+      "concurrent single writes, one refused between others of its group: the log holds exactly the entries of the writes that committed",
+    async fn(h) {
+      const s = await h.open();
+      const a = await make(s, Widget, "a");
+      const before = (await s.objectWrites.listSince(Widget, { after: 0, limit: 100 })).writes;
+      const results = await Promise.allSettled([
+        s.objects.updateSpec(a, { spec: '{"v":1}' }),
+        s.objects.create(Widget, { name: "a", spec: "{}" }),
+        s.objects.create(Widget, { name: "b", spec: "{}" }),
+        s.objects.updateSpec(a, { spec: '{"v":2}' }),
+      ]);
+      assert.deepEqual(results.map((r) => r.status), [
+        "fulfilled",
+        "rejected",
+        "fulfilled",
+        "fulfilled",
+      ]);
+      assert.ok((results[1] as PromiseRejectedResult).reason instanceof NameTakenError);
+      const b = await s.objects.getByName({ ...Widget, name: "b" });
+      const after = (await s.objectWrites.listSince(Widget, { after: 0, limit: 100 })).writes;
+      assert.deepEqual(
+        after.slice(before.length).map((w) => `${w.op} ${w.id}`).sort(),
+        [`create ${b.id}`, `update ${a.id}`, `update ${a.id}`].sort(),
+      );
+      assert.equal(after.at(-1)!.resourceVersion, await s.getLatestResourceVersion());
     },
   },
   {

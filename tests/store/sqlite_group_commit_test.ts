@@ -1,7 +1,8 @@
 /**
  * Group commit in the SQLite store: writes (single calls and transactions)
  * queued within a few promise turns of each other share one `COMMIT`, each
- * in its own savepoint; a lone write still commits by itself; writes queued
+ * in its own savepoint, their write-log entries inserted together; a lone
+ * write still commits by itself; writes queued
  * behind an open transaction join one group when it ends. Counted on the
  * driver, under Deno and Node 22.
  *
@@ -22,9 +23,10 @@ import { installFakeTime } from "../_fake_time.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
 
-/** A driver that counts the COMMITs its connections run. */
-function counting(): { driver: Driver; commits: () => number } {
+/** A driver that counts the COMMITs its connections run, and the statements appending to the write log. */
+function counting(): { driver: Driver; commits: () => number; logInserts: () => number } {
   let commits = 0;
+  let logInserts = 0;
   const driver: Driver = {
     open(path: string): Connection {
       const conn = nodeSqliteDriver.open(path);
@@ -33,23 +35,34 @@ function counting(): { driver: Driver; commits: () => number } {
           if (/^\s*COMMIT\b/i.test(sql)) commits++;
           conn.exec(sql);
         },
-        prepare: (sql) => conn.prepare(sql),
+        prepare(sql) {
+          const stmt = conn.prepare(sql);
+          if (!/^\s*INSERT INTO object_writes\b/.test(sql)) return stmt;
+          return {
+            run(...params) {
+              logInserts++;
+              return stmt.run(...params);
+            },
+            get: (...params) => stmt.get(...params),
+            all: (...params) => stmt.all(...params),
+          };
+        },
         close: () => conn.close(),
       };
     },
     describeFailure: (e) => nodeSqliteDriver.describeFailure(e),
   };
-  return { driver, commits: () => commits };
+  return { driver, commits: () => commits, logInserts: () => logInserts };
 }
 
 async function withStore(
-  fn: (store: SqliteStore, commits: () => number) => Promise<void>,
+  fn: (store: SqliteStore, commits: () => number, logInserts: () => number) => Promise<void>,
 ): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "beehive-group-"));
-  const { driver, commits } = counting();
+  const { driver, commits, logInserts } = counting();
   const store = SqliteStore.open(join(dir, "db.sqlite"), {}, driver);
   try {
-    await fn(store, commits);
+    await fn(store, commits, logInserts);
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
@@ -70,6 +83,27 @@ test("SQLite group commit: 32 concurrent creates share one commit and each gets 
     assert.deepEqual(rvs, [...rvs].sort((a, b) => a - b));
     assert.equal(new Set(rvs).size, 32);
     assert.equal(await store.getLatestResourceVersion(), rvs[31]);
+  });
+});
+
+test("SQLite group commit: a group's log entries are inserted together at its commit, 16 a statement", async () => {
+  await withStore(async (store, commits, logInserts) => {
+    await store.objects.create(Widget, { name: "first", spec: "{}" });
+    assert.equal(logInserts(), 1, "a lone write: one entry, one statement");
+    const before = { commits: commits(), inserts: logInserts() };
+    const made = await Promise.all(
+      Array.from(
+        { length: 35 },
+        (_, i) => store.objects.create(Widget, { name: `w${i}`, spec: "{}" }),
+      ),
+    );
+    assert.equal(commits() - before.commits, 1);
+    assert.equal(logInserts() - before.inserts, 3, "35 entries: 16, 16 and 3");
+    const { writes } = await store.objectWrites.listSince(Widget, { after: 0, limit: 100 });
+    assert.deepEqual(
+      writes.slice(1).map((w) => [w.id, w.resourceVersion, w.op]),
+      made.map((o) => [o.id, o.resourceVersion, "create"]),
+    );
   });
 });
 
