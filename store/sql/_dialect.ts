@@ -9,6 +9,7 @@
  * @module
  */
 import type { GroupKind, ObjectId } from "../../src/store.ts";
+import type { LabelSetIds } from "./_label_set_ids.ts";
 
 /** One SQL database's spelling and abilities. */
 export interface Dialect {
@@ -73,6 +74,12 @@ export interface Dialect {
    * the round trip instead.
    */
   readonly inProcess: boolean;
+  /**
+   * The ids of label sets this open's writer knows exist, where it keeps
+   * them (`_label_set_ids.ts`: SQLite, whose writer is the only one between
+   * its checks); undefined where each create finds its set in its statement.
+   */
+  readonly labelSetIds?: LabelSetIds;
   /** Whether a driver error is a unique-constraint violation. */
   isUniqueViolation(error: unknown): boolean;
   /** Whether a driver error is a foreign-key violation. */

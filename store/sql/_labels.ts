@@ -9,6 +9,9 @@
  * those sets' objects. The objects row's `labels` column stays the source a
  * read decodes and the other requirements test.
  *
+ * Where a dialect keeps the ids of sets its writer knows
+ * (`_label_set_ids.ts`), a create finds a known set without a statement.
+ *
  * Writes serialize on both stores (SQLite's write lock; PostgreSQL's counter
  * row, locked first by every write transaction), so finding a set, making one
  * and removing one no object uses race nothing.
@@ -60,8 +63,15 @@ export function* labelSetOf(
 ): Q<number | null> {
   if (Object.keys(labels).length === 0) return null;
   const text = canonicalLabels(labels);
+  const known = d.labelSetIds;
+  const id = known?.get(gk, text);
+  if (id !== undefined) return id;
   const found = yield* q.row(FIND_SET, gk.group, gk.kind, text);
-  if (found !== undefined) return Number(found[0]);
+  if (found !== undefined) {
+    const id = Number(found[0]);
+    known?.set(gk, text, id);
+    return id;
+  }
   yield* q.run(MAKE_SET, gk.group, gk.kind, text, rv);
   yield* q.run(
     `INSERT INTO label_set_entries ("group", kind, key, value, set_id)
@@ -71,6 +81,7 @@ export function* labelSetOf(
     rv,
     text,
   );
+  known?.set(gk, text, rv);
   return rv;
 }
 
@@ -79,10 +90,17 @@ export function* labelSetOf(
  * once no object refers to it: a write that moved or deleted its last object
  * calls this after the row changed.
  */
-export function* releaseLabelSet(gk: GroupKind, id: number | null, labels: Labels): Q<void> {
+export function* releaseLabelSet(
+  d: Dialect,
+  gk: GroupKind,
+  id: number | null,
+  labels: Labels,
+): Q<void> {
   if (id === null) return;
   if ((yield* q.row(SET_USED, id)) !== undefined) return;
-  yield* q.run(DROP_SET, gk.group, gk.kind, canonicalLabels(labels));
+  const text = canonicalLabels(labels);
+  yield* q.run(DROP_SET, gk.group, gk.kind, text);
+  d.labelSetIds?.delete(gk, text);
   // Each entry by its whole key: the table has no other index to find a set's entries by.
   for (const key of Object.keys(labels)) {
     yield* q.run(DROP_ENTRY, gk.group, gk.kind, key, labels[key], id);

@@ -768,7 +768,7 @@ function* updateMetadataBody(
     const before = yield* storedLabelSet(stored.id);
     const after = yield* labelSetOf(d, ref, labels, rv);
     yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", after, stored.id);
-    if (before !== after) yield* releaseLabelSet(ref, before, stored.labels);
+    if (before !== after) yield* releaseLabelSet(d, ref, before, stored.labels);
   }
   const object: RawObject = {
     ...stored,
@@ -923,7 +923,7 @@ function* deleteBody(scope: WriteScope, d: Dialect, id: ObjectId, viewer: Viewer
   const labelSet = yield* storedLabelSet(id);
   try {
     yield* q.run("DELETE FROM objects WHERE id = ?", id);
-    yield* releaseLabelSet(object, labelSet, object.labels);
+    yield* releaseLabelSet(d, object, labelSet, object.labels);
   } catch (error) {
     if (d.isForeignKeyViolation(error)) {
       throw new StoreError(

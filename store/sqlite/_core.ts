@@ -16,6 +16,7 @@ import { AsyncLock } from "../sql/_lock.ts";
 import { FENCE_SQL, refuseStaleFence, type StoreOpen, StoreState } from "../sql/_store_state.ts";
 import type { Query } from "../sql/_query.ts";
 import { DeferredLog } from "./_deferred_log.ts";
+import { LabelSetIds } from "../sql/_label_set_ids.ts";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, SqlValue>;
@@ -201,6 +202,11 @@ export class Core extends StoreState implements JournalSource {
   readonly journal = new CommitJournal();
   /** The open write transaction's log entries not yet inserted. */
   readonly log: DeferredLog;
+  /**
+   * The label sets this writer knows exist: forgotten when another
+   * connection committed since its last transaction began, and on a rollback.
+   */
+  readonly labelSetIds = new LabelSetIds();
   /** The next version this connection will hand out. */
   #next = 1;
   /** The committed counter as of the last commit or re-read. */
@@ -253,6 +259,8 @@ export class Core extends StoreState implements JournalSource {
       if (Number(row.object_id) + 1 > ids.objects) ids.objects = Number(row.object_id) + 1;
       if (Number(row.event_id) + 1 > ids.events) ids.events = Number(row.event_id) + 1;
       this.#seen = seen;
+      // Another connection may have made or dropped sets.
+      this.labelSetIds.clear();
     }
     this.journal.begin(this.#counter, seen);
   }
@@ -282,6 +290,7 @@ export class Core extends StoreState implements JournalSource {
    */
   rollbackToSavepoint(savepoint: string, mark: number, logMark: number): void {
     this.log.rollbackTo(logMark);
+    this.labelSetIds.clear();
     this.journal.undo(mark, () => {
       this.writer.exec(`ROLLBACK TO ${savepoint}`);
       this.writer.exec(`RELEASE ${savepoint}`);

@@ -51,6 +51,7 @@ const POLICY: GroupPolicy = {
 export function rollbackQuietly(core: Core): void {
   core.journal.aborted();
   core.log.clear();
+  core.labelSetIds.clear();
   try {
     core.writer.exec("ROLLBACK");
   } catch {
@@ -143,6 +144,7 @@ function newDialect(core: Core): Dialect {
     joinInOrder: "CROSS JOIN",
     forUpdate: "",
     inProcess: true,
+    labelSetIds: core.labelSetIds,
     isUniqueViolation: (error) => core.isUniqueViolation(error),
     isForeignKeyViolation: (error) => core.isForeignKeyViolation(error),
   };

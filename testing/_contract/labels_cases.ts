@@ -38,6 +38,59 @@ const eq = (key: string, value: string): LabelRequirement => ({
 
 export const labelsCases: ContractCase[] = [
   {
+    reopens: true,
+    name:
+      "a label set another open dropped and made again is found anew: creates through both opens stay selectable",
+    async fn(h) {
+      const path = h.tempPath("x.db");
+      const first = await h.openPath(path);
+      const second = await h.openPath(path);
+      const web = { app: "web", tier: "front" };
+      const a = await labelled(first, "a", web);
+      // The second open deletes the set's only object (dropping the set), then makes it again.
+      await second.objects.delete(a.id);
+      await labelled(second, "b", web);
+      await labelled(first, "c", web);
+      await first.objects.create(Widget, { name: "d", spec: "{}", labels: { ...web } });
+      for (const s of [first, second]) {
+        assert.deepEqual(await names(s, [eq("app", "web")]), ["b", "c", "d"]);
+        assert.deepEqual(await names(s, [eq("tier", "front")]), ["b", "c", "d"]);
+      }
+    },
+  },
+  {
+    name:
+      "a label set made inside a rolled-back write is made again by the next create: it stays selectable",
+    async fn(h) {
+      const s = await h.open();
+      const web = { app: "web" };
+      await assert.rejects(
+        s.within(async (tx) => {
+          await labelled(tx, "a", web);
+          throw new Error("roll back");
+        }),
+        /roll back/,
+      );
+      await assert.rejects(
+        s.within(async (tx) => {
+          await tx.within(async (inner) => {
+            await labelled(inner, "b", web);
+            throw new Error("unwind");
+          }).catch(() => {});
+          await labelled(tx, "c", web);
+          await tx.objects.delete((await labelled(tx, "d", { app: "db" })).id);
+          await labelled(tx, "e", { app: "db" });
+          throw new Error("roll back");
+        }),
+        /roll back/,
+      );
+      await labelled(s, "f", web);
+      await labelled(s, "g", { app: "db" });
+      assert.deepEqual(await names(s, [eq("app", "web")]), ["f"]);
+      assert.deepEqual(await names(s, [eq("app", "db")]), ["g"]);
+    },
+  },
+  {
     name:
       "create stores labels and annotations frozen with sorted keys, and every read returns them; none read as {}",
     async fn(h) {
