@@ -16,7 +16,7 @@ import {
   StoreError,
   WrongKindError,
 } from "../../src/model/errors.ts";
-import { type ContractCase, Gadget, logCount, make, ref, Widget } from "./harness.ts";
+import { type ContractCase, footprint, Gadget, logCount, make, ref, Widget } from "./harness.ts";
 
 export const objectsCases: ContractCase[] = [
   {
@@ -407,6 +407,35 @@ export const objectsCases: ContractCase[] = [
       assert.ok(after.resourceVersion > before.resourceVersion);
       assert.equal(await s.objects.updateStatus(a, { status: '{"ready":true}' }), false);
       assert.deepEqual(await s.objects.get(a.id), after);
+    },
+  },
+  {
+    name:
+      "updateStatus by version: identical text at a higher version writes, at the same version or version 0 does not, and a refused or idle call leaves row and log as they were",
+    async fn(h) {
+      const s = await h.open();
+      const a = await make(s, Widget, "a");
+      assert.equal(await s.objects.updateStatus(a, { status: '"up"', statusVersion: 2 }), true);
+      const written = await footprint(s, a);
+      assert.equal(written.object.statusVersion, 2);
+      assert.equal(await s.objects.updateStatus(a, { status: '"up"', statusVersion: 2 }), false);
+      assert.equal(await s.objects.updateStatus(a, { status: '"up"' }), false);
+      await assert.rejects(
+        s.objects.updateStatus(a, { status: '"down"', statusVersion: 1 }),
+        SchemaVersionDowngradeError,
+      );
+      assert.deepEqual(await footprint(s, a), written);
+      assert.equal(await s.objects.updateStatus(a, { status: '"up"', statusVersion: 3 }), true);
+      const bumped = await s.objects.get(a.id);
+      assert.equal(bumped.statusVersion, 3);
+      assert.equal(bumped.status, '"up"');
+      assert.equal(await logCount(s, Widget), written.log + 1);
+      // Version 0 keeps the stored tag on a write that changes the text.
+      assert.equal(await s.objects.updateStatus(a, { status: '"down"' }), true);
+      const kept = await s.objects.get(a.id);
+      assert.equal(kept.statusVersion, 3);
+      assert.equal(kept.status, '"down"');
+      assert.equal(kept.resourceVersion, await s.objectWrites.maxVersion(Widget));
     },
   },
   {
