@@ -21,6 +21,7 @@ import { SqliteStore } from "../../store/sqlite/sqlite_store.ts";
 import { uncheckpointedNodeDriver } from "../_drivers.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
 import { FLOOR_KIND as Kind, FLOOR_SPEC as SPEC, tempFile } from "../_floor.ts";
+import { PAGE_SIZE } from "../../store/sqlite/_schema.ts";
 
 const arg = (name: string, fallback: number): number =>
   Number(
@@ -102,9 +103,10 @@ async function beehive(
   }
 }
 
-function walPages(path: string): number {
+/** WAL frames in `path`'s WAL, each a page of `pageSize` bytes and its 24-byte header. */
+function walPages(path: string, pageSize = PAGE_SIZE): number {
   try {
-    return statSync(`${path}-wal`).size / (4096 + 24);
+    return statSync(`${path}-wal`).size / (pageSize + 24);
   } catch {
     return 0;
   }
@@ -138,13 +140,14 @@ async function plainjobPages(n: number): Promise<number> {
         if (++processed === n) all.resolve();
       },
     });
-    const pages0 = walPages(path);
+    const pageSize = Number(db.pragma("page_size", { simple: true }));
+    const pages0 = walPages(path, pageSize);
     const running = worker.start();
     for (let i = 0; i < n; i++) queue.add("unit", SPEC);
     await all.promise;
     await worker.stop();
     await running;
-    return (walPages(path) - pages0) / n;
+    return (walPages(path, pageSize) - pages0) / n;
   } finally {
     queue.close();
     done();

@@ -22,11 +22,14 @@ import {
 } from "../sql/_tables.ts";
 
 /**
- * The page size a new database is created with (see docs/performance.md for the
- * measurement). SQLite fixes it with the first table, and a WAL database cannot
- * change it, so it is set before anything else; an existing file keeps its own.
+ * The page size a new database is created with: 2048 bytes, half SQLite's
+ * default, because a commit writes one page per B-tree it touches and pays
+ * for every byte of each (ADR 2026-12-03-page-size-2048; docs/performance.md
+ * has the measurement). SQLite fixes it with the first table, and a WAL
+ * database cannot change it, so it is set before anything else; an existing
+ * file keeps its own.
  */
-export const PAGE_SIZE = 4096;
+export const PAGE_SIZE = 2048;
 
 /** One migration: applied in its own transaction with its bookkeeping row. */
 export interface Migration {
