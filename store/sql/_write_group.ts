@@ -8,10 +8,16 @@
  * {@linkcode GroupTransactions} (how the shared transaction begins, fences,
  * sets member savepoints and commits).
  *
- * Members run in the order they queued, one at a time. A group of one is the
+ * Members run one at a time, in the order they queued. A group of one is the
  * member's own transaction: a throw rolls it all back. With more than one,
  * each member runs in its own savepoint, so one that throws is rolled back
- * alone and rejects alone. A fenced member's fence is checked inside the
+ * alone and rejects alone — except where the dialect can run single writes
+ * plainly ({@linkcode PlainMembers}): then the single writes queued before
+ * the group's first transaction run without savepoints. One that throws
+ * having written nothing rejects alone; one that wrote something before it
+ * threw rolls the whole group back, and the group runs again with every
+ * member in its savepoint (only single writes have run by then, and a single
+ * write can run twice: it holds nothing but its own writes and result). A fenced member's fence is checked inside the
  * transaction (inside its savepoint in a larger group). Every member resolves
  * only once the shared commit is durable (a transaction after its
  * `afterCommit` hooks, in member order); a failing commit rejects them all.
@@ -63,6 +69,25 @@ export interface GroupTransactions<Tx> {
   finish(tx: Tx, drawn: number | undefined): void;
   /** Translates anything a driver threw into a store error. */
   translate(error: unknown): BeehiveError;
+  /** Where the dialect can run single writes without a savepoint; see {@linkcode PlainMembers}. */
+  readonly plain?: PlainMembers<Tx>;
+}
+
+/**
+ * How a dialect runs a single write (not a transaction) of a larger group
+ * without a savepoint: it records where the transaction stands before the
+ * member runs, and judges a member that threw.
+ */
+export interface PlainMembers<Tx> {
+  /** A plain member is about to run. */
+  start(tx: Tx): void;
+  /**
+   * The plain member that just ran threw: whether the transaction holds
+   * nothing it wrote and is still open (then what the dialect keeps in memory
+   * for it is cut back, and it rejects alone); false when it must be undone
+   * with everything else.
+   */
+  failedClean(tx: Tx): boolean;
 }
 
 /** One queued write. */
@@ -73,7 +98,9 @@ export interface Member<Tx> {
   /**
    * Runs the member's writes inside the open transaction and returns the
    * highest version it drew (0 for none). A throw (or rejection) unwinds the
-   * member alone and is what it rejects with.
+   * member alone and is what it rejects with. A single write (not a
+   * transaction) may be run a second time after its transaction rolled
+   * back: nothing it does may outlast a rollback but its writes.
    */
   run(tx: Tx): Maybe<number>;
   /** The shared commit is durable: finish (hooks) and resolve. */
@@ -219,8 +246,16 @@ export class WriteGroup<Tx> {
     return [undefined];
   }
 
-  /** Several members, each in its own savepoint; returns each one's failure (undefined: none). */
-  async #together(group: readonly Member<Tx>[]): Promise<Failure[] | undefined> {
+  /**
+   * Several members, each in its own savepoint — but, where the dialect runs
+   * single writes plainly and `plain` holds, the single writes before the
+   * first transaction, which run without one; returns each member's failure
+   * (undefined: none).
+   */
+  async #together(
+    group: readonly Member<Tx>[],
+    plain = this.#tx.plain !== undefined,
+  ): Promise<Failure[] | undefined> {
     const t = this.#tx;
     const opening = this.#begin(group);
     const begun = opening instanceof Promise ? await opening : opening;
@@ -228,10 +263,17 @@ export class WriteGroup<Tx> {
     const tx = begun.tx;
     const failures: Failure[] = [];
     let drawn = 0;
+    let rerun = false;
     try {
       for (const m of group) {
-        const opened = t.openMember(tx);
-        if (opened instanceof Promise) await opened;
+        // From the first transaction on, every member has its savepoint: a rerun must not run it.
+        if (m.transaction) plain = false;
+        const bare = plain;
+        if (bare) t.plain!.start(tx);
+        else {
+          const opened = t.openMember(tx);
+          if (opened instanceof Promise) await opened;
+        }
         let failure: Failure;
         try {
           const fenced = m.fence === undefined ? undefined : this.#checkFence(tx, m.fence);
@@ -242,19 +284,34 @@ export class WriteGroup<Tx> {
         } catch (error) {
           failure = { error };
         }
-        // A failing rollback loses the whole group (below).
-        const closed = t.closeMember(tx, failure !== undefined);
-        if (closed instanceof Promise) await closed;
+        if (bare) {
+          if (failure !== undefined && !t.plain!.failedClean(tx)) {
+            rerun = true;
+            break;
+          }
+        } else {
+          // A failing rollback loses the whole group (below).
+          const closed = t.closeMember(tx, failure !== undefined);
+          if (closed instanceof Promise) await closed;
+        }
         failures.push(failure);
       }
-      const done = t.commit(tx, drawn);
-      if (done instanceof Promise) await done;
+      if (!rerun) {
+        const done = t.commit(tx, drawn);
+        if (done instanceof Promise) await done;
+      }
     } catch (error) {
       // The shared transaction is lost: nothing any member wrote committed.
       await this.#abort(tx);
       const failure = t.translate(error);
       group.forEach((m, i) => m.failed(failures[i] !== undefined ? failures[i].error : failure));
       return undefined;
+    }
+    if (rerun) {
+      // A plain member left writes no savepoint can undo. Only single writes have run, so the
+      // group rolls back and runs again, every member in its savepoint.
+      await this.#abort(tx);
+      return this.#together(group, false);
     }
     t.finish(tx, drawn);
     return failures;

@@ -30,20 +30,42 @@ export type SqlValueList = SqlValue[];
 /** The logger a store reports failures with no caller to. */
 export type StoreLogger = Logger;
 
-/** A connection with a statement cache: every SQL text is compiled once. */
+/** A compiled statement and what its text says about it. */
+interface Compiled {
+  readonly stmt: Statement;
+  /** Whether `get`/`all` return arrays (the driver could switch them). */
+  readonly arrays: boolean;
+  /** Whether running it may change the database: anything but a read. */
+  readonly writes: boolean;
+  /** Whether its text names `object_writes`. */
+  readonly touchesLog: boolean;
+}
+
+/** Statements that only read. Anything else (a `WITH` included) counts as a write. */
+const READ_ONLY = /^\s*(SELECT|PRAGMA|VALUES|EXPLAIN)\b/i;
+
+/**
+ * A connection with a statement cache: every SQL text is compiled once. It
+ * counts the statements that may have changed the database
+ * ({@linkcode Db.writes}).
+ */
 export class Db {
   /** The store open (`store_epoch`) this connection's writes carry into the write log. */
   origin = 0;
   /** Where the writer's appended log entries are journaled; unset on the reader. */
   journal: CommitJournal | undefined;
+  /**
+   * How many statements that are not reads have completed on this
+   * connection: while it reads the same, nothing was written.
+   */
+  writes = 0;
   readonly #conn: Connection;
   /** The writer's deferred log entries, inserted before any statement on `object_writes` runs. */
   #log: DeferredLog | undefined;
-  /** Whether a statement's text names `object_writes`, by text (asked only while entries wait). */
-  readonly #touchesLog = new Map<string, boolean>();
-  readonly #cache = new Map<string, Statement>();
-  /** Statements returning arrays (or `undefined` where the driver cannot). */
-  readonly #arrays = new Map<string, { stmt: Statement; arrays: boolean }>();
+  /** Statements returning rows as objects. */
+  readonly #cache = new Map<string, Compiled>();
+  /** Statements returning rows as arrays (or objects, where the driver cannot). */
+  readonly #arrays = new Map<string, Compiled>();
 
   constructor(conn: Connection) {
     this.#conn = conn;
@@ -54,36 +76,50 @@ export class Db {
     return this.#log = new DeferredLog((sql) => this.#conn.prepare(sql));
   }
 
-  /** Inserts the waiting log entries first when `sql` touches the log. */
-  #beforeRunning(sql: string): void {
-    const log = this.#log;
-    if (log === undefined || !log.pending) return;
-    let touches = this.#touchesLog.get(sql);
-    if (touches === undefined) this.#touchesLog.set(sql, touches = sql.includes("object_writes"));
-    if (touches) log.flush();
+  /**
+   * Whether a transaction is open on this connection; `undefined` where the
+   * driver cannot tell.
+   */
+  inTransaction(): boolean | undefined {
+    return this.#conn.isTransaction;
   }
 
-  /** The cached statement for `sql`. */
-  stmt(sql: string): Statement {
-    this.#beforeRunning(sql);
-    let s = this.#cache.get(sql);
-    if (s === undefined) {
-      s = this.#conn.prepare(sql);
-      this.#cache.set(sql, s);
-    }
-    return s;
+  /** Inserts the waiting log entries first when the statement touches the log. */
+  #ready(c: Compiled): Compiled {
+    if (c.touchesLog && this.#log?.pending) this.#log.flush();
+    return c;
   }
 
-  #arrayStmt(sql: string): { stmt: Statement; arrays: boolean } {
-    this.#beforeRunning(sql);
-    let entry = this.#arrays.get(sql);
-    if (entry === undefined) {
-      const stmt = this.#conn.prepare(sql);
-      const arrays = typeof stmt.setReturnArrays === "function";
+  #compile(sql: string, arrays: boolean): Compiled {
+    const stmt = this.#conn.prepare(sql);
+    if (arrays) {
+      arrays = typeof stmt.setReturnArrays === "function";
       if (arrays) stmt.setReturnArrays!(true);
-      this.#arrays.set(sql, entry = { stmt, arrays });
     }
-    return entry;
+    return {
+      stmt,
+      arrays,
+      writes: !READ_ONLY.test(sql),
+      touchesLog: sql.includes("object_writes"),
+    };
+  }
+
+  #object(sql: string): Compiled {
+    let c = this.#cache.get(sql);
+    if (c === undefined) this.#cache.set(sql, c = this.#compile(sql, false));
+    return this.#ready(c);
+  }
+
+  #array(sql: string): Compiled {
+    let c = this.#arrays.get(sql);
+    if (c === undefined) this.#arrays.set(sql, c = this.#compile(sql, true));
+    return this.#ready(c);
+  }
+
+  /** Counts `c` once it completed. */
+  #done<T>(c: Compiled, result: T): T {
+    if (c.writes) this.writes++;
+    return result;
   }
 
   /** Every row of `sql`, as arrays in column order. */
@@ -92,9 +128,9 @@ export class Db {
   }
 
   #rows(sql: string, params: SqlValue[]): RowArray[] {
-    const { stmt, arrays } = this.#arrayStmt(sql);
-    const rows = stmt.all(...params);
-    return arrays ? rows as unknown as RowArray[] : rows.map((r) => Object.values(r));
+    const c = this.#array(sql);
+    const rows = this.#done(c, c.stmt.all(...params));
+    return c.arrays ? rows as unknown as RowArray[] : rows.map((r) => Object.values(r));
   }
 
   /** The first row of `sql` as an array in column order, or `undefined`. */
@@ -103,9 +139,9 @@ export class Db {
   }
 
   #row(sql: string, params: SqlValue[]): RowArray | undefined {
-    const { stmt, arrays } = this.#arrayStmt(sql);
-    const row = stmt.get(...params);
-    if (row === undefined || arrays) return row as unknown as RowArray | undefined;
+    const c = this.#array(sql);
+    const row = this.#done(c, c.stmt.get(...params));
+    if (row === undefined || c.arrays) return row as unknown as RowArray | undefined;
     return Object.values(row);
   }
 
@@ -118,33 +154,35 @@ export class Db {
       case "row":
         return this.#row(query.sql, params);
       case "all":
-        return this.stmt(query.sql).all(...params);
+        return this.all(query.sql, ...params);
       case "get":
-        return this.stmt(query.sql).get(...params);
+        return this.get(query.sql, ...params);
       case "run":
-        return Number(this.stmt(query.sql).run(...params).changes);
+        return this.run(query.sql, ...params);
     }
   }
 
-  /** Runs statements that bind nothing. */
+  /** Runs statements that bind nothing (transaction control and pragmas; never the log). */
   exec(sql: string): void {
-    this.#beforeRunning(sql);
     this.#conn.exec(sql);
   }
 
   /** The first row of `sql`, or `undefined`. */
   get(sql: string, ...params: SqlValue[]): Row | undefined {
-    return this.stmt(sql).get(...params);
+    const c = this.#object(sql);
+    return this.#done(c, c.stmt.get(...params));
   }
 
   /** Every row of `sql`. */
   all(sql: string, ...params: SqlValue[]): Row[] {
-    return this.stmt(sql).all(...params);
+    const c = this.#object(sql);
+    return this.#done(c, c.stmt.all(...params));
   }
 
   /** Runs `sql` and reports how many rows it changed. */
   run(sql: string, ...params: SqlValue[]): number {
-    return Number(this.stmt(sql).run(...params).changes);
+    const c = this.#object(sql);
+    return this.#done(c, Number(c.stmt.run(...params).changes));
   }
 
   close(): void {
@@ -191,6 +229,8 @@ export class Core extends StoreState implements JournalSource {
   memberMark = 0;
   /** Where the deferred log stood then. */
   memberLogMark = 0;
+  /** The writer's count of writing statements when the running plain member began. */
+  memberWrites = 0;
   readonly driver: Driver;
   /** The lease lock files. */
   readonly locks: LockFiles;

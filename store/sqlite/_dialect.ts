@@ -5,8 +5,9 @@
  * policy — a group waits {@linkcode GROUP_TURNS} promise turns for company,
  * takes up to {@linkcode MAX_GROUP} members, and transactions queue like any
  * write — and its transaction steps, all synchronous on the writer
- * connection: `BEGIN IMMEDIATE`, the versions readied, a `bh_member`
- * savepoint per member, the deferred log entries inserted and the counter
+ * connection: `BEGIN IMMEDIATE`, the versions readied, single writes run
+ * plainly (judged by the writer's count of writing statements) and a
+ * `bh_member` savepoint per transaction, the deferred log entries inserted and the counter
  * published just before `COMMIT`.
  *
  * @module
@@ -103,6 +104,23 @@ function transactions(core: Core): GroupTransactions<Core> {
       core.checkpointer?.committed();
     },
     translate: (error) => core.translate(error),
+    plain: {
+      start(): void {
+        core.memberMark = core.journal.mark();
+        core.memberLogMark = core.log.mark();
+        core.memberWrites = core.writer.writes;
+      },
+      failedClean(): boolean {
+        // A statement that failed undid itself; anything else the member wrote needs a rollback.
+        if (core.writer.writes !== core.memberWrites || core.writer.inTransaction() !== true) {
+          return false;
+        }
+        core.journal.rollbackTo(core.memberMark);
+        core.log.rollbackTo(core.memberLogMark);
+        core.labelSetIds.clear();
+        return true;
+      },
+    },
   };
 }
 

@@ -37,6 +37,12 @@ export interface Connection {
   exec(sql: string): void;
   /** Compiles a statement. */
   prepare(sql: string): Statement;
+  /**
+   * Optional: whether a transaction is open (SQLite's autocommit mode is
+   * off). A driver without it makes the store assume a failed statement may
+   * have ended the transaction.
+   */
+  readonly isTransaction?: boolean;
   /** Closes the connection. */
   close(): void;
 }

@@ -26,6 +26,7 @@ const SYMBOLS = {
   },
   sqlite3_busy_timeout: { parameters: ["pointer", "i32"], result: "i32" },
   sqlite3_changes64: { parameters: ["pointer"], result: "i64" },
+  sqlite3_get_autocommit: { parameters: ["pointer"], result: "i32" },
   sqlite3_prepare_v3: {
     parameters: ["pointer", "buffer", "i32", "u32", "buffer", "pointer"],
     result: "i32",

@@ -74,6 +74,11 @@ export class FfiConnection implements Connection, StatementOwner {
     if (rc !== SQLITE_OK) throw this.failure(rc);
   }
 
+  /** Whether a transaction is open: SQLite's autocommit mode is off. */
+  get isTransaction(): boolean {
+    return this.symbols.sqlite3_get_autocommit(this.#live()) === 0;
+  }
+
   prepare(sql: string): Statement {
     const h = this.#live();
     const bytes = encoder.encode(sql);

@@ -365,6 +365,31 @@ export const transactionsCases: ContractCase[] = [
     },
   },
   {
+    name:
+      "concurrent single writes, one refused after part of its work (a new label set) was written: it leaves nothing, and exactly the others commit",
+    async fn(h) {
+      const s = await h.open();
+      await make(s, Widget, "taken");
+      const results = await Promise.allSettled([
+        s.objects.create(Widget, { name: "a", spec: "{}", labels: { ring: "a" } }),
+        s.objects.create(Widget, { name: "taken", spec: "{}", labels: { ring: "new" } }),
+        s.objects.create(Widget, { name: "b", spec: "{}" }),
+      ]);
+      assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
+      assert.ok((results[1] as PromiseRejectedResult).reason instanceof NameTakenError);
+      const ring = async (value: string) =>
+        (await s.objects.list(Widget, {
+          labelSelector: [{ key: "ring", operator: "In", values: [value] }],
+        })).map((o) => o.name);
+      assert.deepEqual(await ring("a"), ["a"]);
+      assert.deepEqual(await ring("new"), []);
+      assert.deepEqual(await names(s), ["taken", "a", "b"]);
+      assert.equal(await logCount(s, Widget), 3);
+      await s.objects.create(Widget, { name: "c", spec: "{}", labels: { ring: "new" } });
+      assert.deepEqual(await ring("new"), ["c"]);
+    },
+  },
+  {
     name: "sibling nested frames are independent: one unwinding leaves the other's work",
     async fn(h) {
       const s = await h.open();

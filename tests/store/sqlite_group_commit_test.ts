@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { NameTakenError } from "../../src/model/errors.ts";
 import type { Connection, Driver } from "../../store/sqlite/_driver.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
@@ -23,16 +24,27 @@ import { installFakeTime } from "../_fake_time.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
 
-/** A driver that counts the COMMITs its connections run, and the statements appending to the write log. */
-function counting(): { driver: Driver; commits: () => number; logInserts: () => number } {
+/**
+ * A driver that counts the COMMITs its connections run, the statements appending to the write
+ * log, and every transaction-control statement (`execs(re)`: how many matched `re`). With
+ * `{ tellsTransaction: false }` its connections cannot say whether a transaction is open.
+ */
+function counting({ tellsTransaction = true } = {}): {
+  driver: Driver;
+  commits: () => number;
+  logInserts: () => number;
+  execs: (re: RegExp) => number;
+} {
   let commits = 0;
   let logInserts = 0;
+  const execs: string[] = [];
   const driver: Driver = {
     open(path: string): Connection {
       const conn = nodeSqliteDriver.open(path);
-      return {
+      const wrapped: Connection = {
         exec(sql) {
           if (/^\s*COMMIT\b/i.test(sql)) commits++;
+          execs.push(sql);
           conn.exec(sql);
         },
         prepare(sql) {
@@ -49,25 +61,44 @@ function counting(): { driver: Driver; commits: () => number; logInserts: () => 
         },
         close: () => conn.close(),
       };
+      if (!tellsTransaction) return wrapped;
+      return Object.defineProperty(wrapped, "isTransaction", { get: () => conn.isTransaction });
     },
     describeFailure: (e) => nodeSqliteDriver.describeFailure(e),
   };
-  return { driver, commits: () => commits, logInserts: () => logInserts };
+  return {
+    driver,
+    commits: () => commits,
+    logInserts: () => logInserts,
+    execs: (re) => execs.filter((sql) => re.test(sql)).length,
+  };
 }
 
 async function withStore(
-  fn: (store: SqliteStore, commits: () => number, logInserts: () => number) => Promise<void>,
+  fn: (
+    store: SqliteStore,
+    commits: () => number,
+    logInserts: () => number,
+    execs: (re: RegExp) => number,
+    path: string,
+  ) => Promise<void>,
+  options?: { tellsTransaction?: boolean },
 ): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "beehive-group-"));
-  const { driver, commits, logInserts } = counting();
-  const store = SqliteStore.open(join(dir, "db.sqlite"), {}, driver);
+  const { driver, commits, logInserts, execs } = counting(options);
+  const path = join(dir, "db.sqlite");
+  const store = SqliteStore.open(path, {}, driver);
   try {
-    await fn(store, commits, logInserts);
+    await fn(store, commits, logInserts, execs, path);
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+const MEMBER_SAVEPOINT = /^SAVEPOINT bh_member$/;
+const BEGIN_WRITE = /^BEGIN IMMEDIATE$/;
+const FULL_ROLLBACK = /^ROLLBACK$/;
 
 test("SQLite group commit: 32 concurrent creates share one commit and each gets its own version", async () => {
   await withStore(async (store, commits) => {
@@ -123,6 +154,91 @@ test("SQLite group commit: a refused member rolls back alone and the group still
     ]);
   });
 });
+
+test("SQLite group commit: single writes queued before a group's first transaction run without savepoints; the transaction and the writes after it have theirs", async () => {
+  await withStore(async (store, commits, _, execs) => {
+    const a = await store.objects.create(Widget, { name: "a", spec: "{}" });
+    const ref = { ...Widget, id: a.id };
+    const before = { commits: commits(), savepoints: execs(MEMBER_SAVEPOINT) };
+    await Promise.all([
+      store.objects.updateStatus(ref, { status: "1" }),
+      store.objects.create(Widget, { name: "b", spec: "{}" }),
+      store.within((tx) => tx.objects.create(Widget, { name: "c", spec: "{}" })),
+      store.objects.create(Widget, { name: "d", spec: "{}" }),
+    ]);
+    assert.equal(commits() - before.commits, 1);
+    assert.equal(execs(MEMBER_SAVEPOINT) - before.savepoints, 2, "the transaction's and d's");
+    assert.deepEqual((await store.objects.list(Widget)).map((o) => o.name), ["a", "b", "c", "d"]);
+  });
+});
+
+test("SQLite group commit: a plain single write refused before it wrote anything rejects alone, and the group commits without running again", async () => {
+  await withStore(async (store, commits, _, execs) => {
+    await store.objects.create(Widget, { name: "taken", spec: "{}" });
+    const before = {
+      commits: commits(),
+      begins: execs(BEGIN_WRITE),
+      rollbacks: execs(FULL_ROLLBACK),
+    };
+    const results = await Promise.allSettled(
+      ["a", "taken", "b"].map((name) => store.objects.create(Widget, { name, spec: "{}" })),
+    );
+    assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
+    assert.ok((results[1] as PromiseRejectedResult).reason instanceof NameTakenError);
+    assert.equal(commits() - before.commits, 1);
+    assert.equal(execs(BEGIN_WRITE) - before.begins, 1, "one transaction");
+    assert.equal(execs(FULL_ROLLBACK) - before.rollbacks, 0);
+  });
+});
+
+for (const tellsTransaction of [true, false]) {
+  const when = tellsTransaction
+    ? "a plain single write that wrote part of its work before it was refused"
+    : "on a driver that cannot say whether a transaction is open, any refused plain single write";
+  test(`SQLite group commit: ${when} rolls the group back, and the group runs again with savepoints: only that write fails`, async () => {
+    await withStore(async (store, commits, _, execs, path) => {
+      await store.objects.create(Widget, { name: "taken", spec: "{}" });
+      const before = {
+        commits: commits(),
+        begins: execs(BEGIN_WRITE),
+        rollbacks: execs(FULL_ROLLBACK),
+      };
+      const results = await Promise.allSettled([
+        store.objects.create(Widget, { name: "a", spec: "{}", labels: { ring: "a" } }),
+        // A new label set is made (two statements) before the name is found taken.
+        store.objects.create(Widget, { name: "taken", spec: "{}", labels: { ring: "new" } }),
+        store.objects.create(Widget, { name: "b", spec: "{}" }),
+      ]);
+      assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
+      assert.ok((results[1] as PromiseRejectedResult).reason instanceof NameTakenError);
+      assert.equal(commits() - before.commits, 1);
+      assert.equal(execs(BEGIN_WRITE) - before.begins, 2, "the plain run, then the rerun");
+      assert.equal(execs(FULL_ROLLBACK) - before.rollbacks, 1);
+      const selected = (labels: string) =>
+        store.objects.list(Widget, {
+          labelSelector: [{ key: "ring", operator: "In", values: [labels] }],
+        });
+      assert.deepEqual((await selected("a")).map((o) => o.name), ["a"]);
+      assert.deepEqual(await selected("new"), []);
+      const raw = new DatabaseSync(path);
+      const sets = raw.prepare("SELECT labels FROM label_sets ORDER BY labels").all();
+      raw.close();
+      assert.deepEqual(
+        sets.map((r) => r.labels),
+        ['{"ring":"a"}'],
+        "the refused write's set is gone",
+      );
+      const made = await store.objects.create(Widget, {
+        name: "c",
+        spec: "{}",
+        labels: { ring: "new" },
+      });
+      assert.deepEqual((await selected("new")).map((o) => o.id), [made.id]);
+      const { writes } = await store.objectWrites.listSince(Widget, { after: 0, limit: 100 });
+      assert.deepEqual(writes.map((w) => w.op), ["create", "create", "create", "create"]);
+    }, { tellsTransaction });
+  });
+}
 
 test("SQLite group commit: a lone write commits by itself, and sequential writes commit one by one", async () => {
   await withStore(async (store, commits) => {
