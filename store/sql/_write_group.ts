@@ -12,12 +12,13 @@
  * member's own transaction: a throw rolls it all back. With more than one,
  * each member runs in its own savepoint, so one that throws is rolled back
  * alone and rejects alone — except where the dialect can run single writes
- * plainly ({@linkcode PlainMembers}): then the single writes queued before
+ * plainly ({@linkcode PlainMembers}): then the members up to and including
  * the group's first transaction run without savepoints. One that throws
  * having written nothing rejects alone; one that wrote something before it
  * threw rolls the whole group back, and the group runs again with every
- * member in its savepoint (only single writes have run by then, and a single
- * write can run twice: it holds nothing but its own writes and result). A fenced member's fence is checked inside the
+ * member in its savepoint — but for that member, when it is the transaction,
+ * which rejects. Only single writes ran before it, and a single write can run
+ * twice: it holds nothing but its own writes and result. A fenced member's fence is checked inside the
  * transaction (inside its savepoint in a larger group). Every member resolves
  * only once the shared commit is durable (a transaction after its
  * `afterCommit` hooks, in member order); a failing commit rejects them all.
@@ -74,9 +75,9 @@ export interface GroupTransactions<Tx> {
 }
 
 /**
- * How a dialect runs a single write (not a transaction) of a larger group
- * without a savepoint: it records where the transaction stands before the
- * member runs, and judges a member that threw.
+ * How a dialect runs a member of a larger group without a savepoint: it
+ * records where the transaction stands before the member runs, and judges a
+ * member that threw.
  */
 export interface PlainMembers<Tx> {
   /** A plain member is about to run. */
@@ -248,9 +249,9 @@ export class WriteGroup<Tx> {
 
   /**
    * Several members, each in its own savepoint — but, where the dialect runs
-   * single writes plainly and `plain` holds, the single writes before the
+   * members plainly and `plain` holds, the members up to and including the
    * first transaction, which run without one; returns each member's failure
-   * (undefined: none).
+   * (undefined: none), in group order.
    */
   async #together(
     group: readonly Member<Tx>[],
@@ -263,12 +264,13 @@ export class WriteGroup<Tx> {
     const tx = begun.tx;
     const failures: Failure[] = [];
     let drawn = 0;
-    let rerun = false;
+    /** Set when a plain member left writes no savepoint can undo: the group runs again. */
+    let rerun: { readonly without: Member<Tx> | undefined; readonly error: unknown } | undefined;
     try {
       for (const m of group) {
-        // From the first transaction on, every member has its savepoint: a rerun must not run it.
-        if (m.transaction) plain = false;
         const bare = plain;
+        // After the first transaction, every member has its savepoint: a rerun must not run it.
+        if (m.transaction) plain = false;
         if (bare) t.plain!.start(tx);
         else {
           const opened = t.openMember(tx);
@@ -286,7 +288,8 @@ export class WriteGroup<Tx> {
         }
         if (bare) {
           if (failure !== undefined && !t.plain!.failedClean(tx)) {
-            rerun = true;
+            // A transaction does not run twice: it fails, and the group runs again without it.
+            rerun = { without: m.transaction ? m : undefined, error: failure.error };
             break;
           }
         } else {
@@ -296,7 +299,7 @@ export class WriteGroup<Tx> {
         }
         failures.push(failure);
       }
-      if (!rerun) {
+      if (rerun === undefined) {
         const done = t.commit(tx, drawn);
         if (done instanceof Promise) await done;
       }
@@ -307,14 +310,34 @@ export class WriteGroup<Tx> {
       group.forEach((m, i) => m.failed(failures[i] !== undefined ? failures[i].error : failure));
       return undefined;
     }
-    if (rerun) {
-      // A plain member left writes no savepoint can undo. Only single writes have run, so the
-      // group rolls back and runs again, every member in its savepoint.
-      await this.#abort(tx);
-      return this.#together(group, false);
-    }
+    if (rerun !== undefined) return await this.#again(tx, group, rerun.without, rerun.error);
     t.finish(tx, drawn);
     return failures;
+  }
+
+  /**
+   * A plain member left writes no savepoint can undo: rolls everything back
+   * and runs the group again, every member in its savepoint — without
+   * `failed`, a transaction, which rejects with `error` (only single writes
+   * ran before it, and they can run twice).
+   */
+  async #again(
+    tx: Tx,
+    group: readonly Member<Tx>[],
+    failed: Member<Tx> | undefined,
+    error: unknown,
+  ): Promise<Failure[] | undefined> {
+    await this.#abort(tx);
+    if (failed === undefined) return this.#together(group, false);
+    const rest = group.filter((m) => m !== failed);
+    const again = rest.length === 1 ? await this.#alone(rest[0]) : await this.#together(rest, false);
+    if (again === undefined) {
+      // The rest were rejected already.
+      failed.failed(error);
+      return undefined;
+    }
+    let next = 0;
+    return group.map((m) => m === failed ? { error } : again[next++]);
   }
 }
 

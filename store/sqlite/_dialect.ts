@@ -5,10 +5,10 @@
  * policy — a group waits {@linkcode GROUP_TURNS} promise turns for company,
  * takes up to {@linkcode MAX_GROUP} members, and transactions queue like any
  * write — and its transaction steps, all synchronous on the writer
- * connection: `BEGIN IMMEDIATE`, the versions readied, single writes run
- * plainly (judged by the writer's count of writing statements) and a
- * `bh_member` savepoint per transaction, the deferred log entries inserted and the counter
- * published just before `COMMIT`.
+ * connection: `BEGIN IMMEDIATE`, the versions readied, the members up to the
+ * first transaction run plainly (judged by the writer's count of writing
+ * statements) and a `bh_member` savepoint for each after it, the deferred
+ * log entries inserted and the counter published just before `COMMIT`.
  *
  * @module
  */

@@ -155,7 +155,7 @@ test("SQLite group commit: a refused member rolls back alone and the group still
   });
 });
 
-test("SQLite group commit: single writes queued before a group's first transaction run without savepoints; the transaction and the writes after it have theirs", async () => {
+test("SQLite group commit: the members up to and including a group's first transaction run without savepoints; the writes after it have theirs", async () => {
   await withStore(async (store, commits, _, execs) => {
     const a = await store.objects.create(Widget, { name: "a", spec: "{}" });
     const ref = { ...Widget, id: a.id };
@@ -165,10 +165,94 @@ test("SQLite group commit: single writes queued before a group's first transacti
       store.objects.create(Widget, { name: "b", spec: "{}" }),
       store.within((tx) => tx.objects.create(Widget, { name: "c", spec: "{}" })),
       store.objects.create(Widget, { name: "d", spec: "{}" }),
+      store.within((tx) => tx.objects.create(Widget, { name: "e", spec: "{}" })),
     ]);
     assert.equal(commits() - before.commits, 1);
-    assert.equal(execs(MEMBER_SAVEPOINT) - before.savepoints, 2, "the transaction's and d's");
-    assert.deepEqual((await store.objects.list(Widget)).map((o) => o.name), ["a", "b", "c", "d"]);
+    assert.equal(execs(MEMBER_SAVEPOINT) - before.savepoints, 2, "d's and e's");
+    assert.deepEqual((await store.objects.list(Widget)).map((o) => o.name), [
+      "a",
+      "b",
+      "c",
+      "d",
+      "e",
+    ]);
+  });
+});
+
+test("SQLite group commit: a plain transaction that rejects after writing rolls its group back; the single writes before it run again and commit, and it alone rejects, its hooks unrun", async () => {
+  await withStore(async (store, commits, _, execs) => {
+    const a = await store.objects.create(Widget, { name: "a", spec: "{}" });
+    const ref = { ...Widget, id: a.id };
+    const hooks: string[] = [];
+    const boom = new Error("boom");
+    const before = { commits: commits(), begins: execs(BEGIN_WRITE) };
+    const results = await Promise.allSettled([
+      store.objects.updateStatus(ref, { status: "1" }),
+      store.objects.create(Widget, { name: "b", spec: "{}" }),
+      store.within(async (tx) => {
+        await tx.objects.create(Widget, { name: "c", spec: "{}" });
+        tx.afterCommit(() => void hooks.push("c"));
+        throw boom;
+      }),
+      store.objects.create(Widget, { name: "d", spec: "{}" }),
+      store.within(async (tx) => {
+        await tx.objects.create(Widget, { name: "e", spec: "{}" });
+        tx.afterCommit(() => void hooks.push("e"));
+      }),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), [
+      "fulfilled",
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+      "fulfilled",
+    ]);
+    assert.equal((results[2] as PromiseRejectedResult).reason, boom);
+    assert.deepEqual(hooks, ["e"]);
+    assert.equal(commits() - before.commits, 1);
+    assert.equal(execs(BEGIN_WRITE) - before.begins, 2, "the plain run, then the rerun");
+    assert.deepEqual((await store.objects.list(Widget)).map((o) => o.name), ["a", "b", "d", "e"]);
+    assert.equal((await store.objects.get(a.id)).status, "1");
+    const { writes } = await store.objectWrites.listSince(Widget, { after: 0, limit: 100 });
+    assert.equal(writes.length, 5, "a's create and status write, b, d and e");
+  });
+});
+
+test("SQLite group commit: a plain transaction first in a group of two that rejects after writing leaves the other to commit by itself", async () => {
+  await withStore(async (store, commits, _, execs) => {
+    const before = { commits: commits(), begins: execs(BEGIN_WRITE) };
+    const boom = new Error("boom");
+    const results = await Promise.allSettled([
+      store.within(async (tx) => {
+        await tx.objects.create(Widget, { name: "gone", spec: "{}" });
+        throw boom;
+      }),
+      store.objects.create(Widget, { name: "kept", spec: "{}" }),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), ["rejected", "fulfilled"]);
+    assert.equal((results[0] as PromiseRejectedResult).reason, boom);
+    assert.equal(commits() - before.commits, 1);
+    assert.equal(execs(BEGIN_WRITE) - before.begins, 2);
+    assert.deepEqual((await store.objects.list(Widget)).map((o) => o.name), ["kept"]);
+  });
+});
+
+test("SQLite group commit: a plain transaction that rejects before writing anything rejects alone, and the group commits without running again", async () => {
+  await withStore(async (store, commits, _, execs) => {
+    const before = { commits: commits(), begins: execs(BEGIN_WRITE) };
+    const boom = new Error("boom");
+    const results = await Promise.allSettled([
+      store.objects.create(Widget, { name: "a", spec: "{}" }),
+      store.within(async (tx) => {
+        await tx.objects.list(Widget);
+        throw boom;
+      }),
+      store.objects.create(Widget, { name: "b", spec: "{}" }),
+    ]);
+    assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
+    assert.equal(commits() - before.commits, 1);
+    assert.equal(execs(BEGIN_WRITE) - before.begins, 1);
+    assert.deepEqual((await store.objects.list(Widget)).map((o) => o.name), ["a", "b"]);
   });
 });
 
