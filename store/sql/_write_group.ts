@@ -330,7 +330,9 @@ export class WriteGroup<Tx> {
     await this.#abort(tx);
     if (failed === undefined) return this.#together(group, false);
     const rest = group.filter((m) => m !== failed);
-    const again = rest.length === 1 ? await this.#alone(rest[0]) : await this.#together(rest, false);
+    const again = rest.length === 1
+      ? await this.#alone(rest[0])
+      : await this.#together(rest, false);
     if (again === undefined) {
       // The rest were rejected already.
       failed.failed(error);
