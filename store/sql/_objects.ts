@@ -832,6 +832,34 @@ function* updateMetadataBody(
   return { object, changed: true };
 }
 
+/**
+ * Runs a guarded one-row write made at the next version (`values` bind it,
+ * read with `peekVersion`), with its log entry: chained into the statement
+ * where the dialect can (`sql` then selects how many rows it wrote), else
+ * appended. Whether it landed; the version is drawn only then.
+ */
+function* landed(
+  scope: WriteScope,
+  d: Dialect,
+  ref: ObjectRef,
+  sql: string,
+  values: unknown[],
+): Q<boolean> {
+  if (d.chainsInserts) {
+    const row = yield* q.get(
+      sql,
+      ...values,
+      ...appendedFromValues(scope, scope.peekVersion(), ref),
+    );
+    if (Number(row!.n) !== 1) return false;
+    journalWrite(scope, scope.draw(), ref, "update");
+    return true;
+  }
+  if ((yield* q.run(sql, ...values)) !== 1) return false;
+  yield* appendWrite(scope, scope.draw(), ref, "update");
+  return true;
+}
+
 function* updateStatusBody(
   scope: WriteScope,
   d: Dialect,
@@ -840,20 +868,9 @@ function* updateStatusBody(
   input: ObjectsUpdateStatusInput,
   incoming: number,
 ) {
-  // One statement when it lands (the version is drawn only then), its log entry chained where
-  // the dialect can; the gate read below only explains a write that did not.
-  const rv = scope.peekVersion();
-  const values = statusWriteValues(scope, ref, input.status, incoming, rv);
-  if (d.chainsInserts) {
-    const row = yield* q.get(sql, ...values, ...appendedFromValues(scope, rv, ref));
-    if (Number(row!.n) === 1) {
-      journalWrite(scope, scope.draw(), ref, "update");
-      return true;
-    }
-  } else if ((yield* q.run(sql, ...values)) === 1) {
-    yield* appendWrite(scope, scope.draw(), ref, "update");
-    return true;
-  }
+  // The gate read below only explains a write that did not land.
+  const values = statusWriteValues(scope, ref, input.status, incoming, scope.peekVersion());
+  if (yield* landed(scope, d, ref, sql, values)) return true;
   const row = yield* q.get(
     `SELECT "group", kind, status, status_version FROM objects WHERE id = ?`,
     ref.id,
@@ -865,18 +882,10 @@ function* updateStatusBody(
 }
 
 function* settleBody(scope: WriteScope, d: Dialect, ref: ObjectRef, generation: number) {
-  // One statement when it lands (the version is drawn only then), its log entry chained
-  // where the dialect can; the gate read below only explains a write that did not.
+  // The gate read below only explains a write that did not land.
   const rv = scope.peekVersion();
   const settle = [generation, scope.now, rv, ref.id, ref.group, ref.kind, generation, generation];
-  if (d.chainsInserts) {
-    const row = yield* q.get(SETTLE_CHAINED, ...settle, ...appendedFromValues(scope, rv, ref));
-    if (Number(row!.n) === 1) {
-      journalWrite(scope, scope.draw(), ref, "update");
-      return true;
-    }
-  } else if ((yield* q.run(SETTLE_SQL, ...settle)) === 1) {
-    yield* appendWrite(scope, scope.draw(), ref, "update");
+  if (yield* landed(scope, d, ref, d.chainsInserts ? SETTLE_CHAINED : SETTLE_SQL, settle)) {
     return true;
   }
   const row = yield* q.get(
