@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { ConflictError, InvalidMetadataError, InvalidOptionError, NotFoundError } from "../mod.ts";
 import type { CreateOptions } from "../mod.ts";
-import { checkMetadata } from "../src/model/labels.ts";
+import { checkMetadata, MAX_REMEMBERED } from "../src/model/labels.ts";
 import { Other, withHarness } from "./_beehive_harness.ts";
 import { test } from "./_test.ts";
 
@@ -55,6 +55,21 @@ test("checkMetadata passes a map it returned straight through, and still checks 
   // Annotations allow values labels do not: a checked annotations map is not taken as labels.
   const note = checkMetadata({ "example.com/note": "hello, world" }, "annotations");
   assert.throws(() => checkMetadata(note, "labels"), InvalidMetadataError);
+});
+
+test("checkMetadata remembers well-formed keys and label values without ever letting a malformed one through, past its bound too", () => {
+  const good = checkMetadata({ app: "web", "example.com/team": "shop" }, "labels");
+  assert.deepEqual(good, { app: "web", "example.com/team": "shop" });
+  // An annotation's value is never remembered as a label value.
+  checkMetadata({ app: "hello, world" }, "annotations");
+  assert.throws(() => checkMetadata({ app: "hello, world" }, "labels"), InvalidMetadataError);
+  for (let i = 0; i < MAX_REMEMBERED + 10; i++) {
+    checkMetadata({ [`k${i}`]: `v${i}` }, "labels");
+    assert.throws(() => checkMetadata({ [`k${i}`]: `v${i}!` }, "labels"), InvalidMetadataError);
+    assert.throws(() => checkMetadata({ [`k${i}/`]: `v${i}` }, "labels"), InvalidMetadataError);
+  }
+  assert.deepEqual(checkMetadata({ app: "web" }, "labels"), { app: "web" });
+  assert.throws(() => checkMetadata({ "-app": "web" }, "labels"), InvalidMetadataError);
 });
 
 test("Client.create rejects a malformed label or annotation with InvalidMetadataError naming the key, creating nothing", async () => {

@@ -91,10 +91,28 @@ function checkMap(value: unknown, field: MetadataField): Record<string, unknown>
   return value as Record<string, unknown>;
 }
 
+/**
+ * Keys, and label values, already found well-formed: labels repeat across a
+ * kind's objects, so most checks are a lookup. Bounded: each starts over at
+ * {@linkcode MAX_REMEMBERED} entries.
+ */
+const wellFormed = { keys: new Set<string>(), values: new Set<string>() };
+
+/** How many well-formed keys (and label values) are remembered. */
+export const MAX_REMEMBERED = 1_024;
+
+function remember(set: Set<string>, text: string): void {
+  if (set.size >= MAX_REMEMBERED) set.clear();
+  set.add(text);
+}
+
 /** Checks one entry; `null` passes when `allowNull` (a removal). Returns the entry's bytes. */
 function checkEntry(field: MetadataField, key: string, value: unknown, allowNull: boolean): number {
-  const keyWhy = keyProblem(key);
-  if (keyWhy !== undefined) throw invalid(field, key, `the key is malformed: ${keyWhy}`);
+  if (!wellFormed.keys.has(key)) {
+    const keyWhy = keyProblem(key);
+    if (keyWhy !== undefined) throw invalid(field, key, `the key is malformed: ${keyWhy}`);
+    remember(wellFormed.keys, key);
+  }
   if (value === null && allowNull) return 0;
   if (typeof value !== "string") {
     throw invalid(
@@ -104,9 +122,12 @@ function checkEntry(field: MetadataField, key: string, value: unknown, allowNull
     );
   }
   if (field === "labels") {
-    const why = labelValueProblem(value);
-    if (why !== undefined) {
-      throw invalid(field, key, `its value ${quote(value)} is malformed: ${why}`);
+    if (!wellFormed.values.has(value)) {
+      const why = labelValueProblem(value);
+      if (why !== undefined) {
+        throw invalid(field, key, `its value ${quote(value)} is malformed: ${why}`);
+      }
+      remember(wellFormed.values, value);
     }
   } else if (!isStorableText(value)) {
     throw invalid(field, key, "its value must be well-formed UTF-16 without NUL");

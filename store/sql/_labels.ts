@@ -35,12 +35,13 @@ const DROP_ENTRY = `DELETE FROM label_set_entries
  * migration 9 wrote the sets it made; label keys and values are ASCII, so the
  * databases' byte order agrees).
  */
-export function canonicalLabels(labels: Labels): string {
+export function canonicalLabels(labels: Labels, json?: string): string {
   const keys = Object.keys(labels);
   let ordered = true;
   for (let i = 1; i < keys.length && ordered; i++) ordered = keys[i - 1] < keys[i];
-  // Keys already in order (as checkMetadata leaves them) serialize as they stand.
-  if (ordered) return JSON.stringify(labels);
+  // Keys already in order (as checkMetadata leaves them) serialize as they stand: as `json`, the
+  // caller's `JSON.stringify(labels)`, where it has one.
+  if (ordered) return json ?? JSON.stringify(labels);
   keys.sort();
   let text = "{";
   for (let i = 0; i < keys.length; i++) {
@@ -53,16 +54,18 @@ export function canonicalLabels(labels: Labels): string {
 /**
  * The id of the set `labels` make in kind `gk` (`null` for none), made with
  * its entries, numbered `rv` (the resource version of the write that makes
- * it), when no object of the kind carries them yet.
+ * it), when no object of the kind carries them yet. `json` is the caller's
+ * `JSON.stringify(labels)`, where it has one.
  */
 export function* labelSetOf(
   d: Dialect,
   gk: GroupKind,
   labels: Labels,
   rv: number,
+  json?: string,
 ): Q<number | null> {
   if (Object.keys(labels).length === 0) return null;
-  const text = canonicalLabels(labels);
+  const text = canonicalLabels(labels, json);
   const known = d.labelSetIds;
   const id = known?.get(gk, text);
   if (id !== undefined) return id;

@@ -546,7 +546,7 @@ function* createBody(
   // Where one statement may insert into several tables, the log entry rides along and the
   // label set is looked up inside the insert.
   const chained = id === undefined && d.chainsInserts;
-  const labelSet = labelled && !chained ? yield* labelSetOf(d, gk, labels, rv) : null;
+  const labelSet = labelled && !chained ? yield* labelSetOf(d, gk, labels, rv, labelsText) : null;
   let logged = false;
   // INSERT_COLUMNS' values, in its order, but the set.
   const values = [
@@ -576,14 +576,14 @@ function* createBody(
       const row = yield* q.row(
         createChained(labelled),
         ...values,
-        ...(labelled ? [group, kind, canonicalLabels(labels)] : [null]),
+        ...(labelled ? [group, kind, canonicalLabels(labels, labelsText)] : [null]),
         ...appendedFromValues(scope, rv, gk),
       );
       id = Number(row![0]);
       logged = true;
       if (labelled && row![1] === null) {
         // The first object of the kind with these labels: the set is made now.
-        const made = yield* labelSetOf(d, gk, labels, rv);
+        const made = yield* labelSetOf(d, gk, labels, rv, labelsText);
         yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", made, id);
       }
     } else {
