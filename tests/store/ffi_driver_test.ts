@@ -1,6 +1,6 @@
 /**
  * The Deno FFI driver on its own: values, statement and connection lifetimes,
- * error codes, the busy timeout, the refusals of `openSqliteStore(path,
+ * error codes, the busy timeout, whether a transaction is open, the refusals of `openSqliteStore(path,
  * { driver: "ffi" })`, and databases shared with the `node:sqlite` driver
  * both ways. Under Node only the refusal runs (the driver needs Deno).
  *
@@ -158,6 +158,29 @@ if (onDeno) {
         assert.equal(cp.busy, 0);
       })
     );
+  });
+
+  test("both drivers say whether a transaction is open (isTransaction); a failed constraint leaves it open", async () => {
+    const driver = await ffi();
+    await withDir((dir) => {
+      for (const [name, d] of [["node", nodeSqliteDriver], ["ffi", driver]] as const) {
+        const conn = d.open(join(dir, `${name}.db`));
+        try {
+          conn.exec("CREATE TABLE t (x INTEGER PRIMARY KEY) STRICT");
+          assert.equal(conn.isTransaction, false, name);
+          conn.exec("BEGIN IMMEDIATE");
+          assert.equal(conn.isTransaction, true, name);
+          conn.prepare("INSERT INTO t VALUES (1)").run();
+          // A constraint failure undoes its statement only: the transaction stays open.
+          assert.throws(() => conn.prepare("INSERT INTO t VALUES (1)").run());
+          assert.equal(conn.isTransaction, true, name);
+          conn.exec("COMMIT");
+          assert.equal(conn.isTransaction, false, name);
+        } finally {
+          conn.close();
+        }
+      }
+    });
   });
 
   test("FFI connection close finalizes its statements; later use throws", async () => {
