@@ -1,8 +1,8 @@
 /**
  * The Deno FFI driver on its own: values, statement and connection lifetimes,
- * error codes, the busy timeout, whether a transaction is open, the refusals of `openSqliteStore(path,
- * { driver: "ffi" })`, and databases shared with the `node:sqlite` driver
- * both ways. Under Node only the refusal runs (the driver needs Deno).
+ * error codes, the busy timeout, whether a transaction is open, the refusals
+ * of `openSqliteStore(path, { driver: "ffi" })`, and databases shared with the
+ * `node:sqlite` driver both ways. Under Node only the refusal runs (the driver needs Deno).
  *
  * @module
  */
