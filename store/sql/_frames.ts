@@ -42,8 +42,6 @@ export class Frame<S extends TxState = TxState> {
   child: Frame<S> | undefined;
   /** Where the commit journal (`_journal.ts`) stood when this frame's savepoint opened. */
   mark = 0;
-  /** Where a store's deferred log entries stood then (SQLite's `_deferred_log.ts`). */
-  logMark = 0;
 
   constructor(state: S, parent: Frame<S> | undefined) {
     this.state = state;

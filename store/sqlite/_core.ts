@@ -15,7 +15,7 @@ import { CommitJournal, type JournalSource } from "../sql/_journal.ts";
 import { AsyncLock } from "../sql/_lock.ts";
 import { FENCE_SQL, refuseStaleFence, type StoreOpen, StoreState } from "../sql/_store_state.ts";
 import type { Query } from "../sql/_query.ts";
-import { DeferredLog } from "./_deferred_log.ts";
+import { DeferredLog, type LogMark } from "./_deferred_log.ts";
 import { LabelSetIds } from "../sql/_label_set_ids.ts";
 
 /** A row as a driver returns it. */
@@ -73,7 +73,7 @@ export class Db {
 
   /** Defers this connection's log entries (the writer's): returns where they wait. */
   deferLog(): DeferredLog {
-    return this.#log = new DeferredLog((sql) => this.#conn.prepare(sql));
+    return this.#log = new DeferredLog((sql) => this.#conn.prepare(sql), () => this.writes++);
   }
 
   /**
@@ -228,7 +228,7 @@ export class Core extends StoreState implements JournalSource {
   /** Where the commit journal stood when the running group member's savepoint opened. */
   memberMark = 0;
   /** Where the deferred log stood then. */
-  memberLogMark = 0;
+  memberLogMark: LogMark = { appended: 0, inserted: 0 };
   /** The writer's count of writing statements when the running plain member began. */
   memberWrites = 0;
   readonly driver: Driver;
@@ -328,7 +328,7 @@ export class Core extends StoreState implements JournalSource {
    * transaction's content unknown: the journal then hands out no batch of
    * it, and the error is rethrown (the transaction then aborts).
    */
-  rollbackToSavepoint(savepoint: string, mark: number, logMark: number): void {
+  rollbackToSavepoint(savepoint: string, mark: number, logMark: LogMark): void {
     this.log.rollbackTo(logMark);
     this.labelSetIds.clear();
     this.journal.undo(mark, () => {

@@ -6,8 +6,9 @@
  * several writes then runs one multi-row `INSERT` instead of one per entry.
  *
  * A savepoint's rollback cuts the entries back to where they stood when it
- * opened ({@linkcode DeferredLog.mark}); entries already inserted past that
- * point are undone by the rollback itself. A rolled-back transaction drops
+ * opened ({@linkcode DeferredLog.mark}): those appended since are dropped,
+ * and those inserted since — appended before it or after — were undone by
+ * the rollback itself, so they wait again. A rolled-back transaction drops
  * them all.
  *
  * @module
@@ -29,6 +30,14 @@ export function rowsSql(n: number): string {
   VALUES ${Array.from({ length: n }, () => row).join(", ")}`;
 }
 
+/** Where a transaction's entries stood when a savepoint opened. */
+export interface LogMark {
+  /** How many values had been appended. */
+  readonly appended: number;
+  /** How many of them had been inserted. */
+  readonly inserted: number;
+}
+
 /** The open write transaction's log entries not yet inserted, on one writer connection. */
 export class DeferredLog implements LogSink {
   /** Every entry of the transaction, flat: {@linkcode COLUMNS} values each. */
@@ -36,12 +45,17 @@ export class DeferredLog implements LogSink {
   /** How many of them are inserted. */
   #inserted = 0;
   readonly #prepare: (sql: string) => Statement;
+  readonly #wrote: () => void;
   /** The statement inserting `n` entries, at index `n`. */
   readonly #inserts: (Statement | undefined)[] = [];
 
-  /** `prepare` compiles on the writer connection, outside its checked statement cache. */
-  constructor(prepare: (sql: string) => Statement) {
+  /**
+   * `prepare` compiles on the writer connection, outside its checked
+   * statement cache; `wrote` counts each insert as a writing statement there.
+   */
+  constructor(prepare: (sql: string) => Statement, wrote: () => void) {
     this.#prepare = prepare;
+    this.#wrote = wrote;
   }
 
   /** Whether entries wait to be inserted. */
@@ -63,17 +77,17 @@ export class DeferredLog implements LogSink {
   }
 
   /** Where the entries stand: a savepoint opening records it. */
-  mark(): number {
-    return this.#values.length;
+  mark(): LogMark {
+    return { appended: this.#values.length, inserted: this.#inserted };
   }
 
   /**
-   * The savepoint opened at `mark` rolled back: its entries never happened.
-   * Those already inserted were undone by the rollback.
+   * The savepoint opened at `mark` rolled back: the entries appended since
+   * never happened, and the rollback undid every insert made since.
    */
-  rollbackTo(mark: number): void {
-    if (this.#values.length > mark) this.#values.length = mark;
-    if (this.#inserted > mark) this.#inserted = mark;
+  rollbackTo(mark: LogMark): void {
+    if (this.#values.length > mark.appended) this.#values.length = mark.appended;
+    if (this.#inserted > mark.inserted) this.#inserted = mark.inserted;
   }
 
   /** Inserts the waiting entries; a failure leaves them waiting (the transaction then aborts). */
@@ -84,6 +98,7 @@ export class DeferredLog implements LogSink {
       const from = this.#inserted;
       this.#statement(n).run(...values.slice(from, from + n * COLUMNS));
       this.#inserted = from + n * COLUMNS;
+      this.#wrote();
     }
   }
 

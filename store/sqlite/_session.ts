@@ -21,6 +21,7 @@ import { sqliteDialect, submitWrite } from "./_dialect.ts";
 import { driveSync } from "../sql/_query.ts";
 import { BodySession, type DialectSession, type SqlSession } from "../sql/_session.ts";
 import { Scope, type WriteScope } from "./_write_scope.ts";
+import type { LogMark } from "./_deferred_log.ts";
 
 export type { WriteScope };
 
@@ -152,15 +153,21 @@ export class TxSession extends FrameSession<Core, SqliteTxState, TxSession> impl
   }
 }
 
-/** SQLite's savepoints on the writer: set at once, the journal marked where each opened. */
+/** Where the deferred log stood when each open frame's savepoint opened. */
+const logMarks = new WeakMap<SqliteFrame, LogMark>();
+
+/**
+ * SQLite's savepoints on the writer: set at once, the journal and the
+ * deferred log marked where each opened.
+ */
 function savepoints(core: Core): SavepointSteps<SqliteTxState> {
   return {
     open(frame, name) {
       core.writer.exec(`SAVEPOINT ${name}`);
       frame.mark = core.journal.mark();
-      frame.logMark = core.log.mark();
+      logMarks.set(frame, core.log.mark());
     },
-    rollback: (frame, name) => core.rollbackToSavepoint(name, frame.mark, frame.logMark),
+    rollback: (frame, name) => core.rollbackToSavepoint(name, frame.mark, logMarks.get(frame)!),
     release: (_, name) => core.writer.exec(`RELEASE ${name}`),
   };
 }

@@ -337,6 +337,34 @@ export const transactionsCases: ContractCase[] = [
   },
   {
     name:
+      "a write made before a nested frame and first read from the log inside it survives the frame's unwind",
+    async fn(h) {
+      const s = await h.open();
+      const entries = async (store: Store) =>
+        (await store.objectWrites.listSince(Widget, { after: 0, limit: 100 })).writes.map((w) =>
+          `${w.op} ${w.id}`
+        );
+      const ids: Record<string, number> = {};
+      await s.within(async (tx) => {
+        ids.a = (await make(tx, Widget, "a")).id;
+        await assert.rejects(
+          tx.within(async (inner) => {
+            assert.deepEqual(await entries(inner), [`create ${ids.a}`]);
+            ids.b = (await make(inner, Widget, "b")).id;
+            throw new Error("unwind");
+          }),
+          /unwind/,
+        );
+        assert.deepEqual(await entries(tx), [`create ${ids.a}`]);
+        await make(tx, Widget, "c");
+      });
+      assert.deepEqual((await entries(s)).length, 2);
+      assert.equal((await entries(s))[0], `create ${ids.a}`);
+      assert.equal(await logCount(s, Widget), 2);
+    },
+  },
+  {
+    name:
       "concurrent single writes, one refused between others of its group: the log holds exactly the entries of the writes that committed",
     async fn(h) {
       const s = await h.open();
