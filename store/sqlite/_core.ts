@@ -18,6 +18,16 @@ import type { Query } from "../sql/_query.ts";
 import { DeferredLog, type LogMark } from "./_deferred_log.ts";
 import { LabelSetIds } from "../sql/_label_set_ids.ts";
 
+/**
+ * Where an open write transaction stood: the commit journal, the deferred
+ * log, and the writer's count of writing statements.
+ */
+export interface TxMark {
+  readonly journal: number;
+  readonly log: LogMark;
+  readonly writes: number;
+}
+
 /** A row as a driver returns it. */
 export type Row = Record<string, SqlValue>;
 
@@ -225,12 +235,8 @@ export class Core extends StoreState implements JournalSource {
   readonly reader: Db;
   /** The writer connection's owner: one write group at a time. */
   readonly lock = new AsyncLock();
-  /** Where the commit journal stood when the running group member's savepoint opened. */
-  memberMark = 0;
-  /** Where the deferred log stood then. */
-  memberLogMark: LogMark = { appended: 0, inserted: 0 };
-  /** The writer's count of writing statements when the running plain member began. */
-  memberWrites = 0;
+  /** Where the transaction stood when the running group member began. */
+  memberMark: TxMark = { journal: 0, log: { appended: 0, inserted: 0 }, writes: 0 };
   readonly driver: Driver;
   /** The lease lock files. */
   readonly locks: LockFiles;
@@ -321,20 +327,47 @@ export class Core extends StoreState implements JournalSource {
     return this.#counter;
   }
 
+  /** Where the open transaction stands: a savepoint, or a member run without one, records it. */
+  mark(): TxMark {
+    return { journal: this.journal.mark(), log: this.log.mark(), writes: this.writer.writes };
+  }
+
   /**
-   * Rolls the open transaction back to `savepoint` and releases it, with the
-   * journal cut back to `mark` and the deferred log to `logMark` (where they
-   * stood when the savepoint opened). A rollback that fails leaves the
-   * transaction's content unknown: the journal then hands out no batch of
-   * it, and the error is rethrown (the transaction then aborts).
+   * What this open keeps in memory for the transaction besides the journal
+   * goes back to `mark`: the deferred log, and the label sets it knew (a set
+   * made or dropped since may be undone).
    */
-  rollbackToSavepoint(savepoint: string, mark: number, logMark: LogMark): void {
-    this.log.rollbackTo(logMark);
+  #cutBack(mark: TxMark): void {
+    this.log.rollbackTo(mark.log);
     this.labelSetIds.clear();
-    this.journal.undo(mark, () => {
+  }
+
+  /**
+   * Rolls the open transaction back to `savepoint` and releases it, with what
+   * this open keeps in memory cut back to `mark` (where it stood when the
+   * savepoint opened). A rollback that fails leaves the transaction's content
+   * unknown: the journal then hands out no batch of it, and the error is
+   * rethrown (the transaction then aborts).
+   */
+  rollbackToSavepoint(savepoint: string, mark: TxMark): void {
+    this.#cutBack(mark);
+    // The journal is cut by its own undo, which also covers a failing rollback.
+    this.journal.undo(mark.journal, () => {
       this.writer.exec(`ROLLBACK TO ${savepoint}`);
       this.writer.exec(`RELEASE ${savepoint}`);
     });
+  }
+
+  /**
+   * Whether a member run without a savepoint since `mark` left the
+   * transaction open and wrote nothing (its failed statement undid itself);
+   * if so, what this open keeps in memory for it is cut back.
+   */
+  nothingWrittenSince(mark: TxMark): boolean {
+    if (this.writer.writes !== mark.writes || this.writer.inTransaction() !== true) return false;
+    this.#cutBack(mark);
+    this.journal.rollbackTo(mark.journal);
+    return true;
   }
 
   /** The write transaction committed with its highest draw `drawn` (0: none). */

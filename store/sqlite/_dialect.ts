@@ -82,11 +82,10 @@ function transactions(core: Core): GroupTransactions<Core> {
     openMember(): void {
       // A fixed name is safe: members run one after another.
       core.writer.exec("SAVEPOINT bh_member");
-      core.memberMark = core.journal.mark();
-      core.memberLogMark = core.log.mark();
+      core.memberMark = core.mark();
     },
     closeMember(_: Core, failed: boolean): void {
-      if (failed) core.rollbackToSavepoint("bh_member", core.memberMark, core.memberLogMark);
+      if (failed) core.rollbackToSavepoint("bh_member", core.memberMark);
       else core.writer.exec("RELEASE bh_member");
     },
     commit(_: Core, drawn: number): void {
@@ -106,20 +105,9 @@ function transactions(core: Core): GroupTransactions<Core> {
     translate: (error) => core.translate(error),
     plain: {
       start(): void {
-        core.memberMark = core.journal.mark();
-        core.memberLogMark = core.log.mark();
-        core.memberWrites = core.writer.writes;
+        core.memberMark = core.mark();
       },
-      failedClean(): boolean {
-        // A statement that failed undid itself; anything else the member wrote needs a rollback.
-        if (core.writer.writes !== core.memberWrites || core.writer.inTransaction() !== true) {
-          return false;
-        }
-        core.journal.rollbackTo(core.memberMark);
-        core.log.rollbackTo(core.memberLogMark);
-        core.labelSetIds.clear();
-        return true;
-      },
+      failedClean: () => core.nothingWrittenSince(core.memberMark),
     },
   };
 }

@@ -16,12 +16,11 @@ import {
   submitOutermost,
   TxState,
 } from "../sql/_frames.ts";
-import type { Core, Db } from "./_core.ts";
+import type { Core, Db, TxMark } from "./_core.ts";
 import { sqliteDialect, submitWrite } from "./_dialect.ts";
 import { driveSync } from "../sql/_query.ts";
 import { BodySession, type DialectSession, type SqlSession } from "../sql/_session.ts";
 import { Scope, type WriteScope } from "./_write_scope.ts";
-import type { LogMark } from "./_deferred_log.ts";
 
 export type { WriteScope };
 
@@ -126,8 +125,7 @@ export class TxSession extends FrameSession<Core, SqliteTxState, TxSession> impl
       const db = core.writer;
       // A fixed name is safe: the unit is synchronous, so units never interleave.
       db.exec("SAVEPOINT bh_unit");
-      const mark = core.journal.mark();
-      const logMark = core.log.mark();
+      const mark = core.mark();
       try {
         const scope = new Scope(core);
         const result = fn(scope);
@@ -136,7 +134,7 @@ export class TxSession extends FrameSession<Core, SqliteTxState, TxSession> impl
         if (scope.drawn > state.drawn) state.drawn = scope.drawn;
         return Promise.resolve(result);
       } catch (error) {
-        core.rollbackToSavepoint("bh_unit", mark, logMark);
+        core.rollbackToSavepoint("bh_unit", mark);
         throw error;
       }
     } catch (error) {
@@ -153,21 +151,17 @@ export class TxSession extends FrameSession<Core, SqliteTxState, TxSession> impl
   }
 }
 
-/** Where the deferred log stood when each open frame's savepoint opened. */
-const logMarks = new WeakMap<SqliteFrame, LogMark>();
+/** Where the transaction stood when each open frame's savepoint opened. */
+const marks = new WeakMap<SqliteFrame, TxMark>();
 
-/**
- * SQLite's savepoints on the writer: set at once, the journal and the
- * deferred log marked where each opened.
- */
+/** SQLite's savepoints on the writer: set at once, the transaction marked where each opened. */
 function savepoints(core: Core): SavepointSteps<SqliteTxState> {
   return {
     open(frame, name) {
       core.writer.exec(`SAVEPOINT ${name}`);
-      frame.mark = core.journal.mark();
-      logMarks.set(frame, core.log.mark());
+      marks.set(frame, core.mark());
     },
-    rollback: (frame, name) => core.rollbackToSavepoint(name, frame.mark, logMarks.get(frame)!),
+    rollback: (frame, name) => core.rollbackToSavepoint(name, marks.get(frame)!),
     release: (_, name) => core.writer.exec(`RELEASE ${name}`),
   };
 }
