@@ -19,6 +19,13 @@ async function names(store: Store, gk = Widget): Promise<string[]> {
   return (await store.objects.list(gk)).map((o) => o.name);
 }
 
+/** The write log of `Widget` as "op id" lines, read through `store`. */
+async function entries(store: Store): Promise<string[]> {
+  return (await store.objectWrites.listSince(Widget, { after: 0, limit: 100 })).writes.map((w) =>
+    `${w.op} ${w.id}`
+  );
+}
+
 /** A promise and the function that resolves it. */
 function gate(): { wait: Promise<void>; open: () => void } {
   const { promise, resolve } = Promise.withResolvers<void>();
@@ -293,10 +300,6 @@ export const transactionsCases: ContractCase[] = [
       "the write log inside a transaction: each read sees the transaction's entries so far, an unwound frame's are gone whether read before the unwind or not, and exactly the rest commit",
     async fn(h) {
       const s = await h.open();
-      const entries = async (store: Store) =>
-        (await store.objectWrites.listSince(Widget, { after: 0, limit: 100 })).writes.map((w) =>
-          `${w.op} ${w.id}`
-        );
       const ids: Record<string, number> = {};
       await s.within(async (tx) => {
         ids.a = (await make(tx, Widget, "a")).id;
@@ -340,10 +343,6 @@ export const transactionsCases: ContractCase[] = [
       "a write made before a nested frame and first read from the log inside it survives the frame's unwind",
     async fn(h) {
       const s = await h.open();
-      const entries = async (store: Store) =>
-        (await store.objectWrites.listSince(Widget, { after: 0, limit: 100 })).writes.map((w) =>
-          `${w.op} ${w.id}`
-        );
       const ids: Record<string, number> = {};
       await s.within(async (tx) => {
         ids.a = (await make(tx, Widget, "a")).id;
