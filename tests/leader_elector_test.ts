@@ -272,6 +272,25 @@ test("leaderElection: a deposed candidate campaigns again and leads once the lea
   });
 });
 
+test("leaderElection: a candidate whose term ended at its deadline wins its next term at a new epoch, though the lease still names it", async () => {
+  await withWorld(async (w) => {
+    const a = await w.replica("a");
+    await w.startInTurn(a);
+    assert.equal((await a.bh.leadership()).epoch, 1);
+    // Renewals fail until the deadline ends the term; nobody else takes the lease meanwhile.
+    a.faulty.faults.fail("leases.renew");
+    a.faulty.faults.fail("leases.acquire");
+    await w.clock.tickAsync(LEASE.leaseDuration + 10);
+    assert.equal(a.bh.isLeader, false);
+    a.faulty.faults.clear();
+    await w.clock.tickAsync(LEASE.renewInterval);
+    assert.equal(a.bh.isLeader, true);
+    assert.equal((await a.bh.leadership()).epoch, 2, "each term has its own epoch");
+    const terms = a.logger.lines.filter((l) => l.message === "beehive: leading");
+    assert.deepEqual(terms.map((l) => l.attributes?.epoch), [1, 2]);
+  });
+});
+
 /** A device table in memory: each row keeps the highest epoch that wrote it. */
 function deviceTable() {
   const rows = new Map<string, { lastEpoch: number; by: string }>();

@@ -1,7 +1,9 @@
 /**
  * The candidate loop of leader election: acquire the timed lease, renew it
  * every `renewInterval`, and give it up at once when a renewal says another
- * holder has it or no renewal succeeded before the local deadline.
+ * holder has it or no renewal succeeded before the local deadline. Every term
+ * it wins has an epoch above the last one's, even when the lease still names
+ * it when it campaigns again.
  *
  * @module
  */
@@ -81,7 +83,17 @@ export class LeaderElector {
     const { leaseName: name, identity: holder, leaseDuration: duration } = this.#opts;
     const started = Date.now();
     try {
-      const { acquired, lease } = await this.#store.leases.acquire({ name, holder, duration });
+      let { acquired, lease } = await this.#store.leases.acquire({ name, holder, duration });
+      if (acquired && lease.epoch <= this.#epoch) {
+        // The lease still names this candidate from a term that has ended, and the store
+        // keeps the epoch of a holder's own renewal. A new term must never share a fence
+        // with the old one: give that term up and take the lease afresh, at a new epoch.
+        await this.#store.leases.release({ name, holder, epoch: lease.epoch });
+        ({ acquired, lease } = await this.#store.leases.acquire({ name, holder, duration }));
+        if (acquired && lease.epoch <= this.#epoch) {
+          throw new Error(`the store kept epoch ${lease.epoch} across a release`);
+        }
+      }
       if (!acquired) return;
       this.#leading = true;
       this.#epoch = lease.epoch;
