@@ -28,7 +28,8 @@
  * The database lives on tmpfs (`/dev/shm`) when there is one, so disk noise
  * does not swamp the CPU the watchers cost; `--disk` uses the temp dir.
  *
- * Run: `deno task bench:watch` (`--quick` for a smoke run, `--only=<n>` for one
+ * Run: `deno task bench:watch` (`--batches` for watchers that take a batch of changes per
+ * step, `--quick` for a smoke run, `--only=<n>` for one
  * configuration, e.g. under a profiler, `--time-all` to time every watcher's
  * deliveries, `--postgres` for the PostgreSQL store on `BEEHIVE_TEST_POSTGRES_URL`,
  * whose server's CPU the CPU-time rates do not count). Figures go in
@@ -41,7 +42,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { Beehive } from "../mod.ts";
-import type { Client, ObjectListStream, Store } from "../mod.ts";
+import type { Client, ObjectChange, ObjectListStream, Store } from "../mod.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
 import { openPostgresStore } from "../store/postgres/mod.ts";
 
@@ -57,6 +58,11 @@ const WRITE_MS = QUICK ? 500 : 1_500;
 /** Room for the commit timestamps of one run. */
 const MAX_WRITES = 1_000_000;
 const ROUNDS = QUICK ? 1 : 6;
+/**
+ * `--batches`: every watcher takes its stream's changes a batch at a time
+ * (`for await (const changes of stream.batches())`) instead of one at a time.
+ */
+const BATCHES = process.argv.includes("--batches");
 /** `--slowdown`: only the interleaved slowdown measurement. */
 const SLOWDOWN_ONLY = process.argv.includes("--slowdown");
 /** The target: a busy writer loses at most 15% to 100 watchers. */
@@ -80,6 +86,26 @@ interface RunResult {
   latencies: Float64Array;
   delivered: number;
   drainMs: number;
+}
+
+/**
+ * Calls `fn` on each change the stream delivers, until it ends; with `timed`,
+ * passes the time it was received (read once per step: with `--batches`, once
+ * for the whole batch, which arrived at one moment).
+ */
+async function consume(
+  stream: ObjectListStream<Spec, unknown>,
+  timed: boolean,
+  fn: (change: ObjectChange<Spec, unknown>, at: number) => void,
+): Promise<void> {
+  if (!BATCHES) {
+    for await (const change of stream) fn(change, timed ? performance.now() : 0);
+    return;
+  }
+  for await (const changes of stream.batches()) {
+    const at = timed ? performance.now() : 0;
+    for (const change of changes) fn(change, at);
+  }
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -163,11 +189,11 @@ async function run(watchers: number, paced = false): Promise<RunResult> {
       if (w % every !== 0) {
         loops.push((async () => {
           let n = 0;
-          for await (const change of stream) {
+          await consume(stream, false, (change) => {
             const seq = change.object!.spec.seq;
             n++;
             if (seq > newest[w]) newest[w] = seq;
-          }
+          });
           counts[w] = n;
         })());
         continue;
@@ -177,12 +203,12 @@ async function run(watchers: number, paced = false): Promise<RunResult> {
       gotSeq.push(seqs);
       gotAt.push(ats);
       loops.push((async () => {
-        for await (const change of stream) {
+        await consume(stream, true, (change, at) => {
           const seq = change.object!.spec.seq;
-          ats.push(performance.now());
+          ats.push(at);
           seqs.push(seq);
           if (seq > newest[w]) newest[w] = seq;
-        }
+        });
         counts[w] = seqs.length;
       })());
     }
@@ -280,10 +306,10 @@ async function rig(watchers: number): Promise<Rig> {
     // Each loop reads every change's spec, as a consumer that does no work would.
     loops.push((async () => {
       let newest = -1;
-      for await (const change of stream) {
+      await consume(stream, false, (change) => {
         const seq = change.object!.spec.seq;
         if (seq > newest) newest = seq;
-      }
+      });
     })());
   }
   let seq = 0;
@@ -364,7 +390,9 @@ const runtime = deno !== undefined ? `Deno ${deno.version.deno}` : `Node ${proce
 console.log(
   `watch benchmark: ${OBJECTS} objects, ${runtime}, ${cpus().length} cores, database on ${
     DISK ? "disk" : "tmpfs"
-  }${QUICK ? " (quick)" : ""}`,
+  }, watchers take ${BATCHES ? "a batch of changes" : "one change"} per step${
+    QUICK ? " (quick)" : ""
+  }`,
 );
 
 if (ONLY !== undefined) {

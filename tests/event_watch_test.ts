@@ -104,6 +104,19 @@ test("watchEvents resolves with the snapshot newest first and its position, then
   });
 });
 
+test("watchEvents batches() yields the runs ready together in one step, oldest first", async () => {
+  await withHive(async ({ things, admin, clock }) => {
+    const x = await things.create("x", {});
+    const w = await things.watchEvents(x.id);
+    await admin.addEvent(x.id, { type: "Normal", reason: "A" });
+    await admin.addEvent(x.id, { type: "Normal", reason: "B" });
+    await settle(clock);
+    const batch = await w.batches()[Symbol.asyncIterator]().next();
+    assert.deepEqual((batch.value as readonly Event[]).map((e) => e.reason), ["A", "B"]);
+    w.close();
+  });
+});
+
 test("watchEvents delivers an event committed while subscribing exactly once", async () => {
   await withHive(async ({ things, admin }) => {
     const x = await things.create("x", {});

@@ -90,6 +90,11 @@ function iter(stream: AsyncIterable<Change>): It {
  * a second) so a drain held by the tailer's pacing runs.
  */
 async function next(it: It): Promise<Change> {
+  return await step(it);
+}
+
+/** {@linkcode next} for any iterator of the stream: its values or its batches. */
+async function step<T>(it: AsyncIterator<T>): Promise<T> {
   const p = it.next();
   let done = false;
   p.then(() => (done = true), () => (done = true));
@@ -909,6 +914,86 @@ test("watchList through a transaction's client rejects with BeehiveError", async
 
 // ---------------------------------------------------------------------------
 // watch(id)
+
+// ---------------------------------------------------------------------------
+// Batches
+
+test("watchList batches() yields one drain's changes in one step, in version order, then waits for the next drain", async () => {
+  await withHive(async ({ things, clock }) => {
+    const w = await things.watchList();
+    const batches = w.batches()[Symbol.asyncIterator]();
+    const x = await things.create("x", { n: 0 });
+    assert.deepEqual((await step(batches)).map(brief), [["Added", x.id, { n: 0 }]]);
+    const y = await things.create("y", { n: 1 });
+    const z = await things.create("z", { n: 2 });
+    await things.update(x.id, { n: 3 });
+    assert.deepEqual((await step(batches)).map(brief), [
+      ["Added", y.id, { n: 1 }],
+      ["Added", z.id, { n: 2 }],
+      ["Modified", x.id, { n: 3 }],
+    ]);
+    const quiet = batches.next();
+    let ended = false;
+    quiet.then(() => (ended = true));
+    await settle(clock);
+    await clock.tickAsync(2 * WATCH_TAKE_WAIT);
+    assert.equal(ended, false, "no empty batch while nothing changed");
+    w.close();
+    assert.deepEqual(await quiet, { done: true, value: undefined });
+  });
+});
+
+test("watchList batches() after single changes goes on from where they stopped, losing and repeating nothing", async () => {
+  await withHive(async ({ things, clock }) => {
+    const w = await things.watchList();
+    const ids = [];
+    for (let n = 0; n < 4; n++) ids.push((await things.create(`o${n}`, { n })).id);
+    await settle(clock);
+    const it = iter(w);
+    assert.deepEqual(brief(await next(it)), ["Added", ids[0], { n: 0 }]);
+    const rest = await step(w.batches()[Symbol.asyncIterator]());
+    assert.deepEqual(rest.map((c) => c.id), ids.slice(1));
+    w.close();
+  });
+});
+
+test("watchList batches(): break closes the stream quietly, and a terminal error is thrown from the batches", async () => {
+  await withHive(async ({ things, start, clock }) => {
+    const w = await things.watchList();
+    await things.create("x", { n: 1 });
+    for await (const changes of w.batches()) {
+      assert.equal(changes.length, 1);
+      break;
+    }
+    assert.equal(w.error, undefined);
+    assert.deepEqual(await iter(w).next(), { done: true, value: undefined });
+    const stop = await start();
+    const list = await things.watchList();
+    const batches = list.batches()[Symbol.asyncIterator]();
+    await stop();
+    await settle(clock);
+    await assert.rejects(batches.next(), StoppedError);
+    assert.ok(list.error instanceof StoppedError);
+  });
+});
+
+test("watchList batches(): streams handed one drain share one frozen batch of the same frozen changes", async () => {
+  await withHive(async ({ things }) => {
+    const streams = [await things.watchList(), await things.watchList()];
+    const batches = streams.map((w) => w.batches()[Symbol.asyncIterator]());
+    await things.create("x", { n: 0 });
+    // The first commit after a quiet spell is read at once; the two after it in the next drain.
+    await Promise.all(batches.map(step));
+    const y = await things.create("y", { n: 1 });
+    const z = await things.create("z", { n: 2 });
+    const [a, b] = await Promise.all(batches.map(step));
+    assert.deepEqual(a.map(brief), [["Added", y.id, { n: 1 }], ["Added", z.id, { n: 2 }]]);
+    assert.equal(a, b, "one batch shared");
+    assert.ok(Object.isFrozen(a));
+    assert.ok(Object.isFrozen(a[0]));
+    for (const w of streams) w.close();
+  });
+});
 
 test("watch on an id that holds nothing yet resolves with no object, and its creation arrives as Added", async () => {
   await withHive(async ({ things }) => {

@@ -55,6 +55,29 @@ export class FailureLog {
 // The single-consumer stream machinery
 
 /**
+ * What the feeds that adopt one array share of its hand-out: the settled
+ * `next()` answer for each item, and each batch taken from an index to the
+ * end, made by the first feed to hand it out.
+ */
+export class SharedAnswers<T> {
+  readonly steps: (Promise<IteratorResult<T>> | undefined)[] = [];
+  readonly batches: (readonly T[] | undefined)[] = [];
+}
+
+/** A `next()` (`batch` false) or `nextBatch()` parked on an idle feed, and how to answer it. */
+type Parked<T> =
+  | {
+    readonly batch: false;
+    readonly resolve: (r: IteratorResult<T> | Promise<IteratorResult<T>>) => void;
+  }
+  | {
+    readonly batch: true;
+    readonly resolve: (
+      r: IteratorResult<readonly T[]> | Promise<IteratorResult<readonly T[]>>,
+    ) => void;
+  };
+
+/**
  * The state behind one stream: a buffer of ready items, a terminal error, the
  * caller's close, and one consumer's `next()` calls serialized. Subclasses
  * produce items in {@linkcode Feed.fill}.
@@ -69,7 +92,7 @@ export abstract class Feed<T> {
    * Set while `#buffer` is an adopted array other feeds share (copied before
    * a push): the settled `next()` answers for its items, shared the same way.
    */
-  #answers: (Promise<IteratorResult<T>> | undefined)[] | undefined;
+  #answers: SharedAnswers<T> | undefined;
   #terminal: Error | undefined;
   #ended = false;
   #wake: (() => void) | undefined;
@@ -79,7 +102,7 @@ export abstract class Feed<T> {
   /** `next()` calls not yet settled. */
   #inflight = 0;
   /** The answer to a `next()` parked on an idle feed. */
-  #parked: ((result: IteratorResult<T> | Promise<IteratorResult<T>>) => void) | undefined;
+  #parked: Parked<T> | undefined;
   readonly #cleanups: (() => void)[] = [];
   readonly #sleepers = new Set<() => void>();
 
@@ -116,13 +139,13 @@ export abstract class Feed<T> {
    * Hands out `items` from index `from` on, without copying them: the feed
    * never writes to an adopted array, so many feeds may share one, and the
    * settled answer to a `next()` for `items[i]`, made by the first feed to
-   * hand it out, is kept in `answers[i]` for the others. Only while nothing
-   * is ready.
+   * hand it out, is kept in `answers` for the others, as is a batch taken
+   * from `items[i]` to the end. Only while nothing is ready.
    */
   protected adopt(
     items: readonly T[],
     from: number,
-    answers: (Promise<IteratorResult<T>> | undefined)[],
+    answers: SharedAnswers<T>,
   ): void {
     if (from >= items.length) return;
     this.#buffer = items;
@@ -149,9 +172,9 @@ export abstract class Feed<T> {
   }
 
   /** The shared settled answer for the next item of an adopted buffer. */
-  #takeShared(answers: (Promise<IteratorResult<T>> | undefined)[]): Promise<IteratorResult<T>> {
+  #takeShared(answers: SharedAnswers<T>): Promise<IteratorResult<T>> {
     const i = this.#head++;
-    const answer = answers[i] ??= Promise.resolve(
+    const answer = answers.steps[i] ??= Promise.resolve(
       Object.freeze({ done: false, value: this.#buffer[i] }),
     );
     if (this.#head === this.#buffer.length) this.#emptied();
@@ -201,13 +224,20 @@ export abstract class Feed<T> {
       if (!this.#ended && this.#terminal === undefined) this.produce();
       if (this.#ready() && !this.#ended) {
         this.#inflight--;
-        parked(this.#take());
+        if (parked.batch) parked.resolve({ done: false, value: this.#takeAll([]) });
+        else parked.resolve(this.#take());
         return;
       }
-      const result = this.#next();
       const settled = () => this.#inflight--;
-      result.then(settled, settled);
-      parked(result);
+      if (parked.batch) {
+        const result = this.#next().then((r) => this.#batchOf(r));
+        result.then(settled, settled);
+        parked.resolve(result);
+      } else {
+        const result = this.#next();
+        result.then(settled, settled);
+        parked.resolve(result);
+      }
       return;
     }
     const wake = this.#wake;
@@ -263,13 +293,7 @@ export abstract class Feed<T> {
         const answers = this.#answers;
         return answers === undefined ? Promise.resolve(this.#take()) : this.#takeShared(answers);
       }
-      if (this.#terminal === undefined && this.idle()) {
-        this.#inflight++;
-        const { promise, resolve } = Promise.withResolvers<IteratorResult<T>>();
-        this.#parked = resolve;
-        this.#chain = promise.catch(() => undefined);
-        return promise;
-      }
+      if (this.#terminal === undefined && this.idle()) return this.#park(false);
     }
     this.#inflight++;
     const result = this.#chain.then(() => this.#next()).finally(() => this.#inflight--);
@@ -299,6 +323,66 @@ export abstract class Feed<T> {
       if (this.#signalled) continue;
       await new Promise<void>((resolve) => (this.#wake = resolve));
     }
+  }
+
+  /**
+   * The next batch: every item ready now, in order, or else the next item to
+   * come with whatever is ready beside it once it does. Never empty; frozen.
+   */
+  nextBatch(): Promise<IteratorResult<readonly T[]>> {
+    if (this.#inflight === 0 && !this.#ended) {
+      if (this.#ready()) return Promise.resolve({ done: false, value: this.#takeAll([]) });
+      if (this.#terminal === undefined && this.idle()) return this.#park(true);
+    }
+    return this.next().then((r) => this.#batchOf(r));
+  }
+
+  /** Parks a `next()` (or, with `batch`, a `nextBatch()`) on an idle feed until notify(). */
+  #park(batch: false): Promise<IteratorResult<T>>;
+  #park(batch: true): Promise<IteratorResult<readonly T[]>>;
+  #park(batch: boolean): Promise<IteratorResult<T | readonly T[]>> {
+    this.#inflight++;
+    const { promise, resolve } = Promise.withResolvers<IteratorResult<T | readonly T[]>>();
+    this.#parked = { batch, resolve } as Parked<T>;
+    this.#chain = promise.catch(() => undefined);
+    return promise;
+  }
+
+  /** The batch that starts with the item `result` carries, or the end it reports. */
+  #batchOf(result: IteratorResult<T>): IteratorResult<readonly T[]> {
+    return result.done ? result : { done: false, value: this.#takeAll([result.value]) };
+  }
+
+  /** Every ready item after those in `out`, frozen: the batch `nextBatch()` hands out. */
+  #takeAll(out: T[]): readonly T[] {
+    if (!this.#ready()) return Object.freeze(out);
+    const buffer = this.#buffer;
+    const head = this.#head;
+    const answers = this.#answers;
+    let batch: readonly T[];
+    if (out.length > 0) {
+      for (let i = head; i < buffer.length; i++) out.push(buffer[i]);
+      batch = Object.freeze(out);
+    } else if (answers !== undefined) {
+      // Feeds that adopted the same array at the same place share one batch of it.
+      batch = answers.batches[head] ??= Object.freeze(buffer.slice(head));
+    } else {
+      // The feed's own buffer: emptying gives the feed a new one, so this one can be handed out.
+      batch = Object.freeze(head === 0 ? buffer : buffer.slice(head));
+    }
+    this.#emptied();
+    return batch;
+  }
+
+  /** An iterator over this feed's batches; `return()` (a `break`) closes it. */
+  batchIterator(): AsyncIterator<readonly T[]> {
+    return {
+      next: () => this.nextBatch(),
+      return: () => {
+        this.close();
+        return Promise.resolve({ done: true, value: undefined });
+      },
+    };
   }
 
   /** An iterator over this feed; `return()` (a `break`) closes it. */

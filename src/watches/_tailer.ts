@@ -19,7 +19,7 @@ import {
   WATCH_DRAIN_SHARE,
   WATCH_TAKE_WAIT,
 } from "./_pacing.ts";
-import { asError, FailureLog, isTerminal } from "./_feed.ts";
+import { asError, FailureLog, isTerminal, SharedAnswers } from "./_feed.ts";
 import { changeType, collectChanges, freezeObject, type RawChange } from "./_changes.ts";
 import type { ObjectChange } from "./object_change.ts";
 /** What the tailer needs of a feed it fans changes out to. */
@@ -75,8 +75,8 @@ export class Published {
   readonly #decode: (c: RawChange) => ObjectChange<unknown, unknown> | undefined;
   #changes: ObjectChange<unknown, unknown>[] | undefined;
   readonly #owners: (ObjectId | null | undefined)[] = [];
-  /** The settled `next()` answers for `changes`, made by the first stream to hand each out. */
-  readonly answers: (Promise<IteratorResult<ObjectChange<unknown, unknown>>> | undefined)[] = [];
+  /** The settled `next()` answers and batches of `changes`, made by the first stream to hand each out. */
+  readonly answers = new SharedAnswers<ObjectChange<unknown, unknown>>();
 
   constructor(
     raw: readonly RawChange[],

@@ -12,6 +12,8 @@ export interface StreamSource<T> {
   close(): void;
   /** The single iterator over the values. */
   iterator(): AsyncIterator<T>;
+  /** The same values, every one ready at once in one array. */
+  batchIterator(): AsyncIterator<readonly T[]>;
 }
 
 /**
@@ -51,5 +53,23 @@ export class WatchStream<T> implements AsyncIterable<T> {
   /** Iterates the stream's values in delivery order; `break` closes the stream. */
   [Symbol.asyncIterator](): AsyncIterator<T> {
     return this.#source.iterator() as AsyncIterator<T>;
+  }
+
+  /**
+   * The same values in the same order, in batches: each step yields every
+   * value ready at that moment (never none), so a consumer of a busy stream
+   * takes a whole drain's changes in one `await` instead of one per change.
+   * Iterate either the stream or its batches, once; `break` closes the
+   * stream, and a terminal error is thrown as from the stream itself.
+   *
+   * ```ts ignore
+   * for await (const changes of stream.batches()) {
+   *   for (const change of changes) apply(change);
+   * }
+   * ```
+   */
+  batches(): AsyncIterable<readonly T[]> {
+    const source = this.#source;
+    return { [Symbol.asyncIterator]: () => source.batchIterator() as AsyncIterator<readonly T[]> };
   }
 }
