@@ -1,8 +1,8 @@
 /**
  * fenced-devices: a controller whose side effect lands outside beehive, in a
  * device table of its own, fenced on the leadership epoch. Two replicas
- * (processes) contend for the lease. The leader is paused with SIGSTOP in
- * the middle of a pass, past its lease; the standby takes over and writes the
+ * (processes) contend for the lease. The leader stops itself with SIGSTOP in
+ * the middle of a pass and stays stopped past its lease; the standby takes over and writes the
  * device; the paused one resumes and finishes its pass — and its device write
  * is refused (`FencedError`), because the row already carries a later epoch.
  * The table ends with the successor's write only.
@@ -62,8 +62,12 @@ async function replica(name: string, dir: string): Promise<void> {
     const { epoch } = cc.fencing;
     say(`pass over ${obj.name} at epoch ${epoch}`);
     if (name === "a") {
-      // Slow device I/O, say: the parent pauses this process here.
+      // Slow device I/O, say, or a long pause of the whole process: it stops itself here, at a
+      // point of the pass where it holds no lock of the store (a process stopped inside a SQLite
+      // write would hold every other writer of the file off until it resumed), and the parent
+      // resumes it.
       say("mid-pass");
+      process.kill(process.pid, "SIGSTOP");
       await resume;
     }
     try {
@@ -128,7 +132,7 @@ class Child {
     this.#child.stdin!.write(`${line}\n`);
   }
 
-  signal(signal: "SIGSTOP" | "SIGCONT"): void {
+  signal(signal: "SIGCONT"): void {
     // process.kill, not child.kill: a runtime may ignore a second child.kill.
     process.kill(this.#child.pid!, signal);
   }
@@ -144,8 +148,7 @@ async function main(): Promise<void> {
 
     const a = new Child("a", dir);
     await a.waitFor("a: mid-pass");
-    console.log("-- pausing a (SIGSTOP) mid-pass, past its lease");
-    a.signal("SIGSTOP");
+    console.log("-- a stopped itself (SIGSTOP) mid-pass; its lease runs out");
     const b = new Child("b", dir);
     await b.waitFor("b: wrote lamp");
     console.log("-- resuming a (SIGCONT)");
