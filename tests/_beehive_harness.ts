@@ -64,7 +64,10 @@ export function withIdentity(store: Store, identity: string): Store {
   });
 }
 
-/** Counts calls to `objects.<method>` by method name, on the root store and every transaction handle. */
+/**
+ * Counts calls to `objects.<method>` by method name, on the root store and
+ * every transaction handle, and transactions opened on the root as `within`.
+ */
 export function countingObjectCalls(counts: Map<string, number>): (store: TestStore) => Store {
   const wrap = (store: Store): Store => {
     const objects = new Proxy(store.objects, {
@@ -81,7 +84,10 @@ export function countingObjectCalls(counts: Map<string, number>): (store: TestSt
       get(target, prop) {
         if (prop === "objects") return objects;
         if (prop === "within") {
-          return <T>(fn: (tx: Store) => Promise<T>) => target.within((tx) => fn(wrap(tx)));
+          return <T>(fn: (tx: Store) => Promise<T>) => {
+            counts.set("within", (counts.get("within") ?? 0) + 1);
+            return target.within((tx) => fn(wrap(tx)));
+          };
         }
         const value = Reflect.get(target, prop, target);
         return typeof value === "function" ? value.bind(target) : value;

@@ -35,6 +35,7 @@ import type { TestStore } from "./_sqlite_driver.ts";
 import { installFakeTime } from "./_fake_time.ts";
 import type { FakeClock } from "./_fake_time.ts";
 import { test } from "./_test.ts";
+import { countingObjectCalls, withHarness } from "./_beehive_harness.ts";
 
 interface Spec {
   n: number;
@@ -176,6 +177,25 @@ test("Client.create returns a fresh object: id, kind, name, spec, generation 1, 
     assert.notEqual(second.id, obj.id);
     assert.ok(second.resourceVersion > obj.resourceVersion);
     assert.deepEqual(await things.get(obj.id), obj);
+  });
+});
+
+test("Client.create with no owner and no onCreate is one store write outside any transaction, and its object is reconciled at once", async () => {
+  const calls = new Map<string, number>();
+  await withHarness({ wrap: countingObjectCalls(calls) }, async (h) => {
+    await h.start();
+    calls.clear();
+    const obj = await h.things.create("a", {});
+    assert.equal(calls.get("create"), 1);
+    assert.equal(calls.get("within"), undefined, "no transaction");
+    await h.flush();
+    assert.deepEqual(h.passes.map((p) => p.id), [obj.id]);
+    // An owner or a hook still takes a transaction: the edge and the hook commit with the row.
+    let ran = 0;
+    await h.things.create("b", {}, { owner: obj.id });
+    await h.things.create("c", {}, { onCreate: () => void ran++ });
+    assert.equal(calls.get("within"), 2);
+    assert.equal(ran, 1);
   });
 });
 
