@@ -24,6 +24,7 @@ import type {
   ObjectsUpdateSpecInput,
   ObjectsUpdateSpecResult,
   ObjectsUpdateStatusInput,
+  RawCondition,
   RawObject,
   RawObjectMeta,
   ReconcileLoad,
@@ -59,6 +60,7 @@ import type { Dialect } from "./_dialect.ts";
 import type { Viewer } from "./_live_opens.ts";
 import { type Q, q } from "./_query.ts";
 import {
+  decodeConditions,
   OBJECTS_OF_KIND,
   readConditions,
   readMeta,
@@ -67,6 +69,7 @@ import {
   withConditionsOfKind,
 } from "./_reads.ts";
 import {
+  CONDITION_COLUMNS,
   decodeFinalizers,
   decodeMeta,
   ID_CHUNK,
@@ -277,12 +280,10 @@ export class SqlObjects implements Objects {
     return rejectWith(() => {
       checkId(id);
       const s = this.#s;
-      const d = s.dialect;
       const viewer = s.viewer;
-      // One statement reads the row and the cursor together: the cursor can lag the row,
-      // never lead it. Where a snapshot is cheap (SQLite) the conditions are read in it too.
-      const body = () => reconcileLoad(d, id, viewer);
-      return d.inProcess ? s.readSnapshot(body) : s.read(body);
+      // One statement reads the row, its conditions and the cursor together, so they agree
+      // with no transaction around them: the cursor can lag the row, never lead it.
+      return s.read(() => reconcileLoad(id, viewer));
     });
   }
 
@@ -633,20 +634,37 @@ function* getMetaBody(id: ObjectId) {
   return meta;
 }
 
-function* reconcileLoad(d: Dialect, id: ObjectId, viewer: Viewer): Q<ReconcileLoad> {
-  const row = yield* q.row(
-    `SELECT ${OBJECT_COLUMNS}, EXISTS (SELECT 1 FROM edges
-       WHERE from_id = objects.id AND relation = 'depends_on') AS has_dependencies,
-       stalled_generation, (SELECT value FROM resource_version_seq WHERE id = 1) AS cursor
-     FROM objects WHERE id = ?`,
-    id,
-  );
-  if (row === undefined) throw objectNotFound(id);
-  const object = (yield* withConditions(d, [decodeMeta(row)], viewer))[0];
-  // has_dependencies, stalled_generation and cursor follow the object columns.
+/** `columns` (a column list) qualified by table alias `alias`. */
+function qualified(alias: string, columns: string): string {
+  return columns.split(",").map((c) => `${alias}.${c.trim()}`).join(", ");
+}
+
+/**
+ * The object, whether it has dependencies, its stalled generation, the
+ * counter, and its conditions: one row per condition (one with the
+ * condition's columns null when it has none), ordered by type.
+ */
+const RECONCILE_LOAD = `SELECT ${qualified("o", OBJECT_COLUMNS)}, EXISTS (SELECT 1 FROM edges
+    WHERE from_id = o.id AND relation = 'depends_on') AS has_dependencies,
+    o.stalled_generation, (SELECT value FROM resource_version_seq WHERE id = 1) AS cursor,
+    ${qualified("c", CONDITION_COLUMNS)}
+  FROM objects o LEFT JOIN conditions c ON c.object_id = o.id
+  WHERE o.id = ? ORDER BY c.type`;
+
+function* reconcileLoad(id: ObjectId, viewer: Viewer): Q<ReconcileLoad> {
+  const rows = yield* q.rows(RECONCILE_LOAD, id);
+  if (rows.length === 0) throw objectNotFound(id);
+  const row = rows[0];
+  // has_dependencies, stalled_generation and cursor follow the object columns, then a condition.
   const n = OBJECT_COLUMN_COUNT;
+  const conditions = row[n + 3] === null ? [] : rows.map((r) => r.slice(n + 3));
+  const object = decodeMeta(row);
+  (object as { conditions?: RawCondition[] }).conditions = yield* decodeConditions(
+    conditions,
+    viewer,
+  );
   return {
-    object,
+    object: object as RawObject,
     cursor: Number(row[n + 2]),
     hasDependencies: truthy(row[n]),
     stalledGeneration: row[n + 1] === null ? undefined : Number(row[n + 1]),

@@ -38,7 +38,14 @@ function conditionsOfIds(d: Dialect): string {
 
 /** Reads one object's conditions, ordered by type. */
 export function* readConditions(id: ObjectId, viewer: Viewer): Q<RawCondition[]> {
-  const rows = yield* q.rows(CONDITIONS_OF_ONE, id);
+  return yield* decodeConditions(yield* q.rows(CONDITIONS_OF_ONE, id), viewer);
+}
+
+/** Decodes one object's condition rows (CONDITION_COLUMNS order), as `viewer` sees their liveness. */
+export function* decodeConditions(
+  rows: readonly RowArray[],
+  viewer: Viewer,
+): Q<RawCondition[]> {
   const gone = yield* goneWriters([rows], viewer);
   return rows.map((row) => decodeCondition(row, gone));
 }

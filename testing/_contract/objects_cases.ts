@@ -585,6 +585,26 @@ export const objectsCases: ContractCase[] = [
     },
   },
   {
+    name: "getForReconcile's object is the one get returns: every condition in type order, or none",
+    async fn(h) {
+      const s = await h.open();
+      const a = await make(s, Widget, "a");
+      const b = await make(s, Widget, "b");
+      assert.deepEqual((await s.objects.getForReconcile(b.id)).object, await s.objects.get(b.id));
+      await s.conditions.set(a, [
+        { type: "Synced", status: "False", reason: "Waiting", message: "on b" },
+        { type: "Available", status: "True" },
+        { type: "Ready", status: "Unknown" },
+      ]);
+      await s.edges.add({ fromId: a.id, toId: b.id, relation: "depends_on" });
+      const load = await s.objects.getForReconcile(a.id);
+      assert.deepEqual(load.object, await s.objects.get(a.id));
+      assert.deepEqual(load.object.conditions.map((c) => c.type), ["Available", "Ready", "Synced"]);
+      assert.equal(load.hasDependencies, true);
+      assert.equal((await s.objects.getForReconcile(b.id)).object.conditions.length, 0);
+    },
+  },
+  {
     name: "getForReconcile's cursor never leads the row it loaded",
     async fn(h) {
       const s = await h.open();
