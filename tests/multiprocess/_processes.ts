@@ -29,6 +29,13 @@ export interface ReplicaConfig {
   readonly skewMs?: number;
   /** candidate: how long the `slow` pass waits before its late write. */
   readonly slowMs?: number;
+  /**
+   * candidate: the `slow` pass stops its own process (SIGSTOP) right after
+   * saying `mid-pass`, at a point where it is inside no SQLite write, until
+   * the test sends SIGCONT. A stop sent from outside could land inside one
+   * and hold every other writer of the file off.
+   */
+  readonly stopMidPass?: boolean;
   /** candidate: a device table file; each pass then writes its Job's device, fenced. */
   readonly devices?: string;
   /** candidate: the owed-pass interval (a long one shows a requeue arrived by a wake). */

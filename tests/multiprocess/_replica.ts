@@ -24,8 +24,9 @@
  * - `candidate`: starts a Beehive with leader election and a Job controller
  *   that stamps `status.by`; says `leading`/`deposed` on leadership changes,
  *   `lost` on the lost-leadership line, and `reconciled` per pass. A Job
- *   named `slow` makes the first pass that meets it say `mid-pass`, wait
- *   `slowMs`, then try one write and say `late-write` with what happened.
+ *   named `slow` makes the first pass that meets it say `mid-pass` (and with
+ *   `stopMidPass` stop its own process), wait `slowMs`, then try one write
+ *   and say `late-write` with what happened.
  *   With `devices`, every pass writes its Job's device through a fenced
  *   device table (the fenced-devices example's), and the late write is that
  *   device write (its failure fails the pass). On `requeue <name>` it says
@@ -172,6 +173,7 @@ if (config.role === "writer") {
     if (obj.name === "slow" && config.slowMs !== undefined && !slowSeen) {
       slowSeen = true;
       say("mid-pass", { id: obj.id, epoch: cc.fencing.epoch });
+      if (config.stopMidPass) process.kill(process.pid, "SIGSTOP");
       await new Promise((resolve) => setTimeout(resolve, config.slowMs ?? 0));
       const aborted = cc.signal.aborted;
       try {

@@ -283,14 +283,20 @@ test("multiprocess: leader paused with SIGSTOP mid-pass past its lease — the s
   await withDir(async (db) => {
     await initialize(db);
     await withReplicas(async (spawnReplica) => {
-      const a = spawnReplica({ db, role: "candidate", name: "a", ...LEASE, slowMs: 4_000 });
+      const a = spawnReplica({
+        db,
+        role: "candidate",
+        name: "a",
+        ...LEASE,
+        slowMs: 4_000,
+        stopMidPass: true,
+      });
       await a.waitForEvent("leading");
       const b = spawnReplica({ db, role: "candidate", name: "b", ...LEASE });
       await b.waitForEvent("candidate");
       await createJobs(db, ["slow"]);
-      // The pass waits 4 s before its write: SIGSTOP lands well inside that, however slow this machine.
+      // The pass stops its process (SIGSTOP) once it has said mid-pass; SIGCONT resumes it.
       await a.waitForEvent("mid-pass");
-      a.signal("SIGSTOP");
       const led = await b.waitForEvent("leading", 10_000);
       await b.waitFor(isEvent("reconciled", (e) => e.object === "slow"));
       assert.ok((led.epoch as number) > 0);
@@ -322,13 +328,13 @@ test("multiprocess: leader paused mid-pass past its lease — the successor writ
         ...LEASE,
         ...devices,
         slowMs: 4_000,
+        stopMidPass: true,
       });
       await a.waitForEvent("leading");
       const b = spawnReplica({ db, role: "candidate", name: "b", ...LEASE, ...devices });
       await b.waitForEvent("candidate");
       await createJobs(db, ["slow"]);
       const mid = await a.waitForEvent("mid-pass");
-      a.signal("SIGSTOP");
       const led = await b.waitForEvent("leading", 10_000);
       assert.ok((led.epoch as number) > (mid.epoch as number));
       await b.waitFor(isEvent("reconciled", (e) => e.object === "slow"));
@@ -349,9 +355,15 @@ test("multiprocess: leader paused mid-pass past its lease — the successor writ
       b.send("stop");
       await a.waitForEvent("stopped");
       await b.waitForEvent("stopped");
-      // One line for the lost term; no failed pass, no retry.
+      // One line for the lost term; no failed pass, no retry. A lease renewal the stop caught in
+      // flight may fail when it resumes (on PostgreSQL the server ends a session left inside a
+      // transaction): that warning is the elector's, about the lease, and is allowed.
       assert.equal(a.events.filter((e) => e.ev === "lost").length, 1);
-      assert.deepEqual(a.events.filter((e) => e.ev === "warn" || e.ev === "error"), []);
+      const renewal = "beehive: renewing the leader lease failed; retrying until the deadline";
+      assert.deepEqual(
+        a.events.filter((e) => (e.ev === "warn" || e.ev === "error") && e.message !== renewal),
+        [],
+      );
     });
   });
 });
