@@ -31,6 +31,17 @@ import { type IncludeObject, printerOf, table, tableType } from "./_tables.ts";
 
 const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
 
+/** The current objects a snapshot sends per chunk (their owners resolved together). */
+const SNAPSHOT_CHUNK = 256;
+
+/** One watch event to send. */
+interface Outgoing {
+  readonly type: string;
+  readonly obj: AnyObject;
+  /** The change's position; a snapshot object's own version when absent. */
+  readonly resourceVersion?: number;
+}
+
 /** What a watch request asked for, checked before the stream opens. */
 interface WatchRequest {
   readonly rep: Representation;
@@ -101,31 +112,39 @@ export async function watchResources(r: KindRequest): Promise<Response> {
     return new Response(null, { headers });
   }
   const encoder = new TextEncoder();
-  const encode = async (type: string, obj: AnyObject, resourceVersion?: number) => {
-    const answered = {
-      obj,
-      owner: (await resolveOwners(ctx.store, [obj])).get(obj.id),
-      resourceVersion,
-    };
-    const object = printer !== undefined && w.rep.as === "table"
-      ? table(
-        w.rep.version,
-        [printer.row({ ...answered, include: w.include, now: Date.now() })],
-        { resourceVersion: String(resourceVersion ?? obj.resourceVersion) },
-        printer.columns,
-      )
-      : toResource(kind, answered);
-    return encoder.encode(`${JSON.stringify({ type, object })}\n`);
+  /** One chunk of watch events: their owners resolved together, one JSON line each. */
+  const encode = async (out: readonly Outgoing[]): Promise<Uint8Array> => {
+    const owners = await resolveOwners(ctx.store, out.map((e) => e.obj));
+    let text = "";
+    for (const { type, obj, resourceVersion } of out) {
+      const answered = { obj, owner: owners.get(obj.id), resourceVersion };
+      const object = printer !== undefined && w.rep.as === "table"
+        ? table(
+          w.rep.version,
+          [printer.row({ ...answered, include: w.include, now: Date.now() })],
+          { resourceVersion: String(resourceVersion ?? obj.resourceVersion) },
+          printer.columns,
+        )
+        : toResource(kind, answered);
+      text += `${JSON.stringify({ type, object })}\n`;
+    }
+    return encoder.encode(text);
   };
   async function* events(): AsyncGenerator<Uint8Array> {
     try {
       if (w.resumeFrom === undefined) {
-        for (const obj of stream.objects) if (w.keep(obj)) yield await encode("ADDED", obj);
+        const kept = stream.objects.filter((obj) => w.keep(obj));
+        for (let i = 0; i < kept.length; i += SNAPSHOT_CHUNK) {
+          yield await encode(
+            kept.slice(i, i + SNAPSHOT_CHUNK).map((obj) => ({ type: "ADDED", obj })),
+          );
+        }
       }
       if (w.initialEventsEnd) yield bookmark(kind, stream.resourceVersion, encoder);
-      for await (const change of stream) {
-        const chunk = await encodeChange(change, w, encode);
-        if (chunk !== undefined) yield chunk;
+      // A batch per step: what one drain handed the stream goes out as one chunk.
+      for await (const changes of stream.batches()) {
+        const out = outgoing(changes, w);
+        if (out.length > 0) yield await encode(out);
       }
       if (stream.error !== undefined) yield errorEvent(stream.error, encoder);
     } catch (error) {
@@ -170,14 +189,19 @@ export async function watchResources(r: KindRequest): Promise<Response> {
   return new Response(body, { headers });
 }
 
-function encodeChange(
-  change: ObjectChange<unknown, unknown>,
-  w: WatchRequest,
-  encode: (type: string, obj: AnyObject, rv?: number) => Promise<Uint8Array>,
-): Promise<Uint8Array> | undefined {
-  // A collected object whose final state does not decode has no name to report.
-  if (change.object === undefined || !w.keep(change.object)) return undefined;
-  return encode(EVENT_TYPES[change.type], change.object, change.resourceVersion);
+/** The watch events `changes` make for this request: what it keeps, typed as Kubernetes types them. */
+function outgoing(changes: readonly ObjectChange<unknown, unknown>[], w: WatchRequest): Outgoing[] {
+  const out: Outgoing[] = [];
+  for (const change of changes) {
+    // A collected object whose final state does not decode has no name to report.
+    if (change.object === undefined || !w.keep(change.object)) continue;
+    out.push({
+      type: EVENT_TYPES[change.type],
+      obj: change.object,
+      resourceVersion: change.resourceVersion,
+    });
+  }
+  return out;
 }
 
 function bookmark(kind: ServedKind, rv: number, encoder: TextEncoder): Uint8Array {

@@ -1,15 +1,25 @@
 /**
  * kubeApiHandler watches: the JSON-lines encoding, current objects first for
  * resourceVersion 0, resuming from a list's version, one-row Tables, the
- * name selector, initial events with their bookmark, 410 Expired, and a
- * stream that ends when its request's signal aborts.
+ * name selector, initial events with their bookmark, 410 Expired, a
+ * stream that ends when its request's signal aborts, and one chunk per
+ * drain.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
-import { call, Cluster, CLUSTERS, eventsOf, TABLE, withStore } from "./_kubeapi_harness.ts";
+import {
+  call,
+  Cluster,
+  CLUSTERS,
+  eventsOf,
+  intercept,
+  Node,
+  TABLE,
+  withStore,
+} from "./_kubeapi_harness.ts";
 
 function names(event: Record<string, unknown> | undefined): [unknown, unknown] {
   const object = event?.object as { metadata: { name: string } };
@@ -192,5 +202,48 @@ test("kubeApiHandler watch with a labelSelector sends an object leaving the sele
     );
     assert.equal(bad.status, 400);
     await bad.body?.cancel();
+  });
+});
+
+test("kubeApiHandler watch sends the changes one commit made as one chunk, looking their shared owner up once", async () => {
+  await withStore(async (store, bh) => {
+    const owner = await bh.client(Node).create("n1", {});
+    await bh.client(Cluster).create("seed", {}); // the kind is served once it holds an object
+    let lookups = 0;
+    const counted = intercept(store, { family: "objects", method: "getMeta" }, (original, id) => {
+      lookups++;
+      return original(id);
+    });
+    const handle = kubeApiHandler({ store: counted, pollInterval: 20 });
+    const list = await call(handle, CLUSTERS);
+    const rv = (list.body.metadata as { resourceVersion: string }).resourceVersion;
+    const response = await handle(
+      new Request(`http://kube.test${CLUSTERS}?watch=1&resourceVersion=${rv}`),
+    );
+    const reader = response.body!.getReader();
+    lookups = 0;
+    // One transaction: one commit, read by one drain.
+    await store.within(async (tx) => {
+      for (const name of ["a", "b", "c", "d"]) {
+        const child = await tx.objects.create(Cluster, {
+          name,
+          spec: "{}",
+          specVersion: 0,
+          finalizers: [],
+        });
+        await tx.edges.add({ fromId: child.id, toId: owner.id, relation: "owned_by" });
+      }
+    });
+    const { value } = await reader.read();
+    const lines = new TextDecoder().decode(value).trimEnd().split("\n").map((l) => JSON.parse(l));
+    assert.deepEqual(lines.map((e) => [e.type, e.object.metadata.name]), [
+      ["ADDED", "a"],
+      ["ADDED", "b"],
+      ["ADDED", "c"],
+      ["ADDED", "d"],
+    ]);
+    for (const e of lines) assert.equal(e.object.metadata.ownerReferences[0].name, "n1");
+    assert.equal(lookups, 1, "the owner looked up once for the chunk");
+    await reader.cancel();
   });
 });
