@@ -554,7 +554,11 @@ export class Client<Spec, Status> {
     };
   }
 
-  /** The create tail, inside a transaction. */
+  /**
+   * The create tail: inside a transaction, or on the client's own store for
+   * a create with no owner and no `onCreate` (one write; its hooks then run
+   * at once).
+   */
   async #insert(
     tx: Store,
     name: string,
@@ -576,7 +580,8 @@ export class Client<Spec, Status> {
         tx.afterCommit(() => this.#engine.pushNow(owner));
       }
     }
-    // Decoded inside the transaction: a row this process cannot read never commits.
+    // Decoded inside the transaction: a row this process cannot read never commits. (A row
+    // written alone always decodes: this client encoded its spec at the codec's version.)
     const object = this.#decode(raw);
     const ref = this.#ref(raw.id);
     tx.afterCommit(() => {
@@ -601,38 +606,13 @@ export class Client<Spec, Status> {
   create(name: string, spec: Spec, options?: CreateOptions): Promise<BeehiveObject<Spec, Status>> {
     return attempt(async () => {
       const c = await this.#checkCreate(name, spec, options);
+      // With no owner edge and no hook of the caller's, the row is one store write, atomic on
+      // its own: no transaction around it.
       if (c.owner === undefined && c.onCreate === undefined) {
-        return await this.#insertAlone(name, c);
+        return await this.#insert(this.#store, name, c);
       }
       return this.#store.within((tx) => this.#insert(tx, name, c));
     });
-  }
-
-  /**
-   * A create with no owner edge and no hook of the caller's: one store write,
-   * atomic on its own, with no transaction around it. Its row always decodes
-   * (its spec was encoded by this client, at the codec's version, so there is
-   * nothing to convert), so nothing is left to check once it has committed.
-   */
-  async #insertAlone(name: string, c: CheckedCreate): Promise<BeehiveObject<Spec, Status>> {
-    const store = this.#store;
-    const raw = await store.objects.create(this.#gk, {
-      name,
-      namespace: c.namespace,
-      spec: c.text,
-      specVersion: this.#engine.codec(this.#gk).specVersion,
-      finalizers: c.finalizers,
-      labels: c.labels,
-      annotations: c.annotations,
-    });
-    const object = this.#decode(raw);
-    const ref = this.#ref(raw.id);
-    // Outside a transaction, at once; on a transaction's handle, once it commits.
-    store.afterCommit(() => {
-      this.#engine.pushNow(ref);
-      this.#engine.writes.kindWritten(ref);
-    });
-    return object;
   }
 
   /**
