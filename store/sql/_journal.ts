@@ -68,6 +68,10 @@ export interface JournalSource {
 /** The open write transaction's log entries, for the kinds tailed from memory. */
 export class CommitJournal {
   readonly #readers = new Set<JournalReader>();
+  /** The readers, as an array shared by the transactions that begin while it stands. */
+  #all: JournalReader[] | undefined;
+  /** How many readers read each kind, by group then kind. */
+  readonly #kinds = new Map<string, Map<string, number>>();
   /** The readers of the open transaction: those there when it began; none while not journaling. */
   #recipients: JournalReader[] | undefined;
   #writes: TailWrite[] = [];
@@ -76,8 +80,32 @@ export class CommitJournal {
 
   /** Adds a reader; it receives the batches of transactions that begin from now on. */
   subscribe(reader: JournalReader): () => void {
+    if (this.#readers.has(reader)) return () => {};
     this.#readers.add(reader);
-    return () => this.#readers.delete(reader);
+    this.#all = undefined;
+    const { group, kind } = reader.gk;
+    let kinds = this.#kinds.get(group);
+    if (kinds === undefined) this.#kinds.set(group, kinds = new Map());
+    kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+    return () => {
+      if (!this.#readers.delete(reader)) return;
+      this.#all = undefined;
+      const n = kinds.get(kind)! - 1;
+      if (n > 0) kinds.set(kind, n);
+      else {
+        kinds.delete(kind);
+        if (kinds.size === 0 && this.#kinds.get(group) === kinds) this.#kinds.delete(group);
+      }
+    };
+  }
+
+  /**
+   * Whether a reader reads kind `group`/`kind`: the open transaction's
+   * entries of other kinds need not be journaled (a reader sees every
+   * commit's batch, whatever it holds).
+   */
+  wants(group: string, kind: string): boolean {
+    return this.#kinds.get(group)?.has(kind) === true;
   }
 
   /**
@@ -90,7 +118,7 @@ export class CommitJournal {
       return;
     }
     this.#writes = [];
-    this.#recipients = [...this.#readers];
+    this.#recipients = this.#all ??= [...this.#readers];
     this.#from = from;
     this.#stamp = stamp;
   }

@@ -15,6 +15,8 @@ import { type Q, type Query, runOn, type Runs } from "./_query.ts";
 export interface WriteJournal {
   /** Whether anyone reads this transaction's entries. */
   readonly active: boolean;
+  /** Whether anyone reads the entries of kind `group`/`kind`. */
+  wants(group: string, kind: string): boolean;
   /** Keeps one entry. */
   logged(write: TailWrite): void;
 }

@@ -72,8 +72,8 @@ export function* appendWrite(
 
 /**
  * Journals an entry appended at `rv` for the open transaction, where anyone
- * tails kinds from memory: every statement that appends to the log calls it
- * for each entry it appended.
+ * tails its kind from memory: every statement that appends to the log calls
+ * it for each entry it appended.
  */
 export function journalWrite(
   scope: WriteScope,
@@ -83,7 +83,7 @@ export function journalWrite(
   row?: RawObject,
 ): void {
   const journal = scope.journal;
-  if (journal === undefined || !journal.active) return;
+  if (journal === undefined || !journal.active || !journal.wants(ref.group, ref.kind)) return;
   const deleted = op === "delete";
   journal.logged({
     id: ref.id,
