@@ -39,9 +39,10 @@ export function changeType(op: WriteOp): ChangeType {
 }
 
 /**
- * Collapses one page of write-log entries to the latest state per object:
- * one batched row read for the live objects (and one edge read when owners
- * are asked for), delete entries from their row image. Ascending by position.
+ * Collapses one page of write-log entries (ascending) to the latest state per
+ * object: one batched row read for the live objects the entries carry no row
+ * for (and one edge read when owners are asked for), delete entries from
+ * their row image. Ascending by position.
  */
 export async function collectChanges(
   store: Store,
@@ -50,35 +51,38 @@ export async function collectChanges(
   options: { readonly owners: boolean; readonly only?: ObjectId },
   warn: (message: string, attrs: Record<string, unknown>) => void,
 ): Promise<RawChange[]> {
-  const last = new Map<ObjectId, TailWrite>();
-  const first = new Map<ObjectId, WriteOp>();
-  for (const w of writes) {
+  // Walking back from the end meets each object's newest entry first, in descending order, so
+  // that list reversed is ascending; the last op met for an object on the way is its first.
+  const newest: TailWrite[] = [];
+  const firstOp = new Map<ObjectId, WriteOp>();
+  for (let i = writes.length - 1; i >= 0; i--) {
+    const w = writes[i];
     if (options.only !== undefined && w.id !== options.only) continue;
-    if (!first.has(w.id)) first.set(w.id, w.op);
-    last.set(w.id, w);
+    if (!firstOp.has(w.id)) newest.push(w);
+    firstOp.set(w.id, w.op);
   }
-  if (last.size === 0) return [];
+  if (newest.length === 0) return [];
+  newest.reverse();
   const liveIds: ObjectId[] = [];
   const unread: ObjectId[] = [];
-  const rows = new Map<ObjectId, RawObject>();
-  for (const w of last.values()) {
+  for (const w of newest) {
     if (w.op === "delete") continue;
     liveIds.push(w.id);
     // The row the object's latest write left, when the tail carries it; else the live row.
-    if (w.row !== undefined) rows.set(w.id, w.row);
-    else unread.push(w.id);
+    if (w.row === undefined) unread.push(w.id);
+  }
+  let read: Map<ObjectId, RawObject> | undefined;
+  if (unread.length > 0) {
+    read = new Map();
+    for (const raw of await store.objects.listByIds(gk, unread)) read.set(raw.id, raw);
   }
   let owners: Map<ObjectId, { id: ObjectId }[]> | undefined;
-  if (unread.length > 0) {
-    for (const raw of await store.objects.listByIds(gk, unread)) rows.set(raw.id, raw);
-  }
   if (liveIds.length > 0 && options.owners) {
     owners = await store.edges.groupOutgoingByIds(liveIds, "owned_by");
   }
   const out: RawChange[] = [];
-  const ordered = [...last.values()].sort((a, b) => a.resourceVersion - b.resourceVersion);
-  for (const w of ordered) {
-    const op = coalesceOp(first.get(w.id)!, w.op);
+  for (const w of newest) {
+    const op = coalesceOp(firstOp.get(w.id)!, w.op);
     if (w.op === "delete") {
       if (w.final === undefined) {
         warn("beehive: a delete entry carries no row image; skipping it", {
@@ -97,7 +101,7 @@ export async function collectChanges(
       });
       continue;
     }
-    const row = rows.get(w.id);
+    const row = w.row ?? read?.get(w.id);
     // Collected between the page and the row read: its delete entry is later in the log.
     if (row === undefined) continue;
     const owner = owners === undefined ? undefined : owners.get(w.id)?.[0]?.id ?? null;
