@@ -371,6 +371,31 @@ test("watchList under a busy writer delivers each commit within the drain gap, w
   });
 });
 
+test("watchList under a writer that never yields to the timer queue still drains: each commit's wake checks the gap against the clock", async () => {
+  // Real time: a writer awaiting only its writes lets no timer fire, so only the wakes can start
+  // the drains.
+  const store = await openTestStore(":memory:");
+  try {
+    const things = new Beehive(store).client<Spec, Status>(Thing);
+    const x = await things.create("x", { n: 0 });
+    const w = await things.watchList();
+    let seen = 0;
+    const consumer = (async () => {
+      for await (const _ of w) seen++;
+    })();
+    let n = 0;
+    try {
+      while (seen < 3 && n < 20_000) await things.update(x.id, { n: ++n });
+    } finally {
+      w.close();
+      await consumer;
+    }
+    assert.ok(seen >= 3, `after ${n} back-to-back writes the watch had delivered ${seen} changes`);
+  } finally {
+    await store.close();
+  }
+});
+
 test("watchList: drains that take more of the thread come further apart under a busy writer", async () => {
   await withHive(async ({ things, inst, clock }) => {
     const x = await things.create("x", { n: 0 });
