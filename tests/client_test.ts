@@ -199,6 +199,23 @@ test("Client.create with no owner and no onCreate is one store write outside any
   });
 });
 
+test("Client.update on a kind with no status conversions and a client with no namespace is one store write outside any transaction", async () => {
+  const calls = new Map<string, number>();
+  await withHarness({ wrap: countingObjectCalls(calls) }, async (h) => {
+    await h.start();
+    const obj = await h.things.create("a", { n: 1 });
+    await h.flush();
+    calls.clear();
+    const updated = await h.things.update(obj.id, { n: 2 });
+    assert.deepEqual(updated.spec, { n: 2 });
+    assert.equal(updated.generation, 2);
+    assert.equal(calls.get("updateSpec"), 1);
+    assert.equal(calls.get("within"), undefined, "no transaction");
+    await h.flush();
+    assert.deepEqual(h.passes.map((p) => [p.id, p.generation]), [[obj.id, 1], [obj.id, 2]]);
+  });
+});
+
 test("Client.create accepts any JSON value as the spec, including null", async () => {
   await withHive(async ({ bh }) => {
     const raw = bh.client<unknown>(Thing);

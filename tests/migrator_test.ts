@@ -260,6 +260,24 @@ test("Migrator never stamps downward: a status write below the stored version re
   });
 });
 
+test("Migrator: Client.update of a row whose stored status does not convert rejects and writes nothing", async () => {
+  const migrator: Migrator = {
+    ...recordingMigrator([]),
+    convertStatus() {
+      throw new Error("no way from version 0");
+    },
+  };
+  await withHarness({ register: { migrator } }, async (h) => {
+    const id = await rawRow(h, "a", { text: '{"n":1}', version: 2 }, {
+      text: '{"ok":true}',
+      version: 0,
+    });
+    const before = await h.store.objects.getMeta(id);
+    await assert.rejects(h.things.update(id, { n: 2 }), /status/);
+    assert.deepEqual(await h.store.objects.getMeta(id), before, "the spec write rolled back");
+  });
+});
+
 test("Migrator an older build's spec write to a row from a newer build rejects SchemaVersionDowngradeError", async () => {
   await withHarness({ register: { migrator: recordingMigrator([]) } }, async (h) => {
     const id = await rawRow(h, "future", { text: '{"n":1,"extra":true}', version: 3 });

@@ -722,24 +722,37 @@ export class Client<Spec, Status> {
       checkId(id);
       const resourceVersion = checkPrecondition(options, "update");
       const text = await this.#prepareSpec(spec);
-      return this.#store.within(async (tx) => {
-        let r;
-        try {
-          r = await tx.objects.updateSpec(this.#ref(id), {
-            spec: text,
-            specVersion: this.#engine.codec(this.#gk).specVersion,
-            resourceVersion,
-          });
-        } catch (error) {
-          throw this.#hideWrongKind(error, id);
-        }
-        // A namespace never changes: a write outside it is refused and rolled back.
-        this.#inNamespace(r.object);
-        const object = this.#decode(r.object);
-        if (r.changed) this.#pushSelf(tx, id);
-        return object;
-      });
+      // Nothing after the write can refuse it with no namespace to check and no status
+      // conversion (the spec is this client's own, at the codec's version): one write then.
+      if (this.#namespace === undefined && this.#engine.codec(this.#gk).statusVersion === 0) {
+        return await this.#updateSpec(this.#store, id, text, resourceVersion);
+      }
+      return this.#store.within((tx) => this.#updateSpec(tx, id, text, resourceVersion));
     });
+  }
+
+  /** The spec write of {@linkcode Client.update}, in a transaction or as one write. */
+  async #updateSpec(
+    tx: Store,
+    id: ObjectId,
+    text: string,
+    resourceVersion: number | undefined,
+  ): Promise<BeehiveObject<Spec, Status>> {
+    let r;
+    try {
+      r = await tx.objects.updateSpec(this.#ref(id), {
+        spec: text,
+        specVersion: this.#engine.codec(this.#gk).specVersion,
+        resourceVersion,
+      });
+    } catch (error) {
+      throw this.#hideWrongKind(error, id);
+    }
+    // A namespace never changes: a write outside it is refused and rolled back.
+    this.#inNamespace(r.object);
+    const object = this.#decode(r.object);
+    if (r.changed) this.#pushSelf(tx, id);
+    return object;
   }
 
   /**
