@@ -113,10 +113,29 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 }
 
-/** A store whose root transactions record when they committed, by the writer's sequence. */
+/**
+ * A store that records when each of the writer's spec writes committed, by
+ * the writer's sequence: a spec write made alone when it resolves (it resolves
+ * at its commit), one inside a transaction at the transaction's first
+ * afterCommit hook.
+ */
 function timingStore(inner: Store, commitAt: Float64Array, current: { seq: number }): Store {
+  const objects = new Proxy(inner.objects, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (prop !== "updateSpec") return typeof value === "function" ? value.bind(target) : value;
+      return (...args: Parameters<Store["objects"]["updateSpec"]>) => {
+        const seq = current.seq;
+        return target.updateSpec(...args).then((r) => {
+          if (seq >= 0) commitAt[seq] = performance.now();
+          return r;
+        });
+      };
+    },
+  });
   return new Proxy(inner, {
     get(target, prop) {
+      if (prop === "objects") return objects;
       if (prop === "within") {
         return <T>(fn: (tx: Store) => Promise<T>) =>
           target.within((tx) => {
