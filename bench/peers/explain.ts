@@ -7,7 +7,8 @@
  * plainjob's WAL pages too:
  * `node --disable-warning=ExperimentalWarning bench/peers/explain.ts`
  * (`--callers=32 --workers=8` for the concurrent case; `--no-checkpointer` for the store without
- * its background checkpointer). For the CPU profile,
+ * its background checkpointer; `--statements` to time every statement, not only transaction
+ * control). For the CPU profile,
  * `node --cpu-prof bench/peers/case.ts --system=beehive --units=10000`.
  *
  * @module
@@ -38,13 +39,56 @@ const NO_CHECKPOINTER = process.argv.includes("--no-checkpointer");
 const commitTimes: number[] = [];
 /** Few enough units that no checkpoint resets the WAL in between. */
 const WAL_UNITS = 40;
+/**
+ * `--statements`: time every prepared statement's calls as well, keyed by the
+ * start of its SQL (the timing itself adds about a microsecond a call).
+ */
+const STATEMENTS = process.argv.includes("--statements");
 
-/** Counts and times every `exec` (transaction control) on connections opened from now on. */
+/** How a statement's calls are listed: its SQL, spaces folded, cut to 90 characters. */
+function statementKey(sql: string): string {
+  return sql.replace(/\s+/g, " ").trim().slice(0, 90);
+}
+
+/** Times every `run`, `get` and `all` call of `statement` into `seen` under `key`. */
+function tapStatement<S extends object>(
+  statement: S,
+  key: string,
+  seen: Map<string, { calls: number; ms: number }>,
+): S {
+  for (const method of ["run", "get", "all"] as const) {
+    const original = (statement as Record<string, unknown>)[method];
+    if (typeof original !== "function") continue;
+    const bound = original.bind(statement) as (...args: unknown[]) => unknown;
+    (statement as Record<string, unknown>)[method] = (...args: unknown[]) => {
+      const entry = seen.get(key) ?? { calls: 0, ms: 0 };
+      seen.set(key, entry);
+      const t = performance.now();
+      try {
+        return bound(...args);
+      } finally {
+        entry.calls++;
+        entry.ms += performance.now() - t;
+      }
+    };
+  }
+  return statement;
+}
+
+/**
+ * Counts and times every `exec` (transaction control) on connections opened
+ * from now on, and with `--statements` every prepared statement's calls.
+ */
 function tapExec(): Map<string, { calls: number; ms: number }> {
   const seen = new Map<string, { calls: number; ms: number }>();
   const open = nodeSqliteDriver.open.bind(nodeSqliteDriver);
   (nodeSqliteDriver as { open: typeof open }).open = (path) => {
     const conn = open(path);
+    if (STATEMENTS) {
+      const prepare = conn.prepare.bind(conn);
+      (conn as { prepare: typeof prepare }).prepare = (sql) =>
+        tapStatement(prepare(sql), statementKey(sql), seen);
+    }
     const exec = conn.exec.bind(conn);
     (conn as { exec: typeof exec }).exec = (sql) => {
       const key = sql.trim().split(/\s+/).slice(0, 2).join(" ");
