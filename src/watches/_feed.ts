@@ -64,18 +64,14 @@ export class SharedAnswers<T> {
   readonly batches: (readonly T[] | undefined)[] = [];
 }
 
+/** What a `next()` (one item) or a `nextBatch()` (a batch) resolves to. */
+type Answer<T> = IteratorResult<T> | IteratorResult<readonly T[]>;
+
 /** A `next()` (`batch` false) or `nextBatch()` parked on an idle feed, and how to answer it. */
-type Parked<T> =
-  | {
-    readonly batch: false;
-    readonly resolve: (r: IteratorResult<T> | Promise<IteratorResult<T>>) => void;
-  }
-  | {
-    readonly batch: true;
-    readonly resolve: (
-      r: IteratorResult<readonly T[]> | Promise<IteratorResult<readonly T[]>>,
-    ) => void;
-  };
+interface Parked<T> {
+  readonly batch: boolean;
+  readonly resolve: (answer: Answer<T> | Promise<Answer<T>>) => void;
+}
 
 /**
  * The state behind one stream: a buffer of ready items, a terminal error, the
@@ -224,20 +220,15 @@ export abstract class Feed<T> {
       if (!this.#ended && this.#terminal === undefined) this.produce();
       if (this.#ready() && !this.#ended) {
         this.#inflight--;
-        if (parked.batch) parked.resolve({ done: false, value: this.#takeAll([]) });
-        else parked.resolve(this.#take());
+        parked.resolve(parked.batch ? { done: false, value: this.#takeAll([]) } : this.#take());
         return;
       }
+      const result: Promise<Answer<T>> = parked.batch
+        ? this.#next().then((r) => this.#batchOf(r))
+        : this.#next();
       const settled = () => this.#inflight--;
-      if (parked.batch) {
-        const result = this.#next().then((r) => this.#batchOf(r));
-        result.then(settled, settled);
-        parked.resolve(result);
-      } else {
-        const result = this.#next();
-        result.then(settled, settled);
-        parked.resolve(result);
-      }
+      result.then(settled, settled);
+      parked.resolve(result);
       return;
     }
     const wake = this.#wake;
@@ -340,10 +331,10 @@ export abstract class Feed<T> {
   /** Parks a `next()` (or, with `batch`, a `nextBatch()`) on an idle feed until notify(). */
   #park(batch: false): Promise<IteratorResult<T>>;
   #park(batch: true): Promise<IteratorResult<readonly T[]>>;
-  #park(batch: boolean): Promise<IteratorResult<T | readonly T[]>> {
+  #park(batch: boolean): Promise<Answer<T>> {
     this.#inflight++;
-    const { promise, resolve } = Promise.withResolvers<IteratorResult<T | readonly T[]>>();
-    this.#parked = { batch, resolve } as Parked<T>;
+    const { promise, resolve } = Promise.withResolvers<Answer<T>>();
+    this.#parked = { batch, resolve };
     this.#chain = promise.catch(() => undefined);
     return promise;
   }
