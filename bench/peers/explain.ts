@@ -50,27 +50,32 @@ function statementKey(sql: string): string {
   return sql.replace(/\s+/g, " ").trim().slice(0, 90);
 }
 
+/** Calls and time spent, by statement. */
+type Seen = Map<string, { calls: number; ms: number }>;
+
+/** Runs `call`, counting it and its time into `seen` under `key`; returns what it returned. */
+function timed<R>(seen: Seen, key: string, call: () => R, took?: (ms: number) => void): R {
+  const entry = seen.get(key) ?? { calls: 0, ms: 0 };
+  seen.set(key, entry);
+  const t = performance.now();
+  try {
+    return call();
+  } finally {
+    const ms = performance.now() - t;
+    entry.calls++;
+    entry.ms += ms;
+    took?.(ms);
+  }
+}
+
 /** Times every `run`, `get` and `all` call of `statement` into `seen` under `key`. */
-function tapStatement<S extends object>(
-  statement: S,
-  key: string,
-  seen: Map<string, { calls: number; ms: number }>,
-): S {
+function tapStatement<S extends object>(statement: S, key: string, seen: Seen): S {
   for (const method of ["run", "get", "all"] as const) {
     const original = (statement as Record<string, unknown>)[method];
     if (typeof original !== "function") continue;
     const bound = original.bind(statement) as (...args: unknown[]) => unknown;
-    (statement as Record<string, unknown>)[method] = (...args: unknown[]) => {
-      const entry = seen.get(key) ?? { calls: 0, ms: 0 };
-      seen.set(key, entry);
-      const t = performance.now();
-      try {
-        return bound(...args);
-      } finally {
-        entry.calls++;
-        entry.ms += performance.now() - t;
-      }
-    };
+    (statement as Record<string, unknown>)[method] = (...args: unknown[]) =>
+      timed(seen, key, () => bound(...args));
   }
   return statement;
 }
@@ -79,8 +84,8 @@ function tapStatement<S extends object>(
  * Counts and times every `exec` (transaction control) on connections opened
  * from now on, and with `--statements` every prepared statement's calls.
  */
-function tapExec(): Map<string, { calls: number; ms: number }> {
-  const seen = new Map<string, { calls: number; ms: number }>();
+function tapExec(): Seen {
+  const seen: Seen = new Map();
   const open = nodeSqliteDriver.open.bind(nodeSqliteDriver);
   (nodeSqliteDriver as { open: typeof open }).open = (path) => {
     const conn = open(path);
@@ -92,17 +97,8 @@ function tapExec(): Map<string, { calls: number; ms: number }> {
     const exec = conn.exec.bind(conn);
     (conn as { exec: typeof exec }).exec = (sql) => {
       const key = sql.trim().split(/\s+/).slice(0, 2).join(" ");
-      const entry = seen.get(key) ?? { calls: 0, ms: 0 };
-      seen.set(key, entry);
-      const t = performance.now();
-      try {
-        return exec(sql);
-      } finally {
-        const took = performance.now() - t;
-        entry.calls++;
-        entry.ms += took;
-        if (key === "COMMIT") commitTimes.push(took);
-      }
+      const took = key === "COMMIT" ? (ms: number) => void commitTimes.push(ms) : undefined;
+      return timed(seen, key, () => exec(sql), took);
     };
     return conn;
   };
