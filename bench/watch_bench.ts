@@ -29,7 +29,7 @@
  * does not swamp the CPU the watchers cost; `--disk` uses the temp dir.
  *
  * Run: `deno task bench:watch` (`--batches` for watchers that take a batch of changes per
- * step, `--quick` for a smoke run, `--only=<n>` for one
+ * step, `--whole` for the whole runs of 0, 1 and 100 watchers only, `--quick` for a smoke run, `--only=<n>` for one
  * configuration, e.g. under a profiler, `--time-all` to time every watcher's
  * deliveries, `--postgres` for the PostgreSQL store on `BEEHIVE_TEST_POSTGRES_URL`,
  * whose server's CPU the CPU-time rates do not count). Figures go in
@@ -65,6 +65,8 @@ const ROUNDS = QUICK ? 1 : 6;
 const BATCHES = process.argv.includes("--batches");
 /** `--slowdown`: only the interleaved slowdown measurement. */
 const SLOWDOWN_ONLY = process.argv.includes("--slowdown");
+/** `--whole`: only the whole runs, of 0, 1 and 100 watchers. */
+const WHOLE_ONLY = process.argv.includes("--whole");
 /** The target: a busy writer loses at most 15% to 100 watchers. */
 const TARGET_SLOWDOWN = 0.15;
 const Kind = { group: "bench.beehive.dev", kind: "Item" };
@@ -434,7 +436,11 @@ if (!SLOWDOWN_ONLY) {
   const byWatchers = new Map<number, RunResult[]>();
   for (let round = 0; round < ROUNDS; round++) {
     // The slow configuration runs once; the others alternate, the baseline first and last.
-    const order = round === 0 ? [0, 1, 100, 1000] : round % 2 === 1 ? [100, 0, 1] : [0, 100, 1];
+    const order = round === 0 && !WHOLE_ONLY
+      ? [0, 1, 100, 1000]
+      : round % 2 === 1
+      ? [100, 0, 1]
+      : [0, 100, 1];
     for (const w of order) {
       const r = await run(w);
       byWatchers.set(w, [...(byWatchers.get(w) ?? []), r]);
@@ -460,7 +466,7 @@ if (!SLOWDOWN_ONLY) {
   console.log(
     "| -------: | -----------: | -------------: | --------------: | -----------: | ----------: | ----------: | ---------------------------: |",
   );
-  for (const w of [0, 1, 100, 1000]) {
+  for (const w of WHOLE_ONLY ? [0, 1, 100] : [0, 1, 100, 1000]) {
     const results = byWatchers.get(w)!;
     const rate = median(results.map((r) => r.writesPerSec));
     const wall = median(results.map((r) => r.wallPerSec));
@@ -480,6 +486,7 @@ if (!SLOWDOWN_ONLY) {
       } |`,
     );
   }
+  if (WHOLE_ONLY) process.exit(0);
   console.log("");
   console.log("| watchers (paced writer, one commit / 150 ms) | p50 latency | p99 latency |");
   console.log("| -------------------------------------------: | ----------: | ----------: |");

@@ -56,16 +56,14 @@ export class FailureLog {
 
 /**
  * What the feeds that adopt one array share of its hand-out: the settled
- * `next()` answer for each item, and each batch taken from an index to the
- * end, made by the first feed to hand it out.
+ * `next()` answer for each item, made by the first feed to hand it out.
  */
 export class SharedAnswers<T> {
   readonly steps: (Promise<IteratorResult<T>> | undefined)[] = [];
-  readonly batches: (readonly T[] | undefined)[] = [];
 }
 
 /** What a `next()` (one item) or a `nextBatch()` (a batch) resolves to. */
-type Answer<T> = IteratorResult<T> | IteratorResult<readonly T[]>;
+type Answer<T> = IteratorResult<T> | IteratorResult<T[]>;
 
 /** A `next()` (`batch` false) or `nextBatch()` parked on an idle feed, and how to answer it. */
 interface Parked<T> {
@@ -135,8 +133,8 @@ export abstract class Feed<T> {
    * Hands out `items` from index `from` on, without copying them: the feed
    * never writes to an adopted array, so many feeds may share one, and the
    * settled answer to a `next()` for `items[i]`, made by the first feed to
-   * hand it out, is kept in `answers` for the others, as is a batch taken
-   * from `items[i]` to the end. Only while nothing is ready.
+   * hand it out, is kept in `answers` for the others. Only while nothing is
+   * ready.
    */
   protected adopt(
     items: readonly T[],
@@ -318,9 +316,10 @@ export abstract class Feed<T> {
 
   /**
    * The next batch: every item ready now, in order, or else the next item to
-   * come with whatever is ready beside it once it does. Never empty; frozen.
+   * come with whatever is ready beside it once it does. Never empty; an
+   * array of the caller's own.
    */
-  nextBatch(): Promise<IteratorResult<readonly T[]>> {
+  nextBatch(): Promise<IteratorResult<T[]>> {
     if (this.#inflight === 0 && !this.#ended) {
       if (this.#ready()) return Promise.resolve({ done: false, value: this.#takeAll([]) });
       if (this.#terminal === undefined && this.idle()) return this.#park(true);
@@ -330,7 +329,7 @@ export abstract class Feed<T> {
 
   /** Parks a `next()` (or, with `batch`, a `nextBatch()`) on an idle feed until notify(). */
   #park(batch: false): Promise<IteratorResult<T>>;
-  #park(batch: true): Promise<IteratorResult<readonly T[]>>;
+  #park(batch: true): Promise<IteratorResult<T[]>>;
   #park(batch: boolean): Promise<Answer<T>> {
     this.#inflight++;
     const { promise, resolve } = Promise.withResolvers<Answer<T>>();
@@ -340,33 +339,36 @@ export abstract class Feed<T> {
   }
 
   /** The batch that starts with the item `result` carries, or the end it reports. */
-  #batchOf(result: IteratorResult<T>): IteratorResult<readonly T[]> {
+  #batchOf(result: IteratorResult<T>): IteratorResult<T[]> {
     return result.done ? result : { done: false, value: this.#takeAll([result.value]) };
   }
 
-  /** Every ready item after those in `out`, frozen: the batch `nextBatch()` hands out. */
-  #takeAll(out: T[]): readonly T[] {
-    if (!this.#ready()) return Object.freeze(out);
+  /**
+   * Every ready item after those in `out`: the batch `nextBatch()` hands out,
+   * an array of the consumer's own. Not frozen, and not shared with other
+   * feeds: V8 keeps a frozen array's elements in a form its optimized code
+   * reads several times slower (a `for...of` over one allocates a step
+   * object per item), and a consumer walks its batch once per change, where
+   * a copy costs the feed a move of pointers.
+   */
+  #takeAll(out: T[]): T[] {
+    if (!this.#ready()) return out;
     const buffer = this.#buffer;
     const head = this.#head;
-    const answers = this.#answers;
-    let batch: readonly T[];
     if (out.length > 0) {
       for (let i = head; i < buffer.length; i++) out.push(buffer[i]);
-      batch = Object.freeze(out);
-    } else if (answers !== undefined) {
-      // Feeds that adopted the same array at the same place share one batch of it.
-      batch = answers.batches[head] ??= Object.freeze(buffer.slice(head));
-    } else {
+    } else if (this.#answers === undefined && head === 0) {
       // The feed's own buffer: emptying gives the feed a new one, so this one can be handed out.
-      batch = Object.freeze(head === 0 ? buffer : buffer.slice(head));
+      out = buffer as T[];
+    } else {
+      out = buffer.slice(head);
     }
     this.#emptied();
-    return batch;
+    return out;
   }
 
   /** An iterator over this feed's batches; `return()` (a `break`) closes it. */
-  batchIterator(): AsyncIterator<readonly T[]> {
+  batchIterator(): AsyncIterator<T[]> {
     return {
       next: () => this.nextBatch(),
       return: () => {

@@ -75,7 +75,7 @@ export class Published {
   readonly #decode: (c: RawChange) => ObjectChange<unknown, unknown> | undefined;
   #changes: ObjectChange<unknown, unknown>[] | undefined;
   readonly #owners: (ObjectId | null | undefined)[] = [];
-  /** The settled `next()` answers and batches of `changes`, made by the first stream to hand each out. */
+  /** The settled `next()` answers for `changes`, made by the first stream to hand each out. */
   readonly answers = new SharedAnswers<ObjectChange<unknown, unknown>>();
 
   constructor(

@@ -12,8 +12,8 @@ export interface StreamSource<T> {
   close(): void;
   /** The single iterator over the values. */
   iterator(): AsyncIterator<T>;
-  /** The same values, every one ready at once in one array. */
-  batchIterator(): AsyncIterator<readonly T[]>;
+  /** The same values, every one ready at once in one array of the consumer's own. */
+  batchIterator(): AsyncIterator<T[]>;
 }
 
 /**
@@ -68,8 +68,8 @@ export class WatchStream<T> implements AsyncIterable<T> {
    * }
    * ```
    */
-  batches(): AsyncIterable<readonly T[]> {
+  batches(): AsyncIterable<T[]> {
     const source = this.#source;
-    return { [Symbol.asyncIterator]: () => source.batchIterator() as AsyncIterator<readonly T[]> };
+    return { [Symbol.asyncIterator]: () => source.batchIterator() as AsyncIterator<T[]> };
   }
 }
