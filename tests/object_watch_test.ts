@@ -1025,6 +1025,33 @@ test("watchList batches(): streams handed one drain each get an array of their o
   });
 });
 
+test("watchList: the object a write returns and the watch's frozen change of that write share no date the caller could change", async () => {
+  await withHive(async ({ things }) => {
+    const w = await things.watchList();
+    const it = iter(w);
+    const x = await things.create("x", { n: 0 });
+    const added = await next(it);
+    const y = await things.update(x.id, { n: 1 });
+    const modified = await next(it);
+    assert.equal(modified.resourceVersion, y.resourceVersion);
+    const pairs = [[x, added.object!], [y, modified.object!]] as const;
+    for (const [mine, theirs] of pairs) {
+      const dates = (o: typeof mine) => [
+        o.createdAt,
+        o.updatedAt,
+        ...o.conditions.flatMap((c) => [c.transitionedAt, c.updatedAt]),
+      ];
+      const seen = dates(theirs).map((d) => d.getTime());
+      for (const d of dates(mine)) {
+        assert.ok(!Object.isFrozen(d), "the caller's dates are not frozen");
+        d.setTime(0);
+      }
+      assert.deepEqual(dates(theirs).map((d) => d.getTime()), seen, "the change kept its times");
+    }
+    w.close();
+  });
+});
+
 test("watch on an id that holds nothing yet resolves with no object, and its creation arrives as Added", async () => {
   await withHive(async ({ things }) => {
     const first = await things.create("first", { n: 0 });

@@ -187,13 +187,22 @@ export class BeehiveObject<Spec, Status> {
     this.status = status;
     this.generation = raw.generation;
     this.observedGeneration = raw.observedGeneration;
-    this.observedAt = raw.observedAt;
+    this.observedAt = raw.observedAt === undefined ? undefined : new Date(raw.observedAt.getTime());
     this.resourceVersion = raw.resourceVersion;
-    this.deletionRequestedAt = raw.deletionRequestedAt;
+    this.deletionRequestedAt = raw.deletionRequestedAt === undefined
+      ? undefined
+      : new Date(raw.deletionRequestedAt.getTime());
     this.finalizers = [...raw.finalizers];
-    this.conditions = raw.conditions.map((c) => ({ ...c }));
-    this.createdAt = raw.createdAt;
-    this.updatedAt = raw.updatedAt;
+    this.conditions = raw.conditions.map((c) => ({
+      ...c,
+      transitionedAt: new Date(c.transitionedAt.getTime()),
+      updatedAt: new Date(c.updatedAt.getTime()),
+    }));
+    // Its own dates, as its own arrays: one row can be decoded into several objects (the
+    // object a write returns and the frozen change a watch hands out of it), and a Date is
+    // changed in place.
+    this.createdAt = new Date(raw.createdAt.getTime());
+    this.updatedAt = new Date(raw.updatedAt.getTime());
     this.labels = raw.labels;
     this.annotations = raw.annotations;
     if (rel !== undefined) relations.set(this, rel);
