@@ -345,9 +345,18 @@ test("multiprocess: leader paused mid-pass past its lease — the successor writ
       await a.waitForEvent("lost", 10_000);
       const table = new DeviceTable(devicesDb);
       try {
-        assert.deepEqual(table.list(), [
-          { id: "slow", power: "on", writtenBy: "b", lastEpoch: led.epoch },
-        ]);
+        // The row is b's, written in a term b led: the one it took over in, or (a loaded machine
+        // can make b miss its own renewals) a later term it won again, never a's.
+        const rows = table.list();
+        const terms = b.events.filter((e) => e.ev === "leading").map((e) => e.epoch as number);
+        const seen = JSON.stringify({ rows, terms });
+        assert.equal(rows.length, 1, seen);
+        const { lastEpoch, ...row } = rows[0];
+        assert.deepEqual(row, { id: "slow", power: "on", writtenBy: "b" }, seen);
+        assert.ok(
+          terms.includes(lastEpoch as number) && (lastEpoch as number) >= (led.epoch as number),
+          seen,
+        );
       } finally {
         table.close();
       }
