@@ -142,18 +142,21 @@ export function encodeBounded(value: unknown, what: string, gk: GroupKind, limit
 }
 
 /**
- * Validates, encodes and bounds one spec or status write.
+ * Validates, encodes and bounds one spec or status write: at once with no
+ * schema (a kind with no validator, the common write), else once validated.
  * @throws {InvalidSpecError} @throws {InvalidStatusError} @throws {TooLargeError} @throws {TypeError}
  */
-export async function prepareValue(
+export function prepareValue(
   schema: StandardSchema | undefined,
   value: unknown,
   what: "spec" | "status",
   gk: GroupKind,
   limits: Limits,
-): Promise<string> {
-  const output = await validate(schema, value, what, gk);
-  return encodeBounded(output, what, gk, limits);
+): string | Promise<string> {
+  if (schema === undefined) return encodeBounded(value, what, gk, limits);
+  return validate(schema, value, what, gk).then((output) =>
+    encodeBounded(output, what, gk, limits)
+  );
 }
 
 /** Whether a text field is longer than `limit` UTF-8 bytes (non-strings are left to the store). */

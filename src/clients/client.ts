@@ -234,6 +234,12 @@ function checkLoads(options: ReadOptions | undefined): readonly LoadKey[] {
 }
 
 /** A watch call's options, checked. */
+/** A kind's scope as a client sees it, and the namespace its lists read. */
+interface KindScope {
+  readonly namespaced: boolean;
+  readonly namespace: string | undefined;
+}
+
 interface CheckedWatch {
   readonly load: readonly LoadKey[];
   readonly resumeFrom: number | undefined;
@@ -413,13 +419,28 @@ export class Client<Spec, Status> {
   }
 
   /**
-   * The kind's scope and the namespace this client's lists read.
+   * The kind's scope and the namespace this client's lists read: at once
+   * when the scope is known without a read (a token's, a registered kind's,
+   * or a stored definition read a moment ago), as most writes find it.
    * @throws {InvalidOptionError} a namespace was given for a cluster-scoped kind.
    */
-  async #scope(): Promise<{ namespaced: boolean; namespace: string | undefined }> {
-    let namespaced = await this.#namespaced();
+  #scope(): KindScope | Promise<KindScope> {
+    const namespaced = this.#namespaced();
+    return typeof namespaced === "boolean"
+      ? this.#scopeOf(namespaced)
+      : namespaced.then((n) => this.#scopeOf(n));
+  }
+
+  /** {@linkcode Client.#scope} once the kind's scope as trusted is known. */
+  #scopeOf(namespaced: boolean): KindScope | Promise<KindScope> {
     // A refusal is never made on a definition read a moment ago: the scope may have changed since.
-    if (!namespaced && this.#namespace !== undefined) namespaced = await this.#namespaced(true);
+    if (!namespaced && this.#namespace !== undefined) {
+      return Promise.resolve(this.#namespaced(true)).then((fresh) => this.#scoped(fresh));
+    }
+    return this.#scoped(namespaced);
+  }
+
+  #scoped(namespaced: boolean): KindScope {
     if (!namespaced) {
       if (this.#namespace !== undefined) throw clusterScoped(this.#gk, this.#namespace);
       return { namespaced, namespace: undefined };
@@ -436,18 +457,24 @@ export class Client<Spec, Status> {
    * The namespace a name-keyed call acts in: `""` for a cluster-scoped kind.
    * @throws {InvalidOptionError} a namespaced kind and no namespace, or a namespace for a cluster-scoped kind.
    */
-  async #nameScope(call: string): Promise<string> {
-    const s = await this.#scope();
+  #nameScope(call: string): string | Promise<string> {
+    const s = this.#scope();
+    return s instanceof Promise ? s.then((v) => this.#nameIn(v, call)) : this.#nameIn(s, call);
+  }
+
+  /** {@linkcode Client.#nameScope} once the scope is known. */
+  #nameIn(s: KindScope, call: string): string | Promise<string> {
     if (!s.namespaced) return "";
-    if (s.namespace === undefined && !(await this.#namespaced(true))) return "";
-    if (s.namespace === undefined) {
+    if (s.namespace !== undefined) return s.namespace;
+    // Refused only on the definition as stored now: it may have become cluster-scoped.
+    return Promise.resolve(this.#namespaced(true)).then((fresh) => {
+      if (!fresh) return "";
       throw new InvalidOptionError(
         `Cannot ${call} ${
           kindName(this.#gk)
         } by name without a namespace: the kind is namespaced, so a name is unique only within one; use bh.client(kind, { namespace })`,
       );
-    }
-    return s.namespace;
+    });
   }
 
   /** Refuses a row outside this client's explicit namespace, as if it did not exist. @throws {NotFoundError} */
@@ -475,10 +502,16 @@ export class Client<Spec, Status> {
     if (meta?.group === this.#gk.group && meta.kind === this.#gk.kind) this.#inNamespace(meta);
   }
 
-  /** Validates, encodes and bounds a spec: the text to store. */
-  async #prepareSpec(spec: unknown): Promise<string> {
-    const schemas = await this.#engine.schemas(this.#gk, this.#schemas, this.#store);
-    return prepareValue(schemas.spec, spec, "spec", this.#gk, this.#engine.options.limits);
+  /**
+   * Validates, encodes and bounds a spec: the text to store (at once when
+   * the kind's validators are known without a read, else once read).
+   */
+  #prepareSpec(spec: unknown): string | Promise<string> {
+    const schemas = this.#engine.schemas(this.#gk, this.#schemas, this.#store);
+    const limits = this.#engine.options.limits;
+    return schemas instanceof Promise
+      ? schemas.then((s) => prepareValue(s.spec, spec, "spec", this.#gk, limits))
+      : prepareValue(schemas.spec, spec, "spec", this.#gk, limits);
   }
 
   /** The kind this client acts on. */
@@ -540,9 +573,12 @@ export class Client<Spec, Status> {
     }
     const labels = checkMetadata(o.labels, "labels");
     const annotations = checkMetadata(o.annotations, "annotations");
-    const namespace = await this.#nameScope("create");
+    // Both are most often known at once: awaited only when they are not.
+    const scope = this.#nameScope("create");
+    const namespace = typeof scope === "string" ? scope : await scope;
     // Validated last: a schema sees only calls whose other arguments are sound.
-    const text = await this.#prepareSpec(spec);
+    const prepared = this.#prepareSpec(spec);
+    const text = typeof prepared === "string" ? prepared : await prepared;
     return {
       text,
       owner: o.owner,
@@ -721,7 +757,8 @@ export class Client<Spec, Status> {
     return attempt(async () => {
       checkId(id);
       const resourceVersion = checkPrecondition(options, "update");
-      const text = await this.#prepareSpec(spec);
+      const prepared = this.#prepareSpec(spec);
+      const text = typeof prepared === "string" ? prepared : await prepared;
       // Nothing after the write can refuse it with no namespace to check and no status
       // conversion (the spec is this client's own, at the codec's version): one write then.
       if (this.#namespace === undefined && this.#engine.codec(this.#gk).statusVersion === 0) {

@@ -82,8 +82,9 @@ export class StoredSchemas {
    * compiled once, and again only when the stored text changes. One that is
    * not valid JSON Schema refuses each write it checks with a `StoreError`.
    */
-  async of(store: Store, gk: GroupKind): Promise<KindSchemas> {
-    return (await this.#definition(store, gk)).schemas;
+  of(store: Store, gk: GroupKind): KindSchemas | Promise<KindSchemas> {
+    const hit = this.#trusted(gk);
+    return hit !== undefined ? hit.schemas : this.#definition(store, gk).then((d) => d.schemas);
   }
 
   /**
@@ -91,17 +92,30 @@ export class StoredSchemas {
    * none is stored), read and trusted as {@linkcode StoredSchemas.of}'s;
    * with `fresh`, read now whatever was read before.
    */
-  async namespaced(store: Store, gk: GroupKind, fresh = false): Promise<boolean> {
-    return (await this.#definition(store, gk, fresh)).namespaced;
+  namespaced(store: Store, gk: GroupKind, fresh = false): boolean | Promise<boolean> {
+    const hit = fresh ? undefined : this.#trusted(gk);
+    return hit !== undefined
+      ? hit.namespaced
+      : this.#definition(store, gk, fresh).then((d) => d.namespaced);
+  }
+
+  /**
+   * The definition read within the last {@linkcode STORED_SCHEMA_TTL}, if
+   * any: answered without a promise, since every write of a kind with no
+   * validator of its own asks, some several times.
+   */
+  #trusted(gk: GroupKind): Compiled | undefined {
+    const hit = this.#compiled.get(kindKey(gk));
+    if (hit === undefined) return undefined;
+    const now = Date.now();
+    return now >= hit.at && now - hit.at < STORED_SCHEMA_TTL ? hit : undefined;
   }
 
   async #definition(store: Store, gk: GroupKind, fresh = false): Promise<Compiled> {
     const key = kindKey(gk);
     const now = Date.now();
     const hit = this.#compiled.get(key);
-    if (!fresh && hit !== undefined && now >= hit.at && now - hit.at < STORED_SCHEMA_TTL) {
-      return hit;
-    }
+    if (!fresh && this.#trusted(gk) !== undefined) return hit!;
     const raw = await store.kinds.get(gk);
     const spec = raw?.specSchema;
     const status = raw?.statusSchema;
