@@ -22,8 +22,21 @@ function add<K>(map: Map<K, Set<Listener>>, key: K, fn: Listener): () => void {
   };
 }
 
+/**
+ * Calls every listener in `set` as it stood when called: one a listener adds
+ * is not called, one it removes still is. A single listener (a kind's
+ * controller or tailer, the common case on every commit) is called without
+ * copying the set.
+ */
 function fire(set: Set<Listener> | undefined): void {
-  if (set === undefined) return;
+  if (set === undefined || set.size === 0) return;
+  if (set.size === 1) {
+    for (const fn of set) {
+      fn();
+      break;
+    }
+    return;
+  }
   for (const fn of [...set]) fn();
 }
 
@@ -69,12 +82,19 @@ export class WriteSignals {
     }
   }
 
+  /** Whether no other Beehive shares this store handle (the common case): none to tell. */
+  #alone(): boolean {
+    const peers = this.#peers;
+    return peers === undefined || peers.size === 0 || (peers.size === 1 && peers.has(this.#self));
+  }
+
   /** The other live Beehives' signals on this store handle. */
   *#others(): Generator<WriteSignals> {
-    if (this.#peers === undefined) return;
-    for (const ref of [...this.#peers]) {
+    const peers = this.#peers;
+    if (peers === undefined || this.#alone()) return;
+    for (const ref of [...peers]) {
       const peer = ref.deref();
-      if (peer === undefined) this.#peers.delete(ref);
+      if (peer === undefined) peers.delete(ref);
       else if (peer !== this) yield peer;
     }
   }
@@ -137,6 +157,7 @@ export class WriteSignals {
   /** A commit logged a write of kind `gk` (of object `gk.id`, when given). */
   kindWritten(gk: GroupKind & { readonly id?: ObjectId }): void {
     this.#kindWritten(gk);
+    if (this.#alone()) return;
     for (const peer of this.#others()) {
       peer.#kindWritten(gk);
       peer.#onPeerWrite?.(gk);
