@@ -105,6 +105,9 @@ const SETTLE_SQL =
 
 const INSERT_COLUMNS = `"group", kind, name, spec, spec_version, resource_version,
   finalizers, created_at, updated_at, labels, annotations, namespace, label_set`;
+/** A create's insert under an id the store drew itself (SQLite's). */
+const INSERT_WITH_ID =
+  `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 const CREATE_RETURNING = `INSERT INTO objects (${INSERT_COLUMNS})
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
@@ -538,8 +541,8 @@ function* createBody(
 ): Q<RawObject> {
   const { group, kind } = gk;
   const { labels, annotations, namespace } = meta;
-  const labelsText = JSON.stringify(labels);
-  const annotationsText = JSON.stringify(annotations);
+  const labelsText = labels === NO_LABELS ? "{}" : JSON.stringify(labels);
+  const annotationsText = annotations === NO_LABELS ? "{}" : JSON.stringify(annotations);
   const now = scope.now;
   const rv = scope.draw();
   let id = scope.peekId("objects");
@@ -566,12 +569,7 @@ function* createBody(
   ];
   try {
     if (id !== undefined) {
-      yield* q.run(
-        `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        id,
-        ...values,
-        labelSet,
-      );
+      yield* q.run(INSERT_WITH_ID, id, ...values, labelSet);
       scope.takeId("objects");
     } else if (chained) {
       const row = yield* q.row(
