@@ -112,10 +112,13 @@ export class StoredSchemas {
   }
 
   async #definition(store: Store, gk: GroupKind, fresh = false): Promise<Compiled> {
+    if (!fresh) {
+      const trusted = this.#trusted(gk);
+      if (trusted !== undefined) return trusted;
+    }
     const key = kindKey(gk);
     const now = Date.now();
     const hit = this.#compiled.get(key);
-    if (!fresh && this.#trusted(gk) !== undefined) return hit!;
     const raw = await store.kinds.get(gk);
     const spec = raw?.specSchema;
     const status = raw?.statusSchema;
