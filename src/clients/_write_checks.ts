@@ -142,17 +142,23 @@ export function encodeBounded(value: unknown, what: string, gk: GroupKind, limit
 }
 
 /**
- * Validates, encodes and bounds one spec or status write: at once with no
- * schema (a kind with no validator, the common write), else once validated.
+ * Validates, encodes and bounds one spec or status write with the kind's
+ * validators (`schemas`, as the engine finds them: at hand, or a read away):
+ * at once when they are at hand and hold no schema for `what` (a kind with no
+ * validator, the common write), else once found and validated.
  * @throws {InvalidSpecError} @throws {InvalidStatusError} @throws {TooLargeError} @throws {TypeError}
  */
 export function prepareValue(
-  schema: StandardSchema | undefined,
+  schemas: KindSchemas | Promise<KindSchemas>,
   value: unknown,
   what: "spec" | "status",
   gk: GroupKind,
   limits: Limits,
 ): string | Promise<string> {
+  if (schemas instanceof Promise) {
+    return schemas.then((found) => prepareValue(found, value, what, gk, limits));
+  }
+  const schema = schemas[what];
   if (schema === undefined) return encodeBounded(value, what, gk, limits);
   return validate(schema, value, what, gk).then((output) =>
     encodeBounded(output, what, gk, limits)

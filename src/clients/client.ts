@@ -233,13 +233,13 @@ function checkLoads(options: ReadOptions | undefined): readonly LoadKey[] {
   return load;
 }
 
-/** A watch call's options, checked. */
 /** A kind's scope as a client sees it, and the namespace its lists read. */
 interface KindScope {
   readonly namespaced: boolean;
   readonly namespace: string | undefined;
 }
 
+/** A watch call's options, checked. */
 interface CheckedWatch {
   readonly load: readonly LoadKey[];
   readonly resumeFrom: number | undefined;
@@ -508,10 +508,7 @@ export class Client<Spec, Status> {
    */
   #prepareSpec(spec: unknown): string | Promise<string> {
     const schemas = this.#engine.schemas(this.#gk, this.#schemas, this.#store);
-    const limits = this.#engine.options.limits;
-    return schemas instanceof Promise
-      ? schemas.then((s) => prepareValue(s.spec, spec, "spec", this.#gk, limits))
-      : prepareValue(schemas.spec, spec, "spec", this.#gk, limits);
+    return prepareValue(schemas, spec, "spec", this.#gk, this.#engine.options.limits);
   }
 
   /** The kind this client acts on. */

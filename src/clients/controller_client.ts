@@ -253,10 +253,9 @@ export class PassWriter<Status> implements ControllerTx<Status> {
   updateStatus(status: Status): Promise<void> {
     return this.#run(async () => {
       // The validators and the encoded text are most often at hand: awaited only when not.
-      const found = this.#engine.schemas(this.#ref, this.#state.schemas, this.#store);
-      const schemas = found instanceof Promise ? await found : found;
+      const schemas = this.#engine.schemas(this.#ref, this.#state.schemas, this.#store);
       const limits = this.#engine.options.limits;
-      const prepared = prepareValue(schemas.status, status, "status", this.#ref, limits);
+      const prepared = prepareValue(schemas, status, "status", this.#ref, limits);
       const text = typeof prepared === "string" ? prepared : await prepared;
       // Validation may have awaited: the pass may have returned meanwhile.
       this.#gate();
