@@ -40,6 +40,9 @@ function fire(set: Set<Listener> | undefined): void {
   for (const fn of [...set]) fn();
 }
 
+/** The other Beehives of one alone on its store handle. */
+const NO_PEERS: readonly WriteSignals[] = Object.freeze([]);
+
 /** Subscribes to other processes' commits; returns the unsubscribe. */
 export type ExternalCommits = (fn: () => void) => () => void;
 
@@ -82,21 +85,22 @@ export class WriteSignals {
     }
   }
 
-  /** Whether no other Beehive shares this store handle (the common case): none to tell. */
-  #alone(): boolean {
+  /**
+   * The other live Beehives' signals on this store handle: none, with no list
+   * made, when this one is alone on it (the common case, asked on every commit).
+   */
+  #others(): readonly WriteSignals[] {
     const peers = this.#peers;
-    return peers === undefined || peers.size === 0 || (peers.size === 1 && peers.has(this.#self));
-  }
-
-  /** The other live Beehives' signals on this store handle. */
-  *#others(): Generator<WriteSignals> {
-    const peers = this.#peers;
-    if (peers === undefined || this.#alone()) return;
+    if (peers === undefined || peers.size === 0 || (peers.size === 1 && peers.has(this.#self))) {
+      return NO_PEERS;
+    }
+    const others: WriteSignals[] = [];
     for (const ref of [...peers]) {
       const peer = ref.deref();
       if (peer === undefined) peers.delete(ref);
-      else if (peer !== this) yield peer;
+      else if (peer !== this) others.push(peer);
     }
+    return others;
   }
 
   /** Counts a listener in; the first one subscribes to other processes' commits. */
@@ -157,7 +161,6 @@ export class WriteSignals {
   /** A commit logged a write of kind `gk` (of object `gk.id`, when given). */
   kindWritten(gk: GroupKind & { readonly id?: ObjectId }): void {
     this.#kindWritten(gk);
-    if (this.#alone()) return;
     for (const peer of this.#others()) {
       peer.#kindWritten(gk);
       peer.#onPeerWrite?.(gk);
