@@ -348,6 +348,148 @@ test("a client refuses a namespace, or a name without one, only after reading th
   }
 });
 
+/** A schema with defaults where the API server fills them: properties, nested objects, array items, maps, `$ref`s. */
+const DEFAULTED_SCHEMA = {
+  type: "object",
+  required: ["url", "maxAttempts"],
+  $defs: { header: { type: "object", properties: { value: { type: "string", default: "" } } } },
+  properties: {
+    url: { type: "string" },
+    maxAttempts: { type: "integer", minimum: 1, default: 5 },
+    backoff: {
+      type: "object",
+      default: {},
+      properties: {
+        initialMs: { type: "integer", default: 1_000 },
+        jitter: { type: "boolean", default: true },
+      },
+    },
+    targets: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: { host: { type: "string" }, port: { type: "integer", default: 443 } },
+      },
+    },
+    headers: { type: "object", additionalProperties: { $ref: "#/$defs/header" } },
+    primary: { $ref: "#/$defs/header" },
+    tags: { type: "array", items: { type: "string" } },
+    mode: { type: "string", default: "push", enum: ["push", "pull"] },
+  },
+};
+
+test("a client without the kind's validator fills the stored schema's defaults (properties, nested objects, array items, maps, $refs) before validating", async () => {
+  const store = await openTestStore(":memory:");
+  try {
+    await store.kinds.put(workerDefinition(JSON.stringify(DEFAULTED_SCHEMA)));
+    const client = new Beehive(store).client(plainWorker);
+    const given = {
+      url: "https://x.example",
+      targets: [{ host: "a" }, { host: "b", port: 80 }],
+      headers: { auth: {}, trace: { value: "on" } },
+      primary: {},
+      mode: "pull",
+    };
+    const before = structuredClone(given);
+    const created = await client.create("w", given);
+    const expected = {
+      url: "https://x.example",
+      maxAttempts: 5,
+      backoff: { initialMs: 1_000, jitter: true },
+      targets: [{ host: "a", port: 443 }, { host: "b", port: 80 }],
+      headers: { auth: { value: "" }, trace: { value: "on" } },
+      primary: { value: "" },
+      mode: "pull",
+    };
+    assert.deepEqual(created.spec, expected);
+    assert.deepEqual((await client.get(created.id)).spec, expected);
+    assert.deepEqual(given, before, "the caller's value is left as given");
+    // A required field the schema defaults is not missing: defaults come before validation.
+    await client.update(created.id, { url: "https://y.example" });
+    assert.deepEqual((await client.get(created.id)).spec, {
+      url: "https://y.example",
+      maxAttempts: 5,
+      backoff: { initialMs: 1_000, jitter: true },
+      mode: "push",
+    });
+    // A default never replaces a value given, even a wrong one: validation refuses it.
+    await assert.rejects(client.create("v", { url: "u", maxAttempts: 0 }), InvalidSpecError);
+  } finally {
+    await store.close();
+  }
+});
+
+test("stored-schema defaults follow recursive $refs as deep as the value goes, and keep a member named __proto__ a member", async () => {
+  const store = await openTestStore(":memory:");
+  try {
+    const schema = {
+      $defs: {
+        node: {
+          type: "object",
+          properties: { weight: { default: 1 }, child: { $ref: "#/$defs/node" } },
+        },
+      },
+      type: "object",
+      properties: {
+        tree: { $ref: "#/$defs/node" },
+        ["__proto__"]: { type: "object", default: { polluted: true } },
+      },
+    };
+    await store.kinds.put(workerDefinition(JSON.stringify(schema)));
+    const client = new Beehive(store).client(plainWorker);
+    const created = await client.create("w", { tree: { child: { child: {} } } });
+    const spec = created.spec as Record<string, unknown>;
+    assert.deepEqual(spec.tree, {
+      weight: 1,
+      child: { weight: 1, child: { weight: 1 } },
+    });
+    assert.ok(Object.hasOwn(spec, "__proto__"));
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  } finally {
+    await store.close();
+  }
+});
+
+test("an admin client without the kind's validator fills the stored status schema's defaults", async () => {
+  const store = await openTestStore(":memory:");
+  try {
+    await store.kinds.put({
+      ...workerDefinition(undefined),
+      statusSchema: JSON.stringify({
+        type: "object",
+        required: ["attempts"],
+        properties: { attempts: { type: "integer", default: 0 }, lastError: { type: "string" } },
+      }),
+    });
+    const bh = new Beehive(store);
+    const w = await bh.client(plainWorker).create("w", {});
+    await bh.adminClient(plainWorker).updateStatus(w.id, { lastError: "boom" });
+    assert.deepEqual((await bh.client(plainWorker).get(w.id)).status, {
+      attempts: 0,
+      lastError: "boom",
+    });
+  } finally {
+    await store.close();
+  }
+});
+
+test("a writer with the kind's own validator stores its output, not the stored schema's defaults", async () => {
+  const store = await openTestStore(":memory:");
+  try {
+    await store.kinds.put(workerDefinition(JSON.stringify(DEFAULTED_SCHEMA)));
+    const Worker = defineKind<{ url: string }>({
+      ...plainWorker,
+      spec: {
+        "~standard": { version: 1, vendor: "test", validate: (value) => ({ value }) },
+      } as StandardSchema<unknown, { url: string }>,
+    });
+    const created = await new Beehive(store).client(Worker).create("w", { url: "u" });
+    assert.deepEqual(created.spec, { url: "u" });
+  } finally {
+    await store.close();
+  }
+});
+
 test("a stored schema that is not valid JSON Schema is a clear StoreError and writes nothing", async () => {
   const store = await openTestStore(":memory:");
   try {

@@ -8,6 +8,7 @@
  */
 import { dereference, type OutputUnit, Validator } from "@cfworker/json-schema";
 import type { ValidationIssue } from "./errors.ts";
+import { defaulterOf } from "./_schema_defaults.ts";
 import type { StandardSchema } from "./standard_schema.ts";
 
 const TYPES = ["array", "boolean", "integer", "null", "number", "object", "string"];
@@ -149,19 +150,23 @@ export class JsonSchemaProblem extends Error {
 
 /**
  * Compiles `schema` (a parsed draft 2020-12 JSON Schema) into a Standard
- * Schema v1 validator whose issues carry `{ message, path }`. The output is
- * the value as given (JSON Schema does not transform).
+ * Schema v1 validator whose issues carry `{ message, path }`. A value first
+ * gets the schema's `default`s, structurally (`defaulterOf`), and is then
+ * validated: the output is the defaulted value (a new one when a default was
+ * filled; the value given is never changed).
  * @throws {JsonSchemaProblem} `schema` is not a usable JSON Schema.
  */
 export function compileJsonSchema(schema: unknown): StandardSchema {
   const problem = jsonSchemaProblem(schema);
   if (problem !== undefined) throw new JsonSchemaProblem(problem);
   const validator = new Validator(schema as object, "2020-12", false);
+  const defaults = defaulterOf(schema);
   return {
     "~standard": {
       version: 1,
       vendor: "beehive-json-schema",
-      validate(value: unknown) {
+      validate(given: unknown) {
+        const value = defaults === undefined ? given : defaults(given);
         let result;
         try {
           result = validator.validate(value);

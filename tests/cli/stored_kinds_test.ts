@@ -116,3 +116,61 @@ test("cli kinds shows stored plural, short names and schemas, and a short name r
     dir.remove();
   }
 });
+
+/** A webhook kind whose stored schema defaults what the app's validator (a zod `.default(5)`) would. */
+const HOOK_SCHEMA = {
+  type: "object",
+  required: ["url", "maxAttempts"],
+  properties: {
+    url: { type: "string" },
+    maxAttempts: { type: "integer", minimum: 1, default: 5 },
+    retry: {
+      type: "object",
+      default: {},
+      properties: { backoffMs: { type: "integer", default: 1000 } },
+    },
+  },
+};
+const Hook = defineKind<{ url: string; maxAttempts: number }>({
+  group: "shop.example",
+  kind: "Hook",
+  spec: {
+    "~standard": {
+      version: 1,
+      vendor: "test",
+      validate: (value) => ({ value: { maxAttempts: 5, ...(value as { url: string }) } }),
+      jsonSchema: { input: () => HOOK_SCHEMA, output: () => HOOK_SCHEMA },
+    },
+  } as StandardSchema<unknown, { url: string; maxAttempts: number }>,
+});
+
+test("cli apply fills the stored schema's defaults before validating, as the app's validator would", async () => {
+  const dir = tempDir();
+  try {
+    const db = dir.file("shop.db");
+    const store = await openSqliteStore(db);
+    try {
+      await (await new Beehive(store, { kinds: [Hook] }).start())();
+    } finally {
+      await store.close();
+    }
+    const applied = await cli([db, "apply", "-f", "-"], {
+      stdin: JSON.stringify({
+        group: "shop.example",
+        kind: "Hook",
+        name: "deliver",
+        spec: { url: "https://example.com/hook" },
+      }),
+    });
+    assert.equal(applied.code, 0, applied.err);
+    const got = await cli([db, "get", "Hook.shop.example", "deliver", "-o", "json"]);
+    assert.equal(got.code, 0, got.err);
+    assert.deepEqual(JSON.parse(got.out).spec, {
+      url: "https://example.com/hook",
+      maxAttempts: 5,
+      retry: { backoffMs: 1000 },
+    });
+  } finally {
+    dir.remove();
+  }
+});

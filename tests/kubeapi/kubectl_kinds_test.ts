@@ -249,3 +249,71 @@ test("kubectl apply -f creates and updates through the last-applied annotation, 
     }
   });
 });
+
+test("kubectl apply -f stores the stored schema's defaults, as the API server defaults a custom resource", async () => {
+  assert.ok(existsSync(KUBECTL), `${KUBECTL} is missing: this test drives the real kubectl`);
+  const HOOK_SCHEMA = {
+    type: "object",
+    required: ["url", "maxAttempts"],
+    properties: {
+      url: { type: "string" },
+      maxAttempts: { type: "integer", minimum: 1, default: 5 },
+      targets: {
+        type: "array",
+        items: { type: "object", properties: { port: { type: "integer", default: 443 } } },
+      },
+    },
+  };
+  const Hook = defineKind<{ url: string; maxAttempts: number }>({
+    group: "kstack.sh",
+    kind: "Hook",
+    spec: {
+      "~standard": {
+        version: 1,
+        vendor: "test",
+        validate: (value) => ({ value: value as { url: string; maxAttempts: number } }),
+        jsonSchema: { input: () => HOOK_SCHEMA, output: () => HOOK_SCHEMA },
+      },
+    } as StandardSchema<unknown, { url: string; maxAttempts: number }>,
+  });
+  await withStore(async (store) => {
+    await (await new Beehive(store, { kinds: [Hook] }).start())();
+    const dir = await mkdtemp(join(tmpdir(), "beehive-defaults-"));
+    const server = await serveKubeApi({ store, port: 0 });
+    try {
+      const config = join(dir, "kubeconfig");
+      await writeFile(config, server.kubeconfig());
+      const kubectl = kubectlIn(dir, config);
+      const file = join(dir, "hook.yaml");
+      await writeFile(
+        file,
+        [
+          "apiVersion: kstack.sh/v1",
+          "kind: Hook",
+          "metadata:",
+          "  name: deliver",
+          "spec:",
+          "  url: https://example.com/hook",
+          "  targets:",
+          "  - {}",
+          "",
+        ].join("\n"),
+      );
+      const applied = await kubectl("apply", "-f", file);
+      assert.equal(applied.code, 0, applied.stderr);
+      const expected = {
+        url: "https://example.com/hook",
+        maxAttempts: 5,
+        targets: [{ port: 443 }],
+      };
+      const shown = await kubectl("get", "hooks", "deliver", "-o", "json");
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.deepEqual(JSON.parse(shown.stdout).spec, expected);
+      const plain = new Beehive(store).client({ group: "kstack.sh", kind: "Hook" });
+      assert.deepEqual((await plain.getByName("deliver")).spec, expected);
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
