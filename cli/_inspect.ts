@@ -191,9 +191,11 @@ export function readySummary(conditions: readonly RawCondition[]): string {
 }
 
 /**
- * A one-word lifecycle state: Terminating, Stalled, Pending (no pass has
- * observed the object yet: no controller runs its kind, or none has reached
- * it), Reconciling (a pass observed an older generation) or Settled.
+ * A one-word lifecycle state: Terminating, Stalled, Retrying (its last pass
+ * failed and the controller retries it with backoff: a `Retrying=True`
+ * condition), Pending (no pass has observed the object yet: no controller
+ * runs its kind, or none has reached it), Reconciling (a pass observed an
+ * older generation) or Settled.
  */
 export function stateSummary(
   view: Pick<
@@ -203,6 +205,7 @@ export function stateSummary(
 ): string {
   if (view.deletionRequestedAt !== undefined) return "Terminating";
   if (view.conditions.some((c) => c.type === "Stalled" && c.status === "True")) return "Stalled";
+  if (view.conditions.some((c) => c.type === "Retrying" && c.status === "True")) return "Retrying";
   if (view.observedGeneration === undefined) return "Pending";
   if (view.observedGeneration !== view.generation) return "Reconciling";
   return "Settled";

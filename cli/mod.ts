@@ -168,9 +168,10 @@ const COMMANDS: Record<string, Command> = {
     usage: "get <kind> [name] [-n namespace | -A] [-l selector] [--show-labels] [-o json|yaml]",
     summary: "List a kind's objects, or show one",
     details: "Columns: NAME, ID, GEN (generation/observed), READY (the Ready condition),\n" +
-      "STATE (Settled, Reconciling, Pending, Stalled, Terminating), CONDITIONS, AGE.\n" +
-      "Pending: no pass has observed the object yet (no controller runs its kind, or\n" +
-      "none has reached it).\n" +
+      "STATE (Settled, Reconciling, Retrying, Pending, Stalled, Terminating), CONDITIONS,\n" +
+      "AGE. Retrying: its last pass failed and the controller retries it with backoff\n" +
+      "(the Retrying condition says why). Pending: no pass has observed the object yet\n" +
+      "(no controller runs its kind, or none has reached it).\n" +
       "-l, --selector S   only objects whose labels match S, e.g. 'app=web,tier!=db',\n" +
       "                   'env in (prod,qa)', 'team', '!legacy' (a comma is AND)\n" +
       "-n, --namespace NS only objects in namespace NS (a kind defined namespaced: true)\n" +

@@ -15,7 +15,14 @@ import { type LabelRequirement, parseLabelSelector } from "../src/model/label_se
 import { namespaceProblem } from "../src/model/namespace.ts";
 
 /** The states a page can be filtered by, as `stateSummary` names them (lowercased). */
-export const STATES = ["pending", "reconciling", "settled", "stalled", "terminating"] as const;
+export const STATES = [
+  "pending",
+  "reconciling",
+  "retrying",
+  "settled",
+  "stalled",
+  "terminating",
+] as const;
 
 /** One of {@linkcode STATES}. */
 export type StateFilter = typeof STATES[number];

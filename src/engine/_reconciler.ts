@@ -16,7 +16,7 @@ import type { ResolvedRegisterOptions } from "./options.ts";
 import { fail, type ResultInfo, resultInfo } from "../model/result.ts";
 import { passClient, StatusBaseline } from "../clients/controller_client.ts";
 import { clipText } from "../clients/_write_checks.ts";
-import type { GroupKind, ObjectId, ObjectRef, ReconcileLoad } from "../store.ts";
+import type { GroupKind, ObjectId, ObjectRef, RawCondition, ReconcileLoad } from "../store.ts";
 import { WorkQueue } from "./work_queue.ts";
 import { OwedWake } from "./_owed_wake.ts";
 import type { KindTelemetry, PassReport, PassSpan } from "../telemetry/telemetry.ts";
@@ -32,6 +32,14 @@ const MAX_STALL_MESSAGE = 4_096;
 
 /** The condition type a permanent failure sets. */
 export const STALLED = "Stalled";
+
+/** The condition type a transient failure sets `True` (the object is on the retry ladder). */
+export const RETRYING = "Retrying";
+
+/** Whether `conditions` hold `type` with status `True`. */
+function holds(conditions: readonly { type: string; status: string }[], type: string): boolean {
+  return conditions.some((c) => c.type === type && c.status === "True");
+}
 
 interface PassOutcome {
   readonly info: ResultInfo;
@@ -547,13 +555,16 @@ export class Reconciler implements KindLoop {
     if (info.outcome !== "fail") await this.#conclude(term, ref, load, info);
     else if (info.err instanceof PermanentError) {
       stalled = await this.#stall(term, ref, load, info.err);
-    } else if (load.stalledGeneration !== undefined) {
-      // Retrying again: a restart's owed pass must find the object.
-      await term.store.objects.setStalledGeneration(ref, undefined).catch((error) => {
-        if (!(error instanceof NotFoundError)) {
-          log.warn("beehive: lifting a stall failed", { kind: kindName(ref), id, error });
-        }
-      });
+    } else {
+      if (load.stalledGeneration !== undefined) {
+        // Retrying again: a restart's owed pass must find the object.
+        await term.store.objects.setStalledGeneration(ref, undefined).catch((error) => {
+          if (!(error instanceof NotFoundError)) {
+            log.warn("beehive: lifting a stall failed", { kind: kindName(ref), id, error });
+          }
+        });
+      }
+      await this.#markRetrying(term, ref, load.object.conditions, info.err);
     }
     const outcome = ran(info, false, stalled);
     if (!deleting) return outcome;
@@ -588,12 +599,10 @@ export class Reconciler implements KindLoop {
         if (raw.reconcileOwed !== 0) await tx.reconcileOwed.decrement(ref, raw.reconcileOwed);
         if (load.hasDependencies) await tx.dependencies.watermarkSet(ref.id, load.cursor);
         await tx.objects.setStalledGeneration(ref, raw.generation);
-        await tx.conditions.set(ref, [{
-          type: STALLED,
-          status: "True",
-          reason,
-          message,
-        }]);
+        await tx.conditions.set(ref, [
+          { type: STALLED, status: "True", reason, message },
+          ...(holds(raw.conditions, RETRYING) ? [RECOVERED_FROM_RETRY] : []),
+        ]);
         await tx.events.add(ref, { type: "Warning", reason, message });
       });
     } catch (error) {
@@ -609,6 +618,42 @@ export class Reconciler implements KindLoop {
     this.#engine.writes.kindWritten(ref);
     this.#engine.writes.eventsWritten(ref.id);
     return true;
+  }
+
+  /**
+   * Records that a pass failed and the object is on the retry ladder: the
+   * `Retrying` condition `True`, its message the error's (cut to the stall
+   * message's bound). Written only when it changes, so a failure that
+   * repeats costs no write; a failed write is logged and the ladder goes on.
+   */
+  async #markRetrying(
+    term: Term,
+    ref: ObjectRef,
+    conditions: readonly RawCondition[],
+    err: unknown,
+  ): Promise<void> {
+    const text = err instanceof Error ? err.message : String(err);
+    const message = text.slice(0, MAX_STALL_MESSAGE).toWellFormed();
+    const now = conditions.find((c) => c.type === RETRYING);
+    if (now?.status === "True" && now.reason === RETRY_REASON && now.message === message) return;
+    try {
+      await term.store.conditions.set(ref, [{
+        type: RETRYING,
+        status: "True",
+        reason: RETRY_REASON,
+        message,
+      }]);
+    } catch (error) {
+      if (!(error instanceof NotFoundError) && !this.#termOver(term, ref.id, error)) {
+        this.#engine.log.warn("beehive: recording a retrying object failed", {
+          kind: kindName(ref),
+          id: ref.id,
+          error,
+        });
+      }
+      return;
+    }
+    this.#engine.writes.kindWritten(ref);
   }
 
   /** Owed decrement, then watermark, then the generation handshake: the order is load-bearing. */
@@ -642,10 +687,15 @@ export class Reconciler implements KindLoop {
     if (load.stalledGeneration !== undefined) {
       await store.objects.setStalledGeneration(ref, undefined).catch((e) => warn("unstall", e));
     }
-    if (
-      info.outcome === "settled" &&
-      raw.conditions.some((c) => c.type === STALLED && c.status === "True")
-    ) {
+    if (holds(raw.conditions, RETRYING)) {
+      try {
+        await store.conditions.set(ref, [RECOVERED_FROM_RETRY]);
+        this.#engine.writes.kindWritten(ref);
+      } catch (e) {
+        warn("the Retrying condition", e);
+      }
+    }
+    if (info.outcome === "settled" && holds(raw.conditions, STALLED)) {
       try {
         await store.conditions.set(ref, [{
           type: STALLED,
@@ -697,6 +747,17 @@ function endFeed(it: AsyncIterator<unknown>): void {
 const SETTLED_INFO: ResultInfo = { outcome: "settled", requeueAfter: undefined, err: undefined };
 
 const EXCLUDE_STALLED = Object.freeze({ excludeStalled: true });
+
+/** The `Retrying` condition's reason while the object is on the retry ladder. */
+const RETRY_REASON = "ReconcileFailed";
+
+/** What a pass that does not fail (or a stall) sets over a `Retrying=True`. */
+const RECOVERED_FROM_RETRY = Object.freeze({
+  type: RETRYING,
+  status: "False" as const,
+  reason: "Recovered",
+  message: "A later pass did not fail",
+});
 
 function describe(value: unknown): string {
   if (value === undefined) return "undefined";

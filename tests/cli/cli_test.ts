@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import process from "node:process";
+import { Beehive } from "../../mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
 import { tempDir } from "../_beehive_harness.ts";
@@ -94,6 +95,43 @@ test("cli get lists a kind's objects with generation, Ready, state, conditions a
       "-",
     ]);
   });
+});
+
+test("cli get and describe read Retrying, not Pending, while a controller keeps failing", async () => {
+  const dir = tempDir();
+  try {
+    const db = dir.file("retry.db");
+    const store = await openSqliteStore(db);
+    try {
+      const Hook = { group: "test.beehive", kind: "Hook" };
+      const bh = new Beehive(store);
+      bh.register(Hook, () => {
+        throw new Error("connect ECONNREFUSED");
+      });
+      const stop = await bh.start();
+      try {
+        const hook = await bh.client(Hook).create("deliver", {});
+        const stream = await bh.client(Hook).watch(hook.id);
+        for await (const o of stream) {
+          if (o.object?.conditions.some((c) => c.type === "Retrying" && c.status === "True")) break;
+        }
+        stream.close();
+        const r = await cli([db, "get", "Hook.test.beehive"]);
+        assert.equal(r.code, 0, r.err);
+        const [header, row] = rows(r.out);
+        assert.equal(row[header.indexOf("STATE")], "Retrying");
+        const described = await cli([db, "describe", "Hook.test.beehive", "deliver"]);
+        assert.match(described.out, /^State: +Retrying$/m);
+        assert.match(described.out, /^ {2}Retrying +True +ReconcileFailed +.*connect ECONNREFUSED$/m);
+      } finally {
+        await stop();
+      }
+    } finally {
+      await store.close();
+    }
+  } finally {
+    dir.remove();
+  }
 });
 
 test("cli get with a name and -o json prints the object's data", async () => {

@@ -57,7 +57,7 @@ test("consoleHandler pages a kind by limit and after, ending with no next link",
   });
 });
 
-test("consoleHandler filters a kind by name prefix and by state", async () => {
+test("consoleHandler filters a kind by name prefix and by state (retrying included)", async () => {
   await withStore(async (store, bh) => {
     await seed(store, 30);
     const c12 = await bh.client(Cluster).getByName("c-0012");
@@ -68,6 +68,17 @@ test("consoleHandler filters a kind by name prefix and by state", async () => {
     assert.match(prefixed.body, /<input name="prefix" value="c-001"/);
     const stalled = await get(handle, "/kinds/Cluster.kstack.sh?state=stalled");
     assert.deepEqual(rowNames(stalled.body), ["c-0012"]);
+    // What a controller's failing pass leaves: the console reads Retrying, not Pending.
+    const c07 = await bh.client(Cluster).getByName("c-0007");
+    await bh.adminClient(Cluster).setCondition(c07.id, {
+      type: "Retrying",
+      status: "True",
+      reason: "ReconcileFailed",
+    });
+    const retrying = await get(handle, "/kinds/Cluster.kstack.sh?state=retrying");
+    assert.deepEqual(rowNames(retrying.body), ["c-0007"]);
+    assert.match(retrying.body, /data-state="retrying"/);
+    assert.match(retrying.body, /<td>Retrying<\/td>/);
     const pending = await get(handle, "/kinds/Cluster.kstack.sh?state=pending&limit=5");
     assert.equal(rowNames(pending.body).length, 5);
     assert.match(nextHref(pending.body) ?? "", /state=pending&limit=5&after=\d+/);
