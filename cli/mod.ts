@@ -58,6 +58,7 @@ import {
 import { namesOf, resolveStoreKind, UnknownKindError } from "./_kinds.ts";
 import { openStore, resolvePath, workingDirectory } from "./_open.ts";
 import { toYaml } from "./_yaml.ts";
+import { applyItems, readDocuments } from "./_manifests.ts";
 
 /** Where {@linkcode main} reads and writes. Every member but the writers is optional. */
 export interface CliIo {
@@ -221,13 +222,18 @@ const COMMANDS: Record<string, Command> = {
     run: cmdWatch,
   },
   apply: {
-    usage: "apply -f <file.json | -> [-n namespace]",
-    summary: "Create or update objects from JSON",
-    details:
-      'The file holds { "group", "kind", "name", "spec", "namespace"? } or an array of them\n' +
-      "(-n is the namespace of a namespaced kind's items that name none);\n" +
-      "-f - reads standard input. Each object is created, or its spec replaced\n" +
-      "(a changed spec bumps the generation). Every item is checked, and all are written\n" +
+    usage: "apply -f <file.json | file.yaml | -> [-n namespace]",
+    summary: "Create or update objects from JSON or YAML manifests",
+    details: "The file holds JSON or YAML (several documents split by ---), each document\n" +
+      "an object, an array of them, or a Kubernetes List (kind: List, items). An object\n" +
+      "is a Kubernetes manifest (apiVersion: <group>/v1, or v1 for the core group;\n" +
+      "kind; metadata.name, .namespace, .labels, .annotations; spec) or\n" +
+      '{ "group", "kind", "name", "spec", "namespace"?, "labels"?, "annotations"? },\n' +
+      "which is what get -o json|yaml prints (the fields the store sets, such as id,\n" +
+      "status and conditions, are ignored). -n is the namespace of a namespaced kind's\n" +
+      "objects that name none; -f - reads standard input. Each object is created, or\n" +
+      "its spec replaced (a changed spec bumps the generation) and the labels and\n" +
+      "annotations it names set (others kept). Every item is checked, and all are written\n" +
       "in one transaction: one bad item writes nothing. A UTF-8 byte order mark is\n" +
       `skipped; a file above ${APPLY_MAX_BYTES / 1_048_576} MiB is refused.`,
     args: [0, 0],
@@ -953,37 +959,6 @@ async function cmdWatch(ctx: Context): Promise<void> {
   for await (const change of stream) emit(change);
 }
 
-interface ApplyItem extends GroupKind {
-  readonly name: string;
-  readonly spec: unknown;
-  /** A namespaced kind's namespace; `-n` when absent. */
-  readonly namespace: string | undefined;
-}
-
-function checkItem(value: unknown, at: string): ApplyItem {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new CliError(`${at}: expected an object with group, kind, name and spec`);
-  }
-  const o = value as Record<string, unknown>;
-  if (typeof o.group !== "string") throw new CliError(`${at}: "group" must be a string`);
-  if (typeof o.kind !== "string" || o.kind === "") {
-    throw new CliError(`${at}: "kind" must be a non-empty string`);
-  }
-  if (typeof o.name !== "string" || o.name === "") {
-    throw new CliError(`${at}: "name" must be a non-empty string`);
-  }
-  if (!("spec" in o) || o.spec === undefined) throw new CliError(`${at}: "spec" is missing`);
-  if (o.namespace !== undefined && typeof o.namespace !== "string") {
-    throw new CliError(`${at}: "namespace" must be a string`);
-  }
-  const fields = ["group", "kind", "name", "spec", "namespace"];
-  const unknown = Object.keys(o).filter((k) => !fields.includes(k));
-  if (unknown.length > 0) {
-    throw new CliError(`${at}: unknown field ${JSON.stringify(unknown[0])}`);
-  }
-  return { group: o.group, kind: o.kind, name: o.name, spec: o.spec, namespace: o.namespace };
-}
-
 async function cmdApply(ctx: Context): Promise<void> {
   const file = ctx.parsed.file!;
   let text: string;
@@ -999,22 +974,15 @@ async function cmdApply(ctx: Context): Promise<void> {
     }
   }
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (error) {
-    const hint = /\.ya?ml$/i.test(file) ? " (YAML is not supported; write JSON)" : "";
-    throw new CliError(`${file === "-" ? "stdin" : file} is not JSON${hint}: ${oneLine(error)}`);
-  }
-  const items = Array.isArray(doc)
-    ? doc.map((v, i) => checkItem(v, `item ${i}`))
-    : [checkItem(doc, file === "-" ? "stdin" : file)];
+  const source = file === "-" ? "stdin" : file;
+  const items = applyItems(readDocuments(text, source), source);
+  if (items.length === 0) throw new CliError(`${source} holds no objects to apply`);
   // One transaction: an item the engine refuses (a name or spec above a limit,
   // a schema's refusal) rolls back every write before it.
   const results = await ctx.store.within(async (tx) => {
     const bh = new Beehive(tx);
     const done: ApplyResult[] = [];
-    for (const [i, item] of items.entries()) {
+    for (const item of items) {
       const gk = { group: item.group, kind: item.kind };
       try {
         // -n is the default namespace of a namespaced kind's items; a cluster-scoped one ignores it.
@@ -1028,10 +996,15 @@ async function cmdApply(ctx: Context): Promise<void> {
               throw error;
             },
           );
-        const { object, created } = await client.createOrUpdate(item.name, item.spec);
+        const { object, created } = await client.createOrUpdate(item.name, item.spec, {
+          labels: item.labels,
+          annotations: item.annotations,
+        });
         const result = created
           ? "created"
-          : before !== undefined && before.generation === object.generation
+          : before !== undefined && before.generation === object.generation &&
+              sameMap(before.labels, object.labels) &&
+              sameMap(before.annotations, object.annotations)
           ? "unchanged"
           : "configured";
         done.push({
@@ -1042,8 +1015,7 @@ async function cmdApply(ctx: Context): Promise<void> {
           result,
         });
       } catch (error) {
-        const at = items.length > 1 ? `item ${i}` : file === "-" ? "stdin" : file;
-        throw new CliError(`${at}: ${oneLine(error)} (nothing was written)`);
+        throw new CliError(`${item.at}: ${oneLine(error)} (nothing was written)`);
       }
     }
     return done;
@@ -1053,6 +1025,15 @@ async function cmdApply(ctx: Context): Promise<void> {
     return;
   }
   for (const r of results) ctx.out(`${r.kind}/${cell(r.name)} ${r.result}`);
+}
+
+/** Whether two label (or annotation) maps hold the same pairs. */
+function sameMap(
+  a: Readonly<Record<string, string>>,
+  b: Readonly<Record<string, string>>,
+): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => b[k] === a[k]);
 }
 
 interface ApplyResult {

@@ -122,7 +122,10 @@ test("cli get and describe read Retrying, not Pending, while a controller keeps 
         assert.equal(row[header.indexOf("STATE")], "Retrying");
         const described = await cli([db, "describe", "Hook.test.beehive", "deliver"]);
         assert.match(described.out, /^State: +Retrying$/m);
-        assert.match(described.out, /^ {2}Retrying +True +ReconcileFailed +.*connect ECONNREFUSED$/m);
+        assert.match(
+          described.out,
+          /^ {2}Retrying +True +ReconcileFailed +.*connect ECONNREFUSED$/m,
+        );
       } finally {
         await stop();
       }
@@ -259,7 +262,7 @@ test("cli apply creates, configures and leaves unchanged, from a file and from s
 test("cli apply refuses bad input with exit 1 and writes nothing", async () => {
   await withFixture(async (db, _ids, dir) => {
     const cases: [string, RegExp][] = [
-      ["{ not json", /^error: .*objects\.json is not JSON: /],
+      ["{ not json", /^error: .*objects\.json is not JSON or YAML: .*line 1/],
       ["42", /expected an object with group, kind, name and spec/],
       [
         '[{"group":"g","kind":"K","name":"a","spec":1},{"group":"g","kind":"K","name":"b"}]',
@@ -281,7 +284,9 @@ test("cli apply refuses bad input with exit 1 and writes nothing", async () => {
     assert.match(missing.err, /^error: cannot read .*absent\.json/);
     const yaml = dir.file("objects.yaml");
     writeFileSync(yaml, "group: g\nkind: K\n");
-    assert.match((await cli([db, "apply", "-f", yaml])).err, /YAML is not supported; write JSON/);
+    assert.match((await cli([db, "apply", "-f", yaml])).err, /objects\.yaml: "name" must be/);
+    const empty = await cli([db, "apply", "-f", "-"], { stdin: "---\n# nothing\n" });
+    assert.match(empty.err, /^error: stdin holds no objects to apply\n$/);
     assert.match((await cli([db, "get", "K.g"])).err, /unknown kind "K\.g"/);
   });
 });
