@@ -59,6 +59,7 @@ import { namesOf, resolveStoreKind, UnknownKindError } from "./_kinds.ts";
 import { openStore, resolvePath, workingDirectory } from "./_open.ts";
 import { toYaml } from "./_yaml.ts";
 import { applyItems, readDocuments } from "./_manifests.ts";
+import { type ColumnReader, columnTexts, storedColumns } from "../kubeapi/_tables.ts";
 
 /** Where {@linkcode main} reads and writes. Every member but the writers is optional. */
 export interface CliIo {
@@ -723,9 +724,25 @@ function describeMap(title: string, map: Readonly<Record<string, string>>, sep: 
   );
 }
 
-function objectRow(view: ObjectView, now: number): string[] {
+/** A kind's printer columns and the kind they read, for {@linkcode objectRow}. */
+interface KindColumns {
+  readonly gk: GroupKind;
+  readonly readers: readonly ColumnReader[];
+}
+
+/** {@linkcode OBJECT_HEADER} with the kind's printer columns after NAME, as kubectl prints them. */
+function objectHeader(columns: KindColumns): string[] {
+  return [
+    OBJECT_HEADER[0],
+    ...columns.readers.map((r) => r.column.name.toUpperCase()),
+    ...OBJECT_HEADER.slice(1),
+  ];
+}
+
+function objectRow(view: ObjectView, now: number, columns: KindColumns): string[] {
   return [
     view.name,
+    ...columnTexts(columns.readers, columns.gk, view, now),
     String(view.id),
     generationSummary(view),
     readySummary(view.conditions),
@@ -798,9 +815,11 @@ async function cmdGet(ctx: Context): Promise<void> {
   }
   const now = Date.now();
   const labels = ctx.parsed.showLabels;
+  const columns = { gk, readers: await storedColumns(ctx.store, gk) };
   const row = (v: (typeof views)[number]) =>
-    labels ? [...objectRow(v, now), labelsText(v.labels)] : objectRow(v, now);
-  const header = labels ? [...OBJECT_HEADER, "LABELS"] : OBJECT_HEADER;
+    labels ? [...objectRow(v, now, columns), labelsText(v.labels)] : objectRow(v, now, columns);
+  const objectColumns = objectHeader(columns);
+  const header = labels ? [...objectColumns, "LABELS"] : objectColumns;
   if (scope.namespaced && namespace === undefined && name === undefined) {
     ctx.out(table(["NAMESPACE", ...header], views.map((v) => [v.namespace, ...row(v)])));
     return;
@@ -929,7 +948,8 @@ async function cmdWatch(ctx: Context): Promise<void> {
   const labels = ctx.parsed.showLabels;
   const asJson = ctx.parsed.output === "json";
   const asYaml = ctx.parsed.output === "yaml";
-  const header = ["EVENT", ...OBJECT_HEADER, ...(labels ? ["LABELS"] : [])];
+  const columns = { gk, readers: await storedColumns(ctx.store, gk) };
+  const header = ["EVENT", ...objectHeader(columns), ...(labels ? ["LABELS"] : [])];
   const widths = header.map((h) => Math.max(h.length, 11));
   const line = (cells: string[]) =>
     ctx.out(cells.map((c, i) => cell(c).padEnd(widths[i])).join("   ").trimEnd());
@@ -947,7 +967,7 @@ async function cmdWatch(ctx: Context): Promise<void> {
     else {
       line([
         change.type,
-        ...objectRow(view, Date.now()),
+        ...objectRow(view, Date.now(), columns),
         ...(labels ? [labelsText(view.labels)] : []),
       ]);
     }

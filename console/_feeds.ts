@@ -7,6 +7,7 @@
 import { type GroupKind, InvalidOptionError, NotFoundError } from "@beehive/beehive";
 import { kindLabel, type KindSummary, listKinds } from "../cli/_inspect.ts";
 import { kindRow, objectRow } from "./_kind_pages.ts";
+import { storedColumns } from "../kubeapi/_tables.ts";
 import { type Ctx, notFound, SECURITY_HEADERS, text } from "./_page.ts";
 import { type LabelRequirement, matchesLabels } from "../src/model/label_selector.ts";
 
@@ -196,6 +197,7 @@ export async function kindFeed(
   } = {};
   let unsubscribe: () => void;
   try {
+    const columns = { gk, readers: await storedColumns(ctx.store, gk) };
     unsubscribe = await ctx.live.listenKind(gk, {
       change: (change) => {
         const object = change.object;
@@ -208,7 +210,10 @@ export async function kindFeed(
           return sink.send?.("change", { ...base, matches: false });
         }
         // The row itself, rendered: the page patches it in place of refetching its list.
-        sink.send?.("change", { ...base, row: objectRow(ctx, object, Date.now()).text.trim() });
+        sink.send?.("change", {
+          ...base,
+          row: objectRow(ctx, object, Date.now(), columns).text.trim(),
+        });
       },
       failed: () => sink.send?.("failed", failedData()),
       end: () => sink.end?.(),

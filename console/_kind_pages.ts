@@ -15,6 +15,7 @@ import {
   stateSummary,
 } from "../cli/_inspect.ts";
 import { type Html, html } from "./_html.ts";
+import { type ColumnReader, columnTexts, storedColumns } from "../kubeapi/_tables.ts";
 import { SELECTOR_CHARS } from "../src/model/label_selector.ts";
 import { NAMESPACE_CHARS } from "../src/model/namespace.ts";
 import {
@@ -73,7 +74,11 @@ export function kindRow(ctx: Ctx, k: KindSummary): Html {
   `;
 }
 
-/** The fields a kind page's row shows: an object as read or as a watch delivers it. */
+/**
+ * The fields a kind page's row shows (the printer columns read the object as
+ * the Kubernetes API answers with it): an object as read or as a watch
+ * delivers it.
+ */
 export type RowView = Pick<
   ObjectView,
   | "id"
@@ -85,14 +90,31 @@ export type RowView = Pick<
   | "createdAt"
   | "labels"
   | "namespace"
+  | "resourceVersion"
+  | "annotations"
+  | "finalizers"
+  | "spec"
+  | "status"
 >;
 
-export function objectRow(ctx: Ctx, v: RowView, now: number): Html {
+/** A kind's printer columns and the kind they read. */
+export interface KindColumns {
+  readonly gk: GroupKind;
+  readonly readers: readonly ColumnReader[];
+}
+
+export function objectRow(ctx: Ctx, v: RowView, now: number, columns: KindColumns): Html {
+  const cells = columnTexts(columns.readers, columns.gk, v, now);
   return html`
     <tr data-id="${v.id}" data-name="${v.name}" data-state="${stateSummary(v).toLowerCase()}">
       <td>${v.namespace === "" ? "" : html`
         <span class="namespace">${v.namespace}/</span>
       `}<a href="${objectHref(ctx, v.id)}">${v.name}</a></td>
+      ${cells.map((text, i) =>
+        html`
+          <td data-column="${columns.readers[i].column.name}">${text}</td>
+        `
+      )}
       <td class="wide">${v.id}</td>
       <td class="wide">${generationSummary(v)}</td>
       <td>${readySummary(v.conditions)}</td>
@@ -170,6 +192,7 @@ export async function kindPage(
   fragment: boolean,
 ): Promise<Response> {
   const { views, next, scanned } = await readKindPage(ctx.store, gk, q);
+  const columns = { gk, readers: await storedColumns(ctx.store, gk) };
   const now = Date.now();
   const pager = html`
     <nav class="pager">
@@ -192,6 +215,13 @@ ${filterForm(ctx, gk, q)}
     <thead>
       <tr>
         <th>Name</th>
+        ${
+    columns.readers.map((r) =>
+      html`
+        <th data-column="${r.column.name}">${r.column.name}</th>
+      `
+    )
+  }
         <th class="wide">ID</th>
         <th class="wide">Generation</th>
         <th>Ready</th>
@@ -201,7 +231,7 @@ ${filterForm(ctx, gk, q)}
         <th class="wide">Age</th>
       </tr>
     </thead>
-    <tbody>${views.map((v) => objectRow(ctx, v, now))}</tbody>
+    <tbody>${views.map((v) => objectRow(ctx, v, now, columns))}</tbody>
   </table>
 </div>
 ${

@@ -17,6 +17,38 @@ export interface OwnerView extends ObjectRef {
   readonly name: string;
 }
 
+/**
+ * The fields of an object a resource is drawn from: a decoded object, or the
+ * CLI's and console's view of a stored row (whose printer columns read the
+ * same resource the API answers with).
+ */
+export interface ResourceSource {
+  readonly id: number;
+  readonly name: string;
+  readonly namespace: string;
+  readonly generation: number;
+  readonly resourceVersion: number;
+  readonly createdAt: Date;
+  readonly deletionRequestedAt: Date | undefined;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
+  readonly finalizers: readonly string[];
+  readonly spec: unknown;
+  readonly status: unknown;
+  readonly observedGeneration: number | undefined;
+  readonly conditions: readonly SourceCondition[];
+}
+
+/** The fields of a condition a resource shows. */
+type SourceCondition = Pick<Condition, "type" | "status" | "reason" | "message" | "transitionedAt">;
+
+/** What a resource is drawn from: the object, its owner resolved, the version to report. */
+export interface ResourceInput {
+  readonly obj: ResourceSource;
+  readonly owner?: OwnerView | undefined;
+  readonly resourceVersion?: number;
+}
+
 /** An object as answered, with its owner resolved. */
 export interface Answered {
   readonly obj: AnyObject;
@@ -40,7 +72,7 @@ function apiVersionOf(ref: ObjectRef): string {
 
 /** The object's `metadata`. */
 export function objectMetadata(
-  { obj, owner, resourceVersion = obj.resourceVersion }: Answered,
+  { obj, owner, resourceVersion = obj.resourceVersion }: ResourceInput,
 ): Record<string, unknown> {
   return {
     name: obj.name,
@@ -68,7 +100,7 @@ export function objectMetadata(
   };
 }
 
-function condition(c: Condition, observedGeneration: number | undefined) {
+function condition(c: SourceCondition, observedGeneration: number | undefined) {
   return {
     type: c.type,
     status: c.status,
@@ -84,7 +116,7 @@ function condition(c: Condition, observedGeneration: number | undefined) {
  * object sits under `value`), then `observedGeneration` and `conditions`,
  * which win over stored fields of the same name.
  */
-export function objectStatus(obj: AnyObject): Record<string, unknown> {
+export function objectStatus(obj: ResourceSource): Record<string, unknown> {
   const stored = obj.status;
   const base = stored === undefined
     ? {}
@@ -99,7 +131,10 @@ export function objectStatus(obj: AnyObject): Record<string, unknown> {
 }
 
 /** The whole resource. */
-export function toResource(kind: ServedKind, answered: Answered): Record<string, unknown> {
+export function toResource(
+  kind: Pick<ServedKind, "apiVersion" | "kind">,
+  answered: ResourceInput,
+): Record<string, unknown> {
   return {
     apiVersion: kind.apiVersion,
     kind: kind.kind,
@@ -110,7 +145,7 @@ export function toResource(kind: ServedKind, answered: Answered): Record<string,
 }
 
 /** The `PartialObjectMetadata` a table row's `object` holds. */
-export function toPartialMetadata(answered: Answered): Record<string, unknown> {
+export function toPartialMetadata(answered: ResourceInput): Record<string, unknown> {
   return {
     kind: "PartialObjectMetadata",
     apiVersion: "meta.k8s.io/v1",

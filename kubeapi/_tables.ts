@@ -2,16 +2,19 @@
  * Server-side printing: the `meta.k8s.io/v1` `Table` kubectl asks for with
  * `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` — NAME, the kind's
  * printer columns, READY (the `Ready` condition) and AGE, each row carrying
- * its object as metadata, whole, or not at all (`includeObject`).
+ * its object as metadata, whole, or not at all (`includeObject`). The
+ * printer columns' cells are read here for every surface: the CLI's `get`
+ * and the console's kind page print them too.
  *
  * @module
  */
-import type { KindColumn } from "@beehive/beehive";
+import type { GroupKind, KindColumn, Store } from "@beehive/beehive";
+import { storedKindOf } from "../src/model/kind.ts";
 import { age, readySummary } from "../cli/_inspect.ts";
 import type { KubeContext } from "./_context.ts";
 import { parseJsonPath, readJsonPath } from "./_json_path.ts";
 import { readDefinition, type ServedKind } from "./_kinds.ts";
-import { type Answered, toPartialMetadata, toResource } from "./_objects.ts";
+import { type Answered, type ResourceSource, toPartialMetadata, toResource } from "./_objects.ts";
 
 /** What a row's `object` holds: `?includeObject=None|Metadata|Object`. */
 export type IncludeObject = "None" | "Metadata" | "Object";
@@ -59,10 +62,11 @@ export interface Printer {
   row(answered: Answered & RowOptions): Record<string, unknown>;
 }
 
-/** A printer column, compiled: its path parsed once. */
-interface Compiled {
+/** A kind's printer column, compiled: its path parsed once. */
+export interface ColumnReader {
   readonly column: KindColumn;
-  readonly steps: ReturnType<typeof parseJsonPath>;
+  /** The column's cell for `resource` (the object as the API answers it), at `now`. */
+  cell(resource: unknown, now: number): unknown;
 }
 
 /**
@@ -80,12 +84,63 @@ function cell(value: unknown, type: KindColumn["type"], now: number): unknown {
   return value;
 }
 
+/**
+ * Compiles a kind's printer columns: each path is parsed once. An entry that
+ * is not a column (a definition another tool stored) is left out.
+ */
+export function columnReaders(columns: readonly KindColumn[]): ColumnReader[] {
+  const wellFormed = columns.filter((c) =>
+    typeof c === "object" && c !== null && typeof c.name === "string" &&
+    typeof c.jsonPath === "string"
+  );
+  return wellFormed.map((column) => {
+    const steps = parseJsonPath(column.jsonPath);
+    return {
+      column,
+      cell: (resource, now) =>
+        cell(steps === undefined ? undefined : readJsonPath(resource, steps), column.type, now),
+    };
+  });
+}
+
+/**
+ * The printer columns' cells of one object as text, for the CLI's and the
+ * console's tables: read from the resource the API would answer with, so
+ * every surface prints the same value (`-` where kubectl prints a blank).
+ */
+export function columnTexts(
+  readers: readonly ColumnReader[],
+  gk: GroupKind,
+  obj: ResourceSource,
+  now: number,
+): string[] {
+  if (readers.length === 0) return [];
+  const kind = { apiVersion: gk.group === "" ? "v1" : `${gk.group}/v1`, kind: gk.kind };
+  const resource = toResource(kind, { obj });
+  return readers.map((r) => {
+    const value = r.cell(resource, now);
+    return value === null ? "-" : String(value);
+  });
+}
+
+/**
+ * The printer columns of `gk` as its stored definition declares them, read
+ * now from the store: none when no definition is stored, or when it does not
+ * read (a damaged definition costs the columns, not the listing).
+ */
+export async function storedColumns(store: Store, gk: GroupKind): Promise<ColumnReader[]> {
+  const raw = await store.kinds.get(gk);
+  if (raw === undefined) return [];
+  try {
+    return columnReaders(storedKindOf(raw).columns);
+  } catch {
+    return [];
+  }
+}
+
 /** The printer of `kind` with printer columns `columns`. */
 export function printer(kind: ServedKind, columns: readonly KindColumn[] = []): Printer {
-  const compiled: Compiled[] = columns.map((column) => ({
-    column,
-    steps: parseJsonPath(column.jsonPath),
-  }));
+  const compiled = columnReaders(columns);
   const own: Column[] = compiled.map(({ column }) => ({
     name: column.name,
     type: column.type ?? "string",
@@ -100,9 +155,7 @@ export function printer(kind: ServedKind, columns: readonly KindColumn[] = []): 
       const resource = compiled.length > 0 || include === "Object"
         ? toResource(kind, row)
         : undefined;
-      const cells = compiled.map(({ column, steps }) =>
-        cell(steps === undefined ? undefined : readJsonPath(resource, steps), column.type, now)
-      );
+      const cells = compiled.map((reader) => reader.cell(resource, now));
       const ready = readySummary(obj.conditions);
       return {
         cells: [

@@ -11,7 +11,7 @@ import { Beehive, defineKind, settled, type StandardSchema } from "../../mod.ts"
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
 import { tempDir } from "../_beehive_harness.ts";
-import { cli } from "./_cli_harness.ts";
+import { cli, Output } from "./_cli_harness.ts";
 
 interface Spec {
   replicas: number;
@@ -170,6 +170,64 @@ test("cli apply fills the stored schema's defaults before validating, as the app
       maxAttempts: 5,
       retry: { backoffMs: 1000 },
     });
+  } finally {
+    dir.remove();
+  }
+});
+
+test("cli get and watch print a kind's printer columns after NAME, read as kubectl reads them", async () => {
+  const dir = tempDir();
+  try {
+    const db = dir.file("shop.db");
+    const Pool = defineKind<{ replicas: number; image?: string }, { ready: boolean }>({
+      group: "shop.example",
+      kind: "Pool",
+      columns: [
+        { name: "Replicas", jsonPath: ".spec.replicas", type: "integer" },
+        { name: "Image", jsonPath: ".spec.image" },
+        { name: "Up", jsonPath: ".status.ready", type: "boolean" },
+        { name: "Team", jsonPath: ".metadata.labels.team" },
+      ],
+    });
+    const store = await openSqliteStore(db);
+    try {
+      const bh = new Beehive(store, { kinds: [Pool] });
+      await (await bh.start())();
+      const web = await bh.client(Pool).create("web", { replicas: 3, image: "nginx" }, {
+        labels: { team: "shop" },
+      });
+      await bh.adminClient(Pool).updateStatus(web.id, { ready: true });
+      await bh.client(Pool).create("db", { replicas: 1 });
+    } finally {
+      await store.close();
+    }
+    const r = await cli([db, "get", "pools"]);
+    assert.equal(r.code, 0, r.err);
+    const rows = r.out.trimEnd().split("\n").map((l) => l.split(/ {3,}/));
+    assert.deepEqual(rows[0], [
+      "NAME",
+      "REPLICAS",
+      "IMAGE",
+      "UP",
+      "TEAM",
+      "ID",
+      "GEN",
+      "READY",
+      "STATE",
+      "CONDITIONS",
+      "AGE",
+    ]);
+    assert.deepEqual(rows[1].slice(0, 5), ["web", "3", "nginx", "true", "shop"]);
+    assert.deepEqual(rows[2].slice(0, 5), ["db", "1", "-", "-", "-"]);
+    const abort = new AbortController();
+    const out = new Output();
+    const watching = cli([db, "watch", "pools"], { signal: abort.signal, stdout: out });
+    await out.until((t) => /^Added +db /m.test(t), "both objects");
+    abort.abort();
+    const watched = await watching;
+    assert.equal(watched.code, 0, watched.err);
+    assert.match(watched.out, /^EVENT +NAME +REPLICAS +IMAGE +UP +TEAM +ID/m);
+    assert.match(watched.out, /^Added +web +3 +nginx +true +shop +\d+/m);
   } finally {
     dir.remove();
   }

@@ -18,7 +18,7 @@
 import assert from "node:assert/strict";
 import { existsSync, statSync } from "node:fs";
 import process from "node:process";
-import { Beehive, settled, type Store } from "../../mod.ts";
+import { Beehive, defineKind, settled, type Store } from "../../mod.ts";
 import { consoleHandler } from "../../console/mod.ts";
 import { type LoopbackServer, serveLoopback } from "../_loopback_server.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
@@ -262,6 +262,51 @@ if (runnable) {
           assert.ok(statSync(shot).size > 1_000);
         },
       );
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  test("console in headless Chromium: a kind's printer columns show on its page and follow a change live", async () => {
+    const dir = tempDir();
+    const store = await openSqliteStore(dir.file("beehive.db"));
+    const Pool = defineKind<{ replicas: number; image?: string }>({
+      group: "kstack.sh",
+      kind: "Pool",
+      columns: [
+        { name: "Replicas", jsonPath: ".spec.replicas", type: "integer" },
+        { name: "Image", jsonPath: ".spec.image" },
+      ],
+    });
+    const bh = new Beehive(store, { kinds: [Pool] });
+    try {
+      await (await bh.start())();
+      const pools = bh.client(Pool);
+      await pools.create("web", { replicas: 3, image: "nginx" });
+      await pools.create("db", { replicas: 1 });
+      await withConsolePage(store, dir.file("profile"), async ({ url, page, listFetches }) => {
+        await page.goto(`${url}/kinds/Pool.kstack.sh`);
+        const headers = await page.evaluate<string[]>(
+          'Array.from(document.querySelectorAll("#objects thead th"), (th) => th.textContent.trim())',
+        );
+        assert.deepEqual(headers.slice(0, 4), ["Name", "Replicas", "Image", "ID"]);
+        const cells = (name: string) =>
+          page.evaluate<string[]>(
+            `Array.from(document.querySelectorAll('tr[data-name="${name}"] td[data-column]'), (td) => td.textContent.trim())`,
+          );
+        assert.deepEqual(await cells("web"), ["3", "nginx"]);
+        assert.deepEqual(await cells("db"), ["1", "-"]);
+
+        await page.waitForSelector("#live.on");
+        const before = listFetches.length;
+        await pools.updateByName("db", { replicas: 2, image: "postgres" });
+        await page.waitForSelector('tr[data-name="db"] td[data-column="Image"]:text("postgres")', {
+          timeout: 15_000,
+        });
+        assert.deepEqual(await cells("db"), ["2", "postgres"]);
+        assert.equal(listFetches.length, before, "the row was patched, not the list refetched");
+      });
     } finally {
       await store.close();
       dir.remove();

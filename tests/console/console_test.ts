@@ -28,6 +28,52 @@ async function get(
   return { status: response.status, body: await response.text(), headers: response.headers };
 }
 
+test("consoleHandler's kind page shows the kind's printer columns after Name, escaped, and its feed rows carry them", async () => {
+  await withStore(async (store, bh) => {
+    await store.kinds.put({
+      ...Cluster,
+      plural: "clusters",
+      singular: "cluster",
+      shortNames: [],
+      namespaced: false,
+      columns: JSON.stringify([
+        { name: "Replicas", jsonPath: ".spec.replicas", type: "integer" },
+        { name: "Zone", jsonPath: ".spec.zone" },
+        { name: "Since", jsonPath: ".metadata.creationTimestamp", type: "date" },
+      ]),
+      specSchema: undefined,
+      statusSchema: undefined,
+    });
+    await bh.client(Cluster).create("prod", { replicas: 3, zone: HOSTILE });
+    const handle = consoleHandler({ store });
+    const page = await get(handle, "/kinds/Cluster.kstack.sh");
+    assert.equal(page.status, 200);
+    assert.match(
+      page.body,
+      /<th>Name<\/th>\s*<th data-column="Replicas">Replicas<\/th>\s*<th data-column="Zone">Zone<\/th>/,
+    );
+    assert.match(page.body, /<td data-column="Replicas">3<\/td>/);
+    assert.match(page.body, /<td data-column="Zone">&lt;script&gt;/);
+    assert.match(page.body, /<td data-column="Since">\d+s<\/td>/);
+    assert.ok(!page.body.includes(HOSTILE));
+
+    const abort = new AbortController();
+    const response = await handle(
+      new Request("http://localhost/kinds/Cluster.kstack.sh/live", { signal: abort.signal }),
+    );
+    const reader = response.body!.getReader();
+    try {
+      await readUntil(reader, (t) => t.includes("retry: 2000"));
+      await bh.client(Cluster).updateByName("prod", { replicas: 4, zone: "eu" });
+      const text = await readUntil(reader, (t) => t.includes("data-column"));
+      assert.match(text, /data-column=\\"Replicas\\">4</);
+    } finally {
+      abort.abort();
+      await reader.cancel().catch(() => {});
+    }
+  });
+});
+
 test("consoleHandler serves the kinds, a kind's objects and an object's detail", async () => {
   await withStore(async (store, bh) => {
     const prod = await bh.client(Cluster).create("prod", { replicas: 3 });
