@@ -436,6 +436,45 @@ test("cli runs as a program on this runtime with the documented exit codes", asy
   });
 });
 
+test("cli as a program (a second process, without the kind's validator) applies a YAML manifest with the stored schema's defaults filled", async () => {
+  await withFixture(async (db, _ids, dir) => {
+    const store = await openSqliteStore(db);
+    try {
+      await store.kinds.put({
+        group: "kstack.sh",
+        kind: "Hook",
+        plural: "hooks",
+        singular: "hook",
+        shortNames: [],
+        namespaced: false,
+        columns: "[]",
+        specSchema: JSON.stringify({
+          type: "object",
+          required: ["url", "maxAttempts"],
+          properties: {
+            url: { type: "string" },
+            maxAttempts: { type: "integer", minimum: 1, default: 5 },
+          },
+        }),
+        statusSchema: undefined,
+      });
+    } finally {
+      await store.close();
+    }
+    const file = dir.file("hook.yaml");
+    writeFileSync(
+      file,
+      "apiVersion: kstack.sh/v1\nkind: Hook\nmetadata:\n  name: deliver\n" +
+        "spec:\n  url: https://example.com/hook\n",
+    );
+    const applied = await runProgram([db, "apply", "-f", file]);
+    assert.equal(applied.code, 0, applied.err);
+    assert.equal(applied.out, "Hook.kstack.sh/deliver created\n");
+    const got = await runProgram([db, "get", "hooks", "deliver", "-o", "json"]);
+    assert.deepEqual(JSON.parse(got.out).spec, { url: "https://example.com/hook", maxAttempts: 5 });
+  });
+});
+
 test("cli as a program resolves a relative store path from INIT_CWD, where deno task or npm run started", async () => {
   await withFixture(async (_db, _ids, dir) => {
     const r = await runProgram(["fixture.db", "get", "clusters", "prod"], { INIT_CWD: dir.path });
