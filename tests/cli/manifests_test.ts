@@ -259,5 +259,8 @@ test("toYaml's output reads back through the YAML library as the value it wrote"
     { list: [1, -2.5, true, null, [], {}, [[1]], { a: [{ b: "c" }] }], date: "2026-12-07" },
     ["\u2028", "\u0000", "é", "😀", "\\"],
   ];
+  let deep: unknown = { leaf: "yes" };
+  for (let i = 0; i < 40; i++) deep = i % 2 === 0 ? [deep, "on"] : { [`k${i}`]: deep };
+  values.push(deep);
   for (const value of values) assert.deepEqual(parse(toYaml(value)), value);
 });
