@@ -41,15 +41,47 @@ function resolvePointer(root: unknown, ref: string): unknown {
   return node;
 }
 
+/** Sets member `key` of `target`: a member named `__proto__` stays a member, never the prototype. */
+function setMember(target: JsonObject, key: string, member: unknown): void {
+  if (key !== "__proto__") target[key] = member;
+  else {
+    Object.defineProperty(target, key, {
+      value: member,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+}
+
 /** A copy of a JSON value (a default is parsed JSON: no cycles, no exotic objects). */
 function copyJson(value: unknown): unknown {
   if (typeof value !== "object" || value === null) return value;
-  return JSON.parse(JSON.stringify(value));
+  if (Array.isArray(value)) return value.map(copyJson);
+  const out: JsonObject = {};
+  for (const [key, member] of Object.entries(value)) setMember(out, key, copyJson(member));
+  return out;
 }
 
 /** Whether any schema position under `schema` declares a `default` (a cheap over-approximation). */
 function mayDefault(schema: unknown): boolean {
   return JSON.stringify(schema).includes('"default"');
+}
+
+/**
+ * What one schema position does to a value, compiled once: the defaults of
+ * its declared members, the plans of its members, of the members
+ * `additionalProperties` covers, and of array elements. Built lazily, one
+ * per schema position, so a recursive schema compiles to a cyclic plan.
+ */
+interface Plan {
+  /** Declared members with a default, and the default. */
+  defaults: [string, unknown][];
+  /** Declared members (those with a plan of their own map to it). */
+  members: Map<string, Plan | undefined>;
+  additional: Plan | undefined;
+  items: Plan | undefined;
+  prefix: (Plan | undefined)[];
 }
 
 /**
@@ -59,8 +91,9 @@ function mayDefault(schema: unknown): boolean {
 export function defaulterOf(schema: unknown): Defaulter | undefined {
   if (!isObject(schema) || !mayDefault(schema)) return undefined;
   const root = schema;
+  const plans = new Map<JsonObject, Plan>();
 
-  /** `schema` and what its `$ref`s and `allOf` branches add at the same position. */
+  /** `node` and what its `$ref`s and `allOf` branches add at the same position. */
   function facets(node: unknown, out: JsonObject[] = [], hops = 0): JsonObject[] {
     if (!isObject(node) || out.includes(node)) return out;
     out.push(node);
@@ -71,7 +104,7 @@ export function defaulterOf(schema: unknown): Defaulter | undefined {
     return out;
   }
 
-  /** The default `node` declares for the position, own first, else through a `$ref`. */
+  /** The default `node` declares for its position, own first, else through a `$ref`. */
   function defaultOf(node: unknown): { value: unknown } | undefined {
     for (const facet of facets(node)) {
       if (Object.hasOwn(facet, "default")) return { value: facet.default };
@@ -79,69 +112,78 @@ export function defaulterOf(schema: unknown): Defaulter | undefined {
     return undefined;
   }
 
-  function fill(node: unknown, value: unknown, depth: number): unknown {
+  /** The plan of `node`'s position; `undefined` when it is not a schema object. */
+  function planOf(node: unknown): Plan | undefined {
+    if (!isObject(node)) return undefined;
+    const known = plans.get(node);
+    if (known !== undefined) return known;
+    const plan: Plan = {
+      defaults: [],
+      members: new Map(),
+      additional: undefined,
+      items: undefined,
+      prefix: [],
+    };
+    // Set before the members are planned: a member that refers back finds it.
+    plans.set(node, plan);
+    for (const facet of facets(node)) {
+      if (isObject(facet.properties)) {
+        for (const [key, sub] of Object.entries(facet.properties)) {
+          if (plan.members.has(key)) continue;
+          const found = defaultOf(sub);
+          if (found !== undefined) plan.defaults.push([key, found.value]);
+          plan.members.set(key, planOf(sub));
+        }
+      }
+      if (plan.additional === undefined && isObject(facet.additionalProperties)) {
+        plan.additional = planOf(facet.additionalProperties);
+      }
+      if (plan.items === undefined && isObject(facet.items)) plan.items = planOf(facet.items);
+      if (plan.prefix.length === 0 && Array.isArray(facet.prefixItems)) {
+        plan.prefix = facet.prefixItems.map(planOf);
+      }
+    }
+    return plan;
+  }
+
+  function fill(plan: Plan, value: unknown, depth: number): unknown {
     if (depth >= MAX_DEPTH) return value;
-    const all = facets(node);
-    if (all.length === 0) return value;
-    if (Array.isArray(value)) return fillArray(all, value, depth);
-    if (isObject(value)) return fillObject(all, value, depth);
+    if (Array.isArray(value)) return fillArray(plan, value, depth);
+    if (isObject(value)) return fillObject(plan, value, depth);
     return value;
   }
 
-  function fillArray(all: JsonObject[], value: unknown[], depth: number): unknown[] {
+  function fillArray(plan: Plan, value: unknown[], depth: number): unknown[] {
     let out = value;
-    for (const facet of all) {
-      const prefix = Array.isArray(facet.prefixItems) ? facet.prefixItems : [];
-      const items = isObject(facet.items) ? facet.items : undefined;
-      if (prefix.length === 0 && items === undefined) continue;
-      for (let i = 0; i < out.length; i++) {
-        const sub = i < prefix.length ? prefix[i] : items;
-        if (sub === undefined) continue;
-        const next = fill(sub, out[i], depth + 1);
-        if (next === out[i]) continue;
-        if (out === value) out = [...value];
-        out[i] = next;
-      }
+    for (let i = 0; i < value.length; i++) {
+      const sub = i < plan.prefix.length ? plan.prefix[i] : plan.items;
+      if (sub === undefined) continue;
+      const next = fill(sub, value[i], depth + 1);
+      if (next === value[i]) continue;
+      if (out === value) out = [...value];
+      out[i] = next;
     }
     return out;
   }
 
-  function fillObject(all: JsonObject[], value: JsonObject, depth: number): JsonObject {
+  function fillObject(plan: Plan, value: JsonObject, depth: number): JsonObject {
     let out = value;
     const set = (key: string, member: unknown) => {
       if (out === value) out = { ...value };
-      // A member named `__proto__` must stay a member, never the prototype.
-      Object.defineProperty(out, key, {
-        value: member,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
+      setMember(out, key, member);
     };
-    const declared = new Set<string>();
-    for (const facet of all) {
-      if (!isObject(facet.properties)) continue;
-      for (const [key, sub] of Object.entries(facet.properties)) {
-        declared.add(key);
-        if (!Object.hasOwn(out, key)) {
-          const found = defaultOf(sub);
-          if (found === undefined) continue;
-          set(key, copyJson(found.value));
-        }
-        const next = fill(sub, out[key], depth + 1);
-        if (next !== out[key]) set(key, next);
-      }
+    for (const [key, fallback] of plan.defaults) {
+      if (!Object.hasOwn(value, key)) set(key, copyJson(fallback));
     }
-    for (const facet of all) {
-      if (!isObject(facet.additionalProperties)) continue;
-      for (const key of Object.keys(out)) {
-        if (declared.has(key)) continue;
-        const next = fill(facet.additionalProperties, out[key], depth + 1);
-        if (next !== out[key]) set(key, next);
-      }
+    for (const key of Object.keys(out)) {
+      const sub = plan.members.has(key) ? plan.members.get(key) : plan.additional;
+      if (sub === undefined) continue;
+      const next = fill(sub, out[key], depth + 1);
+      if (next !== out[key]) set(key, next);
     }
     return out;
   }
 
-  return (value) => fill(root, value, 0);
+  const top = planOf(root)!;
+  return (value) => fill(top, value, 0);
 }
