@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -80,6 +80,57 @@ test("beehive serve resolves a relative store path from the working directory an
       assert.deepEqual(body.items.map((o: { metadata: { name: string } }) => o.metadata.name), [
         "prod",
       ]);
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("what kubectl get -o yaml prints through beehive serve, a List or one resource, beehive apply -f takes back unchanged", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-cli-serve-"));
+  try {
+    const db = join(dir, "beehive.db");
+    const store = await openSqliteStore(db);
+    const clusters = new Beehive(store).client(Cluster);
+    await clusters.create("prod", { replicas: 3 }, { labels: { env: "prod" } });
+    await clusters.create("dev", { replicas: 1 }, { annotations: { owner: "me" } });
+    await store.close();
+    await whileServing(db, dir, async (url) => {
+      const config = join(dir, "kubeconfig");
+      await writeFile(
+        config,
+        [
+          "apiVersion: v1",
+          "kind: Config",
+          "clusters:",
+          `- name: beehive\n  cluster:\n    server: ${url}`,
+          "users:",
+          "- name: anyone\n  user: {}",
+          "contexts:",
+          "- name: beehive\n  context:\n    cluster: beehive\n    user: anyone",
+          "current-context: beehive",
+          "",
+        ].join("\n"),
+      );
+      const kubectl = kubectlIn(dir, config);
+      const list = await kubectl("get", "clusters", "-o", "yaml");
+      assert.equal(list.code, 0, list.stderr);
+      assert.match(list.stdout, /^kind: List$/m);
+      const listFile = join(dir, "clusters.yaml");
+      await writeFile(listFile, list.stdout);
+      const applied = await cli([db, "apply", "-f", listFile]);
+      assert.equal(applied.code, 0, applied.err);
+      assert.equal(
+        applied.out,
+        "Cluster.kstack.sh/prod unchanged\nCluster.kstack.sh/dev unchanged\n",
+      );
+      const one = await kubectl("get", "cluster", "prod", "-o", "yaml");
+      assert.equal(one.code, 0, one.stderr);
+      const edited = one.stdout.replace(/^ {2}replicas: 3$/m, "  replicas: 4");
+      assert.notEqual(edited, one.stdout);
+      const again = await cli([db, "apply", "-f", "-"], { stdin: edited });
+      assert.equal(again.code, 0, again.err);
+      assert.equal(again.out, "Cluster.kstack.sh/prod configured\n");
     });
   } finally {
     await rm(dir, { recursive: true, force: true });
