@@ -167,16 +167,22 @@ if ("Deno" in globalThis) {
   test("a Node 22 app takes a checkout as a file: dependency", async () => {
     const root = mkdtempSync(join(tmpdir(), "beehive-consume-"));
     try {
+      // A clone with only its runtime dependencies installed, as the README says.
+      const clone = join(root, "beehive");
+      vendor(clone);
+      cpSync(join(CHECKOUT, "package-lock.json"), join(clone, "package-lock.json"));
+      const npm = ["--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"];
+      await run("npm", ["install", "--omit=dev", ...npm], clone);
       const dir = app(root, "app", {
         "package.json": JSON.stringify({
           name: "app",
           private: true,
           type: "module",
-          dependencies: { "@beehive/beehive": `file:${CHECKOUT}` },
+          dependencies: { "@beehive/beehive": "file:../beehive" },
         }),
         "main.ts": APP,
       });
-      await run("npm", ["install", "--offline", "--no-audit", "--no-fund"], dir);
+      await run("npm", ["install", ...npm], dir);
       const node = join(CHECKOUT, "node_modules/.bin/node");
       const out = await run(node, ["--disable-warning=ExperimentalWarning", "main.ts"], dir);
       assert.equal(out, EXPECTED);
