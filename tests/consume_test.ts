@@ -49,13 +49,13 @@ const ENTRIES: Record<string, string> = {
 const APP = `import { Beehive } from "@beehive/beehive";
 import { openSqliteStore } from "@beehive/beehive/sqlite";
 import { openKindTailSymbol } from "@beehive/beehive/store";
-import { openPostgresStore } from "@beehive/beehive/postgres";
+import * as postgres from "@beehive/beehive/postgres";
 import { main } from "@beehive/beehive/cli";
 import { consoleHandler } from "@beehive/beehive/console";
 import { kubeApiHandler } from "@beehive/beehive/kubeapi";
 import { createTestEnv } from "@beehive/beehive/testing";
 
-for (const f of [openKindTailSymbol, openPostgresStore, main, consoleHandler, kubeApiHandler, createTestEnv]) {
+for (const f of [openKindTailSymbol, postgres.PostgresStore, main, consoleHandler, kubeApiHandler, createTestEnv]) {
   if (f === undefined) throw new Error("an entry point exported nothing");
 }
 const Task = { group: "example.com", kind: "Task" };
