@@ -52,13 +52,7 @@ export type {
 } from "./src/clients/client.ts";
 export { defineKind } from "./src/model/kind.ts";
 export type { JsonSchema, Kind, KindColumn, KindDefinition, StoredKind } from "./src/model/kind.ts";
-export type {
-  StandardFailure,
-  StandardProps,
-  StandardResult,
-  StandardSchema,
-  StandardSuccess,
-} from "./src/model/standard_schema.ts";
+export type { StandardSchema } from "./src/model/standard_schema.ts";
 export { AdminClient } from "./src/clients/admin_client.ts";
 export type {
   ControllerClient,
@@ -104,20 +98,10 @@ export { EventStream } from "./src/watches/event_watch.ts";
 export type { EventStreamRetention, EventWatchOptions } from "./src/watches/event_watch.ts";
 export type { LogLevel } from "./src/telemetry/logger_levels.ts";
 export type {
-  PassReport,
   TelemetryAttributes,
-  TelemetryCounter,
-  TelemetryHistogram,
-  TelemetryInstrumentOptions,
   TelemetryMeter,
-  TelemetryObservableCallback,
-  TelemetryObservableGauge,
-  TelemetryObservableResult,
-  TelemetrySpan,
-  TelemetrySpanOptions,
   TelemetryTracer,
 } from "./src/telemetry/telemetry.ts";
-// The model's identifiers; the rest of the Store port is in `@beehive/beehive/store`.
-export type { EventId, GroupKind, ObjectId, ObjectRef, Store } from "./src/store.ts";
-export type * from "./src/store.ts";
+// The model's identifiers; the Store port is in `@beehive/beehive/store`.
+export type { EventId, GroupKind, ObjectId, ObjectRef } from "./src/store.ts";
 export type * from "./src/telemetry/logger.ts";

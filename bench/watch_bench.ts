@@ -42,7 +42,8 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { Beehive } from "../mod.ts";
-import type { Client, ObjectChange, ObjectListStream, Store } from "../mod.ts";
+import type { Client, ObjectChange, ObjectListStream } from "../mod.ts";
+import type { Store } from "../store/mod.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
 import { openPostgresStore } from "../store/postgres/mod.ts";
 

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { GroupKind, ObjectId, ObjectRef, Store } from "@beehive/beehive";
+import type { GroupKind, ObjectId, ObjectRef } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import type { RawCondition, RawEvent, RawObject } from "@beehive/beehive/store";
 
 /** `Kind.group`, or the bare kind in the core group. */

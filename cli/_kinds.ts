@@ -6,7 +6,8 @@
  *
  * @module
  */
-import type { GroupKind, Store } from "@beehive/beehive";
+import type { GroupKind } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import { findKinds, kindLabel } from "./_inspect.ts";
 
 /** The names a kind answers to. */

@@ -9,7 +9,7 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import process from "node:process";
-import type { Store } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import { openSqliteStore } from "@beehive/beehive/sqlite";
 
 /** The store named on the command line does not exist: reported as it was given. */

@@ -7,7 +7,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import process from "node:process";
-import type { Store } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import { serveKubeApi } from "@beehive/beehive/kubeapi";
 
 /** What `serve` was asked for. */

@@ -36,8 +36,8 @@ import {
   InvalidOptionError,
   NotFoundError,
   type ObjectChange,
-  type Store,
 } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import { parseLabelSelector } from "../src/model/label_selector.ts";
 import { namespaceProblem } from "../src/model/namespace.ts";
 import type { RawKind, RawObject } from "@beehive/beehive/store";

@@ -18,7 +18,6 @@ export const HEARTBEAT_MS = 15_000;
 
 /** A server-sent-event response fed by `start`, which returns its cleanup (run once, always). */
 export function feed(
-  request: Request,
   start: (send: (event: string, data: unknown) => void, end: () => void) => () => void,
 ): Response {
   const encoder = new TextEncoder();
@@ -29,7 +28,6 @@ export function feed(
     if (closed) return;
     closed = true;
     clearInterval(heartbeat);
-    request.signal.removeEventListener("abort", finish);
     cleanup?.();
   };
   const body = new ReadableStream<Uint8Array>({
@@ -60,11 +58,8 @@ export function feed(
         return;
       }
       cleanup = stop;
-      if (request.signal.aborted) {
-        end();
-        return;
-      }
-      request.signal.addEventListener("abort", end);
+      // Ended by cancel() (a server cancels the body when the client leaves), never by
+      // request.signal: Deno.serve aborts that on every completed response, and warns when read.
       heartbeat = setInterval(() => write(": heartbeat\n\n"), HEARTBEAT_MS);
     },
     cancel() {
@@ -121,7 +116,7 @@ export async function kindsFeed(ctx: Ctx, request: Request): Promise<Response> {
     release();
     throw error;
   }
-  return feed(request, (send) => {
+  return feed((send) => {
     let busy = false;
     const tick = async () => {
       if (busy) return;
@@ -224,7 +219,7 @@ export async function kindFeed(
     if (error instanceof InvalidOptionError) return notFound(ctx, request);
     throw error;
   }
-  return feed(request, (send, end) => {
+  return feed((send, end) => {
     sink.send = send;
     sink.end = end;
     return () => {
@@ -257,7 +252,7 @@ export async function objectFeed(ctx: Ctx, id: number, request: Request): Promis
     release();
     throw error;
   }
-  return feed(request, (send, end) => {
+  return feed((send, end) => {
     // Event runs bump no object version: a light probe notices new ones.
     const probe = setInterval(() => {
       ctx.store.events.maxVersion(id).then((v) => {

@@ -9,7 +9,8 @@
  *
  * @module
  */
-import { type GroupKind, InvalidOptionError, type Store } from "@beehive/beehive";
+import { type GroupKind, InvalidOptionError } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import { type ObjectView, stateSummary, toView } from "../cli/_inspect.ts";
 import { type LabelRequirement, parseLabelSelector } from "../src/model/label_selector.ts";
 import { namespaceProblem } from "../src/model/namespace.ts";

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import type { Beehive, GroupKind, ObjectChange, Store } from "@beehive/beehive";
+import type { Beehive, GroupKind, ObjectChange } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import { kindLabel } from "../cli/_inspect.ts";
 
 /** One listener of a kind's shared watch. */

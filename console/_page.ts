@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { Beehive, GroupKind, Store } from "@beehive/beehive";
+import type { Beehive, GroupKind } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import { age, kindLabel, type ObjectView } from "../cli/_inspect.ts";
 import { type Html, html } from "./_html.ts";
 import type { LiveFeeds } from "./_live.ts";

@@ -50,8 +50,8 @@ import {
   InvalidOptionError,
   type Logger,
   NotFoundError,
-  type Store,
 } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import {
   kindLabel,
   type ObjectView,
@@ -153,7 +153,8 @@ const EVENTS_SHOWN = 20;
  * otherwise); an unknown or malformed path, kind or object is `404`; a live
  * feed beyond `maxLiveFeeds` is `503`; a failure is a generic `500` (details
  * to `logger`). The handler never rejects. A live feed ends when its
- * request's signal aborts or its reader cancels.
+ * response body is cancelled (a server cancels it when the client leaves;
+ * `request.signal` is not read, as `Deno.serve` aborts it on every response).
  * @throws {TypeError} `store` is not a Store, or `basePath` does not start with `/`.
  * @throws {InvalidOptionError} `pollInterval` or `maxLiveFeeds` is not a positive number,
  * `allowedHosts` is not an array of host names or `"*"`, or `authorize` is not a function.

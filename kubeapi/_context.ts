@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { Beehive, Store } from "@beehive/beehive";
+import type { Beehive } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import type { ServedKind, ServedKinds } from "./_kinds.ts";
 
 /** The handler's shared state. */

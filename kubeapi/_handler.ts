@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { Beehive, InvalidOptionError, type Store } from "@beehive/beehive";
+import { Beehive, InvalidOptionError } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import { normalizeBasePath } from "../console/base_path.ts";
 import { isAccessReview, reviewAccess } from "./_access_review.ts";
 import {
@@ -65,7 +66,8 @@ export type KubeApiHandler = (request: Request) => Promise<Response>;
  * field the kind's stored schema does not declare). Failures answer Kubernetes `Status` objects
  * (400, 404, 405, 406, 409, 413, 415, 422, 503); a watch whose version the
  * log no longer holds ends with an `ERROR` event carrying a 410 `Expired`
- * Status. A watch ends when its request's signal aborts or its reader cancels.
+ * Status. A watch ends when its response body is cancelled (a server cancels it when the
+ * client leaves; `request.signal` is not read, as `Deno.serve` aborts it on every response).
  * With `auth`, a request without a matching bearer token is 401 and one
  * outside its grant 403, before anything else is looked at;
  * `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` answers from

@@ -8,13 +8,8 @@
  *
  * @module
  */
-import {
-  type Beehive,
-  type GroupKind,
-  type Store,
-  type StoredKind,
-  StoreError,
-} from "@beehive/beehive";
+import { type Beehive, type GroupKind, type StoredKind, StoreError } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import { findKinds } from "../cli/_inspect.ts";
 import { type KindNames, kindNames, namesOf } from "../cli/_kinds.ts";
 

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { BeehiveObject, Condition, ObjectRef, Store } from "@beehive/beehive";
+import type { BeehiveObject, Condition, ObjectRef } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import type { ServedKind } from "./_kinds.ts";
 import { serve } from "./_kinds.ts";
 

@@ -8,7 +8,8 @@
  *
  * @module
  */
-import type { GroupKind, KindColumn, Store } from "@beehive/beehive";
+import type { GroupKind, KindColumn } from "@beehive/beehive";
+import type { Store } from "@beehive/beehive/store";
 import { storedKindOf } from "../src/model/kind.ts";
 import { age, readySummary } from "../cli/_inspect.ts";
 import type { KubeContext } from "./_context.ts";

@@ -158,13 +158,12 @@ export async function watchResources(r: KindRequest): Promise<Response> {
     if (ended) return;
     ended = true;
     clearTimeout(timer);
-    request.signal.removeEventListener("abort", end);
     abort.abort();
     stream.close();
   };
-  if (request.signal.aborted) end();
-  else request.signal.addEventListener("abort", end);
-  if (!ended && w.timeoutSeconds !== undefined && w.timeoutSeconds > 0) {
+  // Ended by the body's cancel (a server cancels it when the client leaves), never by
+  // request.signal: Deno.serve aborts that on every completed response, and warns when read.
+  if (w.timeoutSeconds !== undefined && w.timeoutSeconds > 0) {
     timer = setTimeout(end, w.timeoutSeconds * 1000);
   }
   // Pulled, not pushed: the watch is read only as fast as the client reads, and

@@ -5,6 +5,8 @@
  * @module
  */
 import { Beehive, type Controller, type StopFunction } from "../src/engine/beehive.ts";
+import { type Engine, engines } from "../src/engine/_engine.ts";
+import { drainOwedWatches } from "../src/watches/_tailer.ts";
 import type { BeehiveOptions, RegisterOptions } from "../src/engine/options.ts";
 import type { Kind } from "../src/model/kind.ts";
 import { StoppedError } from "../src/model/errors.ts";
@@ -65,7 +67,9 @@ export interface TestEnv {
   /**
    * Runs everything due now — passes, their writes, the wakes and timers
    * they set for the current instant — until nothing is, without moving time
-   * or waiting in real time. A `requeueAfter`, a retry or an interval comes
+   * or waiting in real time. Watches receive every change written so far: a
+   * `watchList` (or `watch`) opened in the test yields it once this resolves.
+   * A `requeueAfter`, a retry or an interval comes
    * due only by {@linkcode TestEnv.advance} — and so do the wakes the engine
    * paces: a dependency's wake (within 10 ms of the previous scan), the sixth
    * push to one object at one instant (then one a second).
@@ -126,6 +130,9 @@ function alone(store: Store): Store {
     },
   });
 }
+
+/** The most watch drains one settle starts before it judges the work endless. */
+const MAX_WATCH_DRAINS = 10_000;
 
 /** The most timers `close()` fires while a pass in flight waits on fake time. */
 const MAX_CLOSE_STEPS = 10_000;
@@ -200,6 +207,7 @@ class Env implements TestEnv {
   readonly store: Store;
   readonly #clock: FakeClock;
   readonly #step: Stepper;
+  readonly #engine: Engine;
   readonly #errors: unknown[] = [];
   #stop: StopFunction | undefined;
   #closing: Promise<void> | undefined;
@@ -216,6 +224,7 @@ class Env implements TestEnv {
       { ...options, logger: listening(options.logger, record) },
       record,
     );
+    this.#engine = engines.get(this.bh)!;
   }
 
   start(): Promise<void> {
@@ -238,8 +247,7 @@ class Env implements TestEnv {
       );
     }
     await this.#exclusive("advance", async () => {
-      const settle = () => quiesce(this.#clock, this.#step, QUIET);
-      await stepTo(this.#clock, this.#step, this.#clock.now + ms, settle);
+      await stepTo(this.#clock, this.#step, this.#clock.now + ms, () => this.#quiet());
       this.#report();
     });
   }
@@ -250,8 +258,27 @@ class Env implements TestEnv {
   }
 
   async #settle(): Promise<void> {
-    await quiesce(this.#clock, this.#step, QUIET);
+    await this.#quiet();
     this.#report();
+  }
+
+  /**
+   * Runs what is due now until the engine is quiet and no watch owes a
+   * change: a drain the watches' pacing puts off to a later instant runs
+   * now, as fake time stands still until `advance()`.
+   * @throws {Error} watches kept owing changes at one instant without end.
+   */
+  async #quiet(): Promise<void> {
+    for (let drains = 0;; drains++) {
+      await quiesce(this.#clock, this.#step, QUIET);
+      if (!drainOwedWatches(this.#engine)) return;
+      if (drains >= MAX_WATCH_DRAINS) {
+        throw new Error(
+          `Cannot settle: watches kept owing changes at one instant for ${MAX_WATCH_DRAINS} ` +
+            `drains (a watch consumer that writes the kind it watches on every change?)`,
+        );
+      }
+    }
   }
 
   async #shutDown(): Promise<void> {

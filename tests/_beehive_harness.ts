@@ -21,8 +21,8 @@ import {
   type RegisterOptions,
   settled,
   type StopFunction,
-  type Store,
 } from "../mod.ts";
+import type { Store } from "../store/mod.ts";
 import { openTestStore, type TestStore } from "./_sqlite_driver.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";
 

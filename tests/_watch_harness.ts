@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { Beehive, type BeehiveOptions, type GroupKind, type Store, StoreError } from "../mod.ts";
+import { Beehive, type BeehiveOptions, type GroupKind, StoreError } from "../mod.ts";
+import type { Store } from "../store/mod.ts";
 import { type KindTail, openKindTail, openKindTailSymbol } from "../src/watches/kind_tail.ts";
 import { openTestStore, type TestStore } from "./_sqlite_driver.ts";
 import { type FakeClock, installFakeTime } from "./_fake_time.ts";

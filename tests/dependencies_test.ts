@@ -8,7 +8,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { NotFoundError, settled, type Store } from "../mod.ts";
+import { NotFoundError, settled } from "../mod.ts";
+import type { Store } from "../store/mod.ts";
 import type { TestStore } from "./_sqlite_driver.ts";
 import { PUSH_BURST } from "../src/engine/work_queue.ts";
 import { test } from "./_test.ts";

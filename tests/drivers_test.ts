@@ -7,7 +7,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { fail, settled, type Store, unsettled } from "../mod.ts";
+import { fail, settled, unsettled } from "../mod.ts";
+import type { Store } from "../store/mod.ts";
 import { openTestStore, type TestStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 import { countingObjectCalls, type Harness, Thing, withHarness } from "./_beehive_harness.ts";

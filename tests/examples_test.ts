@@ -9,6 +9,9 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import process from "node:process";
 import { freshSchema, postgresUrl } from "./_postgres.ts";
 import { testStore } from "./_sqlite_driver.ts";
@@ -111,6 +114,21 @@ test("the demo converges twice and survives a reopen", async () => {
   const out = await run("demo");
   assert.match(out, /converged: observedGeneration 2 of generation 2/);
   assert.match(out, /demo ok/);
+});
+
+test("example deploy converges on its volume, backs up while running, and restarts with its state", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "beehive-deploy-"));
+  try {
+    const env = { BEEHIVE_DATA_DIR: dir, DEPLOY_EXAMPLE_ONCE: "1" };
+    const out = await run("deploy", env);
+    assert.match(out, /beehive\.db: home checked https:\/\/example\.com$/m);
+    assert.match(out, /^backup backups\/beehive-[-0-9TZ.]+\.db holds home, generation 1$/m);
+    assert.match(out, /^restarted: home checked https:\/\/example\.com$/m);
+    // A second run on the same volume finds the object converged and keeps its generation.
+    assert.match(await run("deploy", env), /holds home, generation 1$/m);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("example kubectl serves the store to the real kubectl, which applies, waits, lists with columns and selects by label", async () => {

@@ -5,7 +5,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { Beehive, settled, type Store } from "../mod.ts";
+import { Beehive, settled } from "../mod.ts";
+import type { Store } from "../store/mod.ts";
 import { openTestStore } from "./_sqlite_driver.ts";
 import { test } from "./_test.ts";
 

@@ -107,6 +107,9 @@ export type EngineState = "new" | "running" | "stopped";
 
 const plainCodec = new KindCodec(undefined);
 
+/** Each Beehive's engine, for the testing kit's hooks (the Beehive keeps it private). */
+export const engines: WeakMap<object, Engine> = new WeakMap();
+
 /** What clients, controllers and drivers share. */
 export class Engine {
   readonly store: Store;

@@ -8,7 +8,7 @@ import { checkClientOptions, Client, type ClientOptions } from "../clients/clien
 import { KindCodec } from "../model/_codec.ts";
 import { collect } from "./_collect.ts";
 import type { ControllerClient } from "../clients/controller_client.ts";
-import { checkKind, Engine, kindKey, kindName, type Term } from "./_engine.ts";
+import { checkKind, Engine, engines, kindKey, kindName, type Term } from "./_engine.ts";
 import {
   BeehiveError,
   InvalidOptionError,
@@ -160,6 +160,7 @@ export class Beehive {
       throw new TypeError("Cannot create a Beehive: store is not a Store");
     }
     this.#engine = new Engine(store, resolveBeehiveOptions(options));
+    engines.set(this, this.#engine);
     for (const k of this.#engine.options.kinds) checkKindBounds(k, this.#engine.options.limits);
     this.#identity = this.#engine.options.leaderElection?.identity ??
       `beehive-${crypto.randomUUID()}`;

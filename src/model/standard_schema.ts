@@ -7,39 +7,31 @@
  */
 import type { ValidationIssue } from "./errors.ts";
 
-/** A validator's success: the value to use (possibly transformed). */
-export interface StandardSuccess<Output> {
-  /** The validated value. */
-  readonly value: Output;
-  /** Absent on success. */
-  readonly issues?: undefined;
-}
-
-/** A validator's failure: what is wrong. */
-export interface StandardFailure {
-  /** The problems found; never empty. */
-  readonly issues: readonly ValidationIssue[];
-}
-
-/** What a Standard Schema's `validate` returns. */
-export type StandardResult<Output> = StandardSuccess<Output> | StandardFailure;
-
-/** The `~standard` property of a Standard Schema v1 validator. */
-export interface StandardProps<Input, Output> {
-  /** The interface version: 1. */
-  readonly version: 1;
-  /** The library that made the schema, e.g. `"valibot"`. */
-  readonly vendor: string;
-  /** Validates `value`, synchronously or not. */
-  readonly validate: (
-    value: unknown,
-  ) => StandardResult<Output> | Promise<StandardResult<Output>>;
-  /** Type-level only: the schema's input and output types. */
-  readonly types?: { readonly input: Input; readonly output: Output } | undefined;
-}
-
-/** Any Standard Schema v1 validator whose output is `Output`. */
+/**
+ * Any Standard Schema v1 validator whose output is `Output`: its `~standard`
+ * property carries the interface version (1), the library that made it (e.g.
+ * `"valibot"`), and `validate`, which resolves (synchronously or not) to the
+ * validated — possibly transformed — `value`, or to the `issues` found (never
+ * empty).
+ */
 export interface StandardSchema<Input = unknown, Output = Input> {
   /** The Standard Schema v1 interface. */
-  readonly "~standard": StandardProps<Input, Output>;
+  readonly "~standard": {
+    /** The interface version: 1. */
+    readonly version: 1;
+    /** The library that made the schema, e.g. `"valibot"`. */
+    readonly vendor: string;
+    /** Validates `value`, synchronously or not. */
+    readonly validate: (
+      value: unknown,
+    ) =>
+      | { readonly value: Output; readonly issues?: undefined }
+      | { readonly issues: readonly ValidationIssue[] }
+      | Promise<
+        | { readonly value: Output; readonly issues?: undefined }
+        | { readonly issues: readonly ValidationIssue[] }
+      >;
+    /** Type-level only: the schema's input and output types. */
+    readonly types?: { readonly input: Input; readonly output: Output } | undefined;
+  };
 }

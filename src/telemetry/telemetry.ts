@@ -13,97 +13,110 @@ import { describe } from "../model/_values.ts";
 /** Attribute values as OpenTelemetry takes them. */
 export type TelemetryAttributes = Record<string, string | number | boolean>;
 
-/** A counter or up-down counter (`Counter`, `UpDownCounter` in the OpenTelemetry API). */
-export interface TelemetryCounter {
-  /** Adds `value` under `attributes`. */
-  add(value: number, attributes?: TelemetryAttributes): void;
-}
-
-/** A histogram (`Histogram` in the OpenTelemetry API). */
-export interface TelemetryHistogram {
-  /** Records `value` under `attributes`. */
-  record(value: number, attributes?: TelemetryAttributes): void;
-}
-
-/** What an observable callback reports through (`ObservableResult`). */
-export interface TelemetryObservableResult {
-  /** Reports `value` under `attributes`. */
-  observe(value: number, attributes?: TelemetryAttributes): void;
-}
-
-/** A callback the meter calls at each collection. */
-export type TelemetryObservableCallback = (result: TelemetryObservableResult) => void;
-
-/** An observable gauge (`ObservableGauge` in the OpenTelemetry API). */
-export interface TelemetryObservableGauge {
-  /** Registers `callback` for every collection. */
-  addCallback(callback: TelemetryObservableCallback): void;
-  /** Unregisters `callback`. */
-  removeCallback(callback: TelemetryObservableCallback): void;
-}
-
-/** Instrument options as OpenTelemetry takes them (`MetricOptions`). */
-export interface TelemetryInstrumentOptions {
-  /** What the instrument measures. */
-  readonly description?: string;
-  /** The UCUM unit, e.g. `"s"` or `"{pass}"`. */
-  readonly unit?: string;
-  /** Hints for the SDK, e.g. histogram bucket boundaries. */
-  readonly advice?: { readonly explicitBucketBoundaries?: number[] };
-}
-
 /**
  * The part of an OpenTelemetry `Meter` beehive calls (e.g.
- * `metrics.getMeter("beehive")` from `npm:@opentelemetry/api`).
+ * `metrics.getMeter("beehive")` from `npm:@opentelemetry/api`): five
+ * instruments, each created with options as OpenTelemetry takes them
+ * (`MetricOptions`: `description`, the UCUM `unit`, and `advice` such as
+ * histogram bucket boundaries).
  */
 export interface TelemetryMeter {
-  /** Creates a monotonic counter. */
-  createCounter(name: string, options?: TelemetryInstrumentOptions): TelemetryCounter;
-  /** Creates a histogram. */
-  createHistogram(name: string, options?: TelemetryInstrumentOptions): TelemetryHistogram;
-  /** Creates an up-down counter. */
-  createUpDownCounter(name: string, options?: TelemetryInstrumentOptions): TelemetryCounter;
-  /** Creates an observable gauge. */
+  /** Creates a monotonic counter (`Counter`): `add(value, attributes)`. */
+  createCounter(
+    name: string,
+    options?: {
+      readonly description?: string;
+      readonly unit?: string;
+      readonly advice?: { readonly explicitBucketBoundaries?: number[] };
+    },
+  ): { add(value: number, attributes?: TelemetryAttributes): void };
+  /** Creates a histogram (`Histogram`): `record(value, attributes)`. */
+  createHistogram(
+    name: string,
+    options?: {
+      readonly description?: string;
+      readonly unit?: string;
+      readonly advice?: { readonly explicitBucketBoundaries?: number[] };
+    },
+  ): { record(value: number, attributes?: TelemetryAttributes): void };
+  /** Creates an up-down counter (`UpDownCounter`): `add(value, attributes)`. */
+  createUpDownCounter(
+    name: string,
+    options?: {
+      readonly description?: string;
+      readonly unit?: string;
+      readonly advice?: { readonly explicitBucketBoundaries?: number[] };
+    },
+  ): { add(value: number, attributes?: TelemetryAttributes): void };
+  /**
+   * Creates an observable gauge (`ObservableGauge`): each callback added is
+   * called at every collection with a result to `observe(value, attributes)` through.
+   */
   createObservableGauge(
     name: string,
-    options?: TelemetryInstrumentOptions,
-  ): TelemetryObservableGauge;
-}
-
-/** The part of an OpenTelemetry `Span` beehive calls. */
-export interface TelemetrySpan {
-  /** Sets attributes on the span. */
-  setAttributes(attributes: TelemetryAttributes): unknown;
-  /** Records an exception as a span event. */
-  recordException(exception: unknown): void;
-  /** Sets the status; beehive sets `{ code: 2 }` (`SpanStatusCode.ERROR`) on a failed or stalled pass. */
-  setStatus(status: { code: number; message?: string }): unknown;
-  /** Ends the span. */
-  end(): void;
-  /** Whether the span records anything; a span that does not is given no attributes. */
-  isRecording?(): boolean;
-}
-
-/** Span options as OpenTelemetry takes them (`SpanOptions`). */
-export interface TelemetrySpanOptions {
-  /** Attributes known when the span starts. */
-  readonly attributes?: TelemetryAttributes;
+    options?: {
+      readonly description?: string;
+      readonly unit?: string;
+      readonly advice?: { readonly explicitBucketBoundaries?: number[] };
+    },
+  ): {
+    addCallback(
+      callback: (
+        result: { observe(value: number, attributes?: TelemetryAttributes): void },
+      ) => void,
+    ): void;
+    removeCallback(
+      callback: (
+        result: { observe(value: number, attributes?: TelemetryAttributes): void },
+      ) => void,
+    ): void;
+  };
 }
 
 /**
  * The part of an OpenTelemetry `Tracer` beehive calls (e.g.
  * `trace.getTracer("beehive")` from `npm:@opentelemetry/api`). The pass span
  * is the active span while the controller runs, so spans the controller
- * starts are its children.
+ * starts are its children. Of the span, beehive calls `setAttributes`,
+ * `recordException`, `setStatus` (`{ code: 2 }`, `SpanStatusCode.ERROR`, on a
+ * failed or stalled pass), `end`, and `isRecording` when present (a span that
+ * records nothing is given no attributes).
  */
 export interface TelemetryTracer {
-  /** Starts a span, makes it active for `fn`, and returns what `fn` returns. */
-  startActiveSpan<F extends (span: TelemetrySpan) => unknown>(
+  /** Starts a span with `options.attributes`, makes it active for `fn`, and returns what `fn` returns. */
+  startActiveSpan<
+    F extends (span: {
+      setAttributes(attributes: TelemetryAttributes): unknown;
+      recordException(exception: unknown): void;
+      setStatus(status: { code: number; message?: string }): unknown;
+      end(): void;
+      isRecording?(): boolean;
+    }) => unknown,
+  >(
     name: string,
-    options: TelemetrySpanOptions,
+    options: { readonly attributes?: TelemetryAttributes },
     fn: F,
   ): ReturnType<F>;
 }
+
+/** Instrument options as OpenTelemetry takes them (`MetricOptions`). */
+export type TelemetryInstrumentOptions = NonNullable<
+  Parameters<TelemetryMeter["createCounter"]>[1]
+>;
+/** A counter or up-down counter. */
+export type TelemetryCounter = ReturnType<TelemetryMeter["createCounter"]>;
+/** A histogram. */
+export type TelemetryHistogram = ReturnType<TelemetryMeter["createHistogram"]>;
+/** An observable gauge. */
+export type TelemetryObservableGauge = ReturnType<TelemetryMeter["createObservableGauge"]>;
+/** A callback the meter calls at each collection. */
+export type TelemetryObservableCallback = Parameters<TelemetryObservableGauge["addCallback"]>[0];
+/** What an observable callback reports through. */
+export type TelemetryObservableResult = Parameters<TelemetryObservableCallback>[0];
+/** The part of an OpenTelemetry `Span` beehive calls. */
+export type TelemetrySpan = Parameters<Parameters<TelemetryTracer["startActiveSpan"]>[2]>[0];
+/** Span options as OpenTelemetry takes them (`SpanOptions`). */
+export type TelemetrySpanOptions = Parameters<TelemetryTracer["startActiveSpan"]>[1];
 
 /** `SpanStatusCode.ERROR` in the OpenTelemetry API. */
 const SPAN_STATUS_ERROR = 2;

@@ -65,6 +65,19 @@ export async function acquireTailer(engine: Engine, gk: GroupKind): Promise<Tail
 }
 
 /**
+ * Starts, at once, the drain each of `engine`'s tailers owes (a wake its
+ * pacing has put off), as the testing kit's `settle()` does at an instant
+ * fake time does not leave. Resolves whether any drain started.
+ */
+export function drainOwedWatches(engine: Engine): boolean {
+  let started = false;
+  for (const tailer of registries.get(engine)?.values() ?? []) {
+    if (tailer.drainOwed()) started = true;
+  }
+  return started;
+}
+
+/**
  * One drain's changes as every stream of the kind shares them: the raw
  * changes for the streams that load relations, and one decode of each
  * (deeply frozen, the change object too) for the streams that load none.
@@ -246,6 +259,15 @@ export class Tailer {
     if (this.#stopped) return;
     this.#dirty = true;
     this.#schedule();
+  }
+
+  /** Starts the drain a wake left, without its pacing; whether one started. */
+  drainOwed(): boolean {
+    if (this.#stopped || !this.#started || this.#running || !this.#dirty || this.#retry > 0) {
+      return false;
+    }
+    void this.#run();
+    return true;
   }
 
   /** The least time between two drain starts now, in ms. */

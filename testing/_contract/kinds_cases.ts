@@ -115,6 +115,7 @@ export const kindsCases: ContractCase[] = [
   },
   {
     name: "a stored kind survives a restart",
+    reopens: true,
     async fn(h) {
       const path = h.tempPath("kinds.db");
       const first = await h.openPath(path);

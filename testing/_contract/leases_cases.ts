@@ -389,6 +389,7 @@ export const leasesCases: ContractCase[] = [
   {
     name:
       "leases.acquire judges a timed lease by how long this open has seen it unchanged, never by the holder's clock: a skewed clock takes nothing",
+    reopens: true,
     async fn(h) {
       const [a, b] = await twoHandles(h);
       await withFakeDate(async (clock) => {

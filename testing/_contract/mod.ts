@@ -72,9 +72,26 @@ export function contractTests(factory: StoreFactory): ContractTest[] {
           notApplicable: "it opens a store read-only, and no openReadOnly was given",
         });
       } else {
-        tests.push({ name, run: () => runCase(factory, nodeTempDirs, c) });
+        tests.push({ name, run: () => runCase(marked(factory, c), nodeTempDirs, c) });
       }
     }
   }
   return tests;
+}
+
+/**
+ * `factory` as case `c` may use it: a case not marked `reopens` (or `readOnly`)
+ * that opens a store by path (or read-only) fails on every store, so that the
+ * mark, which makes it not applicable on a store without paths, is never missed.
+ */
+function marked(factory: StoreFactory, c: ContractCase): StoreFactory {
+  const unmarked = (mark: string, what: string) => () =>
+    Promise.reject(
+      new Error(`Cannot open a store ${what} in "${c.name}": the case is not marked ${mark}`),
+    );
+  return {
+    ...factory,
+    openPath: c.reopens ? factory.openPath : unmarked("reopens", "by path"),
+    openReadOnly: c.readOnly ? factory.openReadOnly : unmarked("readOnly", "read-only"),
+  };
 }

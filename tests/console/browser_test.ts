@@ -18,7 +18,8 @@
 import assert from "node:assert/strict";
 import { existsSync, statSync } from "node:fs";
 import process from "node:process";
-import { Beehive, defineKind, settled, type Store } from "../../mod.ts";
+import { Beehive, defineKind, settled } from "../../mod.ts";
+import type { Store } from "../../store/mod.ts";
 import { consoleHandler } from "../../console/mod.ts";
 import { type LoopbackServer, serveLoopback } from "../_loopback_server.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";

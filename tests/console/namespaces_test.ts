@@ -7,7 +7,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { Beehive, defineKind, type Store } from "../../mod.ts";
+import { Beehive, defineKind } from "../../mod.ts";
+import type { Store } from "../../store/mod.ts";
 import { consoleHandler } from "../../console/mod.ts";
 import { test } from "../_test.ts";
 import { readUntil, withStore } from "./_console_harness.ts";

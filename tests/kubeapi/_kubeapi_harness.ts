@@ -8,7 +8,8 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import process from "node:process";
-import { Beehive, type Store } from "../../mod.ts";
+import { Beehive } from "../../mod.ts";
+import type { Store } from "../../store/mod.ts";
 import type { KubeApiHandler } from "../../kubeapi/mod.ts";
 import { openTestStore, type TestStore } from "../_sqlite_driver.ts";
 

@@ -7,7 +7,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { Beehive, defineKind, type Store } from "../../mod.ts";
+import { Beehive, defineKind } from "../../mod.ts";
+import type { Store } from "../../store/mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
 import { installFakeTime } from "../_fake_time.ts";
@@ -127,14 +128,11 @@ test("kubeApiHandler watches a namespaced kind in the path's namespace, or acros
     await defineTeam(store);
     const handle = kubeApiHandler({ store, pollInterval: 50 });
     const watch = async (path: string) => {
-      const abort = new AbortController();
       const response = await handle(
-        new Request(`http://kube.test${path}?watch=true&resourceVersion=0`, {
-          signal: abort.signal,
-        }),
+        new Request(`http://kube.test${path}?watch=true&resourceVersion=0`),
       );
       assert.equal(response.status, 200);
-      return { events: eventsOf(response), abort };
+      return { events: eventsOf(response) };
     };
     const inA = await watch(teamsIn("a"));
     const all = await watch(TEAMS);
@@ -150,7 +148,7 @@ test("kubeApiHandler watches a namespaced kind in the path's namespace, or acros
     assert.deepEqual(await seen(all), ["ADDED", "b", "blue"]);
     assert.deepEqual(await seen(all), ["ADDED", "a", "red"]);
     for (const w of [inA, all]) {
-      w.abort.abort();
+      await w.events.cancel();
       assert.equal(await w.events.next(), undefined);
     }
   });

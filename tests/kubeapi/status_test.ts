@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { Store } from "../../mod.ts";
+import type { Store } from "../../store/mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
 import { call, Cluster, CLUSTERS, intercept, withStore } from "./_kubeapi_harness.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { Store } from "../../mod.ts";
+import type { Store } from "../../store/mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
 import { call, Cluster, CLUSTERS, eventsOf, TABLE, withStore } from "./_kubeapi_harness.ts";
@@ -118,18 +118,16 @@ test("kubeApiHandler prints a stored kind's columns between NAME and READY, as K
     const one = await call(handle, `${CLUSTERS}/prod`, { headers: { accept: TABLE } });
     assert.equal((one.body as unknown as Table).rows[0].cells[1], 3);
 
-    const abort = new AbortController();
     const response = await handle(
       new Request(`http://kube.test${CLUSTERS}?watch=true&fieldSelector=metadata.name%3Ddev`, {
         headers: { accept: TABLE },
-        signal: abort.signal,
       }),
     );
     const events = eventsOf(response);
     const added = (await events.next())?.object as unknown as Table;
     assert.equal(added.columnDefinitions[1].name, "Replicas");
     assert.deepEqual(added.rows[0].cells.slice(0, 2), ["dev", 1]);
-    abort.abort();
+    await events.cancel();
     assert.equal(await events.next(), undefined);
   });
 });

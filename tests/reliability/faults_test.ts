@@ -20,10 +20,10 @@ import {
   type GroupKind,
   NotFoundError,
   settled,
-  type Store,
   StoreClosedError,
   StoreError,
 } from "../../mod.ts";
+import type { Store } from "../../store/mod.ts";
 import type { RawObject } from "../../store/mod.ts";
 import type { TestStore } from "../_sqlite_driver.ts";
 import { test } from "../_test.ts";

@@ -338,3 +338,31 @@ test("createTestEnv passes the Beehive's logger everything it logs", async () =>
     await env.close();
   }
 });
+
+test("TestEnv.settle delivers every change to a watchList opened in the test, without advance", async () => {
+  await withEnv(async (env) => {
+    env.bh.register<{ n: number }, { n: number }>(Widget, async (obj, cc) => {
+      await cc.updateStatus({ n: obj.spec.n });
+      return settled();
+    });
+    await env.start();
+    const client = env.bh.client<{ n: number }, { n: number }>(Widget);
+    const list = await client.watchList();
+    try {
+      const changes = list[Symbol.asyncIterator]();
+      const w = await client.create("seen", { n: 1 });
+      await env.settle();
+      const added = await changes.next();
+      assert.equal(added.value.type, "Added");
+      assert.deepEqual(added.value.object?.status, { n: 1 });
+      // Written at the instant of the last drain: the watches' pacing would put this one off.
+      await client.update(w.id, { n: 2 });
+      await env.settle();
+      const modified = await changes.next();
+      assert.equal(modified.value.type, "Modified");
+      assert.deepEqual(modified.value.object?.status, { n: 2 });
+    } finally {
+      list.close();
+    }
+  });
+});
