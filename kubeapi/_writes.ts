@@ -174,15 +174,16 @@ function diffMap(from: StringMap, to: StringMap): Record<string, string | null> 
   return entries.length === 0 ? undefined : Object.fromEntries(entries);
 }
 
-/** The patch that undoes `patch` on an object whose map was `from`. */
-function undoMap(
-  from: StringMap,
-  patch: Record<string, string | null> | undefined,
-): Record<string, string | null> | undefined {
-  if (patch === undefined) return undefined;
-  return Object.fromEntries(
-    Object.keys(patch).map((key) => [key, Object.hasOwn(from, key) ? from[key] : null]),
-  );
+/** Whether two JSON values hold the same data, member order aside. */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    return Array.isArray(b) && a.length === b.length && a.every((v, i) => sameJson(v, b[i]));
+  }
+  if (!isObject(a) || !isObject(b)) return false;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length &&
+    keys.every((k) => Object.hasOwn(b, k) && sameJson(a[k], b[k]));
 }
 
 function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
@@ -260,8 +261,10 @@ export async function createResource(r: KindRequest): Promise<Response> {
 }
 
 /**
- * Writes `written` over `current` (named `name`): its labels and annotations
- * when they differ, then its spec (a byte-identical spec writes nothing).
+ * Writes `written` over `current` (named `name`) as one write: its spec,
+ * labels and annotations together (a byte-identical spec writes nothing of
+ * it); the labels and annotations alone when the spec is unchanged, which a
+ * deletion-pending object still takes.
  */
 async function writeObject(
   r: KindRequest,
@@ -287,32 +290,15 @@ async function writeObject(
   const client = clientOf(r);
   const labels = diffMap(current.labels, written.labels);
   const annotations = diffMap(current.annotations, written.annotations);
-  if (labels === undefined && annotations === undefined) {
-    return await client.updateByName(name, written.spec, {
-      resourceVersion: written.resourceVersion,
-    });
+  const metadata = {
+    ...(labels === undefined ? {} : { labels }),
+    ...(annotations === undefined ? {} : { annotations }),
+  };
+  const { resourceVersion } = written;
+  if ((labels !== undefined || annotations !== undefined) && sameJson(written.spec, current.spec)) {
+    return await client.updateMetadata(current.id, metadata, { resourceVersion });
   }
-  // Two writes, metadata first: it is checked whole before it is written, owes no pass, and
-  // is undone if the spec is then refused, so a refused write leaves both as they were.
-  const relabelled = await client.updateMetadata(current.id, { labels, annotations }, {
-    resourceVersion: written.resourceVersion ?? current.resourceVersion,
-  });
-  try {
-    return await client.updateByName(name, written.spec, {
-      resourceVersion: written.resourceVersion === undefined
-        ? undefined
-        : relabelled.resourceVersion,
-    });
-  } catch (error) {
-    const undo = {
-      labels: undoMap(current.labels, labels),
-      annotations: undoMap(current.annotations, annotations),
-    };
-    await client.updateMetadata(current.id, undo, {
-      resourceVersion: relabelled.resourceVersion,
-    }).catch(() => {});
-    throw error;
-  }
+  return await client.updateByName(name, written.spec, { resourceVersion, ...metadata });
 }
 
 /**
