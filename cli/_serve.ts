@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { writeFile } from "node:fs/promises";
+import { chmod, writeFile } from "node:fs/promises";
 import process from "node:process";
 import type { Store } from "@beehive/beehive";
 import { serveKubeApi } from "@beehive/beehive/kubeapi";
@@ -32,6 +32,17 @@ function randomToken(): string {
 }
 
 /**
+ * Writes `text` to `path` readable by its owner alone: an existing file is
+ * made 0600 before the token goes in (`mode` applies only to a new file).
+ */
+async function writePrivate(path: string, text: string): Promise<void> {
+  await chmod(path, 0o600).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "ENOENT") throw error;
+  });
+  await writeFile(path, text, { mode: 0o600 });
+}
+
+/**
  * Serves `store` until SIGINT, SIGTERM or `io.signal`, then closes the
  * server. Writes the kubeconfig, and the URL on standard error.
  * @throws {Error} the server cannot start (e.g. the port is taken) or the kubeconfig cannot be written.
@@ -51,7 +62,7 @@ export async function serve(store: Store, options: ServeOptions, io: ServeIo): P
     try {
       const config = server.kubeconfig();
       if (options.kubeconfig === undefined) io.stdout(config);
-      else await writeFile(options.kubeconfig, config, { mode: 0o600 });
+      else await writePrivate(options.kubeconfig, config);
       io.stderr(
         `serving the Kubernetes API at ${server.url}` +
           (options.kubeconfig === undefined

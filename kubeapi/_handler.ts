@@ -20,6 +20,8 @@ import { route, segmentsOf } from "./_router.ts";
 import { failureResponse, KubeApiFailure, toFailure } from "./_status.ts";
 import { BODY_DEPTH_MARGIN, DEFAULT_MAX_BODY_BYTES } from "./_request.ts";
 import { DEFAULTS } from "../src/engine/options.ts";
+import { checkAllowedHosts, LOOPBACK_HOSTS } from "../console/_hosts.ts";
+import { filterRequest } from "./_filters.ts";
 
 /** Options of {@linkcode kubeApiHandler}. */
 export interface KubeApiOptions {
@@ -48,6 +50,14 @@ export interface KubeApiOptions {
    * `RequestEntityTooLarge`. An integer from 1,024. @default {3_145_728 (3 MiB)}
    */
   readonly maxBodyBytes?: number;
+  /**
+   * The host names a request may address the server by (its `Host` header,
+   * without the port; IPv6 in brackets), or `"*"` for any; another is 403
+   * `Forbidden`. A page that rebinds its own name to 127.0.0.1 still sends
+   * its own name, so a tokenless server answering only loopback names is
+   * closed to it. @default {["localhost", "127.0.0.1", "[::1]"] without `auth`; `"*"` with it}
+   */
+  readonly allowedHosts?: readonly string[] | "*";
 }
 
 /** The tokens {@linkcode kubeApiHandler} accepts. */
@@ -77,13 +87,16 @@ export type KubeApiHandler = (request: Request) => Promise<Response>;
  * With `auth`, a request without a matching bearer token is 401 and one
  * outside its grant 403, before anything else is looked at;
  * `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` answers from
- * the requester's grant.
- * @throws {TypeError} `options` is not an object, or `basePath` does not start with `/`.
+ * the requester's grant. Before that, a request whose `Host` is not in
+ * `allowedHosts` is 403, and a body in a type Kubernetes does not decode
+ * (`text/plain`, a form, multipart, or a body without a type) 415.
  * Every body is bounded by `maxBodyBytes` and by the store's nesting depth
  * (400 deeper), and a JSON patch may grow the object by at most the object
  * size limit (422 before it builds more).
+ * @throws {TypeError} `options` is not an object, or `basePath` does not start with `/`.
  * @throws {InvalidOptionError} `pollInterval` is not a positive number, `maxBodyBytes` is not an
- *   integer ≥ 1,024, or `auth.tokens` is malformed.
+ *   integer ≥ 1,024, `allowedHosts` is not `"*"` nor an array of host names, or `auth.tokens` is
+ *   malformed.
  */
 export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
   if (typeof options !== "object" || options === null) {
@@ -101,6 +114,9 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
   const authenticator = options.auth === undefined
     ? undefined
     : new Authenticator(checkTokens(options.auth?.tokens));
+  const allowedHosts = checkAllowedHosts(
+    options.allowedHosts ?? (options.auth === undefined ? LOOPBACK_HOSTS : "*"),
+  );
   const limits = DEFAULTS.limits;
   const ctx = {
     store,
@@ -127,6 +143,7 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
     }
     const rest = path.slice(base.length);
     try {
+      filterRequest(request, allowedHosts);
       const grant = await authenticator?.authenticate(request);
       const parts = segmentsOf(rest);
       if (isAccessReview(parts)) return await reviewAccess(request, grant, ctx.body);

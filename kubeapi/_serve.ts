@@ -42,6 +42,11 @@ export interface ServeKubeApiOptions {
   readonly pollInterval?: number;
   /** The largest request body read, in bytes, for every verb (413 above). @default {3_145_728 (3 MiB)} */
   readonly maxBodyBytes?: number;
+  /**
+   * The host names a request may address the server by, or `"*"`; another
+   * is 403. @default {["localhost", "127.0.0.1", "[::1]"] without `tokens`; `"*"` with them}
+   */
+  readonly allowedHosts?: readonly string[] | "*";
 }
 
 /** What {@linkcode KubeApiServer.kubeconfig} writes. */
@@ -121,7 +126,7 @@ function checkTls(tls: unknown): ServeKubeApiOptions["tls"] {
  * ```
  *
  * @throws {InvalidOptionError} a non-loopback `hostname` without both `tls`
- *   and `tokens`; a malformed `port`, `tls`, `tokens`, `pollInterval` or `maxBodyBytes`.
+ *   and `tokens`; a malformed `port`, `tls`, `tokens`, `pollInterval`, `maxBodyBytes` or `allowedHosts`.
  * @throws {Error} the address cannot be bound (e.g. `EADDRINUSE`).
  */
 export async function serveKubeApi(options: ServeKubeApiOptions): Promise<KubeApiServer> {
@@ -149,6 +154,7 @@ export async function serveKubeApi(options: ServeKubeApiOptions): Promise<KubeAp
     ...(tokens === undefined ? {} : { auth: { tokens } }),
     ...(options.pollInterval === undefined ? {} : { pollInterval: options.pollInterval }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
   });
   const host = hostname.replace(/^\[|\]$/g, "");
   const unspecified = host === "0.0.0.0" || host === "::";

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -17,7 +17,7 @@ import { Beehive } from "../../mod.ts";
 // The CLI serves SQLite files: the store is made with the real SQLite opener whatever the test store.
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
-import { cli, whileServing } from "../cli/_cli_harness.ts";
+import { cli, Output, whileServing } from "../cli/_cli_harness.ts";
 import { Cluster, kubectlIn } from "./_kubeapi_harness.ts";
 
 const isDeno = "Deno" in globalThis;
@@ -111,6 +111,32 @@ test("beehive serve reports a missing store and refuses bad flags, and --help sh
       assert.equal(refused.code, 2, args.join(" "));
       assert.match(refused.err, message);
     }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("beehive serve --kubeconfig leaves the kubeconfig mode 0600 also when the file existed world-readable", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-cli-serve-"));
+  try {
+    const store = await openSqliteStore(join(dir, "beehive.db"));
+    await new Beehive(store).client(Cluster).create("prod", {});
+    await store.close();
+    const config = join(dir, "kubeconfig");
+    await writeFile(config, "old\n", { mode: 0o644 });
+    await chmod(config, 0o644);
+    const abort = new AbortController();
+    const stderr = new Output();
+    const run = cli(["beehive.db", "serve", "--port", "0", "--tls", "--kubeconfig", config], {
+      signal: abort.signal,
+      stderr,
+      cwd: dir,
+    });
+    await stderr.until((t) => t.includes("serving the Kubernetes API"), "serving");
+    assert.equal((await stat(config)).mode & 0o777, 0o600);
+    assert.match(await readFile(config, "utf8"), /token: "/);
+    abort.abort();
+    assert.equal((await run).code, 0);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

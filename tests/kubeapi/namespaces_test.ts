@@ -129,7 +129,7 @@ test("kubeApiHandler watches a namespaced kind in the path's namespace, or acros
     const watch = async (path: string) => {
       const abort = new AbortController();
       const response = await handle(
-        new Request(`http://kube.test${path}?watch=true&resourceVersion=0`, {
+        new Request(`http://localhost${path}?watch=true&resourceVersion=0`, {
           signal: abort.signal,
         }),
       );
