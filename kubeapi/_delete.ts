@@ -7,9 +7,9 @@
  *
  * @module
  */
-import type { KindRequest } from "./_context.ts";
+import type { BodyLimits, KindRequest } from "./_context.ts";
 import { answerObject, clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
-import { type BodyLimits, negotiate, parseJson, readBody, refuseDryRun } from "./_request.ts";
+import { negotiate, parseJson, readBody, refuseDryRun } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
 
 interface DeleteOptions {
