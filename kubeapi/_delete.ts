@@ -9,16 +9,17 @@
  */
 import type { KindRequest } from "./_context.ts";
 import { answerObject, clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
-import { negotiate, readBody, refuseDryRun } from "./_request.ts";
+import { dryRunParam, negotiate, readBody } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
 
 interface DeleteOptions {
+  readonly dryRun: boolean;
   readonly uid: string | undefined;
   readonly resourceVersion: number | undefined;
 }
 
 function parseDeleteOptions(text: string): DeleteOptions {
-  if (text.trim() === "") return { uid: undefined, resourceVersion: undefined };
+  if (text.trim() === "") return { dryRun: false, uid: undefined, resourceVersion: undefined };
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -29,8 +30,9 @@ function parseDeleteOptions(text: string): DeleteOptions {
     throw new KubeApiFailure("BadRequest", "the request body is not JSON DeleteOptions");
   }
   const o = body as Record<string, unknown>;
-  if (o.dryRun !== undefined && !(Array.isArray(o.dryRun) && o.dryRun.length === 0)) {
-    throw new KubeApiFailure("BadRequest", "dryRun is not supported by this server");
+  const dryRun = o.dryRun ?? [];
+  if (!Array.isArray(dryRun) || dryRun.length > 8 || !dryRun.every((v) => v === "All")) {
+    throw new KubeApiFailure("BadRequest", 'dryRun must be a list holding only "All"');
   }
   const policy = o.propagationPolicy;
   if (
@@ -60,15 +62,20 @@ function parseDeleteOptions(text: string): DeleteOptions {
       "preconditions.resourceVersion must be a version string",
     );
   }
-  return { uid, resourceVersion: rv === undefined ? undefined : Number(rv) };
+  return {
+    dryRun: dryRun.length > 0,
+    uid,
+    resourceVersion: rv === undefined ? undefined : Number(rv),
+  };
 }
 
 /** `DELETE …/<plural>/<name>`. */
 export async function deleteResource(r: KindRequest, name: string): Promise<Response> {
   const { kind, request, url } = r;
-  refuseDryRun(url);
+  const dryRunQuery = dryRunParam(url);
   const rep = negotiate(request);
   const options = parseDeleteOptions(await readBody(request));
+  const dryRun = dryRunQuery || options.dryRun;
   const obj = await findByName(r, name);
   if (obj === undefined) throw notFound(kind, name);
   const details = { ...detailsOf(kind, name), uid: String(obj.id) };
@@ -80,7 +87,7 @@ export async function deleteResource(r: KindRequest, name: string): Promise<Resp
     );
   }
   try {
-    await clientOf(r).delete(obj.id, { resourceVersion: options.resourceVersion });
+    await clientOf(r).delete(obj.id, { resourceVersion: options.resourceVersion, dryRun });
   } catch (error) {
     throw toFailure(error, details);
   }
