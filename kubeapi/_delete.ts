@@ -9,7 +9,7 @@
  */
 import type { KindRequest } from "./_context.ts";
 import { answerObject, clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
-import { dryRunParam, negotiate, readBody } from "./_request.ts";
+import { type BodyLimits, dryRunParam, negotiate, parseJson, readBody } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
 
 interface DeleteOptions {
@@ -18,14 +18,9 @@ interface DeleteOptions {
   readonly resourceVersion: number | undefined;
 }
 
-function parseDeleteOptions(text: string): DeleteOptions {
+function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
   if (text.trim() === "") return { dryRun: false, uid: undefined, resourceVersion: undefined };
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new KubeApiFailure("BadRequest", "the request body is not JSON DeleteOptions");
-  }
+  const body = parseJson(text, limits.maxDepth, "DeleteOptions");
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw new KubeApiFailure("BadRequest", "the request body is not JSON DeleteOptions");
   }
@@ -74,7 +69,7 @@ export async function deleteResource(r: KindRequest, name: string): Promise<Resp
   const { kind, request, url } = r;
   const dryRunQuery = dryRunParam(url);
   const rep = negotiate(request);
-  const options = parseDeleteOptions(await readBody(request));
+  const options = parseDeleteOptions(await readBody(request, r.ctx.body), r.ctx.body);
   const dryRun = dryRunQuery || options.dryRun;
   const obj = await findByName(r, name);
   if (obj === undefined) throw notFound(kind, name);

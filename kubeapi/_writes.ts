@@ -22,7 +22,7 @@ import { readDefinition, type ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
-import { dryRunParam, readBody } from "./_request.ts";
+import { dryRunParam, readJsonBody } from "./_request.ts";
 import {
   invalidFailure,
   jsonResponse,
@@ -49,18 +49,14 @@ function invalid(
   return invalidFailure({ ...details, kind: kind.kind }, [{ field, message }]);
 }
 
-async function jsonBody(request: Request, what: string): Promise<unknown> {
+async function jsonBody(r: KindRequest, what: string): Promise<unknown> {
+  const request = r.request;
   const type = (request.headers.get("content-type") ?? "application/json").split(";")[0].trim()
     .toLowerCase();
   if (type === "application/yaml" || type === "application/vnd.kubernetes.protobuf") {
     throw new KubeApiFailure("UnsupportedMediaType", `${type} is not supported: send JSON`);
   }
-  try {
-    return JSON.parse(await readBody(request));
-  } catch (error) {
-    if (error instanceof KubeApiFailure) throw error;
-    throw new KubeApiFailure("BadRequest", `the request body is not JSON ${what}`);
-  }
+  return await readJsonBody(request, r.ctx.body, what);
 }
 
 type StringMap = Readonly<Record<string, string>>;
@@ -235,7 +231,7 @@ async function validateFields(
 /** `POST …/<plural>`: creates the object the body describes. */
 export async function createResource(r: KindRequest): Promise<Response> {
   const dryRun = dryRunParam(r.url);
-  const body = await jsonBody(r.request, r.kind.kind);
+  const body = await jsonBody(r, r.kind.kind);
   const named = isObject(body) && isObject(body.metadata) && typeof body.metadata.name === "string"
     ? body.metadata.name
     : undefined;
@@ -315,7 +311,7 @@ async function writeObject(
 export async function replaceResource(r: KindRequest, name: string): Promise<Response> {
   const dryRun = dryRunParam(r.url);
   const details = detailsOf(r.kind, name);
-  const body = await jsonBody(r.request, r.kind.kind);
+  const body = await jsonBody(r, r.kind.kind);
   const warnings = await validateFields(r, body, details);
   const written = checkResource(r, body, details);
   const current = await findByName(r, name);
@@ -339,13 +335,7 @@ export const PATCH_TYPES = new Set(["application/merge-patch+json", "application
 export async function patchResource(r: KindRequest, name: string, type: string): Promise<Response> {
   const dryRun = dryRunParam(r.url);
   const details = detailsOf(r.kind, name);
-  let patch: unknown;
-  try {
-    patch = JSON.parse(await readBody(r.request));
-  } catch (error) {
-    if (error instanceof KubeApiFailure) throw error;
-    throw new KubeApiFailure("BadRequest", "the patch is not JSON");
-  }
+  const patch = await readJsonBody(r.request, r.ctx.body, "patch");
   const merge = type === "application/merge-patch+json";
   // A merge patch is shaped like the resource: its own fields are the ones to judge.
   let warnings = merge ? await validateFields(r, patch, details) : undefined;
@@ -354,7 +344,9 @@ export async function patchResource(r: KindRequest, name: string, type: string):
     if (current === undefined) throw notFound(r.kind, name);
     const owner = (await resolveOwners(r.ctx.store, [current])).get(current.id);
     const resource = toResource(r.kind, { obj: current, owner });
-    const patched = merge ? mergePatch(resource, patch) : jsonPatch(resource, patch);
+    const patched = merge
+      ? mergePatch(resource, patch)
+      : jsonPatch(resource, patch, r.ctx.objectBytes);
     warnings ??= await validateFields(r, patched, details, resource);
     const written = checkResource(r, patched, details);
     const pinned = written.resourceVersion !== undefined &&
