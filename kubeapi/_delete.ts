@@ -9,23 +9,25 @@
  */
 import type { BodyLimits, KindRequest } from "./_context.ts";
 import { answerObject, clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
-import { negotiate, parseJson, readBody, refuseDryRun } from "./_request.ts";
+import { dryRunParam, negotiate, parseJson, readBody } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
 
 interface DeleteOptions {
+  readonly dryRun: boolean;
   readonly uid: string | undefined;
   readonly resourceVersion: number | undefined;
 }
 
 function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
-  if (text.trim() === "") return { uid: undefined, resourceVersion: undefined };
+  if (text.trim() === "") return { dryRun: false, uid: undefined, resourceVersion: undefined };
   const body = parseJson(text, limits.maxDepth, "DeleteOptions");
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw new KubeApiFailure("BadRequest", "the request body is not JSON DeleteOptions");
   }
   const o = body as Record<string, unknown>;
-  if (o.dryRun !== undefined && !(Array.isArray(o.dryRun) && o.dryRun.length === 0)) {
-    throw new KubeApiFailure("BadRequest", "dryRun is not supported by this server");
+  const dryRun = o.dryRun ?? [];
+  if (!Array.isArray(dryRun) || dryRun.length > 8 || !dryRun.every((v) => v === "All")) {
+    throw new KubeApiFailure("BadRequest", 'dryRun must be a list holding only "All"');
   }
   const policy = o.propagationPolicy;
   if (
@@ -55,15 +57,20 @@ function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
       "preconditions.resourceVersion must be a version string",
     );
   }
-  return { uid, resourceVersion: rv === undefined ? undefined : Number(rv) };
+  return {
+    dryRun: dryRun.length > 0,
+    uid,
+    resourceVersion: rv === undefined ? undefined : Number(rv),
+  };
 }
 
 /** `DELETE …/<plural>/<name>`. */
 export async function deleteResource(r: KindRequest, name: string): Promise<Response> {
   const { kind, request, url } = r;
-  refuseDryRun(url);
+  const dryRunQuery = dryRunParam(url);
   const rep = negotiate(request);
   const options = parseDeleteOptions(await readBody(request, r.ctx.body), r.ctx.body);
+  const dryRun = dryRunQuery || options.dryRun;
   const obj = await findByName(r, name);
   if (obj === undefined) throw notFound(kind, name);
   const details = { ...detailsOf(kind, name), uid: String(obj.id) };
@@ -75,7 +82,7 @@ export async function deleteResource(r: KindRequest, name: string): Promise<Resp
     );
   }
   try {
-    await clientOf(r).delete(obj.id, { resourceVersion: options.resourceVersion });
+    await clientOf(r).delete(obj.id, { resourceVersion: options.resourceVersion, dryRun });
   } catch (error) {
     throw toFailure(error, details);
   }
