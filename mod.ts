@@ -49,6 +49,7 @@ export type {
   PreconditionOptions,
   ReadOptions,
   RequeueOptions,
+  UpdateOptions,
 } from "./src/clients/client.ts";
 export { defineKind } from "./src/model/kind.ts";
 export type { JsonSchema, Kind, KindColumn, KindDefinition, StoredKind } from "./src/model/kind.ts";

@@ -7,6 +7,7 @@
  */
 import type { Beehive, Store } from "@beehive/beehive";
 import type { ServedKind, ServedKinds } from "./_kinds.ts";
+import type { BodyLimits } from "./_request.ts";
 
 /** The handler's shared state. */
 export interface KubeContext {
@@ -15,6 +16,10 @@ export interface KubeContext {
   readonly kinds: ServedKinds;
   /** The path the API is mounted under, as requests spell it (`""` at the root). */
   readonly base: string;
+  /** What bounds a request body: `maxBodyBytes`, and the store's nesting depth plus a margin. */
+  readonly body: BodyLimits;
+  /** The object size limit: the most a JSON patch may grow a resource by, in bytes. */
+  readonly objectBytes: number;
 }
 
 /** A request addressed to one served kind. */

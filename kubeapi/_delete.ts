@@ -12,7 +12,7 @@
 import type { PropagationPolicy } from "@beehive/beehive";
 import type { KindRequest } from "./_context.ts";
 import { answerObject, detailsOf, findByName, notFound } from "./_reads.ts";
-import { negotiate, readBody, refuseDryRun } from "./_request.ts";
+import { type BodyLimits, negotiate, parseJson, readBody, refuseDryRun } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
 
 interface DeleteOptions {
@@ -23,16 +23,11 @@ interface DeleteOptions {
 
 const POLICIES: ReadonlySet<unknown> = new Set(["Background", "Foreground", "Orphan"]);
 
-function parseDeleteOptions(text: string): DeleteOptions {
+function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
   if (text.trim() === "") {
     return { uid: undefined, resourceVersion: undefined, propagationPolicy: undefined };
   }
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new KubeApiFailure("BadRequest", "the request body is not JSON DeleteOptions");
-  }
+  const body = parseJson(text, limits.maxDepth, "DeleteOptions");
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw new KubeApiFailure("BadRequest", "the request body is not JSON DeleteOptions");
   }
@@ -76,7 +71,7 @@ export async function deleteResource(r: KindRequest, name: string): Promise<Resp
   const { kind, request, url } = r;
   refuseDryRun(url);
   const rep = negotiate(request);
-  const options = parseDeleteOptions(await readBody(request));
+  const options = parseDeleteOptions(await readBody(request, r.ctx.body), r.ctx.body);
   const obj = await findByName(r, name);
   if (obj === undefined) throw notFound(kind, name);
   const details = { ...detailsOf(kind, name), uid: String(obj.id) };

@@ -18,6 +18,8 @@ import {
 import { ServedKinds } from "./_kinds.ts";
 import { route, segmentsOf } from "./_router.ts";
 import { failureResponse, KubeApiFailure, toFailure } from "./_status.ts";
+import { BODY_DEPTH_MARGIN, DEFAULT_MAX_BODY_BYTES } from "./_request.ts";
+import { DEFAULTS } from "../src/engine/options.ts";
 
 /** Options of {@linkcode kubeApiHandler}. */
 export interface KubeApiOptions {
@@ -40,6 +42,12 @@ export interface KubeApiOptions {
    * nothing. @default {undefined: every request is served (loopback use)}
    */
   readonly auth?: KubeApiAuth;
+  /**
+   * The largest request body read, in bytes, for every verb (create,
+   * replace, every patch type, delete options); a larger one is 413
+   * `RequestEntityTooLarge`. An integer from 1,024. @default {3_145_728 (3 MiB)}
+   */
+  readonly maxBodyBytes?: number;
 }
 
 /** The tokens {@linkcode kubeApiHandler} accepts. */
@@ -71,7 +79,11 @@ export type KubeApiHandler = (request: Request) => Promise<Response>;
  * `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` answers from
  * the requester's grant.
  * @throws {TypeError} `options` is not an object, or `basePath` does not start with `/`.
- * @throws {InvalidOptionError} `pollInterval` is not a positive number, or `auth.tokens` is malformed.
+ * Every body is bounded by `maxBodyBytes` and by the store's nesting depth
+ * (400 deeper), and a JSON patch may grow the object by at most the object
+ * size limit (422 before it builds more).
+ * @throws {InvalidOptionError} `pollInterval` is not a positive number, `maxBodyBytes` is not an
+ *   integer ≥ 1,024, or `auth.tokens` is malformed.
  */
 export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
   if (typeof options !== "object" || options === null) {
@@ -89,7 +101,18 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
   const authenticator = options.auth === undefined
     ? undefined
     : new Authenticator(checkTokens(options.auth?.tokens));
-  const ctx = { store, bh, kinds: new ServedKinds(store), base };
+  const limits = DEFAULTS.limits;
+  const ctx = {
+    store,
+    bh,
+    kinds: new ServedKinds(store),
+    base,
+    body: {
+      maxBodyBytes: checkLimit("maxBodyBytes", options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, 1024),
+      maxDepth: limits.nestingDepth + BODY_DEPTH_MARGIN,
+    },
+    objectBytes: limits.objectBytes,
+  };
   return async (request) => {
     let path: string;
     try {
@@ -106,7 +129,7 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
     try {
       const grant = await authenticator?.authenticate(request);
       const parts = segmentsOf(rest);
-      if (isAccessReview(parts)) return await reviewAccess(request, grant);
+      if (isAccessReview(parts)) return await reviewAccess(request, grant, ctx.body);
       const attributes = attributesOf(request.method, parts, new URL(request.url));
       if (grant !== undefined && !allows(grant, attributes)) throw forbidden(grant, attributes);
     } catch (error) {
@@ -114,4 +137,18 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
     }
     return await route(ctx, request, rest);
   };
+}
+
+/**
+ * An integer option of at least `min`, or its default.
+ * @throws {InvalidOptionError} it is not.
+ */
+export function checkLimit(name: string, value: unknown, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
+    throw new InvalidOptionError(
+      `Cannot use option ${name}: current value is ${String(value)}, expected an integer ≥ ${min}`,
+    );
+  }
+  return value;
 }

@@ -40,6 +40,8 @@ export interface ServeKubeApiOptions {
   readonly signal?: AbortSignal;
   /** How often a watch re-reads the store for other processes' writes, in ms. @default {500} */
   readonly pollInterval?: number;
+  /** The largest request body read, in bytes, for every verb (413 above). @default {3_145_728 (3 MiB)} */
+  readonly maxBodyBytes?: number;
 }
 
 /** What {@linkcode KubeApiServer.kubeconfig} writes. */
@@ -119,7 +121,7 @@ function checkTls(tls: unknown): ServeKubeApiOptions["tls"] {
  * ```
  *
  * @throws {InvalidOptionError} a non-loopback `hostname` without both `tls`
- *   and `tokens`; a malformed `port`, `tls`, `tokens` or `pollInterval`.
+ *   and `tokens`; a malformed `port`, `tls`, `tokens`, `pollInterval` or `maxBodyBytes`.
  * @throws {Error} the address cannot be bound (e.g. `EADDRINUSE`).
  */
 export async function serveKubeApi(options: ServeKubeApiOptions): Promise<KubeApiServer> {
@@ -146,6 +148,7 @@ export async function serveKubeApi(options: ServeKubeApiOptions): Promise<KubeAp
     store: options.store,
     ...(tokens === undefined ? {} : { auth: { tokens } }),
     ...(options.pollInterval === undefined ? {} : { pollInterval: options.pollInterval }),
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   });
   const host = hostname.replace(/^\[|\]$/g, "");
   const unspecified = host === "0.0.0.0" || host === "::";

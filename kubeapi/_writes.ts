@@ -21,7 +21,7 @@ import { readDefinition, type ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
-import { readBody, refuseDryRun } from "./_request.ts";
+import { readJsonBody, refuseDryRun } from "./_request.ts";
 import {
   invalidFailure,
   jsonResponse,
@@ -48,18 +48,14 @@ function invalid(
   return invalidFailure({ ...details, kind: kind.kind }, [{ field, message }]);
 }
 
-async function jsonBody(request: Request, what: string): Promise<unknown> {
+async function jsonBody(r: KindRequest, what: string): Promise<unknown> {
+  const request = r.request;
   const type = (request.headers.get("content-type") ?? "application/json").split(";")[0].trim()
     .toLowerCase();
   if (type === "application/yaml" || type === "application/vnd.kubernetes.protobuf") {
     throw new KubeApiFailure("UnsupportedMediaType", `${type} is not supported: send JSON`);
   }
-  try {
-    return JSON.parse(await readBody(request));
-  } catch (error) {
-    if (error instanceof KubeApiFailure) throw error;
-    throw new KubeApiFailure("BadRequest", `the request body is not JSON ${what}`);
-  }
+  return await readJsonBody(request, r.ctx.body, what);
 }
 
 type StringMap = Readonly<Record<string, string>>;
@@ -178,15 +174,16 @@ function diffMap(from: StringMap, to: StringMap): Record<string, string | null> 
   return entries.length === 0 ? undefined : Object.fromEntries(entries);
 }
 
-/** The patch that undoes `patch` on an object whose map was `from`. */
-function undoMap(
-  from: StringMap,
-  patch: Record<string, string | null> | undefined,
-): Record<string, string | null> | undefined {
-  if (patch === undefined) return undefined;
-  return Object.fromEntries(
-    Object.keys(patch).map((key) => [key, Object.hasOwn(from, key) ? from[key] : null]),
-  );
+/** Whether two JSON values hold the same data, member order aside. */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    return Array.isArray(b) && a.length === b.length && a.every((v, i) => sameJson(v, b[i]));
+  }
+  if (!isObject(a) || !isObject(b)) return false;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length &&
+    keys.every((k) => Object.hasOwn(b, k) && sameJson(a[k], b[k]));
 }
 
 function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
@@ -233,7 +230,7 @@ async function validateFields(
 /** `POST …/<plural>`: creates the object the body describes. */
 export async function createResource(r: KindRequest): Promise<Response> {
   refuseDryRun(r.url);
-  const body = await jsonBody(r.request, r.kind.kind);
+  const body = await jsonBody(r, r.kind.kind);
   const named = isObject(body) && isObject(body.metadata) && typeof body.metadata.name === "string"
     ? body.metadata.name
     : undefined;
@@ -264,8 +261,10 @@ export async function createResource(r: KindRequest): Promise<Response> {
 }
 
 /**
- * Writes `written` over `current` (named `name`): its labels and annotations
- * when they differ, then its spec (a byte-identical spec writes nothing).
+ * Writes `written` over `current` (named `name`) as one write: its spec,
+ * labels and annotations together (a byte-identical spec writes nothing of
+ * it); the labels and annotations alone when the spec is unchanged, which a
+ * deletion-pending object still takes.
  */
 async function writeObject(
   r: KindRequest,
@@ -291,32 +290,15 @@ async function writeObject(
   const client = clientOf(r);
   const labels = diffMap(current.labels, written.labels);
   const annotations = diffMap(current.annotations, written.annotations);
-  if (labels === undefined && annotations === undefined) {
-    return await client.updateByName(name, written.spec, {
-      resourceVersion: written.resourceVersion,
-    });
+  const metadata = {
+    ...(labels === undefined ? {} : { labels }),
+    ...(annotations === undefined ? {} : { annotations }),
+  };
+  const { resourceVersion } = written;
+  if ((labels !== undefined || annotations !== undefined) && sameJson(written.spec, current.spec)) {
+    return await client.updateMetadata(current.id, metadata, { resourceVersion });
   }
-  // Two writes, metadata first: it is checked whole before it is written, owes no pass, and
-  // is undone if the spec is then refused, so a refused write leaves both as they were.
-  const relabelled = await client.updateMetadata(current.id, { labels, annotations }, {
-    resourceVersion: written.resourceVersion ?? current.resourceVersion,
-  });
-  try {
-    return await client.updateByName(name, written.spec, {
-      resourceVersion: written.resourceVersion === undefined
-        ? undefined
-        : relabelled.resourceVersion,
-    });
-  } catch (error) {
-    const undo = {
-      labels: undoMap(current.labels, labels),
-      annotations: undoMap(current.annotations, annotations),
-    };
-    await client.updateMetadata(current.id, undo, {
-      resourceVersion: relabelled.resourceVersion,
-    }).catch(() => {});
-    throw error;
-  }
+  return await client.updateByName(name, written.spec, { resourceVersion, ...metadata });
 }
 
 /**
@@ -326,7 +308,7 @@ async function writeObject(
 export async function replaceResource(r: KindRequest, name: string): Promise<Response> {
   refuseDryRun(r.url);
   const details = detailsOf(r.kind, name);
-  const body = await jsonBody(r.request, r.kind.kind);
+  const body = await jsonBody(r, r.kind.kind);
   const warnings = await validateFields(r, body, details);
   const written = checkResource(r, body, details);
   const current = await findByName(r, name);
@@ -349,13 +331,7 @@ export const PATCH_TYPES = new Set(["application/merge-patch+json", "application
 export async function patchResource(r: KindRequest, name: string, type: string): Promise<Response> {
   refuseDryRun(r.url);
   const details = detailsOf(r.kind, name);
-  let patch: unknown;
-  try {
-    patch = JSON.parse(await readBody(r.request));
-  } catch (error) {
-    if (error instanceof KubeApiFailure) throw error;
-    throw new KubeApiFailure("BadRequest", "the patch is not JSON");
-  }
+  const patch = await readJsonBody(r.request, r.ctx.body, "patch");
   const merge = type === "application/merge-patch+json";
   // A merge patch is shaped like the resource: its own fields are the ones to judge.
   let warnings = merge ? await validateFields(r, patch, details) : undefined;
@@ -364,7 +340,9 @@ export async function patchResource(r: KindRequest, name: string, type: string):
     if (current === undefined) throw notFound(r.kind, name);
     const owner = (await resolveOwners(r.ctx.store, [current])).get(current.id);
     const resource = toResource(r.kind, { obj: current, owner });
-    const patched = merge ? mergePatch(resource, patch) : jsonPatch(resource, patch);
+    const patched = merge
+      ? mergePatch(resource, patch)
+      : jsonPatch(resource, patch, r.ctx.objectBytes);
     warnings ??= await validateFields(r, patched, details, resource);
     const written = checkResource(r, patched, details);
     const pinned = written.resourceVersion !== undefined &&

@@ -215,6 +215,13 @@ export interface ObjectsUpdateSpecInput {
    * @default {undefined} (no precondition)
    */
   readonly resourceVersion?: number;
+  /**
+   * Keys of the labels to set (a string) or remove (`null`), written with the
+   * spec as one version and one log entry. @default {undefined} (labels unchanged)
+   */
+  readonly labels?: Readonly<Record<string, string | null>>;
+  /** As `labels`, for the annotations. @default {undefined} (annotations unchanged) */
+  readonly annotations?: Readonly<Record<string, string | null>>;
 }
 
 /** One page of an id-ordered listing. */
@@ -240,8 +247,10 @@ export interface ObjectsListPage {
 export interface ObjectsUpdateSpecResult {
   /** The row after the write (the stored row when nothing changed), with conditions. */
   readonly object: RawObject;
-  /** Whether the write changed the row; callers enqueue a reconcile on it. */
+  /** Whether the write changed the row (its spec, labels or annotations). */
   readonly changed: boolean;
+  /** Whether the spec changed (the generation moved); callers enqueue a reconcile on it. */
+  readonly specChanged: boolean;
 }
 
 /** A status write. */
@@ -381,7 +390,9 @@ export interface Objects {
   /**
    * Replaces the spec, bumping generation and resource version and appending
    * an `"update"` write-log entry. Identical JSON text at the row's own schema
-   * version is a no-op (`changed: false`, nothing written). A deletion-pending
+   * version is a no-op (`changed: false`, nothing written). Label and
+   * annotation patches given with it land in the same write (one version, one
+   * entry); with the spec unchanged they write as {@linkcode Objects.updateMetadata}. A deletion-pending
    * row is refused **before** the schema-version stamp and the byte compare,
    * and nothing is logged. A `resourceVersion` precondition is checked first
    * of all (after the row is found): a mismatch is refused even when the
@@ -391,6 +402,7 @@ export interface Objects {
    * @throws {ConflictError} `resourceVersion` is set and the row's differs (carries the row's).
    * @throws {DeletionPendingError} the row's deletion was requested.
    * @throws {SchemaVersionDowngradeError} `specVersion` is non-zero and below the stored one.
+   * @throws {InvalidMetadataError} a label or annotation patch breaks the rules; nothing is written.
    */
   updateSpec(ref: ObjectRef, input: ObjectsUpdateSpecInput): Promise<ObjectsUpdateSpecResult>;
 

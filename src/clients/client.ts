@@ -127,6 +127,13 @@ export interface PreconditionOptions {
   readonly resourceVersion?: number;
 }
 
+/**
+ * Options of `update` and `updateByName`: the precondition, and label and
+ * annotation patches written with the spec as one write (JSON-merge: a string
+ * sets a key, `null` removes it, a key not named is kept).
+ */
+export interface UpdateOptions extends PreconditionOptions, MetadataUpdate {}
+
 /** Options of `list` and `listOwnedObjects`: relations to load, and one page. */
 export interface ListOptions extends ReadOptions {
   /** At most this many objects (an integer ≥ 1). @default {undefined} (every one) */
@@ -286,6 +293,30 @@ function checkEventFilters(o: EventWatchOptions): void {
 }
 
 /** The error a decode failure surfaces as on a single read. */
+/** An update's checked options: the precondition and the metadata patches. */
+interface CheckedUpdate {
+  readonly resourceVersion: number | undefined;
+  readonly labels?: Readonly<Record<string, string | null>>;
+  readonly annotations?: Readonly<Record<string, string | null>>;
+}
+
+/**
+ * Checks the options of `update`/`updateByName`.
+ * @throws {TypeError} malformed options; {@linkcode InvalidMetadataError} a bad key or value.
+ */
+function checkUpdate(options: UpdateOptions | undefined, call: string): CheckedUpdate {
+  const resourceVersion = checkPrecondition(options, call);
+  if (options?.labels === undefined && options?.annotations === undefined) {
+    return { resourceVersion };
+  }
+  const patch = checkMetadataUpdate(options, call);
+  return {
+    resourceVersion,
+    ...(patch.labels === undefined ? {} : { labels: patch.labels }),
+    ...(patch.annotations === undefined ? {} : { annotations: patch.annotations }),
+  };
+}
+
 export function undecodable(raw: RawObject, error: unknown): StoreError {
   return new StoreError(
     `Cannot decode ${kindName(raw)} "${raw.name}" (id ${raw.id}): ${
@@ -700,19 +731,15 @@ export class Client<Spec, Status> {
         try {
           const r = await tx.objects.updateSpecByName(
             { ...this.#gk, name, namespace: c.namespace },
-            { spec: c.text, specVersion: this.#engine.codec(this.#gk).specVersion },
+            {
+              spec: c.text,
+              specVersion: this.#engine.codec(this.#gk).specVersion,
+              ...(c.labels === NO_LABELS ? {} : { labels: c.labels }),
+              ...(c.annotations === NO_LABELS ? {} : { annotations: c.annotations }),
+            },
           );
-          let raw = r.object;
-          if (r.changed) this.#pushSelf(tx, raw.id);
-          if (c.labels !== NO_LABELS || c.annotations !== NO_LABELS) {
-            const m = await tx.objects.updateMetadata(this.#ref(raw.id), {
-              labels: c.labels,
-              annotations: c.annotations,
-            });
-            if (m.changed && !r.changed) this.#wakeWatchers(tx, raw.id);
-            raw = m.object;
-          }
-          return { object: this.#decode(raw), created: false };
+          this.#written(tx, r.object.id, r);
+          return { object: this.#decode(r.object), created: false };
         } catch (error) {
           if (!(error instanceof NotFoundError)) throw error;
         }
@@ -736,7 +763,8 @@ export class Client<Spec, Status> {
   }
 
   /**
-   * Replaces the spec of object `id`. A byte-identical spec writes nothing.
+   * Replaces the spec of object `id`, and with `labels`/`annotations` patches
+   * those in the same write. A byte-identical spec writes nothing.
    * With `resourceVersion`, writes only if the object is still at that
    * version (checked inside the write transaction).
    * @throws {NotFoundError} `id` holds no object of this kind.
@@ -745,23 +773,24 @@ export class Client<Spec, Status> {
    * @throws {InvalidSpecError} the kind's spec schema refused `spec`.
    * @throws {TooLargeError} the spec's JSON is above `limits.objectBytes`.
    * @throws {TypeError} `spec` is not JSON-encodable (or holds a non-finite number), or `id` is malformed.
+   * @throws {InvalidMetadataError} a label or annotation in the options breaks Kubernetes' rules; nothing is written.
    */
   update(
     id: ObjectId,
     spec: Spec,
-    options?: PreconditionOptions,
+    options?: UpdateOptions,
   ): Promise<BeehiveObject<Spec, Status>> {
     return attempt(async () => {
       checkId(id);
-      const resourceVersion = checkPrecondition(options, "update");
+      const write = checkUpdate(options, "update");
       const prepared = this.#prepareSpec(spec);
       const text = typeof prepared === "string" ? prepared : await prepared;
       // Nothing after the write can refuse it with no namespace to check and no status
       // conversion (the spec is this client's own, at the codec's version): one write then.
       if (this.#namespace === undefined && this.#engine.codec(this.#gk).statusVersion === 0) {
-        return await this.#updateSpec(this.#store, id, text, resourceVersion);
+        return await this.#updateSpec(this.#store, id, text, write);
       }
-      return this.#store.within((tx) => this.#updateSpec(tx, id, text, resourceVersion));
+      return this.#store.within((tx) => this.#updateSpec(tx, id, text, write));
     });
   }
 
@@ -770,14 +799,14 @@ export class Client<Spec, Status> {
     tx: Store,
     id: ObjectId,
     text: string,
-    resourceVersion: number | undefined,
+    write: CheckedUpdate,
   ): Promise<BeehiveObject<Spec, Status>> {
     let r;
     try {
       r = await tx.objects.updateSpec(this.#ref(id), {
         spec: text,
         specVersion: this.#engine.codec(this.#gk).specVersion,
-        resourceVersion,
+        ...write,
       });
     } catch (error) {
       throw this.#hideWrongKind(error, id);
@@ -785,8 +814,14 @@ export class Client<Spec, Status> {
     // A namespace never changes: a write outside it is refused and rolled back.
     this.#inNamespace(r.object);
     const object = this.#decode(r.object);
-    if (r.changed) this.#pushSelf(tx, id);
+    this.#written(tx, id, r);
     return object;
+  }
+
+  /** After a spec write: a changed spec owes a pass, changed metadata only wakes watchers. */
+  #written(tx: Store, id: ObjectId, r: { changed: boolean; specChanged: boolean }): void {
+    if (r.specChanged) this.#pushSelf(tx, id);
+    else if (r.changed) this.#wakeWatchers(tx, id);
   }
 
   /**
@@ -797,25 +832,26 @@ export class Client<Spec, Status> {
    * @throws {DeletionPendingError} its deletion is pending.
    * @throws {InvalidSpecError} the kind's spec schema refused `spec`.
    * @throws {TooLargeError} the spec's JSON is above `limits.objectBytes`.
+   * @throws {InvalidMetadataError} a label or annotation in the options breaks Kubernetes' rules; nothing is written.
    */
   updateByName(
     name: string,
     spec: Spec,
-    options?: PreconditionOptions,
+    options?: UpdateOptions,
   ): Promise<BeehiveObject<Spec, Status>> {
     return attempt(async () => {
       checkName(name);
-      const resourceVersion = checkPrecondition(options, "update by name");
+      const write = checkUpdate(options, "update by name");
       const namespace = await this.#nameScope("update");
       const text = await this.#prepareSpec(spec);
       return this.#store.within(async (tx) => {
         const r = await tx.objects.updateSpecByName({ ...this.#gk, name, namespace }, {
           spec: text,
           specVersion: this.#engine.codec(this.#gk).specVersion,
-          resourceVersion,
+          ...write,
         });
         const object = this.#decode(r.object);
-        if (r.changed) this.#pushSelf(tx, r.object.id);
+        this.#written(tx, r.object.id, r);
         return object;
       });
     });

@@ -358,8 +358,9 @@ export class SqlObjects implements Objects {
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
-      const viewer = this.#s.viewer;
-      return this.#s.write((scope) => updateSpecBody(scope, ref, input, version, expected, viewer));
+      const patch = checkMetadataUpdate(input, "update spec");
+      const w: SpecWrite = { d: this.#s.dialect, viewer: this.#s.viewer, version, expected, patch };
+      return this.#s.write((scope) => updateSpecBody(scope, ref, input.spec, w));
     });
   }
 
@@ -372,10 +373,9 @@ export class SqlObjects implements Objects {
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
-      const viewer = this.#s.viewer;
-      return this.#s.write((scope) =>
-        updateSpecByNameBody(scope, ref, namespace, input, version, expected, viewer)
-      );
+      const patch = checkMetadataUpdate(input, "update spec");
+      const w: SpecWrite = { d: this.#s.dialect, viewer: this.#s.viewer, version, expected, patch };
+      return this.#s.write((scope) => updateSpecByNameBody(scope, ref, namespace, input.spec, w));
     });
   }
 
@@ -466,17 +466,25 @@ export class SqlObjects implements Objects {
   }
 }
 
+/** What a spec write carries beside the row and the spec: checked before the write. */
+interface SpecWrite {
+  readonly d: Dialect;
+  readonly viewer: Viewer;
+  /** The incoming schema version. */
+  readonly version: number;
+  readonly expected: number | undefined;
+  readonly patch: { labels: MetadataPatch | undefined; annotations: MetadataPatch | undefined };
+}
+
 /** The spec update both spellings of `updateSpec` share, on the stored row. */
 function* updateSpec(
   scope: WriteScope,
-  viewer: Viewer,
   stored: RawObjectMeta,
   spec: string,
-  incoming: number,
-  expected: number | undefined,
+  w: SpecWrite,
 ): Q<ObjectsUpdateSpecResult> {
   // The order is contractual: precondition, deletion mark, version stamp, byte compare.
-  assertVersion(stored.id, stored.resourceVersion, expected);
+  assertVersion(stored.id, stored.resourceVersion, w.expected);
   if (stored.deletionRequestedAt !== undefined) {
     throw new DeletionPendingError(
       `Cannot update the spec of ${kindOf(stored)} ${
@@ -484,36 +492,78 @@ function* updateSpec(
       } (id ${stored.id}): its deletion is pending`,
     );
   }
-  const version = stampVersion(stored.specVersion, incoming, "spec", stored.id);
-  if (version === stored.specVersion && spec === stored.spec) {
+  const version = stampVersion(stored.specVersion, w.version, "spec", stored.id);
+  const labels = mergeMetadata(stored.labels, w.patch.labels, "labels");
+  const annotations = mergeMetadata(stored.annotations, w.patch.annotations, "annotations");
+  const specSame = version === stored.specVersion && spec === stored.spec;
+  const metadataSame = sameMetadata(labels, stored.labels) &&
+    sameMetadata(annotations, stored.annotations);
+  if (specSame && metadataSame) {
     return {
-      object: { ...stored, conditions: yield* readConditions(stored.id, viewer) },
+      object: { ...stored, conditions: yield* readConditions(stored.id, w.viewer) },
       changed: false,
+      specChanged: false,
     };
   }
   const rv = scope.draw();
-  yield* q.run(
-    `UPDATE objects SET spec = ?, spec_version = ?, generation = ?, resource_version = ?,
-       updated_at = ?
-     WHERE id = ?`,
-    spec,
-    version,
-    stored.generation + 1,
-    rv,
-    scope.now,
-    stored.id,
-  );
+  const generation = specSame ? stored.generation : stored.generation + 1;
+  if (!specSame) {
+    yield* q.run(
+      `UPDATE objects SET spec = ?, spec_version = ?, generation = ?, resource_version = ?,
+         updated_at = ?
+       WHERE id = ?`,
+      spec,
+      version,
+      generation,
+      rv,
+      scope.now,
+      stored.id,
+    );
+  }
+  if (!metadataSame) yield* writeMetadata(scope, w.d, stored, { labels, annotations }, rv);
   const object: RawObject = {
     ...stored,
     spec,
     specVersion: version,
-    generation: stored.generation + 1,
+    generation,
     resourceVersion: rv,
     updatedAt: new Date(scope.now),
-    conditions: yield* readConditions(stored.id, viewer),
+    labels,
+    annotations,
+    conditions: yield* readConditions(stored.id, w.viewer),
   };
   yield* appendWrite(scope, rv, stored, "update", object);
-  return { object, changed: true };
+  return { object, changed: true, specChanged: !specSame };
+}
+
+/**
+ * Writes merged labels and annotations over the stored row at version `rv`,
+ * moving the row to its new label set when the labels changed.
+ */
+function* writeMetadata(
+  scope: WriteScope,
+  d: Dialect,
+  stored: RawObjectMeta,
+  merged: { labels: Labels; annotations: Labels },
+  rv: number,
+): Q<void> {
+  const { labels, annotations } = merged;
+  yield* q.run(
+    `UPDATE objects SET labels = ?, annotations = ?, resource_version = ?, updated_at = ?
+     WHERE id = ?`,
+    JSON.stringify(labels),
+    JSON.stringify(annotations),
+    rv,
+    scope.now,
+    stored.id,
+  );
+  if (!sameMetadata(labels, stored.labels)) {
+    const ref: ObjectRef = { group: stored.group, kind: stored.kind, id: stored.id };
+    const before = yield* storedLabelSet(stored.id);
+    const after = yield* labelSetOf(d, ref, labels, rv);
+    yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", after, stored.id);
+    if (before !== after) yield* releaseLabelSet(d, ref, before, stored.labels);
+  }
 }
 
 function* readMetaByName(ref: ObjectNameRef, namespace: string): Q<RawObjectMeta> {
@@ -772,31 +822,20 @@ function* namespacesBody(sql: string, gk: GroupKind) {
   return rows.map((r) => String(r[0])).sort((a, b) => a < b ? -1 : a > b ? 1 : 0);
 }
 
-function* updateSpecBody(
-  scope: WriteScope,
-  ref: ObjectRef,
-  input: ObjectsUpdateSpecInput,
-  version: number,
-  expected: number | undefined,
-  viewer: Viewer,
-) {
+function* updateSpecBody(scope: WriteScope, ref: ObjectRef, spec: string, w: SpecWrite) {
   const row = yield* q.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
   assertKind(ref, row && { group: row[1], kind: row[2] });
-  const meta = decodeMeta(row!);
-  return yield* updateSpec(scope, viewer, meta, input.spec, version, expected);
+  return yield* updateSpec(scope, decodeMeta(row!), spec, w);
 }
 
 function* updateSpecByNameBody(
   scope: WriteScope,
   ref: ObjectNameRef,
   namespace: string,
-  input: ObjectsUpdateSpecInput,
-  version: number,
-  expected: number | undefined,
-  viewer: Viewer,
+  spec: string,
+  w: SpecWrite,
 ) {
-  const meta = yield* readMetaByName(ref, namespace);
-  return yield* updateSpec(scope, viewer, meta, input.spec, version, expected);
+  return yield* updateSpec(scope, yield* readMetaByName(ref, namespace), spec, w);
 }
 
 function* updateMetadataBody(
@@ -813,29 +852,14 @@ function* updateMetadataBody(
   assertVersion(stored.id, stored.resourceVersion, expected);
   const labels = mergeMetadata(stored.labels, patch.labels, "labels");
   const annotations = mergeMetadata(stored.annotations, patch.annotations, "annotations");
-  const labelsSame = sameMetadata(labels, stored.labels);
-  if (labelsSame && sameMetadata(annotations, stored.annotations)) {
+  if (sameMetadata(labels, stored.labels) && sameMetadata(annotations, stored.annotations)) {
     return {
       object: { ...stored, conditions: yield* readConditions(stored.id, viewer) },
       changed: false,
     };
   }
   const rv = scope.draw();
-  yield* q.run(
-    `UPDATE objects SET labels = ?, annotations = ?, resource_version = ?, updated_at = ?
-     WHERE id = ?`,
-    JSON.stringify(labels),
-    JSON.stringify(annotations),
-    rv,
-    scope.now,
-    stored.id,
-  );
-  if (!labelsSame) {
-    const before = yield* storedLabelSet(stored.id);
-    const after = yield* labelSetOf(d, ref, labels, rv);
-    yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", after, stored.id);
-    if (before !== after) yield* releaseLabelSet(d, ref, before, stored.labels);
-  }
+  yield* writeMetadata(scope, d, stored, { labels, annotations }, rv);
   const object: RawObject = {
     ...stored,
     labels,

@@ -125,7 +125,7 @@ test("kubeApiHandler answers RequestEntityTooLarge 413 for a body over its bound
     await bh.client(Cluster).create("prod", {});
     const f = await failure(store, `${CLUSTERS}/prod`, {
       method: "DELETE",
-      body: JSON.stringify({ kind: "DeleteOptions", pad: "x".repeat(70_000) }),
+      body: JSON.stringify({ kind: "DeleteOptions", pad: "x".repeat(3 * 1024 * 1024) }),
     });
     assert.equal(f.code, 413);
     assert.equal(f.reason, "RequestEntityTooLarge");
