@@ -5,17 +5,19 @@
  * is answered with its `deletionTimestamp` and collected once they let go. A
  * `DeleteOptions` body may carry preconditions (`uid`, `resourceVersion`) and
  * a `propagationPolicy` (`Background`, `Foreground`, or `Orphan`, which keeps
- * the children and removes their owner edge).
+ * the children and removes their owner edge). Under `dryRun` the same
+ * deletion runs and is rolled back: the answer is what it would have been.
  *
  * @module
  */
 import type { PropagationPolicy } from "@beehive/beehive";
 import type { KindRequest } from "./_context.ts";
 import { answerObject, detailsOf, findByName, notFound } from "./_reads.ts";
-import { type BodyLimits, negotiate, parseJson, readBody, refuseDryRun } from "./_request.ts";
+import { type BodyLimits, dryRunParam, negotiate, parseJson, readBody } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
 
 interface DeleteOptions {
+  readonly dryRun: boolean;
   readonly uid: string | undefined;
   readonly resourceVersion: number | undefined;
   readonly propagationPolicy: PropagationPolicy | undefined;
@@ -25,15 +27,21 @@ const POLICIES: ReadonlySet<unknown> = new Set(["Background", "Foreground", "Orp
 
 function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
   if (text.trim() === "") {
-    return { uid: undefined, resourceVersion: undefined, propagationPolicy: undefined };
+    return {
+      dryRun: false,
+      uid: undefined,
+      resourceVersion: undefined,
+      propagationPolicy: undefined,
+    };
   }
   const body = parseJson(text, limits.maxDepth, "DeleteOptions");
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw new KubeApiFailure("BadRequest", "the request body is not JSON DeleteOptions");
   }
   const o = body as Record<string, unknown>;
-  if (o.dryRun !== undefined && !(Array.isArray(o.dryRun) && o.dryRun.length === 0)) {
-    throw new KubeApiFailure("BadRequest", "dryRun is not supported by this server");
+  const dryRun = o.dryRun ?? [];
+  if (!Array.isArray(dryRun) || dryRun.length > 8 || !dryRun.every((v) => v === "All")) {
+    throw new KubeApiFailure("BadRequest", 'dryRun must be a list holding only "All"');
   }
   const policy = o.propagationPolicy;
   if (policy !== undefined && policy !== null && !POLICIES.has(policy)) {
@@ -60,6 +68,7 @@ function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
     );
   }
   return {
+    dryRun: dryRun.length > 0,
     uid,
     resourceVersion: rv === undefined ? undefined : Number(rv),
     propagationPolicy: (policy ?? undefined) as PropagationPolicy | undefined,
@@ -69,9 +78,10 @@ function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
 /** `DELETE …/<plural>/<name>`. */
 export async function deleteResource(r: KindRequest, name: string): Promise<Response> {
   const { kind, request, url } = r;
-  refuseDryRun(url);
+  const dryRunQuery = dryRunParam(url);
   const rep = negotiate(request);
   const options = parseDeleteOptions(await readBody(request, r.ctx.body), r.ctx.body);
+  const dryRun = dryRunQuery || options.dryRun;
   const obj = await findByName(r, name);
   if (obj === undefined) throw notFound(kind, name);
   const details = { ...detailsOf(kind, name), uid: String(obj.id) };
@@ -87,6 +97,7 @@ export async function deleteResource(r: KindRequest, name: string): Promise<Resp
     gone = await r.ctx.bh.adminClient(kind).deleteNow(obj.id, {
       resourceVersion: options.resourceVersion,
       propagationPolicy: options.propagationPolicy,
+      dryRun,
     });
   } catch (error) {
     throw toFailure(error, details);

@@ -162,7 +162,7 @@ const QUERY = (name: string, description: string) => ({
   schema: { type: "string", uniqueItems: true },
 });
 const WRITE_PARAMETERS = [
-  QUERY("dryRun", "Not supported: a request carrying it is refused."),
+  QUERY("dryRun", "All: the write is checked and answered as if made, and nothing is written."),
   QUERY("fieldManager", "Accepted and not recorded."),
   QUERY(
     "fieldValidation",

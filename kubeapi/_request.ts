@@ -71,9 +71,22 @@ export function includeObjectParam(url: URL): IncludeObject {
   throw bad(`includeObject must be None, Metadata or Object: current value is ${value}`);
 }
 
-/** Refuses `dryRun`, which this server does not implement, rather than writing for real. */
-export function refuseDryRun(url: URL): void {
-  if (param(url, "dryRun") !== undefined) throw bad("dryRun is not supported by this server");
+/**
+ * `?dryRun=`: `true` for `All` (check and answer the write, commit nothing),
+ * `false` when absent or empty.
+ * @throws {KubeApiFailure} BadRequest: any other value, as the API server answers it.
+ */
+export function dryRunParam(url: URL): boolean {
+  const values = url.searchParams.getAll("dryRun");
+  if (values.length > 8) throw bad("dryRun is given more than 8 times");
+  let dryRun = false;
+  for (const value of values) {
+    if (value === "All") dryRun = true;
+    else if (value !== "") {
+      throw bad(`dryRun must be All: current value is ${JSON.stringify(value.slice(0, 64))}`);
+    }
+  }
+  return dryRun;
 }
 
 /** The largest request body read unless `maxBodyBytes` says otherwise: 3 MiB, as the API server. */

@@ -6,7 +6,8 @@
  * kind's schema does not declare are judged by `?fieldValidation`. Finalizers
  * and generated names cannot be written through the API: a body that sets
  * them is 422 `Invalid` naming the field; `status` in a body is ignored, as
- * on a resource with a status subresource.
+ * on a resource with a status subresource. `?dryRun=All` runs every write
+ * through the same path, rolled back where it would commit.
  *
  * @module
  */
@@ -21,7 +22,7 @@ import { readDefinition, type ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
-import { readJsonBody, refuseDryRun } from "./_request.ts";
+import { dryRunParam, readJsonBody } from "./_request.ts";
 import {
   invalidFailure,
   jsonResponse,
@@ -229,7 +230,7 @@ async function validateFields(
 
 /** `POST …/<plural>`: creates the object the body describes. */
 export async function createResource(r: KindRequest): Promise<Response> {
-  refuseDryRun(r.url);
+  const dryRun = dryRunParam(r.url);
   const body = await jsonBody(r, r.kind.kind);
   const named = isObject(body) && isObject(body.metadata) && typeof body.metadata.name === "string"
     ? body.metadata.name
@@ -253,6 +254,7 @@ export async function createResource(r: KindRequest): Promise<Response> {
     obj = await clientOf(r).create(written.name, written.spec, {
       labels: written.labels,
       annotations: written.annotations,
+      dryRun,
     });
   } catch (error) {
     throw toFailure(error, details, r.kind.kind);
@@ -272,6 +274,7 @@ async function writeObject(
   written: Written,
   current: AnyObject,
   details: StatusDetails,
+  dryRun: boolean,
 ): Promise<AnyObject> {
   if (written.name !== undefined && written.name !== name) {
     throw new KubeApiFailure(
@@ -296,9 +299,9 @@ async function writeObject(
   };
   const { resourceVersion } = written;
   if ((labels !== undefined || annotations !== undefined) && sameJson(written.spec, current.spec)) {
-    return await client.updateMetadata(current.id, metadata, { resourceVersion });
+    return await client.updateMetadata(current.id, metadata, { resourceVersion, dryRun });
   }
-  return await client.updateByName(name, written.spec, { resourceVersion, ...metadata });
+  return await client.updateByName(name, written.spec, { resourceVersion, dryRun, ...metadata });
 }
 
 /**
@@ -306,7 +309,7 @@ async function writeObject(
  * `metadata.resourceVersion`, when given, must be current.
  */
 export async function replaceResource(r: KindRequest, name: string): Promise<Response> {
-  refuseDryRun(r.url);
+  const dryRun = dryRunParam(r.url);
   const details = detailsOf(r.kind, name);
   const body = await jsonBody(r, r.kind.kind);
   const warnings = await validateFields(r, body, details);
@@ -314,7 +317,8 @@ export async function replaceResource(r: KindRequest, name: string): Promise<Res
   const current = await findByName(r, name);
   if (current === undefined) throw notFound(r.kind, name);
   try {
-    return await answer(r, await writeObject(r, name, written, current, details), 200, warnings);
+    const obj = await writeObject(r, name, written, current, details, dryRun);
+    return await answer(r, obj, 200, warnings);
   } catch (error) {
     throw toFailure(error, { ...details, uid: String(current.id) }, r.kind.kind);
   }
@@ -329,7 +333,7 @@ export const PATCH_TYPES = new Set(["application/merge-patch+json", "application
  * moved the object in between (unless the patch names a `resourceVersion`).
  */
 export async function patchResource(r: KindRequest, name: string, type: string): Promise<Response> {
-  refuseDryRun(r.url);
+  const dryRun = dryRunParam(r.url);
   const details = detailsOf(r.kind, name);
   const patch = await readJsonBody(r.request, r.ctx.body, "patch");
   const merge = type === "application/merge-patch+json";
@@ -357,6 +361,7 @@ export async function patchResource(r: KindRequest, name: string, type: string):
         },
         current,
         details,
+        dryRun,
       );
       return await answer(r, obj, 200, warnings);
     } catch (error) {

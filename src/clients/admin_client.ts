@@ -27,6 +27,8 @@ export interface DeleteNowOptions {
    * children are gone). @default {"Background"}
    */
   readonly propagationPolicy?: PropagationPolicy;
+  /** Run the deletion and roll it back: the answer as it would be, nothing written. @default {false} */
+  readonly dryRun?: boolean;
 }
 
 const POLICIES: ReadonlySet<unknown> = new Set(["Background", "Foreground", "Orphan"]);
@@ -170,9 +172,14 @@ export class AdminClient<Status> {
           }, expected "Background", "Foreground" or "Orphan"`,
         );
       }
+      const dryRun = options?.dryRun ?? false;
+      if (typeof dryRun !== "boolean") {
+        throw new TypeError(`Cannot delete now: dryRun is ${typeof dryRun}, expected a boolean`);
+      }
       return deleteNow(this.#engine, this.#engine.store, { ...this.#gk, id }, {
         resourceVersion: rv,
         propagationPolicy: policy,
+        dryRun,
       });
     });
   }

@@ -68,7 +68,7 @@ import {
 } from "../watches/event_watch.ts";
 
 /** Options of the create calls. Honoured when a row is created, ignored when one is found. */
-export interface CreateOptions {
+export interface CreateOptions extends DryRunOptions {
   /** The owner: deleting it cascades to this object. */
   readonly owner?: ObjectId;
   /** Finalizers holding the object after deletion is requested. Registered kinds only. */
@@ -127,12 +127,25 @@ export interface PreconditionOptions {
   readonly resourceVersion?: number;
 }
 
+/** The option of a write that can be tried without committing it. */
+export interface DryRunOptions {
+  /**
+   * Checks the write and answers the object as it would be, then rolls it
+   * back: nothing is written, no watch sees it, no pass is owed.
+   * @default {false}
+   */
+  readonly dryRun?: boolean;
+}
+
 /**
- * Options of `update` and `updateByName`: the precondition, and label and
+ * Options of `update` and `updateByName`: the precondition, label and
  * annotation patches written with the spec as one write (JSON-merge: a string
- * sets a key, `null` removes it, a key not named is kept).
+ * sets a key, `null` removes it, a key not named is kept), and `dryRun`.
  */
-export interface UpdateOptions extends PreconditionOptions, MetadataUpdate {}
+export interface UpdateOptions extends PreconditionOptions, MetadataUpdate, DryRunOptions {}
+
+/** Options of `updateMetadata`: the precondition and `dryRun`. */
+export interface MetadataWriteOptions extends PreconditionOptions, DryRunOptions {}
 
 /** Options of `list` and `listOwnedObjects`: relations to load, and one page. */
 export interface ListOptions extends ReadOptions {
@@ -300,6 +313,21 @@ interface CheckedUpdate {
   readonly annotations?: Readonly<Record<string, string | null>>;
 }
 
+/** `options.dryRun`, checked. @throws {TypeError} not a boolean. */
+function checkDryRun(options: DryRunOptions | undefined, call: string): boolean {
+  const dryRun = options?.dryRun;
+  if (dryRun === undefined) return false;
+  if (typeof dryRun !== "boolean") {
+    throw new TypeError(
+      `Cannot ${call}: dryRun must be a boolean, current value is ${typeof dryRun}`,
+    );
+  }
+  return dryRun;
+}
+
+/** Thrown inside a dry run's transaction to roll it back; never escapes {@linkcode Client}. */
+const DRY_RUN = Symbol("dry run");
+
 /**
  * Checks the options of `update`/`updateByName`.
  * @throws {TypeError} malformed options; {@linkcode InvalidMetadataError} a bad key or value.
@@ -375,6 +403,7 @@ interface CheckedCreate {
   readonly annotations: Labels;
   /** The namespace the object is created in (`""` for a cluster-scoped kind). */
   readonly namespace: string;
+  readonly dryRun: boolean;
 }
 
 /**
@@ -601,6 +630,7 @@ export class Client<Spec, Status> {
     }
     const labels = checkMetadata(o.labels, "labels");
     const annotations = checkMetadata(o.annotations, "annotations");
+    const dryRun = checkDryRun(o, "create");
     // Both are most often known at once: awaited only when they are not.
     const scope = this.#nameScope("create");
     const namespace = typeof scope === "string" ? scope : await scope;
@@ -615,7 +645,26 @@ export class Client<Spec, Status> {
       labels,
       annotations,
       namespace,
+      dryRun,
     };
+  }
+
+  /**
+   * Runs `fn` in a transaction; under `dryRun`, rolls it back once `fn` has
+   * answered (its after-commit hooks then never run) and resolves to that answer.
+   */
+  async #commit<T>(dryRun: boolean, fn: (tx: Store) => Promise<T>): Promise<T> {
+    if (!dryRun) return await this.#store.within(fn);
+    let answer: T | undefined;
+    try {
+      await this.#store.within(async (tx) => {
+        answer = await fn(tx);
+        throw DRY_RUN;
+      });
+    } catch (error) {
+      if (error !== DRY_RUN) throw error;
+    }
+    return answer as T;
   }
 
   /**
@@ -672,10 +721,10 @@ export class Client<Spec, Status> {
       const c = await this.#checkCreate(name, spec, options);
       // With no owner edge and no hook of the caller's, the row is one store write, atomic on
       // its own: no transaction around it.
-      if (c.owner === undefined && c.onCreate === undefined) {
+      if (c.owner === undefined && c.onCreate === undefined && !c.dryRun) {
         return await this.#insert(this.#store, name, c);
       }
-      return this.#store.within((tx) => this.#insert(tx, name, c));
+      return await this.#commit(c.dryRun, (tx) => this.#insert(tx, name, c));
     });
   }
 
@@ -697,7 +746,7 @@ export class Client<Spec, Status> {
   ): Promise<CreateResult<Spec, Status>> {
     return attempt(async () => {
       const c = await this.#checkCreate(name, spec, options);
-      return this.#store.within(async (tx) => {
+      return this.#commit(c.dryRun, async (tx) => {
         try {
           const raw = await tx.objects.getByName({ ...this.#gk, name, namespace: c.namespace });
           return { object: this.#decode(raw), created: false };
@@ -727,7 +776,7 @@ export class Client<Spec, Status> {
   ): Promise<CreateResult<Spec, Status>> {
     return attempt(async () => {
       const c = await this.#checkCreate(name, spec, options);
-      return this.#store.within(async (tx) => {
+      return this.#commit(c.dryRun, async (tx) => {
         try {
           const r = await tx.objects.updateSpecByName(
             { ...this.#gk, name, namespace: c.namespace },
@@ -783,14 +832,17 @@ export class Client<Spec, Status> {
     return attempt(async () => {
       checkId(id);
       const write = checkUpdate(options, "update");
+      const dryRun = checkDryRun(options, "update");
       const prepared = this.#prepareSpec(spec);
       const text = typeof prepared === "string" ? prepared : await prepared;
       // Nothing after the write can refuse it with no namespace to check and no status
       // conversion (the spec is this client's own, at the codec's version): one write then.
-      if (this.#namespace === undefined && this.#engine.codec(this.#gk).statusVersion === 0) {
+      if (
+        this.#namespace === undefined && this.#engine.codec(this.#gk).statusVersion === 0 && !dryRun
+      ) {
         return await this.#updateSpec(this.#store, id, text, write);
       }
-      return this.#store.within((tx) => this.#updateSpec(tx, id, text, write));
+      return await this.#commit(dryRun, (tx) => this.#updateSpec(tx, id, text, write));
     });
   }
 
@@ -842,9 +894,10 @@ export class Client<Spec, Status> {
     return attempt(async () => {
       checkName(name);
       const write = checkUpdate(options, "update by name");
+      const dryRun = checkDryRun(options, "update by name");
       const namespace = await this.#nameScope("update");
       const text = await this.#prepareSpec(spec);
-      return this.#store.within(async (tx) => {
+      return await this.#commit(dryRun, async (tx) => {
         const r = await tx.objects.updateSpecByName({ ...this.#gk, name, namespace }, {
           spec: text,
           specVersion: this.#engine.codec(this.#gk).specVersion,
@@ -872,13 +925,14 @@ export class Client<Spec, Status> {
   updateMetadata(
     id: ObjectId,
     update: MetadataUpdate,
-    options?: PreconditionOptions,
+    options?: MetadataWriteOptions,
   ): Promise<BeehiveObject<Spec, Status>> {
     return attempt(() => {
       checkId(id);
       const resourceVersion = checkPrecondition(options, "update metadata");
+      const dryRun = checkDryRun(options, "update metadata");
       const patch = checkMetadataUpdate(update, "update metadata");
-      return this.#store.within(async (tx) => {
+      return this.#commit(dryRun, async (tx) => {
         let r;
         try {
           r = await tx.objects.updateMetadata(this.#ref(id), { ...patch, resourceVersion });
@@ -1040,22 +1094,30 @@ export class Client<Spec, Status> {
   /**
    * Requests deletion of object `id`: sets `deletionRequestedAt`; the row stays
    * readable until its finalizers clear and nothing points at it. Idempotent.
-   * With `resourceVersion`, marks only if the object is still at that version.
+   * With `resourceVersion`, marks only if the object is still at that version;
+   * with `dryRun`, checks the request and marks nothing.
    * @throws {NotFoundError} `id` holds no object of this kind.
    * @throws {ConflictError} the object has moved on from `resourceVersion`; nothing is written.
    */
-  delete(id: ObjectId, options?: PreconditionOptions): Promise<undefined> {
+  delete(id: ObjectId, options?: MetadataWriteOptions): Promise<undefined> {
     return attempt(async () => {
       checkId(id);
       const resourceVersion = checkPrecondition(options, "delete");
+      const dryRun = checkDryRun(options, "delete");
       try {
         await this.#assertInNamespace(id);
+        const mark = (tx: Store) =>
+          tx.deletionRequests.create(
+            this.#ref(id),
+            resourceVersion === undefined ? undefined : { resourceVersion },
+          );
+        if (dryRun) {
+          await this.#commit(true, mark);
+          return undefined;
+        }
         // The mark commits on its own (or joins the caller's transaction), so the
         // idempotent answers need no write lock: the store probes without one.
-        const r = await this.#store.deletionRequests.create(
-          this.#ref(id),
-          resourceVersion === undefined ? undefined : { resourceVersion },
-        );
+        const r = await mark(this.#store);
         if (r.marked) this.#afterMark(id, r.unblocked);
       } catch (error) {
         throw this.#hideWrongKind(error, id);

@@ -22,7 +22,12 @@ export interface DeleteNowInput {
   readonly resourceVersion: number | undefined;
   /** `Orphan` detaches the children first; the others delete them with their owner. */
   readonly propagationPolicy: PropagationPolicy | undefined;
+  /** Roll the transaction back once the answer is known: nothing is written, no hook runs. */
+  readonly dryRun: boolean;
 }
+
+/** Thrown inside a dry run's transaction to roll it back. */
+const DRY_RUN = Symbol("dry run");
 
 /**
  * Deletes `ref` in one transaction through `store`: marks it (at
@@ -31,6 +36,7 @@ export interface DeleteNowInput {
  * {@linkcode MAX_SUBTREE} objects), then removes every marked row nothing
  * holds, children before their owners. Resolves to whether `ref` itself was
  * removed; an object already deletion-pending is collected as far as it can be.
+ * A dry run answers the same and rolls back.
  * @throws {NotFoundError} no such id.
  * @throws {WrongKindError} the id belongs to another kind.
  * @throws {ConflictError} the object moved on from `resourceVersion`; nothing is written.
@@ -41,7 +47,8 @@ export async function deleteNow(
   ref: ObjectRef,
   options: DeleteNowInput,
 ): Promise<boolean> {
-  return await store.within(async (tx) => {
+  let answer = false;
+  const run = async (tx: Store): Promise<boolean> => {
     const touched = new Map<string, GroupKind>();
     const removed: ObjectId[] = [];
     const remaining: ObjectRef[] = [];
@@ -80,6 +87,14 @@ export async function deleteNow(
       for (const id of removed) engine.writes.eventsWritten(id);
       for (const r of remaining) engine.pushNow(r);
     });
-    return removed.includes(ref.id);
-  });
+    answer = removed.includes(ref.id);
+    if (options.dryRun) throw DRY_RUN;
+    return answer;
+  };
+  try {
+    return await store.within(run);
+  } catch (error) {
+    if (error === DRY_RUN) return answer;
+    throw error;
+  }
 }

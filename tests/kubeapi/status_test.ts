@@ -96,7 +96,7 @@ test("kubeApiHandler answers BadRequest 400 for every malformed or oversized req
         `${CLUSTERS}?includeObject=All`,
         `${CLUSTERS}/%E0%A4%A`,
         `${CLUSTERS}/${long}`,
-        `${CLUSTERS}/prod?dryRun=All`,
+        `${CLUSTERS}/prod?dryRun=Some`,
       ]
     ) {
       const method = path.includes("dryRun") ? "DELETE" : "GET";
