@@ -1,14 +1,18 @@
 /**
- * `DELETE …/<plural>/<name>`: requests deletion. The answer is the object
- * with its `deletionTimestamp` while it remains (finalizers, owned objects),
- * else a `Status` Success. A `DeleteOptions` body may carry preconditions
- * (`uid`, `resourceVersion`); `Orphan` propagation is refused (owned objects
- * always go with their owner).
+ * `DELETE …/<plural>/<name>`: deletes as the Kubernetes API server does (the
+ * store's `AdminClient.deleteNow`): an object nothing holds is gone when the
+ * answer (the object, 200) is sent; one that finalizers or owned objects hold
+ * is answered with its `deletionTimestamp` and collected once they let go. A
+ * `DeleteOptions` body may carry preconditions (`uid`, `resourceVersion`) and
+ * a `propagationPolicy` (`Background`, `Foreground`, or `Orphan`, which keeps
+ * the children and removes their owner edge). Under `dryRun` the same
+ * deletion runs and is rolled back: the answer is what it would have been.
  *
  * @module
  */
+import type { PropagationPolicy } from "@beehive/beehive";
 import type { BodyLimits, KindRequest } from "./_context.ts";
-import { answerObject, clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
+import { answerObject, detailsOf, findByName, notFound } from "./_reads.ts";
 import { dryRunParam, negotiate, parseJson, readBody } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
 
@@ -16,10 +20,20 @@ interface DeleteOptions {
   readonly dryRun: boolean;
   readonly uid: string | undefined;
   readonly resourceVersion: number | undefined;
+  readonly propagationPolicy: PropagationPolicy | undefined;
 }
 
+const POLICIES: ReadonlySet<unknown> = new Set(["Background", "Foreground", "Orphan"]);
+
 function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
-  if (text.trim() === "") return { dryRun: false, uid: undefined, resourceVersion: undefined };
+  if (text.trim() === "") {
+    return {
+      dryRun: false,
+      uid: undefined,
+      resourceVersion: undefined,
+      propagationPolicy: undefined,
+    };
+  }
   const body = parseJson(text, limits.maxDepth, "DeleteOptions");
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw new KubeApiFailure("BadRequest", "the request body is not JSON DeleteOptions");
@@ -30,14 +44,10 @@ function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
     throw new KubeApiFailure("BadRequest", 'dryRun must be a list holding only "All"');
   }
   const policy = o.propagationPolicy;
-  if (
-    policy !== undefined && policy !== null && policy !== "Background" && policy !== "Foreground"
-  ) {
-    const message = policy === "Orphan"
-      ? "propagationPolicy Orphan is not supported: owned objects are always deleted with their owner"
-      : `propagationPolicy must be Background or Foreground: current value is ${
-        JSON.stringify(policy)
-      }`;
+  if (policy !== undefined && policy !== null && !POLICIES.has(policy)) {
+    const message = `propagationPolicy must be Background, Foreground or Orphan: current value is ${
+      JSON.stringify(policy).slice(0, 100)
+    }`;
     throw new KubeApiFailure("Invalid", message, {
       causes: [{ field: "propagationPolicy", message, reason: "FieldValueNotSupported" }],
     });
@@ -61,6 +71,7 @@ function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
     dryRun: dryRun.length > 0,
     uid,
     resourceVersion: rv === undefined ? undefined : Number(rv),
+    propagationPolicy: (policy ?? undefined) as PropagationPolicy | undefined,
   };
 }
 
@@ -81,11 +92,17 @@ export async function deleteResource(r: KindRequest, name: string): Promise<Resp
       details,
     );
   }
+  let gone: boolean;
   try {
-    await clientOf(r).delete(obj.id, { resourceVersion: options.resourceVersion, dryRun });
+    gone = await r.ctx.bh.adminClient(kind).deleteNow(obj.id, {
+      resourceVersion: options.resourceVersion,
+      propagationPolicy: options.propagationPolicy,
+      dryRun,
+    });
   } catch (error) {
     throw toFailure(error, details);
   }
+  if (gone) return await answerObject(r, obj, rep);
   const after = await findByName(r, name);
   if (after === undefined || after.id !== obj.id) return jsonResponse(200, successStatus(details));
   return await answerObject(r, after, rep);
