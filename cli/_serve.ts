@@ -17,6 +17,12 @@ export interface ServeOptions {
   readonly tls: boolean;
   /** Where the kubeconfig goes (mode 0600); standard output when `undefined`. */
   readonly kubeconfig: string | undefined;
+  /** The server's limits; each `undefined` keeps its default. */
+  readonly limits?: {
+    readonly maxWatches?: number | undefined;
+    readonly maxInflight?: number | undefined;
+    readonly maxBodyBytes?: number | undefined;
+  };
 }
 
 /** Where `serve` writes, and what ends it. */
@@ -57,6 +63,9 @@ export async function serve(store: Store, options: ServeOptions, io: ServeIo): P
     const server = await serveKubeApi({
       store,
       port: options.port,
+      ...Object.fromEntries(
+        Object.entries(options.limits ?? {}).filter(([, v]) => v !== undefined),
+      ),
       ...(options.tls ? { tls: true, tokens: [{ token: randomToken(), user: "admin" }] } : {}),
     });
     try {

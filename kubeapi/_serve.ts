@@ -47,6 +47,10 @@ export interface ServeKubeApiOptions {
    * is 403. @default {["localhost", "127.0.0.1", "[::1]"] without `tokens`; `"*"` with them}
    */
   readonly allowedHosts?: readonly string[] | "*";
+  /** The most watches open at once; one more is 429 with `Retry-After`. @default {1_000} */
+  readonly maxWatches?: number;
+  /** The most non-watch requests served at once; one more is 429 with `Retry-After`. @default {400} */
+  readonly maxInflight?: number;
 }
 
 /** What {@linkcode KubeApiServer.kubeconfig} writes. */
@@ -126,7 +130,7 @@ function checkTls(tls: unknown): ServeKubeApiOptions["tls"] {
  * ```
  *
  * @throws {InvalidOptionError} a non-loopback `hostname` without both `tls`
- *   and `tokens`; a malformed `port`, `tls`, `tokens`, `pollInterval`, `maxBodyBytes` or `allowedHosts`.
+ *   and `tokens`; a malformed `port`, `tls`, `tokens`, `pollInterval`, `maxBodyBytes`, `allowedHosts`, `maxWatches` or `maxInflight`.
  * @throws {Error} the address cannot be bound (e.g. `EADDRINUSE`).
  */
 export async function serveKubeApi(options: ServeKubeApiOptions): Promise<KubeApiServer> {
@@ -155,6 +159,8 @@ export async function serveKubeApi(options: ServeKubeApiOptions): Promise<KubeAp
     ...(options.pollInterval === undefined ? {} : { pollInterval: options.pollInterval }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+    ...(options.maxWatches === undefined ? {} : { maxWatches: options.maxWatches }),
+    ...(options.maxInflight === undefined ? {} : { maxInflight: options.maxInflight }),
   });
   const host = hostname.replace(/^\[|\]$/g, "");
   const unspecified = host === "0.0.0.0" || host === "::";

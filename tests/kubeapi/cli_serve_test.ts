@@ -141,3 +141,59 @@ test("beehive serve --kubeconfig leaves the kubeconfig mode 0600 also when the f
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test("beehive serve --max-watches, --max-inflight and --max-body-bytes bound the server, and refuse a value out of range", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-cli-serve-"));
+  try {
+    const store = await openSqliteStore(join(dir, "beehive.db"));
+    await new Beehive(store).client(Cluster).create("prod", {});
+    await store.close();
+    const abort = new AbortController();
+    const stdout = new Output();
+    const run = cli([
+      "beehive.db",
+      "serve",
+      "--port",
+      "0",
+      "--max-watches",
+      "1",
+      "--max-inflight",
+      "5",
+      "--max-body-bytes=2048",
+    ], { signal: abort.signal, stdout, cwd: dir });
+    await stdout.until((t) => t.includes("current-context: beehive"), "the kubeconfig");
+    const url = /server: "(http:\/\/127\.0\.0\.1:\d+)"/.exec(stdout.text)![1];
+    const watch = await fetch(`${url}/apis/kstack.sh/v1/clusters?watch=true`);
+    assert.equal(watch.status, 200);
+    const second = await fetch(`${url}/apis/kstack.sh/v1/clusters?watch=true`);
+    assert.equal(second.status, 429);
+    assert.equal(second.headers.get("retry-after"), "1");
+    await second.body?.cancel();
+    await watch.body?.cancel();
+    const big = await fetch(`${url}/apis/kstack.sh/v1/clusters`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ metadata: { name: "big" }, spec: { pad: "x".repeat(4096) } }),
+    });
+    assert.equal(big.status, 413);
+    await big.body?.cancel();
+    abort.abort();
+    assert.equal((await run).code, 0);
+    for (
+      const [flag, v] of [["--max-watches", "0"], ["--max-inflight", "x"], [
+        "--max-body-bytes",
+        "100",
+      ]]
+    ) {
+      const refused = await cli(["beehive.db", "serve", flag, v], { cwd: dir });
+      assert.equal(refused.code, 2, flag);
+      assert.match(refused.err, new RegExp(`${flag} must be an integer of at least`));
+    }
+    const elsewhere = await cli(["beehive.db", "get", "clusters", "--max-watches", "1"], {
+      cwd: dir,
+    });
+    assert.match(elsewhere.err, /get has no --max-watches flag/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
