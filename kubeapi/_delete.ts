@@ -1,5 +1,6 @@
 /**
- * `DELETE …/<plural>/<name>`: requests deletion. The answer is the object
+ * `DELETE …/<plural>/<name>`: requests deletion, and `DELETE …/<plural>`
+ * of every object its selectors take. The answer is the object
  * with its `deletionTimestamp` while it remains (finalizers, owned objects),
  * else a `Status` Success. A `DeleteOptions` body may carry preconditions
  * (`uid`, `resourceVersion`); `Orphan` propagation is refused (owned objects
@@ -8,9 +9,26 @@
  * @module
  */
 import type { KindRequest } from "./_context.ts";
-import { answerObject, clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
-import { type BodyLimits, dryRunParam, negotiate, parseJson, readBody } from "./_request.ts";
+import { resolveOwners, toResource } from "./_objects.ts";
+import {
+  answerObject,
+  clientOf,
+  detailsOf,
+  findByName,
+  notFound,
+  readSelected,
+  selectionOf,
+} from "./_reads.ts";
+import {
+  type BodyLimits,
+  dryRunParam,
+  MAX_PAGE,
+  negotiate,
+  parseJson,
+  readBody,
+} from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
+import { NotFoundError } from "@beehive/beehive";
 
 interface DeleteOptions {
   readonly dryRun: boolean;
@@ -89,4 +107,48 @@ export async function deleteResource(r: KindRequest, name: string): Promise<Resp
   const after = await findByName(r, name);
   if (after === undefined || after.id !== obj.id) return jsonResponse(200, successStatus(details));
   return await answerObject(r, after, rep);
+}
+
+/**
+ * `DELETE …/<plural>` (deletecollection): requests deletion of every object
+ * the field and label selectors take, a page at a time, and answers them as a
+ * `<Kind>List` — each as it stands after its request, or as it was when it
+ * is already gone. How an object the library named outside the API's rules
+ * (`x/y`) is still deleted through the API: by `fieldSelector=metadata.name=x/y`.
+ */
+export async function deleteCollection(r: KindRequest): Promise<Response> {
+  const { ctx, kind, request, url } = r;
+  const dryRunQuery = dryRunParam(url);
+  const selection = selectionOf(url);
+  const options = parseDeleteOptions(await readBody(request, ctx.body), ctx.body);
+  if (options.uid !== undefined || options.resourceVersion !== undefined) {
+    throw new KubeApiFailure("BadRequest", "preconditions are not taken by a collection delete");
+  }
+  const dryRun = dryRunQuery || options.dryRun;
+  const rv = await ctx.store.objectWrites.maxVersion(kind);
+  const client = clientOf(r);
+  const items: Record<string, unknown>[] = [];
+  let after = 0;
+  for (let first = true;; first = false) {
+    const page = await readSelected(r, selection, { after, want: MAX_PAGE, first });
+    const owners = await resolveOwners(ctx.store, page.objects);
+    for (const obj of page.objects) {
+      try {
+        await client.delete(obj.id, { dryRun });
+      } catch (error) {
+        if (error instanceof NotFoundError) continue;
+        throw toFailure(error, { ...detailsOf(kind, obj.name), uid: String(obj.id) });
+      }
+      const now = await client.get(obj.id).catch(() => obj);
+      items.push(toResource(kind, { obj: now, owner: owners.get(obj.id) }));
+    }
+    if (page.next === undefined) break;
+    after = page.next;
+  }
+  return jsonResponse(200, {
+    apiVersion: kind.apiVersion,
+    kind: `${kind.kind}List`,
+    metadata: { resourceVersion: String(rv) },
+    items,
+  });
 }

@@ -20,6 +20,7 @@ import {
 } from "./_field_validation.ts";
 import { readDefinition, type ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
+import { subdomainProblem } from "./_names.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
 import { dryRunParam, readJsonBody } from "./_request.ts";
@@ -241,6 +242,8 @@ export async function createResource(r: KindRequest): Promise<Response> {
     throw invalid(r.kind, detailsOf(r.kind), "metadata.name", "Required value: name is required");
   }
   const details = detailsOf(r.kind, written.name);
+  const problem = subdomainProblem(written.name);
+  if (problem !== undefined) throw invalid(r.kind, details, "metadata.name", problem);
   if (written.finalizers !== undefined && written.finalizers.length > 0) {
     throw invalid(
       r.kind,
