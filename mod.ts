@@ -63,6 +63,7 @@ export type {
   StandardSuccess,
 } from "./src/model/standard_schema.ts";
 export { AdminClient } from "./src/clients/admin_client.ts";
+export type { DeleteNowOptions, PropagationPolicy } from "./src/clients/admin_client.ts";
 export type {
   ControllerClient,
   ControllerTx,

@@ -1,18 +1,21 @@
 /**
- * `DELETE …/<plural>/<name>`: requests deletion, and `DELETE …/<plural>`
- * of every object its selectors take. The answer is the object
- * with its `deletionTimestamp` while it remains (finalizers, owned objects),
- * else a `Status` Success. A `DeleteOptions` body may carry preconditions
- * (`uid`, `resourceVersion`); `Orphan` propagation is refused (owned objects
- * always go with their owner).
+ * `DELETE …/<plural>/<name>`: deletes as the Kubernetes API server does (the
+ * store's `AdminClient.deleteNow`): an object nothing holds is gone when the
+ * answer (the object, 200) is sent; one that finalizers or owned objects hold
+ * is answered with its `deletionTimestamp` and collected once they let go. A
+ * `DeleteOptions` body may carry preconditions (`uid`, `resourceVersion`) and
+ * a `propagationPolicy` (`Background`, `Foreground`, or `Orphan`, which keeps
+ * the children and removes their owner edge). Under `dryRun` the same
+ * deletion runs and is rolled back: the answer is what it would have been.
+ * `DELETE …/<plural>` deletes so every object its selectors take.
  *
  * @module
  */
+import { NotFoundError, type PropagationPolicy } from "@beehive/beehive";
 import type { KindRequest } from "./_context.ts";
 import { resolveOwners, toResource } from "./_objects.ts";
 import {
   answerObject,
-  clientOf,
   detailsOf,
   findByName,
   notFound,
@@ -28,16 +31,25 @@ import {
   readBody,
 } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
-import { NotFoundError } from "@beehive/beehive";
 
 interface DeleteOptions {
   readonly dryRun: boolean;
   readonly uid: string | undefined;
   readonly resourceVersion: number | undefined;
+  readonly propagationPolicy: PropagationPolicy | undefined;
 }
 
+const POLICIES: ReadonlySet<unknown> = new Set(["Background", "Foreground", "Orphan"]);
+
 function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
-  if (text.trim() === "") return { dryRun: false, uid: undefined, resourceVersion: undefined };
+  if (text.trim() === "") {
+    return {
+      dryRun: false,
+      uid: undefined,
+      resourceVersion: undefined,
+      propagationPolicy: undefined,
+    };
+  }
   const body = parseJson(text, limits.maxDepth, "DeleteOptions");
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw new KubeApiFailure("BadRequest", "the request body is not JSON DeleteOptions");
@@ -48,14 +60,10 @@ function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
     throw new KubeApiFailure("BadRequest", 'dryRun must be a list holding only "All"');
   }
   const policy = o.propagationPolicy;
-  if (
-    policy !== undefined && policy !== null && policy !== "Background" && policy !== "Foreground"
-  ) {
-    const message = policy === "Orphan"
-      ? "propagationPolicy Orphan is not supported: owned objects are always deleted with their owner"
-      : `propagationPolicy must be Background or Foreground: current value is ${
-        JSON.stringify(policy)
-      }`;
+  if (policy !== undefined && policy !== null && !POLICIES.has(policy)) {
+    const message = `propagationPolicy must be Background, Foreground or Orphan: current value is ${
+      JSON.stringify(policy).slice(0, 100)
+    }`;
     throw new KubeApiFailure("Invalid", message, {
       causes: [{ field: "propagationPolicy", message, reason: "FieldValueNotSupported" }],
     });
@@ -79,6 +87,7 @@ function parseDeleteOptions(text: string, limits: BodyLimits): DeleteOptions {
     dryRun: dryRun.length > 0,
     uid,
     resourceVersion: rv === undefined ? undefined : Number(rv),
+    propagationPolicy: (policy ?? undefined) as PropagationPolicy | undefined,
   };
 }
 
@@ -99,22 +108,29 @@ export async function deleteResource(r: KindRequest, name: string): Promise<Resp
       details,
     );
   }
+  let gone: boolean;
   try {
-    await clientOf(r).delete(obj.id, { resourceVersion: options.resourceVersion, dryRun });
+    gone = await r.ctx.bh.adminClient(kind).deleteNow(obj.id, {
+      resourceVersion: options.resourceVersion,
+      propagationPolicy: options.propagationPolicy,
+      dryRun,
+    });
   } catch (error) {
     throw toFailure(error, details);
   }
+  if (gone) return await answerObject(r, obj, rep);
   const after = await findByName(r, name);
   if (after === undefined || after.id !== obj.id) return jsonResponse(200, successStatus(details));
   return await answerObject(r, after, rep);
 }
 
 /**
- * `DELETE …/<plural>` (deletecollection): requests deletion of every object
- * the field and label selectors take, a page at a time, and answers them as a
- * `<Kind>List` — each as it stands after its request, or as it was when it
- * is already gone. How an object the library named outside the API's rules
- * (`x/y`) is still deleted through the API: by `fieldSelector=metadata.name=x/y`.
+ * `DELETE …/<plural>` (deletecollection): deletes every object the field and
+ * label selectors take, a page at a time, as `DELETE …/<name>` deletes one,
+ * and answers them as a `<Kind>List` — each as it stands after its delete, or
+ * as it was when it is gone. How an object the library named outside the
+ * API's rules (`x/y`) is still deleted through the API: by
+ * `fieldSelector=metadata.name=x/y`.
  */
 export async function deleteCollection(r: KindRequest): Promise<Response> {
   const { ctx, kind, request, url } = r;
@@ -126,20 +142,25 @@ export async function deleteCollection(r: KindRequest): Promise<Response> {
   }
   const dryRun = dryRunQuery || options.dryRun;
   const rv = await ctx.store.objectWrites.maxVersion(kind);
-  const client = clientOf(r);
+  const admin = ctx.bh.adminClient(kind);
+  const client = ctx.bh.client(kind);
   const items: Record<string, unknown>[] = [];
   let after = 0;
   for (let first = true;; first = false) {
     const page = await readSelected(r, selection, { after, want: MAX_PAGE, first });
     const owners = await resolveOwners(ctx.store, page.objects);
     for (const obj of page.objects) {
+      let gone: boolean;
       try {
-        await client.delete(obj.id, { dryRun });
+        gone = await admin.deleteNow(obj.id, {
+          propagationPolicy: options.propagationPolicy,
+          dryRun,
+        });
       } catch (error) {
         if (error instanceof NotFoundError) continue;
         throw toFailure(error, { ...detailsOf(kind, obj.name), uid: String(obj.id) });
       }
-      const now = await client.get(obj.id).catch(() => obj);
+      const now = gone ? obj : await client.get(obj.id).catch(() => obj);
       items.push(toResource(kind, { obj: now, owner: owners.get(obj.id) }));
     }
     if (page.next === undefined) break;

@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Beehive, defineKind, type Store } from "../../mod.ts";
+import { Beehive, defineKind, NotFoundError, type Store } from "../../mod.ts";
 import { serveKubeApi } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
 import { KUBECTL, kubectlIn, withStore } from "./_kubeapi_harness.ts";
@@ -125,11 +125,10 @@ test("kubectl gets, applies, deletes and describes a namespaced kind's objects w
       assert.equal(quiet.code, 0, quiet.stderr);
       assert.match(quiet.stdout, /Events:\s+<none>/);
 
-      const deleted = await kubectl("delete", "team", "red", "-n", "b", "--wait=false");
+      const deleted = await kubectl("delete", "team", "red", "-n", "b");
       assert.equal(deleted.code, 0, deleted.stderr);
       assert.match(deleted.stdout, /team\.kstack\.sh "red" deleted/);
-      const gone = await bh.client(Team, { namespace: "b" }).getByName("red");
-      assert.notEqual(gone.deletionRequestedAt, undefined);
+      await assert.rejects(bh.client(Team, { namespace: "b" }).getByName("red"), NotFoundError);
       const kept = await bh.client(Team, { namespace: "a" }).getByName("red");
       assert.equal(kept.deletionRequestedAt, undefined);
     });

@@ -1,7 +1,6 @@
 /**
  * kubeApiHandler failures: every answer a Kubernetes Status with its reason
- * and code, deletes (object while it remains, Success once gone,
- * preconditions), bounds on what the client sends, and no internals leaked.
+ * and code, deletes (object while it remains, preconditions, policies), bounds on what the client sends, and no internals leaked.
  *
  * @module
  */
@@ -9,7 +8,7 @@ import assert from "node:assert/strict";
 import type { Store } from "../../mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
-import { call, Cluster, CLUSTERS, intercept, withStore } from "./_kubeapi_harness.ts";
+import { call, Cluster, CLUSTERS, withStore } from "./_kubeapi_harness.ts";
 
 async function failure(
   store: Store,
@@ -150,33 +149,6 @@ test("kubeApiHandler delete answers the object with its deletionTimestamp while 
   });
 });
 
-test("kubeApiHandler delete answers a Success Status once the object is gone", async () => {
-  await withStore(async (store, bh) => {
-    const prod = await bh.client(Cluster).create("prod", {});
-    // A store whose deletion marks are collected at once, as a fast collector would.
-    const collecting = intercept(
-      store,
-      { family: "deletionRequests", method: "create" },
-      async (create, ref) => {
-        const result = await create(ref);
-        await store.objects.delete(ref.id);
-        return result;
-      },
-    );
-    const answer = await call(kubeApiHandler({ store: collecting }), `${CLUSTERS}/prod`, {
-      method: "DELETE",
-    });
-    assert.equal(answer.status, 200);
-    assert.deepEqual(answer.body, {
-      kind: "Status",
-      apiVersion: "v1",
-      metadata: {},
-      status: "Success",
-      details: { name: "prod", group: "kstack.sh", kind: "clusters", uid: String(prod.id) },
-    });
-  });
-});
-
 test("kubeApiHandler delete answers Conflict 409 for a stale precondition, writing nothing", async () => {
   await withStore(async (store, bh) => {
     const prod = await bh.client(Cluster).create("prod", {});
@@ -195,12 +167,12 @@ test("kubeApiHandler delete answers Conflict 409 for a stale precondition, writi
   });
 });
 
-test("kubeApiHandler delete answers Invalid 422 for Orphan propagation, writing nothing", async () => {
+test("kubeApiHandler delete answers Invalid 422 for an unknown propagationPolicy, writing nothing", async () => {
   await withStore(async (store, bh) => {
     const prod = await bh.client(Cluster).create("prod", {});
     const f = await failure(store, `${CLUSTERS}/prod`, {
       method: "DELETE",
-      body: JSON.stringify({ propagationPolicy: "Orphan" }),
+      body: JSON.stringify({ propagationPolicy: "Eventually" }),
     });
     assert.equal(f.code, 422);
     assert.equal(f.reason, "Invalid");
