@@ -84,7 +84,8 @@ export type KubeApiHandler = (request: Request) => Promise<Response>;
  * Creates the API server's fetch handler over `store`. Routes under
  * `basePath`: `/version`, `/apis`, `/apis/<group>`, `/apis/<group>/v1`,
  * `/openapi/v3` and `/openapi/v3/apis/<group>/v1`, core/v1 events and
- * namespaces (read-only: the namespaces objects use, and `default`), and per
+ * namespaces (get, list, watch, create, and delete, which deletes every object
+ * in the namespace; the namespaces objects use, those created, and `default`), and per
  * kind `/apis/<group>/v1/<plural>` (`GET`: list, or watch with
  * `?watch=true`; `POST`; for a namespaced kind under
  * `/apis/<group>/v1/namespaces/<ns>/<plural>`, its cluster-wide path only

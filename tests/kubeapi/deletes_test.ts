@@ -201,3 +201,15 @@ test("kubectl delete, --cascade=orphan and --cascade=foreground finish against b
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test("kubeApiHandler delete with dryRun=All answers the object and removes nothing", async () => {
+  await withStore(async (store, bh) => {
+    const prod = await bh.client(Cluster).create("prod", {});
+    await bh.client(Node).create("n1", {}, { owner: prod.id });
+    const answer = await call(kubeApiHandler({ store }), `${CLUSTERS}/prod?dryRun=All`, remove());
+    assert.equal(answer.status, 200);
+    assert.equal((answer.body.metadata as Record<string, unknown>).name, "prod");
+    assert.equal((await bh.client(Cluster).get(prod.id)).deletionRequestedAt, undefined);
+    assert.equal((await bh.client(Node).getByName("n1")).deletionRequestedAt, undefined);
+  });
+});
