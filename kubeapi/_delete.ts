@@ -12,7 +12,7 @@
  * @module
  */
 import { NotFoundError, type PropagationPolicy } from "@beehive/beehive";
-import type { KindRequest } from "./_context.ts";
+import type { BodyLimits, KindRequest } from "./_context.ts";
 import { resolveOwners, toResource } from "./_objects.ts";
 import {
   answerObject,
@@ -22,14 +22,7 @@ import {
   readSelected,
   selectionOf,
 } from "./_reads.ts";
-import {
-  type BodyLimits,
-  dryRunParam,
-  MAX_PAGE,
-  negotiate,
-  parseJson,
-  readBody,
-} from "./_request.ts";
+import { dryRunParam, MAX_PAGE, negotiate, parseJson, readBody } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
 
 interface DeleteOptions {

@@ -19,6 +19,8 @@ import {
 import { InvalidOptionError } from "@beehive/beehive";
 import { isGroupName, type ServedKind, VERSION } from "./_kinds.ts";
 import { readNamespaces } from "./_namespaces.ts";
+import { createNamespace, deleteNamespace, drainTerminating } from "./_namespace_writes.ts";
+import { watchNamespaces } from "./_namespace_watch.ts";
 import { namespaceProblem } from "../src/model/namespace.ts";
 import { groupDocumentText, openApiIndex } from "./_openapi.ts";
 import { getResource, listResources } from "./_reads.ts";
@@ -176,30 +178,38 @@ async function openApi(ctx: KubeContext, parts: readonly string[]): Promise<Resp
 }
 
 /** The core group: `/api`, `/api/v1`, the events and the namespaces in it. */
-function core(
+async function core(
   ctx: KubeContext,
   request: Request,
   url: URL,
   parts: readonly string[],
   readOnly: (what: string) => void,
-): Promise<Response> | Response {
+): Promise<Response> {
+  const method = request.method === "HEAD" ? "GET" : request.method;
+  if (parts[1] === "v1" && parts[2] === "namespaces" && parts.length <= 4) {
+    const name = parts[3];
+    if (name === undefined && method === "POST") return await createNamespace(ctx, request, url);
+    if (name !== undefined && method === "DELETE") {
+      return await deleteNamespace(ctx, request, url, name);
+    }
+    readOnly(`/${parts.join("/")}`);
+    if (name === undefined && boolParam(url, "watch")) {
+      return await watchNamespaces(ctx, request, url);
+    }
+    await drainTerminating(ctx);
+    return await readNamespaces(ctx, request, url, name);
+  }
   readOnly(`/${parts.join("/")}`);
   if (parts.length === 1) return jsonResponse(200, coreVersions());
   if (parts[1] !== "v1") throw notFoundPath();
   if (parts.length === 2) return jsonResponse(200, coreResourceList());
-  if (parts[2] === "namespaces" && parts.length <= 4) {
-    if (boolParam(url, "watch")) {
-      throw new KubeApiFailure("MethodNotAllowed", "watching namespaces is not served");
-    }
-    return readNamespaces(ctx, request, url, parts[3]);
-  }
   const all = parts.length === 3 && parts[2] === "events";
   const one = parts.length === 5 && parts[2] === "namespaces" && parts[4] === "events";
   if (!all && !one || one && namespaceProblem(parts[3]) !== undefined) throw notFoundPath();
   if (boolParam(url, "watch")) {
     throw new KubeApiFailure("MethodNotAllowed", "watching events is not served yet");
   }
-  return listEvents(ctx, request, url, one ? parts[3] : undefined);
+  return await listEvents(ctx, request, url, one ? parts[3] : undefined);
 }
 
 function collection(r: KindRequest, method: string): Promise<Response> {

@@ -180,7 +180,7 @@ test("kubectl with a token scoped to namespaces is refused 403 outside them and 
   });
 });
 
-test("kubectl get namespaces lists the namespaces objects use and default, as a table and a NamespaceList, read-only", async () => {
+test("kubectl get namespaces lists the namespaces objects use and default, as a table and a NamespaceList, and delete namespace deletes its objects", async () => {
   assert.ok(existsSync(KUBECTL), `${KUBECTL} is missing: this test drives the real kubectl`);
   await withStore(async (store, bh) => {
     await defineTeam(store);
@@ -228,10 +228,10 @@ test("kubectl get namespaces lists the namespaces objects use and default, as a 
       const missing = await kubectl("get", "namespace", "c");
       assert.notEqual(missing.code, 0);
       assert.match(missing.stderr, /namespaces "c" not found/);
-      const deleted = await kubectl("delete", "namespace", "a", "--wait=false");
-      assert.notEqual(deleted.code, 0);
-      assert.match(deleted.stderr, /MethodNotAllowed|not allow/);
-      assert.equal((await bh.client(Team, { namespace: "a" }).list()).length, 2);
+      const deleted = await kubectl("delete", "namespace", "a", "--timeout=20s");
+      assert.equal(deleted.code, 0, deleted.stderr);
+      assert.match(deleted.stdout, /namespace "a" deleted/);
+      assert.equal((await bh.client(Team, { namespace: "a" }).list()).length, 0);
     });
   });
 });
