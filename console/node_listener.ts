@@ -82,12 +82,18 @@ function toRequest(req: NodeRequestLike, signal: AbortSignal): Request | Respons
     return plain(400, "Bad Request: the Host header or the request target is not a valid URL");
   }
   const method = req.method ?? "GET";
-  const body = method === "GET" || method === "HEAD" ? null : bodyOf(req);
+  const body = method === "GET" || method === "HEAD" || !hasBody(headers) ? null : bodyOf(req);
   try {
     return new Request(url, { method, headers, signal, body, duplex: "half" } as RequestInit);
   } catch {
     return plain(501, `Not Implemented: the ${method.slice(0, 32)} method is not served`);
   }
+}
+
+/** Whether the request carries a body: HTTP/1.1 frames one by a length above 0 or a transfer coding. */
+function hasBody(headers: Headers): boolean {
+  const length = headers.get("content-length");
+  return headers.has("transfer-encoding") || (length !== null && length.trim() !== "0");
 }
 
 /**
@@ -115,7 +121,8 @@ function bodyOf(req: NodeRequestLike): ReadableStream<Uint8Array> | null {
 /**
  * Wraps `handler` as a listener for Node's `http.createServer`. The request's
  * signal aborts when the client disconnects, which ends a live feed. The
- * request body of a method that may carry one (any but `GET` and `HEAD`) is
+ * request body of a method that may carry one (any but `GET` and `HEAD`), when
+ * the request frames one (`Content-Length` above 0 or `Transfer-Encoding`), is
  * forwarded as a stream the handler reads at its own pace, bounding what it
  * reads. The status line and headers go out as soon as the handler answers,
  * before any body chunk, as fetch servers send them (a watch or live feed

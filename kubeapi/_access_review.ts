@@ -5,9 +5,10 @@
  *
  * @module
  */
+import type { BodyLimits } from "./_context.ts";
 import { allows, type Attributes, type KubeApiToken } from "./_auth.ts";
 import { fieldsOf, PROTOBUF, stringField, unwrap } from "./_protobuf.ts";
-import { type BodyLimits, readBodyBytes, readJsonBody } from "./_request.ts";
+import { readBodyBytes, readJsonBody } from "./_request.ts";
 import { jsonResponse, KubeApiFailure } from "./_status.ts";
 
 /** The group, version and resource of the review. */

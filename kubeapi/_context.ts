@@ -7,7 +7,14 @@
  */
 import type { Beehive, Store } from "@beehive/beehive";
 import type { ServedKind, ServedKinds } from "./_kinds.ts";
-import type { BodyLimits } from "./_request.ts";
+
+/** What bounds one request body: its size in bytes and how deep it nests. */
+export interface BodyLimits {
+  /** The most bytes read. */
+  readonly maxBodyBytes: number;
+  /** The deepest a decoded body may nest (`{}` is 1). */
+  readonly maxDepth: number;
+}
 
 /** The handler's shared state. */
 export interface KubeContext {

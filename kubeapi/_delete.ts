@@ -7,13 +7,22 @@
  * a `propagationPolicy` (`Background`, `Foreground`, or `Orphan`, which keeps
  * the children and removes their owner edge). Under `dryRun` the same
  * deletion runs and is rolled back: the answer is what it would have been.
+ * `DELETE …/<plural>` deletes so every object its selectors take.
  *
  * @module
  */
-import type { PropagationPolicy } from "@beehive/beehive";
-import type { KindRequest } from "./_context.ts";
-import { answerObject, detailsOf, findByName, notFound } from "./_reads.ts";
-import { type BodyLimits, dryRunParam, negotiate, parseJson, readBody } from "./_request.ts";
+import { NotFoundError, type PropagationPolicy } from "@beehive/beehive";
+import type { BodyLimits, KindRequest } from "./_context.ts";
+import { resolveOwners, toResource } from "./_objects.ts";
+import {
+  answerObject,
+  detailsOf,
+  findByName,
+  notFound,
+  readSelected,
+  selectionOf,
+} from "./_reads.ts";
+import { dryRunParam, MAX_PAGE, negotiate, parseJson, readBody } from "./_request.ts";
 import { jsonResponse, KubeApiFailure, successStatus, toFailure } from "./_status.ts";
 
 interface DeleteOptions {
@@ -106,4 +115,54 @@ export async function deleteResource(r: KindRequest, name: string): Promise<Resp
   const after = await findByName(r, name);
   if (after === undefined || after.id !== obj.id) return jsonResponse(200, successStatus(details));
   return await answerObject(r, after, rep);
+}
+
+/**
+ * `DELETE …/<plural>` (deletecollection): deletes every object the field and
+ * label selectors take, a page at a time, as `DELETE …/<name>` deletes one,
+ * and answers them as a `<Kind>List` — each as it stands after its delete, or
+ * as it was when it is gone. How an object the library named outside the
+ * API's rules (`x/y`) is still deleted through the API: by
+ * `fieldSelector=metadata.name=x/y`.
+ */
+export async function deleteCollection(r: KindRequest): Promise<Response> {
+  const { ctx, kind, request, url } = r;
+  const dryRunQuery = dryRunParam(url);
+  const selection = selectionOf(url);
+  const options = parseDeleteOptions(await readBody(request, ctx.body), ctx.body);
+  if (options.uid !== undefined || options.resourceVersion !== undefined) {
+    throw new KubeApiFailure("BadRequest", "preconditions are not taken by a collection delete");
+  }
+  const dryRun = dryRunQuery || options.dryRun;
+  const rv = await ctx.store.objectWrites.maxVersion(kind);
+  const admin = ctx.bh.adminClient(kind);
+  const client = ctx.bh.client(kind);
+  const items: Record<string, unknown>[] = [];
+  let after = 0;
+  for (let first = true;; first = false) {
+    const page = await readSelected(r, selection, { after, want: MAX_PAGE, first });
+    const owners = await resolveOwners(ctx.store, page.objects);
+    for (const obj of page.objects) {
+      let gone: boolean;
+      try {
+        gone = await admin.deleteNow(obj.id, {
+          propagationPolicy: options.propagationPolicy,
+          dryRun,
+        });
+      } catch (error) {
+        if (error instanceof NotFoundError) continue;
+        throw toFailure(error, { ...detailsOf(kind, obj.name), uid: String(obj.id) });
+      }
+      const now = gone ? obj : await client.get(obj.id).catch(() => obj);
+      items.push(toResource(kind, { obj: now, owner: owners.get(obj.id) }));
+    }
+    if (page.next === undefined) break;
+    after = page.next;
+  }
+  return jsonResponse(200, {
+    apiVersion: kind.apiVersion,
+    kind: `${kind.kind}List`,
+    metadata: { resourceVersion: String(rv) },
+    items,
+  });
 }

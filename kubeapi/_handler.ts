@@ -20,6 +20,9 @@ import { route, segmentsOf } from "./_router.ts";
 import { failureResponse, KubeApiFailure, toFailure } from "./_status.ts";
 import { BODY_DEPTH_MARGIN, DEFAULT_MAX_BODY_BYTES } from "./_request.ts";
 import { DEFAULTS } from "../src/engine/options.ts";
+import { checkAllowedHosts, LOOPBACK_HOSTS } from "../console/_hosts.ts";
+import { filterRequest } from "./_filters.ts";
+import { isWatch, releasedAfter, RequestSlots } from "./_limits.ts";
 
 /** Options of {@linkcode kubeApiHandler}. */
 export interface KubeApiOptions {
@@ -48,6 +51,24 @@ export interface KubeApiOptions {
    * `RequestEntityTooLarge`. An integer from 1,024. @default {3_145_728 (3 MiB)}
    */
   readonly maxBodyBytes?: number;
+  /**
+   * The host names a request may address the server by (its `Host` header,
+   * without the port; IPv6 in brackets), or `"*"` for any; another is 403
+   * `Forbidden`. A page that rebinds its own name to 127.0.0.1 still sends
+   * its own name, so a tokenless server answering only loopback names is
+   * closed to it. @default {["localhost", "127.0.0.1", "[::1]"] without `auth`; `"*"` with it}
+   */
+  readonly allowedHosts?: readonly string[] | "*";
+  /**
+   * The most watches open at once, over every kind and client; one more is
+   * 429 `TooManyRequests` with `Retry-After` until one ends. An integer ≥ 1. @default {1_000}
+   */
+  readonly maxWatches?: number;
+  /**
+   * The most non-watch requests served at once (a request holds its slot until
+   * its answer is sent); one more is 429 with `Retry-After`. An integer ≥ 1. @default {400}
+   */
+  readonly maxInflight?: number;
 }
 
 /** The tokens {@linkcode kubeApiHandler} accepts. */
@@ -78,13 +99,18 @@ export type KubeApiHandler = (request: Request) => Promise<Response>;
  * With `auth`, a request without a matching bearer token is 401 and one
  * outside its grant 403, before anything else is looked at;
  * `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` answers from
- * the requester's grant.
- * @throws {TypeError} `options` is not an object, or `basePath` does not start with `/`.
+ * the requester's grant. Before that, a request whose `Host` is not in
+ * `allowedHosts` is 403, and a body in a type Kubernetes does not decode
+ * (`text/plain`, a form, multipart, or a body without a type) 415, and one
+ * past `maxWatches` open watches or `maxInflight` other requests 429 with
+ * `Retry-After`.
  * Every body is bounded by `maxBodyBytes` and by the store's nesting depth
  * (400 deeper), and a JSON patch may grow the object by at most the object
  * size limit (422 before it builds more).
+ * @throws {TypeError} `options` is not an object, or `basePath` does not start with `/`.
  * @throws {InvalidOptionError} `pollInterval` is not a positive number, `maxBodyBytes` is not an
- *   integer ≥ 1,024, or `auth.tokens` is malformed.
+ *   integer ≥ 1,024, `maxWatches` or `maxInflight` is not an integer ≥ 1, `allowedHosts` is not `"*"` nor an array of host names, or `auth.tokens` is
+ *   malformed.
  */
 export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
   if (typeof options !== "object" || options === null) {
@@ -102,6 +128,13 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
   const authenticator = options.auth === undefined
     ? undefined
     : new Authenticator(checkTokens(options.auth?.tokens));
+  const allowedHosts = checkAllowedHosts(
+    options.allowedHosts ?? (options.auth === undefined ? LOOPBACK_HOSTS : "*"),
+  );
+  const slots = new RequestSlots(
+    checkLimit("maxWatches", options.maxWatches, 1000, 1),
+    checkLimit("maxInflight", options.maxInflight, 400, 1),
+  );
   const limits = DEFAULTS.limits;
   const ctx = {
     store,
@@ -127,16 +160,20 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
       );
     }
     const rest = path.slice(base.length);
+    let release: () => void;
     try {
+      filterRequest(request, allowedHosts);
       const grant = await authenticator?.authenticate(request);
       const parts = segmentsOf(rest);
+      const url = new URL(request.url);
       if (isAccessReview(parts)) return await reviewAccess(request, grant, ctx.body);
-      const attributes = attributesOf(request.method, parts, new URL(request.url));
+      const attributes = attributesOf(request.method, parts, url);
       if (grant !== undefined && !allows(grant, attributes)) throw forbidden(grant, attributes);
+      release = slots.take(isWatch(url));
     } catch (error) {
       return failureResponse(toFailure(error));
     }
-    return await route(ctx, request, rest);
+    return releasedAfter(await route(ctx, request, rest), release);
   };
 }
 

@@ -10,7 +10,7 @@
  */
 import { DeletionPendingError, NotFoundError } from "@beehive/beehive";
 import { namespaceProblem } from "../src/model/namespace.ts";
-import type { KubeContext } from "./_context.ts";
+import type { BodyLimits, KubeContext } from "./_context.ts";
 import { EVENTS_NAMESPACE } from "./_events.ts";
 import {
   findNamespace,
@@ -22,14 +22,7 @@ import {
   toNamespace,
 } from "./_namespaces.ts";
 import { fieldsOf, mapField, PROTOBUF, stringField, unwrap } from "./_protobuf.ts";
-import {
-  type BodyLimits,
-  dryRunParam,
-  MAX_PAGE,
-  readBody,
-  readBodyBytes,
-  readJsonBody,
-} from "./_request.ts";
+import { dryRunParam, MAX_PAGE, readBody, readBodyBytes, readJsonBody } from "./_request.ts";
 import { invalidFailure, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
 
 /** The store finalizer that keeps a terminating namespace while its objects drain. */

@@ -7,6 +7,7 @@
  * @module
  */
 import { KubeApiFailure } from "./_status.ts";
+import type { BodyLimits } from "./_context.ts";
 import type { IncludeObject } from "./_tables.ts";
 
 /** The longest query value read. */
@@ -98,14 +99,6 @@ export const DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024;
  * mirror the spec a few levels down.
  */
 export const BODY_DEPTH_MARGIN = 8;
-
-/** What bounds one request body: its size in bytes and how deep it nests. */
-export interface BodyLimits {
-  /** The most bytes read. */
-  readonly maxBodyBytes: number;
-  /** The deepest a decoded body may nest (`{}` is 1). */
-  readonly maxDepth: number;
-}
 
 /**
  * Reads the request body as text, at most `limits.maxBodyBytes` bytes.

@@ -6,7 +6,7 @@
  * @module
  */
 import type { KindRequest, KubeContext } from "./_context.ts";
-import { deleteResource } from "./_delete.ts";
+import { deleteCollection, deleteResource } from "./_delete.ts";
 import { listEvents } from "./_events.ts";
 import {
   apiGroup,
@@ -228,6 +228,7 @@ async function core(
 
 function collection(r: KindRequest, method: string): Promise<Response> {
   if (method === "POST") return createResource(r);
+  if (method === "DELETE") return deleteCollection(r);
   if (method !== "GET") throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}`);
   return boolParam(r.url, "watch") ? watchResources(r) : listResources(r);
 }

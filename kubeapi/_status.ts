@@ -33,6 +33,7 @@ export const REASONS = {
   RequestEntityTooLarge: 413,
   UnsupportedMediaType: 415,
   Invalid: 422,
+  TooManyRequests: 429,
   InternalError: 500,
   ServiceUnavailable: 503,
 } as const;
@@ -47,6 +48,8 @@ export interface StatusDetails {
   readonly kind?: string;
   readonly uid?: string;
   readonly causes?: readonly { field?: string; message: string; reason?: string }[];
+  /** How long the client should wait before it tries again (also sent as `Retry-After`). */
+  readonly retryAfterSeconds?: number;
 }
 
 /** A failure the router answers as a `Status`: thrown inside the handler, never out of it. */
@@ -99,9 +102,12 @@ export function jsonResponse(
 
 /** A failure as its `Status` response. */
 export function failureResponse(failure: KubeApiFailure): Response {
+  const retry = failure.details?.retryAfterSeconds;
   return jsonResponse(
     REASONS[failure.reason],
     failureStatus(failure.reason, failure.message, failure.details),
+    "application/json",
+    retry === undefined ? {} : { "retry-after": String(retry) },
   );
 }
 

@@ -3,11 +3,14 @@
  * spec, labels and annotations (a stale `metadata.resourceVersion` is 409
  * `Conflict`), `PATCH` applies a JSON merge patch or a JSON patch to the
  * resource and writes the result's spec, labels and annotations. Fields the
- * kind's schema does not declare are judged by `?fieldValidation`. Finalizers
- * and generated names cannot be written through the API: a body that sets
- * them is 422 `Invalid` naming the field; `status` in a body is ignored, as
- * on a resource with a status subresource. `?dryRun=All` runs every write
- * through the same path, rolled back where it would commit.
+ * kind's schema does not declare are judged by `?fieldValidation`. A create
+ * takes `metadata.finalizers` as the API server does and ignores the
+ * server-set fields (`uid`, `resourceVersion`, `creationTimestamp`,
+ * `generation`, `managedFields`), so a `get -o yaml` export creates anew;
+ * finalizers cannot be changed by a later write, nor names generated.
+ * `status` in a body is ignored, as on a resource with a status subresource.
+ * `?dryRun=All` runs every write through the same path, rolled back where it
+ * would commit.
  *
  * @module
  */
@@ -20,6 +23,8 @@ import {
 } from "./_field_validation.ts";
 import { readDefinition, type ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
+import { subdomainProblem } from "./_names.ts";
+import { API_FINALIZERS, type ApiCreateOptions } from "../src/clients/client.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
 import { dryRunParam, readJsonBody } from "./_request.ts";
@@ -241,21 +246,20 @@ export async function createResource(r: KindRequest): Promise<Response> {
     throw invalid(r.kind, detailsOf(r.kind), "metadata.name", "Required value: name is required");
   }
   const details = detailsOf(r.kind, written.name);
-  if (written.finalizers !== undefined && written.finalizers.length > 0) {
-    throw invalid(
-      r.kind,
-      details,
-      "metadata.finalizers",
-      "cannot be set at creation through this API: the kind's controller adds its own",
-    );
-  }
+  const problem = subdomainProblem(written.name);
+  if (problem !== undefined) throw invalid(r.kind, details, "metadata.name", problem);
+  // The server-set fields of a body (uid, resourceVersion, creationTimestamp, generation,
+  // managedFields, status) are not read: a `get -o yaml` export creates anew.
+  const options: ApiCreateOptions = {
+    labels: written.labels,
+    annotations: written.annotations,
+    dryRun,
+    ...(written.finalizers === undefined ? {} : { finalizers: written.finalizers }),
+    [API_FINALIZERS]: true,
+  };
   let obj: AnyObject;
   try {
-    obj = await clientOf(r).create(written.name, written.spec, {
-      labels: written.labels,
-      annotations: written.annotations,
-      dryRun,
-    });
+    obj = await clientOf(r).create(written.name, written.spec, options);
   } catch (error) {
     throw toFailure(error, details, r.kind.kind);
   }

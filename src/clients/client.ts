@@ -325,6 +325,20 @@ function checkDryRun(options: DryRunOptions | undefined, call: string): boolean 
   return dryRun;
 }
 
+/**
+ * A create option the package's Kubernetes API sets and the package does not
+ * export: `finalizers` are then accepted as the API server accepts them, with
+ * no controller registered in this process (whoever set them clears them, or
+ * a write through the API does).
+ */
+export const API_FINALIZERS: unique symbol = Symbol("beehive.apiFinalizers");
+
+/** {@linkcode CreateOptions} as the Kubernetes API passes them. */
+export interface ApiCreateOptions extends CreateOptions {
+  /** Accept `finalizers` with no controller registered in this process. */
+  readonly [API_FINALIZERS]?: boolean;
+}
+
 /** Thrown inside a dry run's transaction to roll it back; never escapes {@linkcode Client}. */
 const DRY_RUN = Symbol("dry run");
 
@@ -618,7 +632,10 @@ export class Client<Spec, Status> {
           "Cannot use option finalizers: expected an array of non-empty strings, well-formed UTF-16 without NUL",
         );
       }
-      if (o.finalizers.length > 0 && this.#engine.registration(this.#gk) === undefined) {
+      if (
+        o.finalizers.length > 0 && this.#engine.registration(this.#gk) === undefined &&
+        (o as ApiCreateOptions)[API_FINALIZERS] !== true
+      ) {
         throw new InvalidOptionError(
           `Cannot use option finalizers on ${
             kindName(this.#gk)

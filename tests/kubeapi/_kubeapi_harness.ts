@@ -71,7 +71,7 @@ export async function call(
   path: string,
   init?: RequestInit,
 ): Promise<Answer> {
-  const response = await handle(new Request(`http://kube.test${path}`, init));
+  const response = await handle(new Request(`http://localhost${path}`, init));
   const text = await response.text();
   return {
     status: response.status,

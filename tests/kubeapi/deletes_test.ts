@@ -30,7 +30,9 @@ import {
 const NODES = "/apis/kstack.sh/v1/nodes";
 const remove = (body?: unknown) => ({
   method: "DELETE",
-  ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  ...(body === undefined
+    ? {}
+    : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
 });
 
 test("kubeApiHandler delete removes an object nothing holds before it answers 200 with the object", async () => {
@@ -129,7 +131,7 @@ test("kubeApiHandler delete of an object nothing holds reaches a watch as one DE
     const rv = (list.body.metadata as Record<string, string>).resourceVersion;
     const abort = new AbortController();
     const response = await handle(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=${rv}`, {
+      new Request(`http://localhost${CLUSTERS}?watch=true&resourceVersion=${rv}`, {
         signal: abort.signal,
       }),
     );

@@ -32,7 +32,7 @@ test("kubeApiHandler answers a dryRun=All create, replace, merge and JSON patch 
     });
     const abort = new AbortController();
     const watch = await handle(
-      new Request(`http://kube.test${CLUSTERS}?watch=1&resourceVersion=${prod.resourceVersion}`, {
+      new Request(`http://localhost${CLUSTERS}?watch=1&resourceVersion=${prod.resourceVersion}`, {
         signal: abort.signal,
       }),
     );

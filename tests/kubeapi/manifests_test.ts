@@ -65,7 +65,7 @@ test("kubeApiHandler serves the core group's OpenAPI v3 document and an OpenAPI 
     assert.equal(v2.status, 200);
     assert.equal(v2.body.swagger, "2.0");
     const pb = await handle(
-      new Request("http://kube.test/openapi/v2", {
+      new Request("http://localhost/openapi/v2", {
         headers: { accept: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" },
       }),
     );

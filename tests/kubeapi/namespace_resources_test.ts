@@ -126,7 +126,7 @@ test("kubeApiHandler namespace watch sends the namespaces as ADDED, then a creat
     const abort = new AbortController();
     const events = eventsOf(
       await handle(
-        new Request(`http://kube.test${NAMESPACES}?watch=true`, { signal: abort.signal }),
+        new Request(`http://localhost${NAMESPACES}?watch=true`, { signal: abort.signal }),
       ),
     );
     try {

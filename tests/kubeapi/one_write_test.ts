@@ -34,7 +34,7 @@ test("kubectl apply changing labels and spec together is one commit and one MODI
       const abort = new AbortController();
       const watch = await kubeApiHandler({ store })(
         new Request(
-          `http://kube.test${CLUSTERS}?watch=1&resourceVersion=${before.resourceVersion}`,
+          `http://localhost${CLUSTERS}?watch=1&resourceVersion=${before.resourceVersion}`,
           {
             signal: abort.signal,
           },

@@ -53,13 +53,16 @@ test("kubeApiHandler answers MethodNotAllowed 405 for writes it does not serve y
     await bh.client(Cluster).create("prod", {});
     for (
       const [method, path] of [
-        ["DELETE", CLUSTERS],
         ["PUT", CLUSTERS],
         ["POST", `${CLUSTERS}/prod`],
         ["POST", "/version"],
       ]
     ) {
-      const f = await failure(store, path, { method, body: method === "DELETE" ? null : "{}" });
+      const f = await failure(store, path, {
+        method,
+        headers: { "content-type": "application/json" },
+        body: method === "DELETE" ? null : "{}",
+      });
       assert.equal(f.code, 405, `${method} ${path}`);
       assert.equal(f.reason, "MethodNotAllowed");
     }
@@ -104,7 +107,11 @@ test("kubeApiHandler answers BadRequest 400 for every malformed or oversized req
       assert.equal(f.code, 400, path.slice(0, 80));
       assert.equal(f.reason, "BadRequest");
     }
-    const notJson = await failure(store, `${CLUSTERS}/prod`, { method: "DELETE", body: "{" });
+    const notJson = await failure(store, `${CLUSTERS}/prod`, {
+      method: "DELETE",
+      headers: { "content-type": "application/json" },
+      body: "{",
+    });
     assert.equal(notJson.reason, "BadRequest");
   });
 });
@@ -125,6 +132,7 @@ test("kubeApiHandler answers RequestEntityTooLarge 413 for a body over its bound
     await bh.client(Cluster).create("prod", {});
     const f = await failure(store, `${CLUSTERS}/prod`, {
       method: "DELETE",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ kind: "DeleteOptions", pad: "x".repeat(3 * 1024 * 1024) }),
     });
     assert.equal(f.code, 413);
@@ -139,6 +147,7 @@ test("kubeApiHandler delete answers the object with its deletionTimestamp while 
     await store.objects.addFinalizer(prod, "kstack.sh/cleanup");
     const answer = await call(kubeApiHandler({ store }), `${CLUSTERS}/prod`, {
       method: "DELETE",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ propagationPolicy: "Background" }),
     });
     assert.equal(answer.status, 200);
@@ -159,6 +168,7 @@ test("kubeApiHandler delete answers Conflict 409 for a stale precondition, writi
     ) {
       const f = await failure(store, `${CLUSTERS}/prod`, {
         method: "DELETE",
+        headers: { "content-type": "application/json" },
         body: JSON.stringify({ preconditions }),
       });
       assert.equal(f.code, 409, JSON.stringify(preconditions));
@@ -173,6 +183,7 @@ test("kubeApiHandler delete answers Invalid 422 for an unknown propagationPolicy
     const prod = await bh.client(Cluster).create("prod", {});
     const f = await failure(store, `${CLUSTERS}/prod`, {
       method: "DELETE",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ propagationPolicy: "Eventually" }),
     });
     assert.equal(f.code, 422);

@@ -120,7 +120,7 @@ test("kubeApiHandler prints a stored kind's columns between NAME and READY, as K
 
     const abort = new AbortController();
     const response = await handle(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&fieldSelector=metadata.name%3Ddev`, {
+      new Request(`http://localhost${CLUSTERS}?watch=true&fieldSelector=metadata.name%3Ddev`, {
         headers: { accept: TABLE },
         signal: abort.signal,
       }),
@@ -369,7 +369,7 @@ test("kubeApiHandler keeps undeclared fields under fieldValidation Warn (the def
     const post = (query: string, name: string) =>
       handle(
         new Request(
-          `http://kube.test${CLUSTERS}${query}`,
+          `http://localhost${CLUSTERS}${query}`,
           json("POST", { metadata: { name }, spec: { replicas: 1, size: 1 } }),
         ),
       );

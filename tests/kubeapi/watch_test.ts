@@ -31,7 +31,7 @@ test("kubeApiHandler watch with resourceVersion=0 sends the current objects as A
     const prod = await bh.client(Cluster).create("prod", { replicas: 1 });
     const abort = new AbortController();
     const response = await kubeApiHandler({ store, pollInterval: 50 })(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=0`, {
+      new Request(`http://localhost${CLUSTERS}?watch=true&resourceVersion=0`, {
         signal: abort.signal,
       }),
     );
@@ -62,7 +62,7 @@ test("kubeApiHandler watch from a list's resourceVersion sends only what changed
     const rv = (list.body.metadata as { resourceVersion: string }).resourceVersion;
     await bh.client(Cluster).create("dev", {});
     const response = await handle(
-      new Request(`http://kube.test${CLUSTERS}?watch=1&resourceVersion=${rv}`),
+      new Request(`http://localhost${CLUSTERS}?watch=1&resourceVersion=${rv}`),
     );
     const events = eventsOf(response);
     const added = await events.next();
@@ -78,7 +78,7 @@ test("kubeApiHandler watch sends one-row Tables for the Table Accept and honours
     const abort = new AbortController();
     const response = await kubeApiHandler({ store, pollInterval: 50 })(
       new Request(
-        `http://kube.test${CLUSTERS}?watch=true&fieldSelector=metadata.name%3Ddev`,
+        `http://localhost${CLUSTERS}?watch=true&fieldSelector=metadata.name%3Ddev`,
         { headers: { accept: TABLE }, signal: abort.signal },
       ),
     );
@@ -106,7 +106,7 @@ test("kubeApiHandler watch with sendInitialEvents sends ADDED then the initial-e
     const handle = kubeApiHandler({ store });
     const query = "watch=true&sendInitialEvents=true&allowWatchBookmarks=true";
     const response = await handle(
-      new Request(`http://kube.test${CLUSTERS}?${query}&resourceVersionMatch=NotOlderThan`),
+      new Request(`http://localhost${CLUSTERS}?${query}&resourceVersionMatch=NotOlderThan`),
     );
     const events = eventsOf(response);
     assert.deepEqual(names(await events.next()), ["ADDED", "prod"]);
@@ -128,7 +128,7 @@ test("kubeApiHandler watch from a version retention trimmed ends with a 410 Expi
     for (const name of ["a", "b", "c"]) await bh.client(Cluster).create(name, {});
     await store.objectWrites.sweep({ perKind: 1, maxAge: 0 });
     const response = await kubeApiHandler({ store, pollInterval: 50 })(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=1`),
+      new Request(`http://localhost${CLUSTERS}?watch=true&resourceVersion=1`),
     );
     const events = eventsOf(response);
     const error = await events.next();
@@ -147,7 +147,7 @@ test("kubeApiHandler watch ends its stream when the request's signal aborts befo
     const rv = await store.objectWrites.maxVersion(Cluster);
     const abort = new AbortController();
     const response = await kubeApiHandler({ store, pollInterval: 50 })(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=${rv}`, {
+      new Request(`http://localhost${CLUSTERS}?watch=true&resourceVersion=${rv}`, {
         signal: abort.signal,
       }),
     );
@@ -166,7 +166,7 @@ test("kubeApiHandler watch with timeoutSeconds ends the stream on its own", asyn
     assert.equal(bad.status, 400);
     const rv = await store.objectWrites.maxVersion(Cluster);
     const response = await handle(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=${rv}&timeoutSeconds=1`),
+      new Request(`http://localhost${CLUSTERS}?watch=true&resourceVersion=${rv}&timeoutSeconds=1`),
     );
     assert.equal(await eventsOf(response).next(), undefined);
   });
@@ -180,7 +180,7 @@ test("kubeApiHandler watch with a labelSelector sends an object leaving the sele
     const abort = new AbortController();
     const response = await kubeApiHandler({ store, pollInterval: 50 })(
       new Request(
-        `http://kube.test${CLUSTERS}?watch=true&resourceVersion=0&labelSelector=env%3Dprod`,
+        `http://localhost${CLUSTERS}?watch=true&resourceVersion=0&labelSelector=env%3Dprod`,
         { signal: abort.signal },
       ),
     );
@@ -198,7 +198,7 @@ test("kubeApiHandler watch with a labelSelector sends an object leaving the sele
     abort.abort();
     assert.equal(await events.next(), undefined);
     const bad = await kubeApiHandler({ store })(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&labelSelector=env%20in%20prod`),
+      new Request(`http://localhost${CLUSTERS}?watch=true&labelSelector=env%20in%20prod`),
     );
     assert.equal(bad.status, 400);
     await bad.body?.cancel();
@@ -218,7 +218,7 @@ test("kubeApiHandler watch sends the changes one commit made as one chunk, looki
     const list = await call(handle, CLUSTERS);
     const rv = (list.body.metadata as { resourceVersion: string }).resourceVersion;
     const response = await handle(
-      new Request(`http://kube.test${CLUSTERS}?watch=1&resourceVersion=${rv}`),
+      new Request(`http://localhost${CLUSTERS}?watch=1&resourceVersion=${rv}`),
     );
     const reader = response.body!.getReader();
     lookups = 0;
