@@ -23,6 +23,7 @@ import { createNamespace, deleteNamespace, drainTerminating } from "./_namespace
 import { watchNamespaces } from "./_namespace_watch.ts";
 import { namespaceProblem } from "../src/model/namespace.ts";
 import { groupDocumentText, openApiIndex } from "./_openapi.ts";
+import { CORE_DOCUMENT_TEXT, coreIndexEntry, openApiV2 } from "./_openapi_core.ts";
 import { getResource, listResources } from "./_reads.ts";
 import { boolParam } from "./_request.ts";
 import { failureResponse, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
@@ -89,7 +90,7 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
   if (parts[0] === "api") return core(ctx, request, url, parts, readOnly);
   if (parts[0] === "openapi") {
     readOnly(`/${parts.join("/")}`);
-    return await openApi(ctx, parts);
+    return await openApi(ctx, request, parts);
   }
   if (parts[0] !== "apis") throw notFoundPath();
   if (parts.length === 1) {
@@ -157,12 +158,25 @@ async function kindRoute(
 }
 
 /**
- * `/openapi/v3` and `/openapi/v3/apis/<group>/v1`. `/openapi/v2` is not
- * served: kubectl ≥ 1.27 reads v3, and a 404 tells a client to fall back.
+ * `/openapi/v3`, `/openapi/v3/apis/<group>/v1`, the core group's
+ * `/openapi/v3/api/v1`, and `/openapi/v2` (no definitions: what kubectl
+ * validates a `kind: List` against).
  */
-async function openApi(ctx: KubeContext, parts: readonly string[]): Promise<Response> {
+async function openApi(
+  ctx: KubeContext,
+  request: Request,
+  parts: readonly string[],
+): Promise<Response> {
   if (parts.length === 2 && parts[1] === "v3") {
-    return jsonResponse(200, await openApiIndex(ctx, ctx.base));
+    const index = await openApiIndex(ctx, ctx.base);
+    const paths = { ...await coreIndexEntry(ctx.base), ...index.paths as object };
+    return jsonResponse(200, { ...index, paths });
+  }
+  if (parts.length === 2 && parts[1] === "v2") return openApiV2(request);
+  if (parts.length === 4 && parts[1] === "v3" && parts[2] === "api" && parts[3] === VERSION) {
+    return new Response(CORE_DOCUMENT_TEXT, {
+      headers: { "content-type": "application/json", "cache-control": "no-store" },
+    });
   }
   if (parts.length === 5 && parts[1] === "v3" && parts[2] === "apis" && parts[4] === VERSION) {
     const doc = isGroupName(parts[3])

@@ -38,7 +38,7 @@ test("kubeApiHandler answers NotFound 404 for a missing object, kind or path", a
     for (
       const path of [
         "/apis/kstack.sh/v1/widgets",
-        "/openapi/v2",
+        "/openapi/v4",
         "/apis/kstack.sh/v1/namespaces/default/clusters",
         `${CLUSTERS}/prod/scale`,
       ]
