@@ -15,6 +15,7 @@ import type { KindRequest } from "./_context.ts";
 import type { ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { clientOf } from "./_reads.ts";
+import { checkNotTooLarge } from "./_resource_version.ts";
 import {
   boolParam,
   includeObjectParam,
@@ -97,6 +98,7 @@ function parseWatch(request: Request, url: URL): WatchRequest {
 export async function watchResources(r: KindRequest): Promise<Response> {
   const { ctx, kind, request, url } = r;
   const w = parseWatch(request, url);
+  await checkNotTooLarge(ctx, w.resumeFrom);
   const printer = w.rep.as === "table" ? await printerOf(ctx, kind) : undefined;
   const abort = new AbortController();
   const stream = await clientOf(r).watchList({
