@@ -168,7 +168,7 @@ const WRITE_PARAMETERS = [
   QUERY(
     "fieldValidation",
     "Ignore, Warn (the default) or Strict: how fields the kind's schema does not " +
-      "declare are treated — kept silently, kept with a warning, or refused with 422.",
+      "declare are treated — dropped silently, dropped with a warning, or refused with 422.",
   ),
 ];
 

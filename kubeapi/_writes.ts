@@ -18,6 +18,7 @@ import type { KindRequest } from "./_context.ts";
 import {
   fieldValidationParam,
   judgeUnknown,
+  pruneUnknown,
   unknownFields,
   warningHeader,
 } from "./_field_validation.ts";
@@ -213,24 +214,23 @@ async function answer(
 
 /**
  * Applies `?fieldValidation` to the fields of `body` the kind's schema does
- * not declare: the warnings to send, or a throw under `Strict`.
+ * not declare and `before` (the stored resource) does not hold: a throw
+ * under `Strict`; else the body without them, and the warnings to send
+ * under `Warn`.
  */
-async function validateFields(
+async function judgeFields(
   r: KindRequest,
   body: unknown,
   details: StatusDetails,
   before?: unknown,
-): Promise<string[]> {
+): Promise<{ body: unknown; warnings: string[] }> {
   const mode = fieldValidationParam(r.url);
-  if (mode === "Ignore") return [];
   const definition = await readDefinition(r.ctx.bh, r.kind);
-  const unknown = unknownFields(r.kind, definition, body);
-  // A patched resource is judged on what the patch added, not on what was already stored.
+  // A write is judged on what it adds, not on what was already stored.
   const stored = new Set(before === undefined ? [] : unknownFields(r.kind, definition, before));
-  return judgeUnknown(mode, unknown.filter((f) => !stored.has(f)), {
-    ...details,
-    kind: r.kind.kind,
-  });
+  const pruned = pruneUnknown(r.kind, definition, body, stored);
+  const warnings = judgeUnknown(mode, pruned.dropped, { ...details, kind: r.kind.kind });
+  return { body: pruned.body, warnings };
 }
 
 /** `POST …/<plural>`: creates the object the body describes. */
@@ -240,8 +240,8 @@ export async function createResource(r: KindRequest): Promise<Response> {
   const named = isObject(body) && isObject(body.metadata) && typeof body.metadata.name === "string"
     ? body.metadata.name
     : undefined;
-  const warnings = await validateFields(r, body, detailsOf(r.kind, named));
-  const written = checkResource(r, body, detailsOf(r.kind, named));
+  const judged = await judgeFields(r, body, detailsOf(r.kind, named));
+  const written = checkResource(r, judged.body, detailsOf(r.kind, named));
   if (written.name === undefined || written.name === "") {
     throw invalid(r.kind, detailsOf(r.kind), "metadata.name", "Required value: name is required");
   }
@@ -263,7 +263,7 @@ export async function createResource(r: KindRequest): Promise<Response> {
   } catch (error) {
     throw toFailure(error, details, r.kind.kind);
   }
-  return await answer(r, obj, 201, warnings);
+  return await answer(r, obj, 201, judged.warnings);
 }
 
 /**
@@ -316,13 +316,14 @@ export async function replaceResource(r: KindRequest, name: string): Promise<Res
   const dryRun = dryRunParam(r.url);
   const details = detailsOf(r.kind, name);
   const body = await jsonBody(r, r.kind.kind);
-  const warnings = await validateFields(r, body, details);
-  const written = checkResource(r, body, details);
   const current = await findByName(r, name);
   if (current === undefined) throw notFound(r.kind, name);
+  const owner = (await resolveOwners(r.ctx.store, [current])).get(current.id);
+  const judged = await judgeFields(r, body, details, toResource(r.kind, { obj: current, owner }));
+  const written = checkResource(r, judged.body, details);
   try {
     const obj = await writeObject(r, name, written, current, details, dryRun);
-    return await answer(r, obj, 200, warnings);
+    return await answer(r, obj, 200, judged.warnings);
   } catch (error) {
     throw toFailure(error, { ...details, uid: String(current.id) }, r.kind.kind);
   }
@@ -341,8 +342,6 @@ export async function patchResource(r: KindRequest, name: string, type: string):
   const details = detailsOf(r.kind, name);
   const patch = await readJsonBody(r.request, r.ctx.body, "patch");
   const merge = type === "application/merge-patch+json";
-  // A merge patch is shaped like the resource: its own fields are the ones to judge.
-  let warnings = merge ? await validateFields(r, patch, details) : undefined;
   for (let attempt = 1;; attempt++) {
     const current = await findByName(r, name);
     if (current === undefined) throw notFound(r.kind, name);
@@ -351,8 +350,8 @@ export async function patchResource(r: KindRequest, name: string, type: string):
     const patched = merge
       ? mergePatch(resource, patch)
       : jsonPatch(resource, patch, r.ctx.objectBytes);
-    warnings ??= await validateFields(r, patched, details, resource);
-    const written = checkResource(r, patched, details);
+    const judged = await judgeFields(r, patched, details, resource);
+    const written = checkResource(r, judged.body, details);
     const pinned = written.resourceVersion !== undefined &&
       written.resourceVersion !== current.resourceVersion;
     try {
@@ -367,7 +366,7 @@ export async function patchResource(r: KindRequest, name: string, type: string):
         details,
         dryRun,
       );
-      return await answer(r, obj, 200, warnings);
+      return await answer(r, obj, 200, judged.warnings);
     } catch (error) {
       const failure = toFailure(error, { ...details, uid: String(current.id) }, r.kind.kind);
       if (failure.reason !== "Conflict" || pinned || attempt >= PATCH_ATTEMPTS) throw failure;

@@ -361,7 +361,7 @@ test("kubeApiHandler refuses fields the stored schema does not declare under fie
   });
 });
 
-test("kubeApiHandler keeps undeclared fields under fieldValidation Warn (the default) with a Warning header, and Ignore silently", async () => {
+test("kubeApiHandler drops undeclared fields under fieldValidation Warn (the default) with a Warning header, and under Ignore silently", async () => {
   await withStore(async (store, bh) => {
     await defineCluster(store);
     await bh.client(Cluster).create("seed", { replicas: 0 });
@@ -370,21 +370,35 @@ test("kubeApiHandler keeps undeclared fields under fieldValidation Warn (the def
       handle(
         new Request(
           `http://localhost${CLUSTERS}${query}`,
-          json("POST", { metadata: { name }, spec: { replicas: 1, size: 1 } }),
+          json("POST", {
+            metadata: { name },
+            spec: { replicas: 1, size: 1, network: { cidr: "10.0.0.0/8", mask: 8 } },
+            surplus: true,
+          }),
         ),
       );
     const warned = await post("", "warned");
     assert.equal(warned.status, 201);
-    assert.equal(warned.headers.get("warning"), '299 - "unknown field \\"spec.size\\""');
-    await warned.body?.cancel();
+    assert.equal(
+      warned.headers.get("warning"),
+      '299 - "unknown field \\"spec.size\\"", 299 - "unknown field \\"spec.network.mask\\"", ' +
+        '299 - "unknown field \\"surplus\\""',
+    );
+    const answered = await warned.json();
+    assert.deepEqual(answered.spec, { replicas: 1, network: { cidr: "10.0.0.0/8" } });
+    assert.equal(answered.surplus, undefined);
     assert.deepEqual((await bh.client(Cluster).getByName("warned")).spec, {
       replicas: 1,
-      size: 1,
+      network: { cidr: "10.0.0.0/8" },
     });
     const ignored = await post("?fieldValidation=Ignore", "ignored");
     assert.equal(ignored.status, 201);
     assert.equal(ignored.headers.get("warning"), null);
     await ignored.body?.cancel();
+    assert.deepEqual((await bh.client(Cluster).getByName("ignored")).spec, {
+      replicas: 1,
+      network: { cidr: "10.0.0.0/8" },
+    });
     const bad = await call(
       handle,
       `${CLUSTERS}?fieldValidation=strict`,
@@ -392,6 +406,46 @@ test("kubeApiHandler keeps undeclared fields under fieldValidation Warn (the def
     );
     assert.equal(bad.status, 400);
     assert.match(String(bad.body.message), /fieldValidation must be Ignore, Warn or Strict/);
+  });
+});
+
+test("kubeApiHandler drops the undeclared fields a PUT or a patch adds and keeps those already stored", async () => {
+  await withStore(async (store, bh) => {
+    await defineCluster(store);
+    // The library stores what its schema takes: an undeclared field written by the app stays.
+    await bh.client(Cluster).create("prod", { replicas: 1, legacy: "kept" });
+    const handle = kubeApiHandler({ store });
+    const put = await call(
+      handle,
+      `${CLUSTERS}/prod`,
+      json("PUT", { metadata: { name: "prod" }, spec: { replicas: 2, legacy: "kept", size: 1 } }),
+    );
+    assert.equal(put.status, 200);
+    assert.deepEqual((await bh.client(Cluster).getByName("prod")).spec, {
+      replicas: 2,
+      legacy: "kept",
+    });
+    const merged = await call(
+      handle,
+      `${CLUSTERS}/prod?fieldValidation=Ignore`,
+      json("PATCH", { spec: { replicas: 3, colour: "red" } }, "application/merge-patch+json"),
+    );
+    assert.equal(merged.status, 200);
+    const jsonPatched = await call(
+      handle,
+      `${CLUSTERS}/prod`,
+      json(
+        "PATCH",
+        [{ op: "add", path: "/spec/nodes", value: [{ name: "n1", size: "xl" }] }],
+        "application/json-patch+json",
+      ),
+    );
+    assert.equal(jsonPatched.status, 200);
+    assert.deepEqual((await bh.client(Cluster).getByName("prod")).spec, {
+      replicas: 3,
+      legacy: "kept",
+      nodes: [{ name: "n1" }],
+    });
   });
 });
 
