@@ -21,6 +21,7 @@ import type { KindRequest } from "./_context.ts";
 import type { ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { clientOf } from "./_reads.ts";
+import { checkNotTooLarge } from "./_resource_version.ts";
 import {
   boolParam,
   includeObjectParam,
@@ -127,6 +128,7 @@ export function watchSeconds(timeoutSeconds: number | undefined, random = Math.r
 export async function watchResources(r: KindRequest): Promise<Response> {
   const { ctx, kind, request, url } = r;
   const w = parseWatch(request, url);
+  await checkNotTooLarge(ctx, w.resumeFrom);
   const printer = w.rep.as === "table" ? await printerOf(ctx, kind) : undefined;
   const type = w.rep.as === "table" ? tableType(w.rep.version) : "application/json";
   const headers = { "content-type": type, "cache-control": "no-store" };
