@@ -16,6 +16,8 @@ import {
   type KubeApiToken,
 } from "./_auth.ts";
 import { ServedKinds } from "./_kinds.ts";
+import { answerAnonymous, isAnonymous } from "./_health.ts";
+import { reviewSelf, selfReviewOf } from "./_self_reviews.ts";
 import { route, segmentsOf } from "./_router.ts";
 import { failureResponse, KubeApiFailure, toFailure } from "./_status.ts";
 import { BODY_DEPTH_MARGIN, DEFAULT_MAX_BODY_BYTES } from "./_request.ts";
@@ -96,10 +98,12 @@ export type KubeApiHandler = (request: Request) => Promise<Response>;
  * (400, 404, 405, 406, 409, 413, 415, 422, 503); a watch whose version the
  * log no longer holds ends with an `ERROR` event carrying a 410 `Expired`
  * Status. A watch ends when its request's signal aborts or its reader cancels.
- * With `auth`, a request without a matching bearer token is 401 and one
- * outside its grant 403, before anything else is looked at;
- * `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` answers from
- * the requester's grant. Before that, a request whose `Host` is not in
+ * `/healthz`, `/livez` and `/readyz` (with `?verbose`, and per check) and
+ * `/version` answer without a token. With `auth`, any other request without a
+ * matching bearer token is 401 and one outside its grant 403, before anything else is looked at;
+ * `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` and
+ * `…/selfsubjectrulesreviews` answer from the requester's grant, and
+ * `POST /apis/authentication.k8s.io/v1/selfsubjectreviews` names its user. Before that, a request whose `Host` is not in
  * `allowedHosts` is 403, and a body in a type Kubernetes does not decode
  * (`text/plain`, a form, multipart, or a body without a type) 415, and one
  * past `maxWatches` open watches or `maxInflight` other requests 429 with
@@ -163,10 +167,15 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
     let release: () => void;
     try {
       filterRequest(request, allowedHosts);
-      const grant = await authenticator?.authenticate(request);
       const parts = segmentsOf(rest);
+      if (isAnonymous(request.method, parts)) {
+        return await answerAnonymous(store, parts, new URL(request.url));
+      }
+      const grant = await authenticator?.authenticate(request);
       const url = new URL(request.url);
       if (isAccessReview(parts)) return await reviewAccess(request, grant, ctx.body);
+      const self = selfReviewOf(parts);
+      if (self !== undefined) return await reviewSelf(self, request, grant, ctx.body);
       const attributes = attributesOf(request.method, parts, url);
       if (grant !== undefined && !allows(grant, attributes)) throw forbidden(grant, attributes);
       release = slots.take(isWatch(url));

@@ -10,6 +10,7 @@
 import type { KubeContext } from "./_context.ts";
 import { allNamespaces, namespaceClient, toNamespace } from "./_namespaces.ts";
 import { drainTerminating } from "./_namespace_writes.ts";
+import { checkNotTooLarge } from "./_resource_version.ts";
 import { intParam, MAX_TIMEOUT_SECONDS, param, resourceVersionParam } from "./_request.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { failureStatus, toFailure } from "./_status.ts";
@@ -30,6 +31,7 @@ export async function watchNamespaces(
     const meta = ns.metadata as { name: string; labels: Record<string, string> };
     return labels(meta.labels) && fields.matches({ name: meta.name, namespace: "" });
   };
+  await checkNotTooLarge(ctx, rv);
   await drainTerminating(ctx);
   const abort = new AbortController();
   const resumeFrom = rv === undefined || rv === 0 ? undefined : rv;

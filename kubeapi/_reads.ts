@@ -20,6 +20,7 @@ import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { jsonResponse, KubeApiFailure, notFoundMessage, type StatusDetails } from "./_status.ts";
 import { printerOf, table, tableType } from "./_tables.ts";
 import { managedFieldsJson, parseManagedFields } from "./_managed_fields.ts";
+import { listPosition } from "./_resource_version.ts";
 
 const LOAD = { load: ["owner"] } as const;
 const MAX_LIMIT = 2 ** 31 - 1;
@@ -207,7 +208,8 @@ export async function listResources(r: KindRequest): Promise<Response> {
   const limit = intParam(url, "limit", MAX_LIMIT) ?? 0;
   const token = decodeContinue(param(url, "continue"));
   const include = includeObjectParam(url);
-  const rv = token?.rv ?? await ctx.store.objectWrites.maxVersion(kind);
+  const rv = token?.rv ??
+    await listPosition(ctx, kind, url, await ctx.store.objectWrites.maxVersion(kind));
   const want = limit === 0 ? Infinity : Math.min(limit, MAX_PAGE);
   const page = await readSelected(r, selection, {
     after: token?.after ?? 0,

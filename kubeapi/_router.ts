@@ -29,6 +29,7 @@ import { getResource, listResources } from "./_reads.ts";
 import { boolParam } from "./_request.ts";
 import { failureResponse, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
 import { watchResources } from "./_watch.ts";
+import { patchStatus, replaceStatus } from "./_status_writes.ts";
 import { createResource, PATCH_TYPES, patchResource, replaceResource } from "./_writes.ts";
 
 /** The longest path served. */
@@ -150,10 +151,7 @@ async function kindRoute(
     return await collection(r, method);
   }
   if (rest.length === 2) return await item(r, rest[1], method);
-  if (rest.length === 3 && rest[2] === "status") {
-    readOnly(`the status of ${kind.plural}`);
-    return await getResource(r, rest[1]);
-  }
+  if (rest.length === 3 && rest[2] === "status") return await statusItem(r, rest[1], method);
   throw notFoundPath();
 }
 
@@ -231,6 +229,17 @@ function collection(r: KindRequest, method: string): Promise<Response> {
   if (method === "DELETE") return deleteCollection(r);
   if (method !== "GET") throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}`);
   return boolParam(r.url, "watch") ? watchResources(r) : listResources(r);
+}
+
+/** `…/<name>/status`: read, replaced, or patched (merge or JSON patch). */
+function statusItem(r: KindRequest, name: string, method: string): Promise<Response> {
+  if (method === "GET") return getResource(r, name);
+  if (method === "PUT") return replaceStatus(r, name);
+  if (method === "PATCH") {
+    const type = (r.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+    if (PATCH_TYPES.has(type)) return patchStatus(r, name, type);
+  }
+  throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}/${name}/status`);
 }
 
 function item(r: KindRequest, name: string, method: string): Promise<Response> {

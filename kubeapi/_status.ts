@@ -36,6 +36,7 @@ export const REASONS = {
   TooManyRequests: 429,
   InternalError: 500,
   ServiceUnavailable: 503,
+  Timeout: 504,
 } as const;
 
 /** One of {@linkcode REASONS}' keys. */
@@ -175,8 +176,11 @@ export function toFailure(
     return new KubeApiFailure("Expired", `too old resource version: ${error.message}`);
   }
   if (error instanceof WatchTooNewError) {
-    // Expired, not Timeout: the client relists, which is the way back from a replaced store.
-    return new KubeApiFailure("Expired", `resource version ahead of this store: ${error.message}`);
+    // As the API server words it: a client relists on ResourceVersionTooLarge.
+    return new KubeApiFailure("Timeout", `Too large resource version: ${error.message}`, {
+      causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
+      retryAfterSeconds: 1,
+    });
   }
   if (error instanceof StoreClosedError) {
     return new KubeApiFailure("ServiceUnavailable", "the store is closed");

@@ -32,7 +32,7 @@ test("kubeApiHandler with auth answers 401 Unauthorized to a missing, malformed 
         bearer(`${ADMIN}x`),
       ]
     ) {
-      const answer = await call(handle, "/version", init);
+      const answer = await call(handle, "/apis", init);
       assert.equal(answer.status, 401);
       assert.equal(answer.body.reason, "Unauthorized");
       assert.equal(answer.body.kind, "Status");

@@ -205,6 +205,32 @@ test("kubeApiHandler watch with a labelSelector sends an object leaving the sele
   });
 });
 
+test("kubeApiHandler watch with a labelSelector resumed from a list's resourceVersion sends no DELETED for an object it never showed", async () => {
+  await withStore(async (store, bh) => {
+    const clusters = bh.client(Cluster);
+    await clusters.create("prod", {}, { labels: { env: "prod" } });
+    const handle = kubeApiHandler({ store, pollInterval: 50 });
+    const list = await call(handle, `${CLUSTERS}?labelSelector=env%3Dprod`);
+    const rv = (list.body.metadata as { resourceVersion: string }).resourceVersion;
+    const abort = new AbortController();
+    const response = await handle(
+      new Request(
+        `http://localhost${CLUSTERS}?watch=true&resourceVersion=${rv}&labelSelector=env%3Dprod`,
+        { signal: abort.signal },
+      ),
+    );
+    const events = eventsOf(response);
+    try {
+      await clusters.create("devonly", {}, { labels: { env: "dev" } });
+      await clusters.create("qa", {}, { labels: { env: "prod" } });
+      assert.deepEqual(names(await events.next()), ["ADDED", "qa"]);
+    } finally {
+      abort.abort();
+      await events.cancel();
+    }
+  });
+});
+
 test("kubeApiHandler watch sends the changes one commit made as one chunk, looking their shared owner up once", async () => {
   await withStore(async (store, bh) => {
     const owner = await bh.client(Node).create("n1", {});
