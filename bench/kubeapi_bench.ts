@@ -13,24 +13,30 @@
  *   `pollInterval` floor instead, 500 ms by default.)
  * - Memory per open watch: heap used after a forced GC with 200 open watch
  *   streams minus before, divided by 200 (run with `--v8-flags=--expose-gc`).
- * - Write costs: server time (handler call to body read, in-process,
- *   file-backed SQLite) of a client-side apply, a server-side apply and a
- *   merge patch changing one of a spec's 50 fields, and of `dryRun=All`
- *   against the real write (create, patch).
- * - Creates a second: `serveKubeApi` on loopback, plain HTTP and TLS, 16
- *   clients in a Worker POSTing creates; the floor is 16 concurrent
- *   in-process `client.create` calls on the same kind of store.
+ * - Tenants: a server in a process of its own over a SQLite file of 20,000
+ *   objects (a 1,500-byte spec each, about 33 MB of JSON), measured from
+ *   outside: its RSS (`/proc/<pid>/status`) and `/version` latency with 0, 1,
+ *   60 and 1,000 open watches from the current version (each read by a raw
+ *   socket, as informers hold them), the RSS a watch adds, commit -> watch
+ *   line through the API with 1, 60 and 1,000 watchers, and 60 watches
+ *   without a version whose clients never read.
  *
  * Run: `deno run -A --v8-flags=--expose-gc bench/kubeapi_bench.ts` (`--quick`
- * for a smoke run, `--only=memory,table,watch,writes,creates` for some).
- * Figures go in docs/performance.md.
+ * for a smoke run; `--only=tenants` or `--only=classic` for one part; under
+ * Node, `node bench/kubeapi_bench.ts` serves from Node). Figures go in
+ * docs/performance.md.
  *
  * @module
  */
+import { mkdtemp, rm } from "node:fs/promises";
+import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import process from "node:process";
 import { Beehive } from "../mod.ts";
 import { kubeApiHandler, serveKubeApi } from "../kubeapi/mod.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
+import { rawWatch, seedClusters, serveInProcess } from "../tests/kubeapi/_served_process.ts";
 
 const quick = process.argv.includes("--quick");
 const Cluster = { group: "kstack.sh", kind: "Cluster" };
@@ -52,7 +58,7 @@ async function tableList(): Promise<void> {
   for (let round = 0; round < (quick ? 3 : 7); round++) {
     const t0 = performance.now();
     const response = await handle(
-      new Request("http://bench/apis/kstack.sh/v1/clusters", { headers: { accept: TABLE } }),
+      new Request("http://localhost/apis/kstack.sh/v1/clusters", { headers: { accept: TABLE } }),
     );
     const body = await response.text();
     times.push(performance.now() - t0);
@@ -205,227 +211,136 @@ async function memoryPerWatch(): Promise<void> {
   await store.close();
 }
 
-/** Runs the load worker against `url` and reports creates a second and latencies. */
-async function createLoad(
+/** A watch over a raw socket that reads everything and notes when each `step` arrives. */
+function socketWatch(
   url: string,
-  ca: string | undefined,
-  total: number,
-  prefix: string,
-): Promise<{ rate: number; p50: number; p99: number }> {
-  const worker = new Worker(new URL("./_kubeapi_load_worker.ts", import.meta.url).href, {
-    type: "module",
+  path: string,
+  onStep: (step: number, at: number) => void,
+): Promise<Socket> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) }, () => {
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
+      resolve(socket);
+    });
+    socket.once("error", reject);
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => {
+      const at = performance.now();
+      for (const m of chunk.matchAll(/"step":(\d+)/g)) onStep(Number(m[1]), at);
+    });
   });
-  const done = Promise.withResolvers<
-    { elapsed: number; latencies: number[]; failures: string[] }
-  >();
-  worker.onmessage = (e) => done.resolve(e.data);
-  worker.onerror = (e) => done.reject(e);
-  worker.postMessage({ url, ca, clients: 16, total, prefix });
-  const { elapsed, latencies, failures } = await done.promise;
-  worker.terminate();
-  if (failures.length > 0) throw new Error(`creates failed: ${failures.join(", ")}`);
-  latencies.sort((a, b) => a - b);
-  return {
-    rate: total / (elapsed / 1000),
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-  };
 }
 
-/** The CA a TLS server's kubeconfig carries, as PEM. */
-function caOf(kubeconfig: string): string {
-  const data = /certificate-authority-data: (\S+)/.exec(kubeconfig)?.[1];
-  if (data === undefined) throw new Error("the kubeconfig carries no CA");
-  return atob(data);
-}
-
-/**
- * Creates a second through the API from 16 parallel clients (a Worker, so
- * they do not share the server's event loop) on loopback, plain HTTP and TLS,
- * against the floor: the same store taking 16 concurrent `client.create`
- * calls in-process. Rounds alternate plain, TLS and floor.
- */
-async function createRate(): Promise<void> {
-  const total = quick ? 400 : 4000;
-  const rounds = quick ? 1 : 3;
-  const results: Record<string, { rate: number; p50: number; p99: number }[]> = {
-    floor: [],
-    http: [],
-    https: [],
-  };
-  for (let round = 0; round < rounds; round++) {
-    for (const mode of ["http", "https", "floor"] as const) {
-      const dir = await Deno.makeTempDir();
-      const store = await openSqliteStore(`${dir}/bench.db`);
-      await new Beehive(store).client(Cluster).create("seed", {});
-      if (mode === "floor") {
-        const client = new Beehive(store).client(Cluster);
-        const latencies: number[] = [];
-        let next = 0;
-        const loop = async () => {
-          for (;;) {
-            const i = next++;
-            if (i >= total) return;
-            const t0 = performance.now();
-            await client.create(`f-${i}`, { replicas: i % 5, zone: "a" }, {
-              labels: { app: "bench" },
-            });
-            latencies.push(performance.now() - t0);
-          }
-        };
-        const t0 = performance.now();
-        await Promise.all(Array.from({ length: 16 }, loop));
-        const elapsed = performance.now() - t0;
-        latencies.sort((a, b) => a - b);
-        results.floor.push({
-          rate: total / (elapsed / 1000),
-          p50: percentile(latencies, 50),
-          p99: percentile(latencies, 99),
-        });
-      } else {
-        const server = await serveKubeApi({
-          store,
-          port: 0,
-          ...(mode === "https" ? { tls: true as const } : {}),
-        });
-        const ca = mode === "https" ? caOf(server.kubeconfig()) : undefined;
-        results[mode].push(await createLoad(server.url, ca, total, `${mode}-${round}`));
-        await server.close();
-      }
-      await store.close();
-      await Deno.remove(dir, { recursive: true });
-    }
-  }
-  for (const [mode, runs] of Object.entries(results)) {
-    const best = runs.reduce((a, b) => a.rate >= b.rate ? a : b);
-    const rates = runs.map((r) => r.rate.toFixed(0)).join(", ");
-    console.log(
-      `creates/s, 16 clients, ${mode}: best ${best.rate.toFixed(0)}/s (rounds: ${rates}), ` +
-        `p50 ${best.p50.toFixed(1)} ms, p99 ${
-          best.p99.toFixed(1)
-        } ms (${total} creates, file store)`,
-    );
-  }
-}
-
-/** A spec of 50 fields. */
-function fiftyFields(round: number): Record<string, unknown> {
-  const spec: Record<string, unknown> = {};
-  for (let i = 0; i < 49; i++) spec[`field${i}`] = `value-${i}`;
-  spec.round = round;
-  return spec;
-}
-
-/** The median of `times`, in ms. */
-function median(times: number[]): number {
-  return [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)];
-}
-
-/**
- * Server time of a write (handler call to body read, in-process, file-backed
- * SQLite): a client-side apply (kubectl's merge patch carrying the
- * last-applied annotation) and a server-side apply, each changing one of an
- * object's 50 spec fields; a plain merge patch as their floor; and the
- * cost of `dryRun=All` against the real write, for a create and a patch.
- * Kinds alternate within each round.
- */
-async function writeCosts(): Promise<void> {
-  const dir = await Deno.makeTempDir();
-  const store = await openSqliteStore(`${dir}/bench.db`);
-  const handle = kubeApiHandler({ store });
-  await new Beehive(store).client(Cluster).create("seed", {});
-  const base = "http://localhost/apis/kstack.sh/v1/clusters";
-  const send = async (path: string, init: RequestInit): Promise<number> => {
+/** Median and p99 of `/version` round trips, in ms. */
+async function versionLatency(url: string, n: number): Promise<string> {
+  const times: number[] = [];
+  for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const response = await handle(new Request(`${base}${path}`, init));
-    await response.text();
-    if (response.status >= 300) throw new Error(`${init.method} ${path}: ${response.status}`);
-    return performance.now() - t0;
-  };
-  const body = (spec: unknown, extra: Record<string, unknown> = {}) =>
-    JSON.stringify({
-      apiVersion: "kstack.sh/v1",
-      kind: "Cluster",
-      metadata: { name: "x", ...extra },
-      spec,
-    });
-  const post = (name: string, query = "") =>
-    send(`${query}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: body(fiftyFields(0)).replace('"name":"x"', `"name":"${name}"`),
-    });
-  for (const name of ["csa", "merge"]) await post(name);
-  // The server-side applied object is created by its manager's first apply: a create by
-  // another manager would own the fields, and the apply conflict with it.
-  await send("/ssa?fieldManager=kubectl", {
-    method: "PATCH",
-    headers: { "content-type": "application/apply-patch+yaml" },
-    body: body(fiftyFields(0)).replace('"name":"x"', '"name":"ssa"'),
-  });
-  const times: Record<string, number[]> = {
-    "client-side apply": [],
-    "server-side apply": [],
-    "merge patch": [],
-    "create": [],
-    "create, dryRun": [],
-    "patch, dryRun": [],
-  };
-  const rounds = quick ? 20 : 300;
-  for (let round = 1; round <= rounds; round++) {
-    const spec = fiftyFields(round);
-    const lastApplied = body(spec).replace('"name":"x"', '"name":"csa"');
-    times["client-side apply"].push(
-      await send("/csa?fieldManager=kubectl-client-side-apply", {
-        method: "PATCH",
-        headers: { "content-type": "application/merge-patch+json" },
-        body: JSON.stringify({
-          metadata: {
-            annotations: { "kubectl.kubernetes.io/last-applied-configuration": lastApplied },
-          },
-          spec: { round },
-        }),
-      }),
-    );
-    times["server-side apply"].push(
-      await send("/ssa?fieldManager=kubectl", {
-        method: "PATCH",
-        headers: { "content-type": "application/apply-patch+yaml" },
-        body: body(spec).replace('"name":"x"', '"name":"ssa"'),
-      }),
-    );
-    times["merge patch"].push(
-      await send("/merge", {
-        method: "PATCH",
-        headers: { "content-type": "application/merge-patch+json" },
-        body: JSON.stringify({ spec: { round } }),
-      }),
-    );
-    times["patch, dryRun"].push(
-      await send("/merge?dryRun=All", {
-        method: "PATCH",
-        headers: { "content-type": "application/merge-patch+json" },
-        body: JSON.stringify({ spec: { round: -round } }),
-      }),
-    );
-    times["create, dryRun"].push(await post(`d-${round}`, "?dryRun=All"));
-    times["create"].push(await post(`c-${round}`));
+    const r = await fetch(`${url}/version`);
+    await r.body?.cancel();
+    times.push(performance.now() - t0);
   }
-  for (const [what, list] of Object.entries(times)) {
-    console.log(`server time, ${what} (50-field spec): median ${median(list).toFixed(3)} ms`);
-  }
-  await store.close();
-  await Deno.remove(dir, { recursive: true });
+  times.sort((a, b) => a - b);
+  return `/version p50 ${percentile(times, 50).toFixed(1)} ms, max ${
+    times[times.length - 1].toFixed(1)
+  } ms`;
 }
 
-const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length)
-  .split(",");
-const run = (name: string) => only === undefined || only.includes(name);
-if (run("memory")) await memoryPerWatch();
-if (run("table")) await tableList();
-if (run("watch")) {
+/**
+ * A server in its own process over 20,000 objects (about 33 MB of JSON): its
+ * RSS read from /proc and `/version` latency with 0, 60 and 1,000 open watches
+ * (from the current version, as informers hold them, each read by a raw
+ * socket), the memory a watch costs, 60 watches without a version whose
+ * clients never read, and commit -> watch line with 1 and 1,000 watchers.
+ */
+async function tenants(): Promise<void> {
+  const objects = quick ? 2_000 : 20_000;
+  const dir = await mkdtemp(join(tmpdir(), "beehive-bench-tenants-"));
+  const db = join(dir, "beehive.db");
+  await seedClusters(db, objects, 1_500);
+  const server = await serveInProcess(db);
+  const MB = 1024 * 1024;
+  const sockets: Socket[] = [];
+  try {
+    const store = await openSqliteStore(db);
+    const rv = await store.getLatestResourceVersion();
+    await store.close();
+    const path = `/apis/kstack.sh/v1/clusters?watch=true&resourceVersion=${rv}`;
+    console.log(`tenants: ${objects} objects, server pid ${server.pid}`);
+    await versionLatency(server.url, 5);
+    const rss0 = server.rss();
+    console.log(
+      `  0 watches: RSS ${(rss0 / MB).toFixed(0)} MB, ${await versionLatency(server.url, 20)}`,
+    );
+    let arrivals = 0;
+    let want = 0;
+    let arrived: (() => void) | undefined;
+    const started = new Map<number, number>();
+    const latencies: number[] = [];
+    const onStep = (step: number, at: number) => {
+      const t0 = started.get(step);
+      if (t0 === undefined) return;
+      latencies.push(at - t0);
+      if (++arrivals === want) arrived?.();
+    };
+    const latency = async (watchers: number, steps: number) => {
+      latencies.length = 0;
+      for (let step = 1; step <= steps; step++) {
+        arrivals = 0;
+        want = watchers;
+        const all = Promise.withResolvers<void>();
+        arrived = all.resolve;
+        started.set(step, performance.now());
+        const r = await fetch(`${server.url}/apis/kstack.sh/v1/clusters/c0`, {
+          method: "PATCH",
+          headers: { "content-type": "application/merge-patch+json" },
+          body: JSON.stringify({ spec: { step } }),
+        });
+        await r.body?.cancel();
+        await all.promise;
+        started.delete(step);
+      }
+      latencies.sort((a, b) => a - b);
+      return `commit -> watch line p50 ${percentile(latencies, 50).toFixed(2)} ms, p99 ${
+        percentile(latencies, 99).toFixed(2)
+      } ms (${latencies.length} deliveries)`;
+    };
+    for (const target of [1, 60, 1_000]) {
+      while (sockets.length < target) sockets.push(await socketWatch(server.url, path, onStep));
+      const line = await latency(target, quick ? 10 : target === 1_000 ? 20 : 50);
+      const rss = server.rss();
+      console.log(
+        `  ${target} watches: RSS ${(rss / MB).toFixed(0)} MB (${
+          ((rss - rss0) / target / 1024).toFixed(0)
+        } KiB a watch over 0), ${await versionLatency(server.url, 20)}; ${line}`,
+      );
+    }
+    for (const s of sockets.splice(0)) s.destroy();
+    const idle: Awaited<ReturnType<typeof rawWatch>>[] = [];
+    for (let i = 0; i < 60; i++) {
+      idle.push(await rawWatch(server.url, "/apis/kstack.sh/v1/clusters?watch=true"));
+    }
+    await Promise.all(idle.map((w) => w.firstBytes));
+    const v = await versionLatency(server.url, 5);
+    console.log(
+      `  60 watches without a version whose clients never read: RSS ${
+        (server.rss() / MB).toFixed(0)
+      } MB, ${v}`,
+    );
+    for (const w of idle) w.destroy();
+  } finally {
+    for (const s of sockets) s.destroy();
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
+if (only === undefined || only === "tenants") await tenants();
+if (only === undefined || only === "classic") {
+  await memoryPerWatch();
+  await tableList();
   await watchLatency(1);
   await watchLatency(100);
 }
-if (run("writes")) await writeCosts();
-if (run("creates")) await createRate();

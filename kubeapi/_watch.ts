@@ -191,17 +191,6 @@ export async function watchResources(r: KindRequest): Promise<Response> {
   })();
 
   let initial = w.resumeFrom === undefined;
-  // A selector watch that sent the initial state knows what its client holds: the reader, resumed
-  // without that view, reports every object leaving it as DELETED, even one the client never had.
-  const view = initial && w.labelSelector !== undefined ? new Set<number>() : undefined;
-  const inView = (out: Outgoing[]): Outgoing[] => {
-    if (view === undefined) return out;
-    return out.filter((e) => {
-      if (e.type !== "DELETED") view.add(e.obj.id);
-      else if (!view.delete(e.obj.id)) return false;
-      return true;
-    });
-  };
   let after = 0;
   let bookmarkDue = w.initialEventsEnd;
   /** The next chunk to send, or `undefined` when the watch is over. */
@@ -220,7 +209,7 @@ export async function watchResources(r: KindRequest): Promise<Response> {
       for (const obj of page) {
         if (obj.resourceVersion <= from && w.keep(obj)) out.push({ type: "ADDED", obj });
       }
-      if (out.length > 0) return await encode(inView(out));
+      if (out.length > 0) return await encode(out);
     }
     if (bookmarkDue) {
       bookmarkDue = false;
@@ -232,9 +221,8 @@ export async function watchResources(r: KindRequest): Promise<Response> {
     }
     if (ended || overflowed) return undefined;
     if (backlog.length > 0) {
-      const out = inView(backlog);
+      const out = backlog;
       backlog = [];
-      if (out.length === 0) return await next();
       return await encode(out);
     }
     if (failure !== undefined) {

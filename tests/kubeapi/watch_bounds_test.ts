@@ -11,7 +11,8 @@ import assert from "node:assert/strict";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { WATCH_BACKLOG, watchSeconds } from "../../kubeapi/_watch.ts";
 import { toNodeListener } from "../../console/node_listener.ts";
-import { test } from "../_test.ts";
+import { notApplicable, test } from "../_test.ts";
+import { rawWatch } from "./_served_process.ts";
 import { Cluster, CLUSTERS, eventsOf, intercept, withStore } from "./_kubeapi_harness.ts";
 
 test("kubeApiHandler streams a watch's initial state in pages read from the store, never a snapshot of the kind", async () => {
@@ -144,3 +145,49 @@ test("toNodeListener pulls the next body chunk only once a full socket buffer dr
   await ended.promise;
   assert.deepEqual(written, [1, 2, 3]);
 });
+
+const DENO_SERVE =
+  "Deno.serve disconnects a watcher that stops reading once its backlog is full, while another keeps receiving";
+const deno = (globalThis as {
+  Deno?: {
+    serve(
+      options: { hostname: string; port: number; onListen(): void },
+      handler: (request: Request) => Promise<Response>,
+    ): { addr: { port: number }; shutdown(): Promise<void> };
+  };
+}).Deno;
+if (deno === undefined) notApplicable(DENO_SERVE, "Deno.serve is Deno's");
+else {
+  test(DENO_SERVE, async () => {
+    await withStore(async (store, bh) => {
+      const client = bh.client(Cluster);
+      await client.create("seed", {});
+      const server = deno.serve(
+        { hostname: "127.0.0.1", port: 0, onListen() {} },
+        kubeApiHandler({ store }),
+      );
+      const url = `http://127.0.0.1:${server.addr.port}`;
+      const rv = await store.getLatestResourceVersion();
+      const path = `${CLUSTERS}?watch=true&resourceVersion=${rv}`;
+      const stalled = await rawWatch(url, path);
+      const reading = eventsOf(await fetch(`${url}${path}`));
+      try {
+        const pad = "x".repeat(5_000);
+        const writes = WATCH_BACKLOG * 3;
+        for (let i = 0; i < writes; i += 100) {
+          for (let j = i; j < i + 100; j++) await client.create(`o${j}`, { pad });
+          for (let j = i; j < i + 100; j++) {
+            const event = await reading.next();
+            assert.equal((event?.object as { metadata: { name: string } }).metadata.name, `o${j}`);
+          }
+        }
+        const got = await stalled.drain();
+        assert.ok(got < writes, `the stalled watcher got ${got} of ${writes}`);
+      } finally {
+        stalled.destroy();
+        await reading.cancel();
+        await server.shutdown();
+      }
+    });
+  });
+}
