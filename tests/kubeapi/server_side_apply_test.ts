@@ -10,6 +10,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import type { Store } from "../../mod.ts";
 import { test } from "../_test.ts";
@@ -255,5 +256,83 @@ test("kubectl client-side apply records kubectl-client-side-apply as an Update m
       assert.match(fields, /"f:spec":\{"f:replicas":\{\}\}/);
       assert.match(fields, /kubectl\.kubernetes\.io\/last-applied-configuration/);
     });
+  });
+});
+
+test("kubeApiHandler answers any apply configuration, against a schema with typed lists, with a 2xx or a 4xx, never a 500", async () => {
+  await withStore(async (store, bh) => {
+    await store.kinds.put({
+      ...Cluster,
+      plural: "clusters",
+      singular: "cluster",
+      shortNames: [],
+      namespaced: false,
+      columns: "[]",
+      specSchema: JSON.stringify({
+        type: "object",
+        properties: {
+          ports: {
+            type: "array",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+            items: { type: "object" },
+          },
+          tags: { type: "array", "x-kubernetes-list-type": "set" },
+          sel: { type: "object", "x-kubernetes-map-type": "atomic" },
+        },
+      }),
+      statusSchema: undefined,
+    });
+    await bh.client(Cluster).create("seed", {});
+    const handle = kubeApiHandler({ store });
+    const codes = new Set<number>();
+    const value = fc.letrec((tie) => ({
+      leaf: fc.oneof(fc.string({ maxLength: 4 }), fc.integer(), fc.boolean(), fc.constant(null)),
+      node: fc.oneof(
+        { depthSize: "small" },
+        tie("leaf"),
+        fc.array(tie("node"), { maxLength: 3 }),
+        fc.dictionary(fc.constantFrom("name", "port", "a", "b", "."), tie("node"), {
+          maxKeys: 3,
+        }),
+      ),
+    })).node;
+    const spec = fc.record({
+      ports: fc.oneof(value, fc.array(fc.record({ name: fc.constantFrom("a", "b"), port: value }))),
+      tags: fc.oneof(value, fc.array(fc.constantFrom("x", "y", "z"))),
+      sel: value,
+      free: value,
+    }, { requiredKeys: [] });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom("one", "two"),
+        fc.boolean(),
+        fc.oneof(spec, value),
+        fc.option(fc.dictionary(fc.constantFrom("app", "x"), fc.string({ maxLength: 3 }))),
+        async (manager, force, s, labels) => {
+          const response = await handle(
+            new Request(
+              `http://localhost${CLUSTERS}/prod?fieldManager=${manager}&force=${force}`,
+              {
+                method: "PATCH",
+                headers: { "content-type": "application/apply-patch+yaml" },
+                body: JSON.stringify({
+                  apiVersion: "kstack.sh/v1",
+                  kind: "Cluster",
+                  metadata: { name: "prod", ...(labels === null ? {} : { labels }) },
+                  spec: s,
+                }),
+              },
+            ),
+          );
+          const text = await response.text();
+          codes.add(response.status);
+          assert.ok(response.status < 500, `${response.status} ${text}`);
+        },
+      ),
+      { seed: 39, numRuns: 300 },
+    );
+    // The campaign created, applied over, and conflicted.
+    for (const code of [200, 201, 409]) assert.ok(codes.has(code), `no ${code} in ${[...codes]}`);
   });
 });
