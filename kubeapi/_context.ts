@@ -27,6 +27,8 @@ export interface KubeContext {
   readonly body: BodyLimits;
   /** The object size limit: the most a JSON patch may grow a resource by, in bytes. */
   readonly objectBytes: number;
+  /** How often a watch with no write signal to wake it re-reads the store, in ms. */
+  readonly pollInterval: number;
 }
 
 /** A request addressed to one served kind. */

@@ -150,6 +150,7 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
       maxDepth: limits.nestingDepth + BODY_DEPTH_MARGIN,
     },
     objectBytes: limits.objectBytes,
+    pollInterval,
   };
   return async (request) => {
     let path: string;
