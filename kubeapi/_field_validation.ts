@@ -44,7 +44,7 @@ const isObject = (v: unknown): v is JsonObject =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** `schema` and the schemas its `allOf`/`anyOf`/`oneOf` branches add to it. */
-function branches(schema: OpenApiSchema): OpenApiSchema[] {
+export function branches(schema: OpenApiSchema): OpenApiSchema[] {
   const out = [schema];
   for (const key of ["allOf", "anyOf", "oneOf"]) {
     const list = schema[key];
@@ -56,7 +56,7 @@ function branches(schema: OpenApiSchema): OpenApiSchema[] {
 }
 
 /** The schema `schema` declares for member `key`, if any (own members only: not `__proto__`'s). */
-function declaredAt(schema: OpenApiSchema, key: string): unknown {
+export function declaredAt(schema: OpenApiSchema, key: string): unknown {
   const properties = schema.properties;
   return isObject(properties) && Object.hasOwn(properties, key) ? properties[key] : undefined;
 }
@@ -94,7 +94,8 @@ function walk(
   }
 }
 
-function schemaOf(kind: ServedKind, definition: StoredKind | undefined): OpenApiSchema {
+/** The resource schema writes are judged by: the kind's, with a free-form status. */
+export function schemaOf(kind: ServedKind, definition: StoredKind | undefined): OpenApiSchema {
   const schema = resourceSchema(kind, definition, OBJECT_META_SCHEMA);
   (schema.properties as JsonObject).status = FREE_FORM;
   return schema;

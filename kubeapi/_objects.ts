@@ -26,6 +26,8 @@ export interface Answered {
    * what the client resumes from. @default {obj.resourceVersion}
    */
   readonly resourceVersion?: number;
+  /** `metadata.managedFields`, when read with the object. @default {undefined} (not shown) */
+  readonly managedFields?: readonly unknown[];
 }
 
 /** RFC 3339 at second precision, as Kubernetes writes `metav1.Time`. */
@@ -40,7 +42,7 @@ function apiVersionOf(ref: ObjectRef): string {
 
 /** The object's `metadata`. */
 export function objectMetadata(
-  { obj, owner, resourceVersion = obj.resourceVersion }: Answered,
+  { obj, owner, resourceVersion = obj.resourceVersion, managedFields }: Answered,
 ): Record<string, unknown> {
   return {
     name: obj.name,
@@ -65,6 +67,7 @@ export function objectMetadata(
         blockOwnerDeletion: true,
       }],
     }),
+    ...(managedFields === undefined || managedFields.length === 0 ? {} : { managedFields }),
   };
 }
 

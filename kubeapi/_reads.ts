@@ -19,6 +19,7 @@ import {
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { jsonResponse, KubeApiFailure, notFoundMessage, type StatusDetails } from "./_status.ts";
 import { printerOf, table, tableType } from "./_tables.ts";
+import { managedFieldsJson, parseManagedFields } from "./_managed_fields.ts";
 import { listPosition } from "./_resource_version.ts";
 
 const LOAD = { load: ["owner"] } as const;
@@ -74,7 +75,14 @@ export async function getResource(r: KindRequest, name: string): Promise<Respons
   const rep = negotiate(r.request);
   const obj = await findByName(r, name);
   if (obj === undefined) throw notFound(r.kind, name);
-  return await answerObject(r, obj, rep);
+  if (rep.as === "table") return await answerObject(r, obj, rep);
+  // The managed fields are the server's own record, kept beside the object: read as of its version.
+  const meta = await r.ctx.store.objects.getMeta(obj.id).catch(() => undefined);
+  const managedFields = meta?.resourceVersion === obj.resourceVersion
+    ? managedFieldsJson(parseManagedFields(meta.managedFields))
+    : undefined;
+  const owner = (await resolveOwners(r.ctx.store, [obj])).get(obj.id);
+  return jsonResponse(200, toResource(r.kind, { obj, owner, managedFields }));
 }
 
 /** Kubernetes' NotFound for `name` of `kind`. */

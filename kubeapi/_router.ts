@@ -6,6 +6,7 @@
  * @module
  */
 import type { KindRequest, KubeContext } from "./_context.ts";
+import { APPLY_PATCH, applyResource } from "./_apply.ts";
 import { deleteCollection, deleteResource } from "./_delete.ts";
 import { listEvents } from "./_events.ts";
 import { watchEvents } from "./_event_watch.ts";
@@ -37,7 +38,6 @@ export const MAX_PATH = 2048;
 
 const UNSUPPORTED_PATCH = new Set([
   "application/strategic-merge-patch+json",
-  "application/apply-patch+yaml",
   "application/apply-patch+cbor",
 ]);
 
@@ -250,11 +250,12 @@ function item(r: KindRequest, name: string, method: string): Promise<Response> {
   if (method === "PATCH") {
     const type = (r.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
     if (PATCH_TYPES.has(type)) return patchResource(r, name, type);
+    if (type === APPLY_PATCH) return applyResource(r, name);
     if (UNSUPPORTED_PATCH.has(type)) {
       throw new KubeApiFailure(
         "UnsupportedMediaType",
-        `${type} is not supported: strategic-merge and server-side apply patches need ` +
-          "kinds compiled into the client; this server serves stored kinds",
+        `${type} is not supported: strategic-merge patches need kinds compiled into the ` +
+          "server, and apply configurations are taken as JSON (application/apply-patch+yaml)",
       );
     }
   }

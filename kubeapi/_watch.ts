@@ -1,11 +1,17 @@
 /**
  * Watches: `?watch=true` as a chunked stream of JSON lines
- * `{"type":"ADDED|MODIFIED|DELETED","object":…}` over the library's
- * `watchList` (resumed with `resumeFrom` from a given `resourceVersion`).
- * Each object is a one-row Table when a Table was asked. A position the log
- * no longer holds ends the stream with an `ERROR` event carrying a 410
- * `Expired` Status, as the Kubernetes API server's watch cache does.
- * `sendInitialEvents=true` gets the current objects as ADDED, then a
+ * `{"type":"ADDED|MODIFIED|DELETED","object":…}`. Every watch of a kind
+ * subscribes to the library's one shared reader of that kind, from the
+ * `resourceVersion` asked or the store's current position; without one, the
+ * current objects go first as ADDED, read from the store a page at a time as
+ * the client takes them (an object written after the watch began comes from
+ * the reader instead). What the reader hands a watcher waits in a backlog of
+ * at most `WATCH_BACKLOG` changes; a client that does not take them is
+ * disconnected once it is full. A watch lasts `timeoutSeconds`, or a random 30
+ * to 60 minutes. Each object is a one-row Table when a Table was asked. A
+ * position the log no longer holds ends the stream with an `ERROR` event
+ * carrying a 410 `Expired` Status, as the Kubernetes API server's watch cache
+ * does. `sendInitialEvents=true` gets the current objects as ADDED, then a
  * BOOKMARK annotated `k8s.io/initial-events-end`.
  *
  * @module
@@ -32,8 +38,8 @@ import { type IncludeObject, printerOf, table, tableType } from "./_tables.ts";
 
 const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
 
-/** The current objects a snapshot sends per chunk (their owners resolved together). */
-const SNAPSHOT_CHUNK = 256;
+/** The current objects one page of the initial state reads and sends (their owners resolved together). */
+const SNAPSHOT_CHUNK = 100;
 
 /** One watch event to send. */
 interface Outgoing {
@@ -94,25 +100,49 @@ function parseWatch(request: Request, url: URL): WatchRequest {
   };
 }
 
-/** `GET …/<plural>?watch=true`. */
+/**
+ * The most changes a watcher may have waiting, read from the kind's shared
+ * reader but not yet taken by its client; past it the watch is ended (the
+ * client resumes from the last version it saw, as informers do).
+ */
+export const WATCH_BACKLOG = 1000;
+
+/** The shortest and longest a watch without `timeoutSeconds` lasts, in seconds: 30 to 60 minutes. */
+export const DEFAULT_WATCH_SECONDS = { min: 30 * 60, max: 60 * 60 } as const;
+
+/** How long a watch lasts: `timeoutSeconds`, or a random 30 to 60 minutes (`random` in [0, 1)). */
+export function watchSeconds(timeoutSeconds: number | undefined, random = Math.random()): number {
+  if (timeoutSeconds !== undefined && timeoutSeconds > 0) return timeoutSeconds;
+  const { min, max } = DEFAULT_WATCH_SECONDS;
+  return min + Math.floor(random * (max - min));
+}
+
+/**
+ * `GET …/<plural>?watch=true`. The watch subscribes to the kind's shared
+ * reader from the store's current position (or the `resourceVersion` asked)
+ * and takes its changes as they come into a backlog of at most
+ * {@linkcode WATCH_BACKLOG}; without a `resourceVersion` it first streams the
+ * current objects a page at a time, read from the store as the client takes
+ * them, so no watcher holds the kind.
+ */
 export async function watchResources(r: KindRequest): Promise<Response> {
   const { ctx, kind, request, url } = r;
   const w = parseWatch(request, url);
   await checkNotTooLarge(ctx, w.resumeFrom);
   const printer = w.rep.as === "table" ? await printerOf(ctx, kind) : undefined;
+  const type = w.rep.as === "table" ? tableType(w.rep.version) : "application/json";
+  const headers = { "content-type": type, "cache-control": "no-store" };
+  if (request.method === "HEAD") return new Response(null, { headers });
+  const client = clientOf(r);
   const abort = new AbortController();
-  const stream = await clientOf(r).watchList({
-    resumeFrom: w.resumeFrom,
+  // The initial state is every object as of `from`, then every change above it.
+  const from = w.resumeFrom ?? await ctx.store.getLatestResourceVersion();
+  const stream = await client.watchList({
+    resumeFrom: from,
     labelSelector: w.labelSelector,
     load: ["owner"],
     signal: abort.signal,
   });
-  const type = w.rep.as === "table" ? tableType(w.rep.version) : "application/json";
-  const headers = { "content-type": type, "cache-control": "no-store" };
-  if (request.method === "HEAD") {
-    stream.close();
-    return new Response(null, { headers });
-  }
   const encoder = new TextEncoder();
   /** One chunk of watch events: their owners resolved together, one JSON line each. */
   const encode = async (out: readonly Outgoing[]): Promise<Uint8Array> => {
@@ -132,28 +162,77 @@ export async function watchResources(r: KindRequest): Promise<Response> {
     }
     return encoder.encode(text);
   };
-  async function* events(): AsyncGenerator<Uint8Array> {
+
+  // The backlog: changes read from the shared reader that the client has not taken yet.
+  let backlog: Outgoing[] = [];
+  let overflowed = false;
+  let readerDone = false;
+  let failure: unknown;
+  let wake: (() => void) | undefined;
+  const pump = (async () => {
     try {
-      if (w.resumeFrom === undefined) {
-        const kept = stream.objects.filter((obj) => w.keep(obj));
-        for (let i = 0; i < kept.length; i += SNAPSHOT_CHUNK) {
-          yield await encode(
-            kept.slice(i, i + SNAPSHOT_CHUNK).map((obj) => ({ type: "ADDED", obj })),
-          );
-        }
-      }
-      if (w.initialEventsEnd) yield bookmark(kind, stream.resourceVersion, encoder);
-      // A batch per step: what one drain handed the stream goes out as one chunk.
       for await (const changes of stream.batches()) {
         const out = outgoing(changes, w);
-        if (out.length > 0) yield await encode(out);
+        if (out.length === 0) continue;
+        if (backlog.length > 0 && backlog.length + out.length > WATCH_BACKLOG) {
+          overflowed = true;
+          break;
+        }
+        backlog = backlog.length === 0 ? out : backlog.concat(out);
+        wake?.();
       }
-      if (stream.error !== undefined) yield errorEvent(stream.error, encoder);
+      failure = stream.error;
     } catch (error) {
-      yield errorEvent(error, encoder);
+      failure = error;
+    } finally {
+      readerDone = true;
+      wake?.();
     }
-  }
-  const chunks = events();
+  })();
+
+  let initial = w.resumeFrom === undefined;
+  let after = 0;
+  let bookmarkDue = w.initialEventsEnd;
+  /** The next chunk to send, or `undefined` when the watch is over. */
+  const next = async (): Promise<Uint8Array | undefined> => {
+    while (initial && !ended) {
+      const page = await client.list({
+        load: ["owner"],
+        after,
+        limit: SNAPSHOT_CHUNK,
+        labelSelector: w.labelSelector,
+      });
+      if (page.length < SNAPSHOT_CHUNK) initial = false;
+      if (page.length > 0) after = page[page.length - 1].id;
+      // An object written above `from` is not sent as of now: its changes come from the reader.
+      const out: Outgoing[] = [];
+      for (const obj of page) {
+        if (obj.resourceVersion <= from && w.keep(obj)) out.push({ type: "ADDED", obj });
+      }
+      if (out.length > 0) return await encode(out);
+    }
+    if (bookmarkDue) {
+      bookmarkDue = false;
+      return bookmark(kind, from, encoder);
+    }
+    while (backlog.length === 0 && !readerDone && !overflowed && !ended) {
+      await new Promise<void>((resolve) => wake = resolve);
+      wake = undefined;
+    }
+    if (ended || overflowed) return undefined;
+    if (backlog.length > 0) {
+      const out = backlog;
+      backlog = [];
+      return await encode(out);
+    }
+    if (failure !== undefined) {
+      const error = failure;
+      failure = undefined;
+      return errorEvent(error, encoder);
+    }
+    return undefined;
+  };
+
   let ended = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const end = () => {
@@ -163,29 +242,34 @@ export async function watchResources(r: KindRequest): Promise<Response> {
     request.signal.removeEventListener("abort", end);
     abort.abort();
     stream.close();
+    wake?.();
   };
   if (request.signal.aborted) end();
   else request.signal.addEventListener("abort", end);
-  if (!ended && w.timeoutSeconds !== undefined && w.timeoutSeconds > 0) {
-    timer = setTimeout(end, w.timeoutSeconds * 1000);
-  }
-  // Pulled, not pushed: the watch is read only as fast as the client reads, and
-  // the library collapses what a slow client has not taken yet.
+  if (!ended) timer = setTimeout(end, watchSeconds(w.timeoutSeconds) * 1000);
+  // Pulled, not pushed: a page of the initial state is read only when the client takes the last.
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const next = await chunks.next();
+      let chunk: Uint8Array | undefined;
       try {
-        if (next.done) {
+        chunk = await next();
+      } catch (error) {
+        chunk = errorEvent(error, encoder);
+        end();
+      }
+      try {
+        if (chunk === undefined) {
           end();
+          await pump;
           controller.close();
-        } else controller.enqueue(next.value);
+        } else controller.enqueue(chunk);
       } catch {
         end(); // the reader cancelled meanwhile
       }
     },
     async cancel() {
       end();
-      await chunks.return(undefined);
+      await pump;
     },
   });
   return new Response(body, { headers });

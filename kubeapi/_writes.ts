@@ -19,13 +19,30 @@ import {
   fieldValidationParam,
   judgeUnknown,
   pruneUnknown,
+  schemaOf,
   unknownFields,
   warningHeader,
 } from "./_field_validation.ts";
 import { readDefinition, type ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { subdomainProblem } from "./_names.ts";
-import { API_FINALIZERS, type ApiCreateOptions } from "../src/clients/client.ts";
+import {
+  API_FINALIZERS,
+  API_MANAGED_FIELDS,
+  type ApiCreateOptions,
+  type ApiMetadataWriteOptions,
+  type ApiUpdateOptions,
+} from "../src/clients/client.ts";
+import { sameJson } from "./_field_sets.ts";
+import {
+  fieldManagerOf,
+  type FieldsContext,
+  managedFieldsJson,
+  managedFieldsText,
+  type ManagerEntry,
+  parseManagedFields,
+  recordUpdate,
+} from "./_managed_fields.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
 import { dryRunParam, readJsonBody } from "./_request.ts";
@@ -68,7 +85,7 @@ async function jsonBody(r: KindRequest, what: string): Promise<unknown> {
 type StringMap = Readonly<Record<string, string>>;
 
 /** What a written resource may carry: its name, spec and the metadata this server can keep. */
-interface Written {
+export interface Written {
   readonly name: string | undefined;
   readonly spec: unknown;
   readonly resourceVersion: number | undefined;
@@ -100,7 +117,7 @@ function stringMap(
  * Checks a resource body against the kind: `apiVersion`/`kind` when given,
  * and the shape of the metadata this server keeps.
  */
-function checkResource(r: KindRequest, body: unknown, details: StatusDetails): Written {
+export function checkResource(r: KindRequest, body: unknown, details: StatusDetails): Written {
   if (!isObject(body)) throw new KubeApiFailure("BadRequest", "the request body is not an object");
   const { kind } = r;
   if (body.apiVersion !== undefined && body.apiVersion !== kind.apiVersion) {
@@ -181,32 +198,22 @@ function diffMap(from: StringMap, to: StringMap): Record<string, string | null> 
   return entries.length === 0 ? undefined : Object.fromEntries(entries);
 }
 
-/** Whether two JSON values hold the same data, member order aside. */
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a)) {
-    return Array.isArray(b) && a.length === b.length && a.every((v, i) => sameJson(v, b[i]));
-  }
-  if (!isObject(a) || !isObject(b)) return false;
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length &&
-    keys.every((k) => Object.hasOwn(b, k) && sameJson(a[k], b[k]));
-}
-
 function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
   return JSON.stringify([...(a ?? [])].sort()) === JSON.stringify([...b].sort());
 }
 
-async function answer(
+/** Answers a write: the object as written, its managed fields, and the warnings. */
+export async function answer(
   r: KindRequest,
   obj: AnyObject,
   status: number,
   warnings: readonly string[],
+  entries: readonly ManagerEntry[],
 ): Promise<Response> {
   const owner = (await resolveOwners(r.ctx.store, [obj])).get(obj.id);
   return jsonResponse(
     status,
-    toResource(r.kind, { obj, owner }),
+    toResource(r.kind, { obj, owner, managedFields: managedFieldsJson(entries) }),
     "application/json",
     warningHeader(warnings),
   );
@@ -218,7 +225,7 @@ async function answer(
  * under `Strict`; else the body without them, and the warnings to send
  * under `Warn`.
  */
-async function judgeFields(
+export async function judgeFields(
   r: KindRequest,
   body: unknown,
   details: StatusDetails,
@@ -242,6 +249,7 @@ export async function createResource(r: KindRequest): Promise<Response> {
     : undefined;
   const judged = await judgeFields(r, body, detailsOf(r.kind, named));
   const written = checkResource(r, judged.body, detailsOf(r.kind, named));
+  const manager = fieldManagerOf(r.request, r.url);
   if (written.name === undefined || written.name === "") {
     throw invalid(r.kind, detailsOf(r.kind), "metadata.name", "Required value: name is required");
   }
@@ -250,12 +258,28 @@ export async function createResource(r: KindRequest): Promise<Response> {
   if (problem !== undefined) throw invalid(r.kind, details, "metadata.name", problem);
   // The server-set fields of a body (uid, resourceVersion, creationTimestamp, generation,
   // managedFields, status) are not read: a `get -o yaml` export creates anew.
+  const entries = recordUpdate([], manager, undefined, judged.body, await fieldsContext(r));
+  return await createWritten(r, { ...written, name: written.name }, details, {
+    dryRun,
+    entries,
+    warnings: judged.warnings,
+  });
+}
+
+/** Creates `written` (named) with `entries` as its managed fields, answering 201. */
+export async function createWritten(
+  r: KindRequest,
+  written: Written & { readonly name: string },
+  details: StatusDetails,
+  o: { dryRun: boolean; entries: readonly ManagerEntry[]; warnings: readonly string[] },
+): Promise<Response> {
   const options: ApiCreateOptions = {
     labels: written.labels,
     annotations: written.annotations,
-    dryRun,
+    dryRun: o.dryRun,
     ...(written.finalizers === undefined ? {} : { finalizers: written.finalizers }),
     [API_FINALIZERS]: true,
+    [API_MANAGED_FIELDS]: managedFieldsText(o.entries),
   };
   let obj: AnyObject;
   try {
@@ -263,7 +287,13 @@ export async function createResource(r: KindRequest): Promise<Response> {
   } catch (error) {
     throw toFailure(error, details, r.kind.kind);
   }
-  return await answer(r, obj, 201, judged.warnings);
+  return await answer(r, obj, 201, o.warnings, o.entries);
+}
+
+/** The schema, API version and instant a write judges its managed fields by. */
+export async function fieldsContext(r: KindRequest): Promise<FieldsContext> {
+  const definition = await readDefinition(r.ctx.bh, r.kind);
+  return { schema: schemaOf(r.kind, definition), apiVersion: r.kind.apiVersion, now: new Date() };
 }
 
 /**
@@ -272,13 +302,13 @@ export async function createResource(r: KindRequest): Promise<Response> {
  * it); the labels and annotations alone when the spec is unchanged, which a
  * deletion-pending object still takes.
  */
-async function writeObject(
+export async function writeObject(
   r: KindRequest,
   name: string,
   written: Written,
   current: AnyObject,
   details: StatusDetails,
-  dryRun: boolean,
+  o: { dryRun: boolean; managedFields: string | undefined },
 ): Promise<AnyObject> {
   if (written.name !== undefined && written.name !== name) {
     throw new KubeApiFailure(
@@ -302,10 +332,95 @@ async function writeObject(
     ...(annotations === undefined ? {} : { annotations }),
   };
   const { resourceVersion } = written;
-  if ((labels !== undefined || annotations !== undefined) && sameJson(written.spec, current.spec)) {
-    return await client.updateMetadata(current.id, metadata, { resourceVersion, dryRun });
+  const { dryRun, managedFields } = o;
+  const managed = managedFields === undefined ? {} : { [API_MANAGED_FIELDS]: managedFields };
+  if (sameJson(written.spec, current.spec)) {
+    const options: ApiMetadataWriteOptions = { resourceVersion, dryRun, ...managed };
+    return await client.updateMetadata(current.id, metadata, options);
   }
-  return await client.updateByName(name, written.spec, { resourceVersion, dryRun, ...metadata });
+  const options: ApiUpdateOptions = { resourceVersion, dryRun, ...metadata, ...managed };
+  return await client.updateByName(name, written.spec, options);
+}
+
+/** An object as stored, read whole: the decoded object, the resource it answers as, its managed fields. */
+export interface Stored {
+  readonly obj: AnyObject;
+  readonly resource: JsonObject;
+  readonly entries: ManagerEntry[];
+}
+
+/**
+ * Reads `name` with its managed fields, as of one version (the two reads are
+ * retried while a write lands between them); `undefined` when absent.
+ */
+export async function readStored(r: KindRequest, name: string): Promise<Stored | undefined> {
+  for (let attempt = 1;; attempt++) {
+    const obj = await findByName(r, name);
+    if (obj === undefined) return undefined;
+    const meta = await r.ctx.store.objects.getMeta(obj.id).catch(() => undefined);
+    if (meta !== undefined && meta.resourceVersion === obj.resourceVersion) {
+      const owner = (await resolveOwners(r.ctx.store, [obj])).get(obj.id);
+      const entries = parseManagedFields(meta.managedFields);
+      const resource = toResource(r.kind, { obj, owner });
+      return { obj, resource, entries };
+    }
+    if (attempt >= PATCH_ATTEMPTS) {
+      throw new KubeApiFailure("Conflict", "the object kept changing while it was read: try again");
+    }
+  }
+}
+
+/** What one attempt of an update makes of the stored object. */
+export interface Update {
+  /** The resource to write (judged). */
+  readonly body: unknown;
+  readonly warnings: readonly string[];
+  /** The managed fields after the write. */
+  readonly entries: readonly ManagerEntry[];
+}
+
+/**
+ * The update loop every write to an existing object shares (PUT, every
+ * patch, apply): reads the object, lets `make` produce the resource to
+ * write, and writes it in one write with the object's version as the
+ * precondition, so managed fields never lose a concurrent write; a write that
+ * lost that race is made again from a fresh read (unless the body pins a
+ * `resourceVersion`, which then must be current).
+ */
+export async function updateExisting(
+  r: KindRequest,
+  name: string,
+  stored: Stored | undefined,
+  make: (stored: Stored) => Promise<Update>,
+): Promise<Response> {
+  const dryRun = dryRunParam(r.url);
+  const details = detailsOf(r.kind, name);
+  for (let attempt = 1;; attempt++) {
+    const current = attempt === 1 && stored !== undefined ? stored : await readStored(r, name);
+    if (current === undefined) throw notFound(r.kind, name);
+    const update = await make(current);
+    const written = checkResource(r, update.body, details);
+    const pinned = written.resourceVersion !== undefined &&
+      written.resourceVersion !== current.obj.resourceVersion;
+    const text = managedFieldsText(update.entries);
+    try {
+      const obj = await writeObject(
+        r,
+        name,
+        {
+          ...written,
+          resourceVersion: pinned ? written.resourceVersion : current.obj.resourceVersion,
+        },
+        current.obj,
+        details,
+        { dryRun, managedFields: text === managedFieldsText(current.entries) ? undefined : text },
+      );
+      return await answer(r, obj, 200, update.warnings, update.entries);
+    } catch (error) {
+      const failure = toFailure(error, { ...details, uid: String(current.obj.id) }, r.kind.kind);
+      if (failure.reason !== "Conflict" || pinned || attempt >= PATCH_ATTEMPTS) throw failure;
+    }
+  }
 }
 
 /**
@@ -313,20 +428,15 @@ async function writeObject(
  * `metadata.resourceVersion`, when given, must be current.
  */
 export async function replaceResource(r: KindRequest, name: string): Promise<Response> {
-  const dryRun = dryRunParam(r.url);
   const details = detailsOf(r.kind, name);
   const body = await jsonBody(r, r.kind.kind);
-  const current = await findByName(r, name);
-  if (current === undefined) throw notFound(r.kind, name);
-  const owner = (await resolveOwners(r.ctx.store, [current])).get(current.id);
-  const judged = await judgeFields(r, body, details, toResource(r.kind, { obj: current, owner }));
-  const written = checkResource(r, judged.body, details);
-  try {
-    const obj = await writeObject(r, name, written, current, details, dryRun);
-    return await answer(r, obj, 200, judged.warnings);
-  } catch (error) {
-    throw toFailure(error, { ...details, uid: String(current.id) }, r.kind.kind);
-  }
+  const manager = fieldManagerOf(r.request, r.url);
+  return await updateExisting(r, name, undefined, async (stored) => {
+    const judged = await judgeFields(r, body, details, stored.resource);
+    const c = await fieldsContext(r);
+    const entries = recordUpdate(stored.entries, manager, stored.resource, judged.body, c);
+    return { body: judged.body, warnings: judged.warnings, entries };
+  });
 }
 
 /** The patch media types applied here. */
@@ -338,38 +448,17 @@ export const PATCH_TYPES = new Set(["application/merge-patch+json", "application
  * moved the object in between (unless the patch names a `resourceVersion`).
  */
 export async function patchResource(r: KindRequest, name: string, type: string): Promise<Response> {
-  const dryRun = dryRunParam(r.url);
   const details = detailsOf(r.kind, name);
   const patch = await readJsonBody(r.request, r.ctx.body, "patch");
   const merge = type === "application/merge-patch+json";
-  for (let attempt = 1;; attempt++) {
-    const current = await findByName(r, name);
-    if (current === undefined) throw notFound(r.kind, name);
-    const owner = (await resolveOwners(r.ctx.store, [current])).get(current.id);
-    const resource = toResource(r.kind, { obj: current, owner });
+  const manager = fieldManagerOf(r.request, r.url);
+  return await updateExisting(r, name, undefined, async (stored) => {
     const patched = merge
-      ? mergePatch(resource, patch)
-      : jsonPatch(resource, patch, r.ctx.objectBytes);
-    const judged = await judgeFields(r, patched, details, resource);
-    const written = checkResource(r, judged.body, details);
-    const pinned = written.resourceVersion !== undefined &&
-      written.resourceVersion !== current.resourceVersion;
-    try {
-      const obj = await writeObject(
-        r,
-        name,
-        {
-          ...written,
-          resourceVersion: pinned ? written.resourceVersion : current.resourceVersion,
-        },
-        current,
-        details,
-        dryRun,
-      );
-      return await answer(r, obj, 200, judged.warnings);
-    } catch (error) {
-      const failure = toFailure(error, { ...details, uid: String(current.id) }, r.kind.kind);
-      if (failure.reason !== "Conflict" || pinned || attempt >= PATCH_ATTEMPTS) throw failure;
-    }
-  }
+      ? mergePatch(stored.resource, patch)
+      : jsonPatch(stored.resource, patch, r.ctx.objectBytes);
+    const judged = await judgeFields(r, patched, details, stored.resource);
+    const c = await fieldsContext(r);
+    const entries = recordUpdate(stored.entries, manager, stored.resource, judged.body, c);
+    return { body: judged.body, warnings: judged.warnings, entries };
+  });
 }

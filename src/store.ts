@@ -135,6 +135,12 @@ export interface RawObjectMeta extends ObjectRef {
   readonly labels: Readonly<Record<string, string>>;
   /** The annotations, frozen, keys sorted; `{}` when none. */
   readonly annotations: Readonly<Record<string, string>>;
+  /**
+   * The Kubernetes API's managed fields (which manager set which fields), as
+   * JSON text; `"[]"` when none. The store keeps it with the row and never
+   * reads it.
+   */
+  readonly managedFields: string;
 }
 
 /** An object row with its conditions, ordered by type. */
@@ -163,6 +169,8 @@ export interface ObjectsCreateInput {
   readonly labels?: Readonly<Record<string, string>>;
   /** The annotations, under Kubernetes' key rules, 256 KiB in all. @default {{}} */
   readonly annotations?: Readonly<Record<string, string>>;
+  /** The managed fields as JSON text (see {@linkcode RawObjectMeta.managedFields}). @default {"[]"} */
+  readonly managedFields?: string;
 }
 
 /** A metadata write: JSON-merge patches of the labels and annotations. */
@@ -171,6 +179,11 @@ export interface ObjectsUpdateMetadataInput {
   readonly labels?: Readonly<Record<string, string | null>>;
   /** Keys to set (a string) or remove (`null`). @default {undefined} (annotations unchanged) */
   readonly annotations?: Readonly<Record<string, string | null>>;
+  /**
+   * The managed fields to hold, whole, as JSON text; a change is a metadata
+   * change. @default {undefined} (unchanged)
+   */
+  readonly managedFields?: string;
   /**
    * A precondition as in {@linkcode ObjectsUpdateSpecInput.resourceVersion}.
    * @default {undefined} (no precondition)
@@ -222,6 +235,8 @@ export interface ObjectsUpdateSpecInput {
   readonly labels?: Readonly<Record<string, string | null>>;
   /** As `labels`, for the annotations. @default {undefined} (annotations unchanged) */
   readonly annotations?: Readonly<Record<string, string | null>>;
+  /** The managed fields to hold, whole, as JSON text, in the same write. @default {undefined} (unchanged) */
+  readonly managedFields?: string;
 }
 
 /** One page of an id-ordered listing. */

@@ -309,6 +309,7 @@ function checkEventFilters(o: EventWatchOptions): void {
 /** An update's checked options: the precondition and the metadata patches. */
 interface CheckedUpdate {
   readonly resourceVersion: number | undefined;
+  readonly managedFields?: string;
   readonly labels?: Readonly<Record<string, string | null>>;
   readonly annotations?: Readonly<Record<string, string | null>>;
 }
@@ -333,10 +334,41 @@ function checkDryRun(options: DryRunOptions | undefined, call: string): boolean 
  */
 export const API_FINALIZERS: unique symbol = Symbol("beehive.apiFinalizers");
 
+/**
+ * A write option the package's Kubernetes API sets and the package does not
+ * export: the object's managed fields (`metadata.managedFields`) as JSON
+ * text, written whole with the rest of the write. The library's own writes
+ * leave them as they are.
+ */
+export const API_MANAGED_FIELDS: unique symbol = Symbol("beehive.apiManagedFields");
+
 /** {@linkcode CreateOptions} as the Kubernetes API passes them. */
 export interface ApiCreateOptions extends CreateOptions {
   /** Accept `finalizers` with no controller registered in this process. */
   readonly [API_FINALIZERS]?: boolean;
+  /** The managed fields to create the object with. */
+  readonly [API_MANAGED_FIELDS]?: string;
+}
+
+/** {@linkcode UpdateOptions} as the Kubernetes API passes them. */
+export interface ApiUpdateOptions extends UpdateOptions {
+  /** The managed fields the object is to hold. */
+  readonly [API_MANAGED_FIELDS]?: string;
+}
+
+/** {@linkcode MetadataWriteOptions} as the Kubernetes API passes them. */
+export interface ApiMetadataWriteOptions extends MetadataWriteOptions {
+  /** The managed fields the object is to hold. */
+  readonly [API_MANAGED_FIELDS]?: string;
+}
+
+/** The managed fields an API write carries, checked. @throws {TypeError} not a string. */
+function checkManagedFields(options: object | undefined, call: string): string | undefined {
+  const text = (options as ApiUpdateOptions | undefined)?.[API_MANAGED_FIELDS];
+  if (text !== undefined && typeof text !== "string") {
+    throw new TypeError(`Cannot ${call}: managed fields must be JSON text`);
+  }
+  return text;
 }
 
 /** Thrown inside a dry run's transaction to roll it back; never escapes {@linkcode Client}. */
@@ -348,12 +380,15 @@ const DRY_RUN = Symbol("dry run");
  */
 function checkUpdate(options: UpdateOptions | undefined, call: string): CheckedUpdate {
   const resourceVersion = checkPrecondition(options, call);
+  const managedFields = checkManagedFields(options, call);
+  const managed = managedFields === undefined ? {} : { managedFields };
   if (options?.labels === undefined && options?.annotations === undefined) {
-    return { resourceVersion };
+    return { resourceVersion, ...managed };
   }
   const patch = checkMetadataUpdate(options, call);
   return {
     resourceVersion,
+    ...managed,
     ...(patch.labels === undefined ? {} : { labels: patch.labels }),
     ...(patch.annotations === undefined ? {} : { annotations: patch.annotations }),
   };
@@ -418,6 +453,7 @@ interface CheckedCreate {
   /** The namespace the object is created in (`""` for a cluster-scoped kind). */
   readonly namespace: string;
   readonly dryRun: boolean;
+  readonly managedFields: string | undefined;
 }
 
 /**
@@ -648,6 +684,7 @@ export class Client<Spec, Status> {
     const labels = checkMetadata(o.labels, "labels");
     const annotations = checkMetadata(o.annotations, "annotations");
     const dryRun = checkDryRun(o, "create");
+    const managedFields = checkManagedFields(o, "create");
     // Both are most often known at once: awaited only when they are not.
     const scope = this.#nameScope("create");
     const namespace = typeof scope === "string" ? scope : await scope;
@@ -663,6 +700,7 @@ export class Client<Spec, Status> {
       annotations,
       namespace,
       dryRun,
+      managedFields,
     };
   }
 
@@ -702,6 +740,7 @@ export class Client<Spec, Status> {
       finalizers: c.finalizers,
       labels: c.labels,
       annotations: c.annotations,
+      ...(c.managedFields === undefined ? {} : { managedFields: c.managedFields }),
     });
     if (c.owner !== undefined) {
       const edge = await tx.edges.add({ fromId: raw.id, toId: c.owner, relation: "owned_by" });
@@ -948,7 +987,11 @@ export class Client<Spec, Status> {
       checkId(id);
       const resourceVersion = checkPrecondition(options, "update metadata");
       const dryRun = checkDryRun(options, "update metadata");
-      const patch = checkMetadataUpdate(update, "update metadata");
+      const managedFields = checkManagedFields(options, "update metadata");
+      const patch = {
+        ...checkMetadataUpdate(update, "update metadata"),
+        ...(managedFields === undefined ? {} : { managedFields }),
+      };
       return this.#commit(dryRun, async (tx) => {
         let r;
         try {

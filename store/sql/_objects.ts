@@ -236,10 +236,13 @@ export class SqlObjects implements Objects {
       const specVersion = checkSchemaVersion(input.specVersion, "specVersion");
       const finalizerList = checkFinalizers(input.finalizers);
       const finalizers = JSON.stringify(finalizerList);
+      const managedFields = input.managedFields ?? "[]";
+      checkJsonText(managedFields, "managedFields");
       const meta = {
         labels: checkMetadata(input.labels, "labels"),
         annotations: checkMetadata(input.annotations, "annotations"),
         namespace,
+        managedFields,
       };
       const d = this.#s.dialect;
       return this.#s.write((scope) =>
@@ -359,7 +362,15 @@ export class SqlObjects implements Objects {
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
       const patch = checkMetadataUpdate(input, "update spec");
-      const w: SpecWrite = { d: this.#s.dialect, viewer: this.#s.viewer, version, expected, patch };
+      const managedFields = checkManagedFields(input.managedFields);
+      const w: SpecWrite = {
+        d: this.#s.dialect,
+        viewer: this.#s.viewer,
+        version,
+        expected,
+        patch,
+        managedFields,
+      };
       return this.#s.write((scope) => updateSpecBody(scope, ref, input.spec, w));
     });
   }
@@ -374,7 +385,15 @@ export class SqlObjects implements Objects {
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
       const patch = checkMetadataUpdate(input, "update spec");
-      const w: SpecWrite = { d: this.#s.dialect, viewer: this.#s.viewer, version, expected, patch };
+      const managedFields = checkManagedFields(input.managedFields);
+      const w: SpecWrite = {
+        d: this.#s.dialect,
+        viewer: this.#s.viewer,
+        version,
+        expected,
+        patch,
+        managedFields,
+      };
       return this.#s.write((scope) => updateSpecByNameBody(scope, ref, namespace, input.spec, w));
     });
   }
@@ -385,7 +404,10 @@ export class SqlObjects implements Objects {
   ): Promise<ObjectsUpdateMetadataResult> {
     return rejectWith(() => {
       checkRef(ref);
-      const patch = checkMetadataUpdate(input, "update metadata");
+      const patch = {
+        ...checkMetadataUpdate(input, "update metadata"),
+        managedFields: checkManagedFields(input.managedFields),
+      };
       const expected = checkPrecondition(input.resourceVersion);
       const d = this.#s.dialect;
       const viewer = this.#s.viewer;
@@ -474,6 +496,15 @@ interface SpecWrite {
   readonly version: number;
   readonly expected: number | undefined;
   readonly patch: { labels: MetadataPatch | undefined; annotations: MetadataPatch | undefined };
+  /** The managed fields to hold, whole; `undefined` keeps them. */
+  readonly managedFields: string | undefined;
+}
+
+/** `managedFields` of a write: JSON text, or `undefined`. @throws {TypeError} */
+function checkManagedFields(text: unknown): string | undefined {
+  if (text === undefined) return undefined;
+  checkJsonText(text, "managedFields");
+  return text;
 }
 
 /** The spec update both spellings of `updateSpec` share, on the stored row. */
@@ -496,8 +527,9 @@ function* updateSpec(
   const labels = mergeMetadata(stored.labels, w.patch.labels, "labels");
   const annotations = mergeMetadata(stored.annotations, w.patch.annotations, "annotations");
   const specSame = version === stored.specVersion && spec === stored.spec;
+  const managedFields = w.managedFields ?? stored.managedFields;
   const metadataSame = sameMetadata(labels, stored.labels) &&
-    sameMetadata(annotations, stored.annotations);
+    sameMetadata(annotations, stored.annotations) && managedFields === stored.managedFields;
   if (specSame && metadataSame) {
     return {
       object: { ...stored, conditions: yield* readConditions(stored.id, w.viewer) },
@@ -520,7 +552,9 @@ function* updateSpec(
       stored.id,
     );
   }
-  if (!metadataSame) yield* writeMetadata(scope, w.d, stored, { labels, annotations }, rv);
+  if (!metadataSame) {
+    yield* writeMetadata(scope, w.d, stored, { labels, annotations, managedFields }, rv);
+  }
   const object: RawObject = {
     ...stored,
     spec,
@@ -530,6 +564,7 @@ function* updateSpec(
     updatedAt: new Date(scope.now),
     labels,
     annotations,
+    managedFields,
     conditions: yield* readConditions(stored.id, w.viewer),
   };
   yield* appendWrite(scope, rv, stored, "update", object);
@@ -544,15 +579,17 @@ function* writeMetadata(
   scope: WriteScope,
   d: Dialect,
   stored: RawObjectMeta,
-  merged: { labels: Labels; annotations: Labels },
+  merged: { labels: Labels; annotations: Labels; managedFields: string },
   rv: number,
 ): Q<void> {
-  const { labels, annotations } = merged;
+  const { labels, annotations, managedFields } = merged;
   yield* q.run(
-    `UPDATE objects SET labels = ?, annotations = ?, resource_version = ?, updated_at = ?
+    `UPDATE objects SET labels = ?, annotations = ?, managed_fields = ?, resource_version = ?,
+       updated_at = ?
      WHERE id = ?`,
     JSON.stringify(labels),
     JSON.stringify(annotations),
+    managedFields,
     rv,
     scope.now,
     stored.id,
@@ -587,10 +624,10 @@ function* createBody(
   specVersion: number,
   finalizerList: string[],
   finalizers: string,
-  meta: { labels: Labels; annotations: Labels; namespace: string },
+  meta: { labels: Labels; annotations: Labels; namespace: string; managedFields: string },
 ): Q<RawObject> {
   const { group, kind } = gk;
-  const { labels, annotations, namespace } = meta;
+  const { labels, annotations, namespace, managedFields } = meta;
   const labelsText = labels === NO_LABELS ? "{}" : JSON.stringify(labels);
   const annotationsText = annotations === NO_LABELS ? "{}" : JSON.stringify(annotations);
   const now = scope.now;
@@ -643,6 +680,9 @@ function* createBody(
     if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, namespace, error);
     throw error;
   }
+  if (managedFields !== "[]") {
+    yield* q.run("UPDATE objects SET managed_fields = ? WHERE id = ?", managedFields, id);
+  }
   // The row is what was just inserted, with the columns' defaults.
   const object: RawObject = {
     id,
@@ -665,6 +705,7 @@ function* createBody(
     labels,
     annotations,
     namespace,
+    managedFields,
     conditions: [],
   };
   if (logged) journalWrite(scope, rv, object, "create", object);
@@ -842,7 +883,11 @@ function* updateMetadataBody(
   scope: WriteScope,
   d: Dialect,
   ref: ObjectRef,
-  patch: { labels: MetadataPatch | undefined; annotations: MetadataPatch | undefined },
+  patch: {
+    labels: MetadataPatch | undefined;
+    annotations: MetadataPatch | undefined;
+    managedFields: string | undefined;
+  },
   expected: number | undefined,
   viewer: Viewer,
 ): Q<ObjectsUpdateMetadataResult> {
@@ -852,18 +897,23 @@ function* updateMetadataBody(
   assertVersion(stored.id, stored.resourceVersion, expected);
   const labels = mergeMetadata(stored.labels, patch.labels, "labels");
   const annotations = mergeMetadata(stored.annotations, patch.annotations, "annotations");
-  if (sameMetadata(labels, stored.labels) && sameMetadata(annotations, stored.annotations)) {
+  const managedFields = patch.managedFields ?? stored.managedFields;
+  if (
+    sameMetadata(labels, stored.labels) && sameMetadata(annotations, stored.annotations) &&
+    managedFields === stored.managedFields
+  ) {
     return {
       object: { ...stored, conditions: yield* readConditions(stored.id, viewer) },
       changed: false,
     };
   }
   const rv = scope.draw();
-  yield* writeMetadata(scope, d, stored, { labels, annotations }, rv);
+  yield* writeMetadata(scope, d, stored, { labels, annotations, managedFields }, rv);
   const object: RawObject = {
     ...stored,
     labels,
     annotations,
+    managedFields,
     resourceVersion: rv,
     updatedAt: new Date(scope.now),
     conditions: yield* readConditions(stored.id, viewer),

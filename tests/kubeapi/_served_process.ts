@@ -6,9 +6,12 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { connect, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
 import type { ServeKubeApiOptions } from "../../kubeapi/mod.ts";
+import { Beehive } from "../../mod.ts";
+import { openSqliteStore } from "../../store/sqlite/mod.ts";
 
 const isDeno = "Deno" in globalThis;
 const CHILD = fileURLToPath(new URL("./_serve_child.ts", import.meta.url));
@@ -84,4 +87,61 @@ export async function serveInProcess(
     kill: signal("SIGKILL"),
     exited,
   };
+}
+
+/** Writes `count` Clusters `c<i>`, each with a spec of about `padBytes`, to the SQLite file `db`. */
+export async function seedClusters(db: string, count: number, padBytes: number): Promise<void> {
+  const store = await openSqliteStore(db);
+  try {
+    const client = new Beehive(store).client({ group: "kstack.sh", kind: "Cluster" });
+    const pad = "x".repeat(padBytes);
+    for (let i = 0; i < count; i += 200) {
+      const n = Math.min(200, count - i);
+      await Promise.all(Array.from({ length: n }, (_, j) => client.create(`c${i + j}`, { pad })));
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** A watch over a raw socket that stops reading at its first bytes. */
+export interface RawWatch {
+  /** Resolves once the first bytes of the answer arrived (the socket then stops reading). */
+  readonly firstBytes: Promise<void>;
+  /** Reads on until the server closes the connection; resolves to the watch events it held. */
+  drain(): Promise<number>;
+  destroy(): void;
+}
+
+/** Opens `GET path` on `url`'s server over a socket that stops reading at the first bytes. */
+export function rawWatch(url: string, path: string): Promise<RawWatch> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket: Socket = connect({ host: hostname, port: Number(port) }, () => {
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nConnection: close\r\n\r\n`);
+      resolve(watch);
+    });
+    socket.once("error", reject);
+    const first = Promise.withResolvers<void>();
+    const closed = Promise.withResolvers<void>();
+    let text = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => {
+      text += chunk;
+      if (!draining) socket.pause();
+      first.resolve();
+    });
+    socket.once("close", () => closed.resolve());
+    let draining = false;
+    const watch: RawWatch = {
+      firstBytes: first.promise,
+      async drain() {
+        draining = true;
+        socket.resume();
+        await closed.promise;
+        return (text.match(/"type":"/g) ?? []).length;
+      },
+      destroy: () => socket.destroy(),
+    };
+  });
 }

@@ -69,10 +69,10 @@ test("kubeApiHandler answers MethodNotAllowed 405 for writes it does not serve y
   });
 });
 
-test("kubeApiHandler answers UnsupportedMediaType 415 to strategic-merge and apply patches", async () => {
+test("kubeApiHandler answers UnsupportedMediaType 415 to strategic-merge and CBOR apply patches", async () => {
   await withStore(async (store, bh) => {
     await bh.client(Cluster).create("prod", {});
-    for (const type of ["application/strategic-merge-patch+json", "application/apply-patch+yaml"]) {
+    for (const type of ["application/strategic-merge-patch+json", "application/apply-patch+cbor"]) {
       const f = await failure(store, `${CLUSTERS}/prod`, {
         method: "PATCH",
         headers: { "content-type": type },

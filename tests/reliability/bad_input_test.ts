@@ -3355,6 +3355,11 @@ const apiBody = fc.oneof(
     body: deepMergePatch(depth),
   })),
   fc.integer({ min: 73, max: 20_000 }).map((depth) => ({
+    what: `apply configuration ${depth} deep`,
+    type: "application/apply-patch+yaml",
+    body: deepMergePatch(depth),
+  })),
+  fc.integer({ min: 73, max: 20_000 }).map((depth) => ({
     what: `JSON patch value ${depth} deep`,
     type: "application/json-patch+json",
     body: `[{"op":"add","path":"/spec/a","value":${"[".repeat(depth)}${"]".repeat(depth)}}]`,
@@ -3396,7 +3401,8 @@ test("bad input: hostile Kubernetes API requests (patch bombs, deep and oversize
         fc.constantFrom("localhost", "127.0.0.1:6443", "evil.example", "localhost.evil.example"),
         apiBody,
         async (method, host, { what, type, body }) => {
-          const path = method === "POST" ? things : `${things}/a`;
+          // A field manager, so an apply configuration is read rather than refused for lack of one.
+          const path = `${method === "POST" ? things : `${things}/a`}?fieldManager=campaign`;
           const label = `${method} ${host} ${what}`;
           figures.calls++;
           const response = await handle(
