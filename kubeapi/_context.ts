@@ -7,6 +7,7 @@
  */
 import type { Beehive, Store } from "@beehive/beehive";
 import type { ServedKind, ServedKinds } from "./_kinds.ts";
+import type { InitialPages } from "./_watch_pages.ts";
 
 /** What bounds one request body: its size in bytes and how deep it nests. */
 export interface BodyLimits {
@@ -29,6 +30,8 @@ export interface KubeContext {
   readonly objectBytes: number;
   /** How often a watch with no write signal to wake it re-reads the store, in ms. */
   readonly pollInterval: number;
+  /** The initial-state pages the watches of every kind share. */
+  readonly pages: InitialPages;
 }
 
 /** A request addressed to one served kind. */

@@ -35,6 +35,7 @@ import {
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { failureStatus, KubeApiFailure, toFailure } from "./_status.ts";
 import { type IncludeObject, printerOf, table, tableType } from "./_tables.ts";
+import type { InitialPage } from "./_watch_pages.ts";
 
 const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
 
@@ -57,6 +58,8 @@ interface WatchRequest {
   readonly keep: (obj: AnyObject) => boolean;
   /** The label selector, checked: the watch reports objects leaving it as DELETED, entering as ADDED. */
   readonly labelSelector: string | undefined;
+  /** The field selector as given (`keep` is its test). */
+  readonly fieldSelector: string | undefined;
   /** Resume above this position; `undefined` = the current objects as ADDED first. */
   readonly resumeFrom: number | undefined;
   readonly initialEventsEnd: boolean;
@@ -71,7 +74,8 @@ function invalid(message: string, field: string): KubeApiFailure {
 
 function parseWatch(request: Request, url: URL): WatchRequest {
   const rep = negotiate(request);
-  const fields = parseFieldSelector(param(url, "fieldSelector"));
+  const fieldSelector = param(url, "fieldSelector");
+  const fields = parseFieldSelector(fieldSelector);
   const labelSelector = param(url, "labelSelector");
   parseLabelSelector(labelSelector);
   const rv = resourceVersionParam(url);
@@ -94,6 +98,7 @@ function parseWatch(request: Request, url: URL): WatchRequest {
     include: includeObjectParam(url),
     keep: (obj) => fields.matches(obj),
     labelSelector,
+    fieldSelector,
     resumeFrom: initialEvents || rv === undefined || rv === 0 ? undefined : rv,
     initialEventsEnd: initialEvents,
     timeoutSeconds: intParam(url, "timeoutSeconds", MAX_TIMEOUT_SECONDS),
@@ -196,20 +201,31 @@ export async function watchResources(r: KindRequest): Promise<Response> {
   /** The next chunk to send, or `undefined` when the watch is over. */
   const next = async (): Promise<Uint8Array | undefined> => {
     while (initial && !ended) {
-      const page = await client.list({
-        load: ["owner"],
-        after,
-        limit: SNAPSHOT_CHUNK,
-        labelSelector: w.labelSelector,
-      });
-      if (page.length < SNAPSHOT_CHUNK) initial = false;
-      if (page.length > 0) after = page[page.length - 1].id;
-      // An object written above `from` is not sent as of now: its changes come from the reader.
-      const out: Outgoing[] = [];
-      for (const obj of page) {
-        if (obj.resourceVersion <= from && w.keep(obj)) out.push({ type: "ADDED", obj });
-      }
-      if (out.length > 0) return await encode(out);
+      const read = async (): Promise<InitialPage> => {
+        const page = await client.list({
+          load: ["owner"],
+          after,
+          limit: SNAPSHOT_CHUNK,
+          labelSelector: w.labelSelector,
+        });
+        // An object written above `from` is not sent as of now: its changes come from the reader.
+        const out: Outgoing[] = [];
+        for (const obj of page) {
+          if (obj.resourceVersion <= from && w.keep(obj)) out.push({ type: "ADDED", obj });
+        }
+        return {
+          bytes: out.length > 0 ? await encode(out) : new Uint8Array(0),
+          after: page.length > 0 ? page[page.length - 1].id : after,
+          last: page.length < SNAPSHOT_CHUNK,
+        };
+      };
+      // A Table row carries the object's age: only JSON pages are shared.
+      const page = w.rep.as === "json"
+        ? await ctx.pages.get(pageKey(r, w, from, after), read)
+        : await read();
+      initial = !page.last;
+      after = page.after;
+      if (page.bytes.byteLength > 0) return page.bytes;
     }
     if (bookmarkDue) {
       bookmarkDue = false;
@@ -273,6 +289,19 @@ export async function watchResources(r: KindRequest): Promise<Response> {
     },
   });
   return new Response(body, { headers });
+}
+
+/** What determines one page of a watch's initial state, as a key. */
+function pageKey(r: KindRequest, w: WatchRequest, from: number, after: number): string {
+  return JSON.stringify([
+    r.kind.group,
+    r.kind.kind,
+    r.namespace ?? null,
+    from,
+    after,
+    w.labelSelector ?? null,
+    w.fieldSelector ?? null,
+  ]);
 }
 
 /** The watch events `changes` make for this request: what it keeps, typed as Kubernetes types them. */

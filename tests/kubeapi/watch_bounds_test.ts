@@ -55,6 +55,34 @@ test("kubeApiHandler streams a watch's initial state in pages read from the stor
   });
 });
 
+test("kubeApiHandler reads each page of the initial state once for watches that start at one position", async () => {
+  await withStore(async (store, bh) => {
+    const client = bh.client(Cluster);
+    for (let i = 0; i < 250; i++) await client.create(`c${i}`, {});
+    let lists = 0;
+    const counted = intercept(store, { family: "objects", method: "list" }, (list, ...args) => {
+      lists++;
+      return list(...args);
+    });
+    const handle = kubeApiHandler({ store: counted });
+    const watches = [];
+    for (let w = 0; w < 10; w++) {
+      watches.push(eventsOf(await handle(new Request(`http://localhost${CLUSTERS}?watch=true`))));
+    }
+    for (const events of watches) {
+      for (let i = 0; i < 250; i++) assert.equal((await events.next())?.type, "ADDED");
+    }
+    assert.equal(lists, 3, "three pages of 100, read once for ten watches");
+    const selected = eventsOf(
+      await handle(new Request(`http://localhost${CLUSTERS}?watch=true&labelSelector=a%3Db`)),
+    );
+    await client.create("d", {}, { labels: { a: "b" } });
+    assert.equal((await selected.next())?.type, "ADDED");
+    assert.ok(lists > 3, "another selection reads its own pages");
+    for (const events of [...watches, selected]) await events.cancel();
+  });
+});
+
 test("kubeApiHandler ends a watch whose client does not read once its backlog passes WATCH_BACKLOG, while the others keep receiving", async () => {
   await withStore(async (store, bh) => {
     const client = bh.client(Cluster);
