@@ -30,6 +30,8 @@ export interface KubeContext {
   readonly objectBytes: number;
   /** What the watches of every kind encode once and share. */
   readonly watches: WatchEncodings;
+  /** How often a watch with no write signal to wake it re-reads the store, in ms. */
+  readonly pollInterval: number;
 }
 
 /** A request addressed to one served kind. */

@@ -152,6 +152,7 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
     },
     objectBytes: limits.objectBytes,
     watches: watchEncodings(),
+    pollInterval,
   };
   return async (request) => {
     let path: string;

@@ -9,6 +9,7 @@ import type { KindRequest, KubeContext } from "./_context.ts";
 import { APPLY_PATCH, applyResource } from "./_apply.ts";
 import { deleteCollection, deleteResource } from "./_delete.ts";
 import { listEvents } from "./_events.ts";
+import { watchEvents } from "./_event_watch.ts";
 import {
   apiGroup,
   apiGroupList,
@@ -219,7 +220,7 @@ async function core(
   const one = parts.length === 5 && parts[2] === "namespaces" && parts[4] === "events";
   if (!all && !one || one && namespaceProblem(parts[3]) !== undefined) throw notFoundPath();
   if (boolParam(url, "watch")) {
-    throw new KubeApiFailure("MethodNotAllowed", "watching events is not served yet");
+    return await watchEvents(ctx, request, url, one ? parts[3] : undefined);
   }
   return await listEvents(ctx, request, url, one ? parts[3] : undefined);
 }
