@@ -30,7 +30,7 @@ import { getResource, listResources } from "./_reads.ts";
 import { boolParam } from "./_request.ts";
 import { failureResponse, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
 import { watchResources } from "./_watch.ts";
-import { patchStatus, replaceStatus } from "./_status_writes.ts";
+import { applyStatus, patchStatus, replaceStatus } from "./_status_writes.ts";
 import { createResource, PATCH_TYPES, patchResource, replaceResource } from "./_writes.ts";
 
 /** The longest path served. */
@@ -231,13 +231,14 @@ function collection(r: KindRequest, method: string): Promise<Response> {
   return boolParam(r.url, "watch") ? watchResources(r) : listResources(r);
 }
 
-/** `…/<name>/status`: read, replaced, or patched (merge or JSON patch). */
+/** `…/<name>/status`: read, replaced, patched (merge or JSON patch) or applied. */
 function statusItem(r: KindRequest, name: string, method: string): Promise<Response> {
   if (method === "GET") return getResource(r, name);
   if (method === "PUT") return replaceStatus(r, name);
   if (method === "PATCH") {
     const type = (r.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
     if (PATCH_TYPES.has(type)) return patchStatus(r, name, type);
+    if (type === APPLY_PATCH) return applyStatus(r, name);
   }
   throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}/${name}/status`);
 }
