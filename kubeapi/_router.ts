@@ -30,7 +30,7 @@ import { getResource, listResources } from "./_reads.ts";
 import { boolParam } from "./_request.ts";
 import { failureResponse, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
 import { watchResources } from "./_watch.ts";
-import { patchStatus, replaceStatus } from "./_status_writes.ts";
+import { applyStatus, patchStatus, replaceStatus } from "./_status_writes.ts";
 import { createResource, PATCH_TYPES, patchResource, replaceResource } from "./_writes.ts";
 
 /** The longest path served. */
@@ -125,7 +125,7 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
   if (!fits(kind)) throw notFoundPath();
   const r: KindRequest = { ctx, kind, request, url, namespace };
   try {
-    return await kindRoute(r, rest, method, readOnly);
+    return await kindRoute(r, rest, method);
   } catch (error) {
     // The clients refuse a scope only on a fresh read of the kind's definition: it changed since
     // this request read it, and the path is answered as the new scope answers it.
@@ -141,7 +141,6 @@ async function kindRoute(
   r: KindRequest,
   rest: readonly string[],
   method: string,
-  readOnly: (what: string) => void,
 ): Promise<Response> {
   const { kind, namespace } = r;
   const scoped = namespace !== undefined;
@@ -232,13 +231,14 @@ function collection(r: KindRequest, method: string): Promise<Response> {
   return boolParam(r.url, "watch") ? watchResources(r) : listResources(r);
 }
 
-/** `…/<name>/status`: read, replaced, or patched (merge or JSON patch). */
+/** `…/<name>/status`: read, replaced, patched (merge or JSON patch) or applied. */
 function statusItem(r: KindRequest, name: string, method: string): Promise<Response> {
   if (method === "GET") return getResource(r, name);
   if (method === "PUT") return replaceStatus(r, name);
   if (method === "PATCH") {
     const type = (r.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
     if (PATCH_TYPES.has(type)) return patchStatus(r, name, type);
+    if (type === APPLY_PATCH) return applyStatus(r, name);
   }
   throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}/${name}/status`);
 }

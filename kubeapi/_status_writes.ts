@@ -5,7 +5,11 @@
  * but `conditions` (written as the object's conditions: each one named is
  * set, one no longer named is removed) and `observedGeneration` (the
  * reconcile handshake's, never a client's). Spec, labels and the rest of
- * the body are ignored, as the API server ignores them on `/status`.
+ * the body are ignored, as the API server ignores them on `/status`. A
+ * server-side apply (`application/apply-patch+yaml`, `fieldManager`,
+ * `force`) merges the configuration over the resource under the object's
+ * managed fields (a conflict is 409) and keeps its `status`; the status
+ * manager's own entry is not recorded (status writes carry no managed fields).
  * `metadata.resourceVersion`, when given, must be current (409 otherwise).
  *
  * @module
@@ -15,7 +19,9 @@ import type { KindRequest } from "./_context.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { detailsOf, findByName, notFound } from "./_reads.ts";
-import { dryRunParam, readJsonBody } from "./_request.ts";
+import { boolParam, dryRunParam, param, readJsonBody } from "./_request.ts";
+import { applyConfig } from "./_managed_fields.ts";
+import { fieldsContext, readStored } from "./_writes.ts";
 import {
   invalidFailure,
   jsonResponse,
@@ -165,4 +171,29 @@ export async function patchStatus(r: KindRequest, name: string, type: string): P
     ? mergePatch(resource, patch as Json)
     : jsonPatch(resource, patch as Json, r.ctx.objectBytes);
   return await commitStatus(r, name, current, patched);
+}
+
+/** `PATCH …/<name>/status` as a server-side apply: the configuration's status, merged. */
+export async function applyStatus(r: KindRequest, name: string): Promise<Response> {
+  const details = detailsOf(r.kind, name);
+  const manager = param(r.url, "fieldManager");
+  if (manager === undefined || manager === "") {
+    throw invalidFailure({ ...details, kind: r.kind.kind }, [{
+      field: "fieldManager",
+      message: "Required value: is required for apply patch",
+    }]);
+  }
+  const config = await readJsonBody(r.request, r.ctx.body, "apply configuration");
+  if (!isObject(config)) {
+    throw new KubeApiFailure("BadRequest", "the apply configuration is not an object");
+  }
+  const stored = await readStored(r, name);
+  if (stored === undefined) throw notFound(r.kind, name);
+  const c = await fieldsContext(r);
+  const applied = applyConfig(stored.entries, manager, stored.resource, config, {
+    ...c,
+    force: boolParam(r.url, "force"),
+    details: { ...details, uid: String(stored.obj.id) },
+  });
+  return await commitStatus(r, name, stored.obj, applied.resource);
 }

@@ -1,6 +1,6 @@
 /**
- * The `/status` subresource of every kind: replace, merge patch and JSON
- * patch write the stored status and the conditions (never the spec), a stale
+ * The `/status` subresource of every kind: replace, merge patch, JSON patch
+ * and server-side apply write the stored status and the conditions (never the spec), a stale
  * `resourceVersion` is a 409, a malformed condition a 422, and the real
  * kubectl's `patch --subresource=status`.
  *
@@ -124,6 +124,40 @@ test("kubeApiHandler …/status answers Conflict 409 for a stale resourceVersion
     const got = await bh.client(Cluster).get(prod.id);
     assert.equal(got.status, undefined);
     assert.deepEqual(got.conditions, []);
+  });
+});
+
+test("kubeApiHandler server-side apply on …/status merges the configuration's status and leaves the spec", async () => {
+  await withStore(async (store, bh) => {
+    const prod = await bh.client(Cluster).create("prod", { replicas: 3 });
+    await bh.adminClient(Cluster).updateStatus(prod.id, { phase: "Pending", nodes: 1 });
+    const handle = kubeApiHandler({ store });
+    const applied = await call(
+      handle,
+      `${CLUSTERS}/prod/status?fieldManager=status-writer`,
+      send("PATCH", {
+        apiVersion: "kstack.sh/v1",
+        kind: "Cluster",
+        metadata: { name: "prod" },
+        spec: { replicas: 9 },
+        status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+      }, "application/apply-patch+yaml"),
+    );
+    assert.equal(applied.status, 200, JSON.stringify(applied.body));
+    const got = await bh.client(Cluster).get(prod.id);
+    assert.deepEqual(got.spec, { replicas: 3 });
+    assert.deepEqual(got.status, { phase: "Running", nodes: 1 });
+    assert.deepEqual(got.conditions.map((c) => [c.type, c.status]), [["Ready", "True"]]);
+    const unnamed = await call(
+      handle,
+      `${CLUSTERS}/prod/status`,
+      send(
+        "PATCH",
+        { apiVersion: "kstack.sh/v1", kind: "Cluster" },
+        "application/apply-patch+yaml",
+      ),
+    );
+    assert.equal(unnamed.status, 422);
   });
 });
 
