@@ -44,16 +44,20 @@ export type {
   ClientOptions,
   CreateOptions,
   CreateResult,
+  DryRunOptions,
   EventListOptions,
   ListOptions,
+  MetadataWriteOptions,
   PreconditionOptions,
   ReadOptions,
   RequeueOptions,
+  UpdateOptions,
 } from "./src/clients/client.ts";
 export { defineKind } from "./src/model/kind.ts";
 export type { JsonSchema, Kind, KindColumn, KindDefinition, StoredKind } from "./src/model/kind.ts";
 export type { StandardSchema } from "./src/model/standard_schema.ts";
 export { AdminClient } from "./src/clients/admin_client.ts";
+export type { DeleteNowOptions, PropagationPolicy } from "./src/clients/admin_client.ts";
 export type {
   ControllerClient,
   ControllerTx,

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { writeFile } from "node:fs/promises";
+import { chmod, writeFile } from "node:fs/promises";
 import process from "node:process";
 import type { Store } from "@beehive/beehive/store";
 import { serveKubeApi } from "@beehive/beehive/kubeapi";
@@ -17,6 +17,12 @@ export interface ServeOptions {
   readonly tls: boolean;
   /** Where the kubeconfig goes (mode 0600); standard output when `undefined`. */
   readonly kubeconfig: string | undefined;
+  /** The server's limits; each `undefined` keeps its default. */
+  readonly limits?: {
+    readonly maxWatches?: number | undefined;
+    readonly maxInflight?: number | undefined;
+    readonly maxBodyBytes?: number | undefined;
+  };
 }
 
 /** Where `serve` writes, and what ends it. */
@@ -29,6 +35,17 @@ export interface ServeIo {
 function randomToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(24));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Writes `text` to `path` readable by its owner alone: an existing file is
+ * made 0600 before the token goes in (`mode` applies only to a new file).
+ */
+async function writePrivate(path: string, text: string): Promise<void> {
+  await chmod(path, 0o600).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "ENOENT") throw error;
+  });
+  await writeFile(path, text, { mode: 0o600 });
 }
 
 /**
@@ -46,12 +63,15 @@ export async function serve(store: Store, options: ServeOptions, io: ServeIo): P
     const server = await serveKubeApi({
       store,
       port: options.port,
+      ...Object.fromEntries(
+        Object.entries(options.limits ?? {}).filter(([, v]) => v !== undefined),
+      ),
       ...(options.tls ? { tls: true, tokens: [{ token: randomToken(), user: "admin" }] } : {}),
     });
     try {
       const config = server.kubeconfig();
       if (options.kubeconfig === undefined) io.stdout(config);
-      else await writeFile(options.kubeconfig, config, { mode: 0o600 });
+      else await writePrivate(options.kubeconfig, config);
       io.stderr(
         `serving the Kubernetes API at ${server.url}` +
           (options.kubeconfig === undefined

@@ -110,6 +110,10 @@ interface Parsed {
   readonly port: number | undefined;
   readonly tls: boolean;
   readonly kubeconfig: string | undefined;
+  /** `serve --max-watches`, `--max-inflight`, `--max-body-bytes`. */
+  readonly maxWatches: number | undefined;
+  readonly maxInflight: number | undefined;
+  readonly maxBodyBytes: number | undefined;
   /** `-n`: the namespace of a namespaced kind's objects. */
   readonly namespace: string | undefined;
   /** `-A`: every namespace (what a list without `-n` reads anyway). */
@@ -128,6 +132,7 @@ type Flag =
   | "port"
   | "tls"
   | "kubeconfig"
+  | "limits"
   | "namespace"
   | "all";
 
@@ -278,16 +283,20 @@ const COMMANDS: Record<string, Command> = {
     run: cmdRequeue,
   },
   serve: {
-    usage: "serve [--port N] [--tls] [--kubeconfig FILE]",
+    usage: "serve [--port N] [--tls] [--kubeconfig FILE] [--max-watches N] [--max-inflight N]\n" +
+      "  [--max-body-bytes N]",
     summary: "Serve the store as a Kubernetes API on 127.0.0.1, for kubectl",
     details: "--port N            the port (default 6443; 0 picks a free one)\n" +
       "--tls               HTTPS with a generated CA and certificate, and a generated\n" +
       "                    bearer token; both go in the kubeconfig\n" +
       "--kubeconfig FILE   write the kubeconfig to FILE (mode 0600) rather than\n" +
       "                    standard output\n" +
+      "--max-watches N     the most watches open at once (default 1000); past it 429\n" +
+      "--max-inflight N    the most other requests served at once (default 400)\n" +
+      "--max-body-bytes N  the largest request body (default 3145728, 3 MiB); 413 above\n" +
       "Then: kubectl --kubeconfig FILE get <plural>. Runs until Ctrl-C or SIGTERM.",
     args: [0, 0],
-    flags: ["port", "tls", "kubeconfig"],
+    flags: ["port", "tls", "kubeconfig", "limits"],
     writes: true,
     run: cmdServe,
   },
@@ -335,6 +344,9 @@ function parseArgs(args: readonly string[]): Parsed {
   let port: number | undefined;
   let tls = false;
   let kubeconfig: string | undefined;
+  let maxWatches: number | undefined;
+  let maxInflight: number | undefined;
+  let maxBodyBytes: number | undefined;
   let namespace: string | undefined;
   let allNamespaces = false;
   let help = false;
@@ -382,6 +394,9 @@ function parseArgs(args: readonly string[]): Parsed {
     else if (flag === "--port") port = parsePort(value());
     else if (flag === "--tls" && eq < 0) tls = true;
     else if (flag === "--kubeconfig") kubeconfig = value();
+    else if (flag === "--max-watches") maxWatches = parseCount(flag, value(), 1);
+    else if (flag === "--max-inflight") maxInflight = parseCount(flag, value(), 1);
+    else if (flag === "--max-body-bytes") maxBodyBytes = parseCount(flag, value(), 1024);
     else if (flag === "-n" || flag === "--namespace") {
       namespace = value();
       const problem = namespaceProblem(namespace);
@@ -403,10 +418,22 @@ function parseArgs(args: readonly string[]): Parsed {
     port,
     tls,
     kubeconfig,
+    maxWatches,
+    maxInflight,
+    maxBodyBytes,
     namespace,
     allNamespaces,
     help,
   };
+}
+
+/** A flag's integer value of at least `min`. */
+function parseCount(flag: string, v: string, min: number): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min) {
+    throw new UsageError(`${flag} must be an integer of at least ${min}, got ${JSON.stringify(v)}`);
+  }
+  return n;
 }
 
 function parsePort(v: string): number {
@@ -547,6 +574,9 @@ export async function main(args: readonly string[], io: CliIo = defaultIo()): Pr
     ["port", parsed.port !== undefined, "--port"],
     ["tls", parsed.tls, "--tls"],
     ["kubeconfig", parsed.kubeconfig !== undefined, "--kubeconfig"],
+    ["limits", parsed.maxWatches !== undefined, "--max-watches"],
+    ["limits", parsed.maxInflight !== undefined, "--max-inflight"],
+    ["limits", parsed.maxBodyBytes !== undefined, "--max-body-bytes"],
     ["namespace", parsed.namespace !== undefined, "-n"],
     ["all", parsed.allNamespaces, "-A"],
   ];
@@ -1167,10 +1197,11 @@ async function cmdWait(ctx: Context): Promise<void> {
 async function cmdServe(ctx: Context): Promise<void> {
   // Loaded only to serve: the other commands need no HTTP server.
   const { serve } = await import("./_serve.ts");
-  const { port, tls, kubeconfig } = ctx.parsed;
+  const { port, tls, kubeconfig, maxWatches, maxInflight, maxBodyBytes } = ctx.parsed;
   await serve(ctx.store, {
     port: port ?? 6443,
     tls,
+    limits: { maxWatches, maxInflight, maxBodyBytes },
     kubeconfig: kubeconfig === undefined ? undefined : resolvePath(kubeconfig, ctx.io.cwd!),
   }, ctx.io);
 }

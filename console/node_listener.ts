@@ -24,7 +24,10 @@ export interface NodeRequestLike {
 export interface NodeResponseLike {
   /** Sends the status line and headers. */
   writeHead(status: number, headers: Record<string, string>): unknown;
-  /** Writes a body chunk. */
+  /**
+   * Writes a body chunk; `false` when the socket's buffer is full, and the
+   * adapter then waits for `"drain"` before it takes the next chunk.
+   */
   write(chunk: Uint8Array): unknown;
   /** Ends the response. */
   end(): unknown;
@@ -32,6 +35,10 @@ export interface NodeResponseLike {
   flushHeaders?(): unknown;
   /** Listens for the connection closing (`"close"`). */
   on(event: "close", listener: () => void): unknown;
+  /** Listens once for the socket's buffer emptying (`"drain"`). */
+  once?(event: "drain", listener: () => void): unknown;
+  /** Stops listening for `"drain"`. */
+  off?(event: "drain", listener: () => void): unknown;
   /** Whether the response was fully written. */
   readonly writableFinished?: boolean;
   /** Whether the status line and headers went out. */
@@ -82,12 +89,18 @@ function toRequest(req: NodeRequestLike, signal: AbortSignal): Request | Respons
     return plain(400, "Bad Request: the Host header or the request target is not a valid URL");
   }
   const method = req.method ?? "GET";
-  const body = method === "GET" || method === "HEAD" ? null : bodyOf(req);
+  const body = method === "GET" || method === "HEAD" || !hasBody(headers) ? null : bodyOf(req);
   try {
     return new Request(url, { method, headers, signal, body, duplex: "half" } as RequestInit);
   } catch {
     return plain(501, `Not Implemented: the ${method.slice(0, 32)} method is not served`);
   }
+}
+
+/** Whether the request carries a body: HTTP/1.1 frames one by a length above 0 or a transfer coding. */
+function hasBody(headers: Headers): boolean {
+  const length = headers.get("content-length");
+  return headers.has("transfer-encoding") || (length !== null && length.trim() !== "0");
 }
 
 /**
@@ -115,9 +128,13 @@ function bodyOf(req: NodeRequestLike): ReadableStream<Uint8Array> | null {
 /**
  * Wraps `handler` as a listener for Node's `http.createServer`. The request's
  * signal aborts when the client disconnects, which ends a live feed. The
- * request body of a method that may carry one (any but `GET` and `HEAD`) is
+ * request body of a method that may carry one (any but `GET` and `HEAD`), when
+ * the request frames one (`Content-Length` above 0 or `Transfer-Encoding`), is
  * forwarded as a stream the handler reads at its own pace, bounding what it
- * reads. The status line and headers go out as soon as the handler answers,
+ * reads. The response body is pulled only as fast as the socket takes it:
+ * when a write fills the socket's buffer, the next chunk waits for `"drain"`,
+ * so a client that does not read holds the stream, not the server's memory.
+ * The status line and headers go out as soon as the handler answers,
  * before any body chunk, as fetch servers send them (a watch or live feed
  * with nothing to send yet still answers). No request throws out
  * of the listener: a `Host` or target that makes no URL is answered `400`, a
@@ -144,6 +161,20 @@ export function toNodeListener(handler: (request: Request) => Promise<Response>)
       }
     });
   };
+}
+
+/** Resolves once `res` drains or the connection closes. */
+function drained(res: NodeResponseLike, closed: AbortSignal): Promise<void> {
+  if (res.once === undefined || closed.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      res.off?.("drain", done);
+      closed.removeEventListener("abort", done);
+      resolve();
+    };
+    res.once!("drain", done);
+    closed.addEventListener("abort", done, { once: true });
+  });
 }
 
 async function serve(
@@ -184,7 +215,8 @@ async function serve(
     for (;;) {
       const { done, value } = await next;
       if (done) break;
-      res.write(value);
+      // Back-pressure: a client that does not read stops the body being pulled, not buffered.
+      if (res.write(value) === false) await drained(res, abort.signal);
       next = reader.read();
     }
   } catch {

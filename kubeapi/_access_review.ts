@@ -5,9 +5,10 @@
  *
  * @module
  */
+import type { BodyLimits } from "./_context.ts";
 import { allows, type Attributes, type KubeApiToken } from "./_auth.ts";
 import { fieldsOf, PROTOBUF, stringField, unwrap } from "./_protobuf.ts";
-import { readBody, readBodyBytes } from "./_request.ts";
+import { readBodyBytes, readJsonBody } from "./_request.ts";
 import { jsonResponse, KubeApiFailure } from "./_status.ts";
 
 /** The group, version and resource of the review. */
@@ -67,26 +68,18 @@ function attributesOfReview(spec: Record<string, unknown>): Attributes {
   );
 }
 
-/** Answers a review posted with `request` by the holder of `grant` (none: no tokens configured). */
+/** Answers a review posted with `request` by the holder of `grant` (none: no tokens configured), its body read within `limits`. */
 export async function reviewAccess(
   request: Request,
   grant: KubeApiToken | undefined,
+  limits: BodyLimits,
 ): Promise<Response> {
   if (request.method !== "POST") {
     throw new KubeApiFailure("MethodNotAllowed", "selfsubjectaccessreviews accept only POST");
   }
   const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
-  if (type === PROTOBUF) return answer(specOfProtobuf(await readBodyBytes(request)), grant);
-  let body: unknown;
-  try {
-    body = JSON.parse(await readBody(request));
-  } catch (error) {
-    if (error instanceof KubeApiFailure) throw error;
-    throw new KubeApiFailure(
-      "BadRequest",
-      "the request body is not a JSON SelfSubjectAccessReview",
-    );
-  }
+  if (type === PROTOBUF) return answer(specOfProtobuf(await readBodyBytes(request, limits)), grant);
+  const body = await readJsonBody(request, limits, "SelfSubjectAccessReview");
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     throw new KubeApiFailure(
       "BadRequest",

@@ -8,6 +8,15 @@
 import type { Beehive } from "@beehive/beehive";
 import type { Store } from "@beehive/beehive/store";
 import type { ServedKind, ServedKinds } from "./_kinds.ts";
+import type { WatchEncodings } from "./_watch_cache.ts";
+
+/** What bounds one request body: its size in bytes and how deep it nests. */
+export interface BodyLimits {
+  /** The most bytes read. */
+  readonly maxBodyBytes: number;
+  /** The deepest a decoded body may nest (`{}` is 1). */
+  readonly maxDepth: number;
+}
 
 /** The handler's shared state. */
 export interface KubeContext {
@@ -16,6 +25,14 @@ export interface KubeContext {
   readonly kinds: ServedKinds;
   /** The path the API is mounted under, as requests spell it (`""` at the root). */
   readonly base: string;
+  /** What bounds a request body: `maxBodyBytes`, and the store's nesting depth plus a margin. */
+  readonly body: BodyLimits;
+  /** The object size limit: the most a JSON patch may grow a resource by, in bytes. */
+  readonly objectBytes: number;
+  /** What the watches of every kind encode once and share. */
+  readonly watches: WatchEncodings;
+  /** How often a watch with no write signal to wake it re-reads the store, in ms. */
+  readonly pollInterval: number;
 }
 
 /** A request addressed to one served kind. */

@@ -12,7 +12,16 @@ import { type ServedKind, VERSION } from "./_kinds.ts";
 import { NAMESPACES_RESOURCE } from "./_namespaces.ts";
 
 /** The verbs every served resource implements today. */
-export const VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"] as const;
+export const VERBS = [
+  "create",
+  "delete",
+  "deletecollection",
+  "get",
+  "list",
+  "patch",
+  "update",
+  "watch",
+] as const;
 
 /**
  * The Kubernetes API level the server speaks: kubectl (and the version

@@ -16,7 +16,7 @@ import type { AnyObject } from "./_objects.ts";
 import { rfc3339 } from "./_objects.ts";
 import { includeObjectParam, MAX_PAGE, negotiate, param } from "./_request.ts";
 import { jsonResponse, KubeApiFailure } from "./_status.ts";
-import { type Column, table, tableType } from "./_tables.ts";
+import { type Column, type IncludeObject, table, tableType } from "./_tables.ts";
 
 /** The namespace events of cluster-scoped objects are served in. */
 export const EVENTS_NAMESPACE = "default";
@@ -70,11 +70,12 @@ export const EVENTS_RESOURCE = {
   singularName: "event",
   namespaced: true,
   kind: "Event",
-  verbs: ["get", "list"],
+  verbs: ["get", "list", "watch"],
   shortNames: ["ev"],
 } as const;
 
-type Fields = Map<string, { value: string; equal: boolean }[]>;
+/** A checked event field selector: each field's terms. */
+export type Fields = Map<string, { value: string; equal: boolean }[]>;
 
 function parseSelector(text: string | undefined): Fields {
   const fields: Fields = new Map();
@@ -186,6 +187,73 @@ async function* candidates(
   }
 }
 
+/** `event` as a Table row, its object included as `include` asks. */
+function eventRow(event: Record<string, unknown>, include: IncludeObject, now: number) {
+  const e = event as Record<string, Record<string, string> & string>;
+  const involved = e.involvedObject as unknown as Record<string, string>;
+  return {
+    cells: [
+      age(new Date(e.lastTimestamp as unknown as string), now),
+      e.type,
+      e.reason,
+      `${involved.kind.toLowerCase()}/${involved.name}`,
+      e.message,
+      (e.metadata as unknown as Record<string, string>).name,
+    ],
+    ...(include === "None" ? {} : {
+      object: include === "Object" ? event : {
+        kind: "PartialObjectMetadata",
+        apiVersion: "meta.k8s.io/v1",
+        metadata: event.metadata,
+      },
+    }),
+  };
+}
+
+/** `event` as a one-row Table of `version` (a Table watch's object). */
+export function eventTable(
+  event: Record<string, unknown>,
+  version: string,
+  include: IncludeObject,
+): Record<string, unknown> {
+  const meta = event.metadata as { resourceVersion: string };
+  return table(version, [eventRow(event, include, Date.now())], {
+    resourceVersion: meta.resourceVersion,
+  }, COLUMNS);
+}
+
+/** A request's `fieldSelector` on events, checked. @throws {KubeApiFailure} BadRequest: malformed. */
+export function eventSelector(url: URL): Fields {
+  return parseSelector(param(url, "fieldSelector"));
+}
+
+/** One served event and when it last occurred. */
+export interface ServedEvent {
+  readonly event: Record<string, unknown>;
+  readonly at: number;
+}
+
+/**
+ * The events of served objects in `namespace` (every one when `undefined`)
+ * that `fields` select, oldest first, at most {@linkcode MAX_EVENTS}.
+ */
+export async function collectEvents(
+  ctx: KubeContext,
+  fields: Fields,
+  namespace: string | undefined,
+): Promise<ServedEvent[]> {
+  const items: ServedEvent[] = [];
+  outer: for await (const { kind, obj } of candidates(ctx, fields, namespace)) {
+    for (const ev of await ctx.store.events.list(obj.id)) {
+      const event = toEvent(kind, obj, ev);
+      if (!matches(fields, event)) continue;
+      items.push({ event, at: ev.lastAt.getTime() });
+      if (items.length >= MAX_EVENTS) break outer;
+    }
+  }
+  return items.sort((a, b) => a.at - b.at);
+}
+
 /**
  * `GET /api/v1/events` or `/api/v1/namespaces/<namespace>/events`: the
  * events of served objects matching `fieldSelector`, newest first, at most
@@ -198,17 +266,7 @@ export async function listEvents(
   namespace: string | undefined,
 ): Promise<Response> {
   const rep = negotiate(request);
-  const fields = parseSelector(param(url, "fieldSelector"));
-  const items: { event: Record<string, unknown>; at: number }[] = [];
-  outer: for await (const { kind, obj } of candidates(ctx, fields, namespace)) {
-    for (const ev of await ctx.store.events.list(obj.id)) {
-      const event = toEvent(kind, obj, ev);
-      if (!matches(fields, event)) continue;
-      items.push({ event, at: ev.lastAt.getTime() });
-      if (items.length >= MAX_EVENTS) break outer;
-    }
-  }
-  items.sort((a, b) => a.at - b.at);
+  const items = await collectEvents(ctx, eventSelector(url), namespace);
   const newest = items.reduce(
     (rv, i) =>
       Math.max(rv, Number((i.event.metadata as { resourceVersion: string }).resourceVersion)),
@@ -218,27 +276,7 @@ export async function listEvents(
   if (rep.as === "table") {
     const now = Date.now();
     const include = includeObjectParam(url);
-    const rows = items.map(({ event }) => {
-      const e = event as Record<string, Record<string, string> & string>;
-      const involved = e.involvedObject as unknown as Record<string, string>;
-      return {
-        cells: [
-          age(new Date(e.lastTimestamp as unknown as string), now),
-          e.type,
-          e.reason,
-          `${involved.kind.toLowerCase()}/${involved.name}`,
-          e.message,
-          (e.metadata as unknown as Record<string, string>).name,
-        ],
-        ...(include === "None" ? {} : {
-          object: include === "Object" ? event : {
-            kind: "PartialObjectMetadata",
-            apiVersion: "meta.k8s.io/v1",
-            metadata: event.metadata,
-          },
-        }),
-      };
-    });
+    const rows = items.map(({ event }) => eventRow(event, include, now));
     return jsonResponse(200, table(rep.version, rows, metadata, COLUMNS), tableType(rep.version));
   }
   return jsonResponse(200, {

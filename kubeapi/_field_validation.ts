@@ -1,12 +1,14 @@
 /**
  * `fieldValidation` on writes: the fields of a body the kind's schema does
  * not declare. `Strict` refuses them (422 `Invalid`, each field named),
- * `Warn` (the default) keeps them and says so in a `Warning` header kubectl
- * prints, `Ignore` keeps them silently. Kubernetes prunes undeclared fields
- * under `Warn` and `Ignore`; this server keeps what it was sent. Which fields
- * are declared is read from the resource's OpenAPI schema: under an object
- * that declares `properties`, a member it does not declare is unknown,
- * unless the object takes `additionalProperties` or preserves unknown fields.
+ * `Warn` (the default) drops them and says so in a `Warning` header kubectl
+ * prints, `Ignore` drops them silently — as the API server prunes a
+ * structural schema. Which fields are declared is read from the resource's
+ * OpenAPI schema: under an object that declares `properties`, a member it
+ * does not declare is unknown, unless the object takes `additionalProperties`
+ * or preserves unknown fields. A write is judged on the unknown fields it
+ * adds: one the object already holds (the app may store what its own schema
+ * takes) is kept.
  *
  * @module
  */
@@ -42,7 +44,7 @@ const isObject = (v: unknown): v is JsonObject =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** `schema` and the schemas its `allOf`/`anyOf`/`oneOf` branches add to it. */
-function branches(schema: OpenApiSchema): OpenApiSchema[] {
+export function branches(schema: OpenApiSchema): OpenApiSchema[] {
   const out = [schema];
   for (const key of ["allOf", "anyOf", "oneOf"]) {
     const list = schema[key];
@@ -54,17 +56,26 @@ function branches(schema: OpenApiSchema): OpenApiSchema[] {
 }
 
 /** The schema `schema` declares for member `key`, if any (own members only: not `__proto__`'s). */
-function declaredAt(schema: OpenApiSchema, key: string): unknown {
+export function declaredAt(schema: OpenApiSchema, key: string): unknown {
   const properties = schema.properties;
   return isObject(properties) && Object.hasOwn(properties, key) ? properties[key] : undefined;
 }
 
-function walk(value: unknown, schema: OpenApiSchema, path: string, out: string[]): void {
-  if (out.length >= MAX_REPORTED) return;
+/**
+ * Collects the unknown fields under `value` into `out`, and removes from
+ * `value` (a copy the caller owns) each one `keep` does not hold.
+ */
+function walk(
+  value: unknown,
+  schema: OpenApiSchema,
+  path: string,
+  out: string[],
+  keep: ReadonlySet<string> | undefined,
+): void {
   const all = branches(schema);
   if (Array.isArray(value)) {
     const items = all.map((s) => s.items).find(isObject);
-    if (items !== undefined) value.forEach((v, i) => walk(v, items, `${path}[${i}]`, out));
+    if (items !== undefined) value.forEach((v, i) => walk(v, items, `${path}[${i}]`, out, keep));
     return;
   }
   if (!isObject(value)) return;
@@ -74,11 +85,20 @@ function walk(value: unknown, schema: OpenApiSchema, path: string, out: string[]
   for (const [key, member] of Object.entries(value)) {
     const at = path === "" ? key : `${path}.${key}`;
     const own = all.map((s) => declaredAt(s, key)).find(isObject);
-    if (own !== undefined) walk(member, own, at, out);
-    else if (additional !== undefined) walk(member, additional, at, out);
-    else if (declared && !free) out.push(at);
-    if (out.length >= MAX_REPORTED) return;
+    if (own !== undefined) walk(member, own, at, out, keep);
+    else if (additional !== undefined) walk(member, additional, at, out, keep);
+    else if (declared && !free) {
+      out.push(at);
+      if (keep !== undefined && !keep.has(at)) delete value[key];
+    }
   }
+}
+
+/** The resource schema writes are judged by: the kind's, with a free-form status. */
+export function schemaOf(kind: ServedKind, definition: StoredKind | undefined): OpenApiSchema {
+  const schema = resourceSchema(kind, definition, OBJECT_META_SCHEMA);
+  (schema.properties as JsonObject).status = FREE_FORM;
+  return schema;
 }
 
 /**
@@ -91,11 +111,25 @@ export function unknownFields(
   definition: StoredKind | undefined,
   body: unknown,
 ): string[] {
-  const schema = resourceSchema(kind, definition, OBJECT_META_SCHEMA);
-  (schema.properties as JsonObject).status = FREE_FORM;
   const out: string[] = [];
-  walk(body, schema, "", out);
+  walk(body, schemaOf(kind, definition), "", out, undefined);
   return out;
+}
+
+/**
+ * `body` without the fields `kind`'s schema does not declare, but those in
+ * `kept`; and the fields it dropped. `body` is not changed.
+ */
+export function pruneUnknown(
+  kind: ServedKind,
+  definition: StoredKind | undefined,
+  body: unknown,
+  kept: ReadonlySet<string>,
+): { body: unknown; dropped: string[] } {
+  const copy = structuredClone(body);
+  const out: string[] = [];
+  walk(copy, schemaOf(kind, definition), "", out, kept);
+  return { body: copy, dropped: out.filter((f) => !kept.has(f)) };
 }
 
 /**
@@ -109,11 +143,12 @@ export function judgeUnknown(
   details: StatusDetails,
 ): string[] {
   if (fields.length === 0 || mode === "Ignore") return [];
-  const messages = fields.map((f) => `unknown field ${JSON.stringify(f)}`);
+  const shown = fields.slice(0, MAX_REPORTED);
+  const messages = shown.map((f) => `unknown field ${JSON.stringify(f)}`);
   if (mode === "Warn") return messages;
   throw invalidFailure(
     details,
-    fields.map((field) => ({ field, message: `unknown field ${JSON.stringify(field)}` })),
+    shown.map((field) => ({ field, message: `unknown field ${JSON.stringify(field)}` })),
   );
 }
 

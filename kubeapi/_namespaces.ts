@@ -1,15 +1,19 @@
 /**
- * core/v1 `Namespace`s, read-only: `GET /api/v1/namespaces` and
- * `/api/v1/namespaces/<name>`. A namespace exists while objects of a served
- * kind use it, and `default` always (kubectl's namespace when its context names
- * none, and where a cluster-scoped object's events are). Answered as a
- * `NamespaceList` or `Namespace`, or a Table for `kubectl get namespaces`.
+ * core/v1 `Namespace`s: `GET /api/v1/namespaces[/<name>]`. A namespace
+ * exists while objects of a served kind use it, once created explicitly (an
+ * object of the core kind `Namespace`, which the API serves only here), and
+ * `default` always (kubectl's namespace when its context names none, and
+ * where a cluster-scoped object's events are). One being deleted is
+ * `Terminating` while its objects drain. Answered as a `NamespaceList` or
+ * `Namespace`, or a Table for `kubectl get namespaces`.
  *
  * @module
  */
+import type { BeehiveObject, Client } from "@beehive/beehive";
 import type { KubeContext } from "./_context.ts";
 import { EVENTS_NAMESPACE } from "./_events.ts";
-import { includeObjectParam, negotiate, param } from "./_request.ts";
+import { rfc3339 } from "./_objects.ts";
+import { includeObjectParam, MAX_PAGE, negotiate, param } from "./_request.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { jsonResponse, KubeApiFailure, notFoundMessage } from "./_status.ts";
 import { type Column, table, tableType } from "./_tables.ts";
@@ -17,13 +21,16 @@ import { type Column, table, tableType } from "./_tables.ts";
 /** The label Kubernetes puts on every namespace, naming it (what a selector picks one by). */
 const NAME_LABEL = "kubernetes.io/metadata.name";
 
+/** The kind an explicitly created namespace is stored as: core, cluster-scoped. */
+export const NAMESPACE_KIND = { group: "", kind: "Namespace" } as const;
+
 /** The `namespaces` entry of the core/v1 discovery document. */
 export const NAMESPACES_RESOURCE = {
   name: "namespaces",
   singularName: "namespace",
   namespaced: false,
   kind: "Namespace",
-  verbs: ["get", "list"],
+  verbs: ["create", "delete", "get", "list", "watch"],
   shortNames: ["ns"],
 } as const;
 
@@ -39,30 +46,68 @@ const COLUMNS: readonly Column[] = [
     name: "Status",
     type: "string",
     format: "",
-    description: "The namespace's phase: Active.",
+    description: "The namespace's phase: Active, or Terminating while its objects are deleted.",
     priority: 0,
   },
 ];
 
-/**
- * The namespaces in use: every served kind's, plus `default`, each once,
- * sorted. One index probe per kind and namespace.
- */
-async function namespaceNames(ctx: KubeContext): Promise<string[]> {
-  const names = new Set([EVENTS_NAMESPACE]);
-  for (const kind of await ctx.kinds.list()) {
-    for (const ns of await ctx.store.objects.listNamespaces(kind)) names.add(ns);
-  }
-  return [...names].sort((a, b) => a < b ? -1 : a > b ? 1 : 0);
+/** A stored (explicitly created) namespace. */
+export type NamespaceObject = BeehiveObject<unknown, unknown>;
+
+/** The client of the stored namespaces. */
+export function namespaceClient(ctx: KubeContext): Client<unknown, unknown> {
+  return ctx.bh.client(NAMESPACE_KIND);
 }
 
-function toNamespace(name: string): Record<string, unknown> {
+/** Every stored namespace, by name. */
+export async function storedNamespaces(ctx: KubeContext): Promise<Map<string, NamespaceObject>> {
+  const client = namespaceClient(ctx);
+  const out = new Map<string, NamespaceObject>();
+  let after = 0;
+  for (;;) {
+    const page = await client.list({ after, limit: MAX_PAGE });
+    for (const ns of page) out.set(ns.name, ns);
+    if (page.length < MAX_PAGE) return out;
+    after = page[page.length - 1].id;
+  }
+}
+
+/** The namespaces objects of a served kind are in. One index probe per kind. */
+export async function usedNamespaces(ctx: KubeContext): Promise<Set<string>> {
+  const names = new Set<string>();
+  for (const kind of await ctx.kinds.list()) {
+    if (!kind.namespaced) continue;
+    for (const ns of await ctx.store.objects.listNamespaces(kind)) names.add(ns);
+  }
+  return names;
+}
+
+/** A namespace as the API answers it: the stored one's, or one only in use. */
+export function toNamespace(
+  name: string,
+  stored: NamespaceObject | undefined,
+  resourceVersion?: number,
+): Record<string, unknown> {
+  const terminating = stored?.deletionRequestedAt !== undefined;
+  const metadata = stored === undefined ? { name, labels: { [NAME_LABEL]: name } } : {
+    name,
+    uid: String(stored.id),
+    resourceVersion: String(resourceVersion ?? stored.resourceVersion),
+    creationTimestamp: rfc3339(stored.createdAt),
+    ...(stored.deletionRequestedAt === undefined
+      ? {}
+      : { deletionTimestamp: rfc3339(stored.deletionRequestedAt) }),
+    labels: { ...stored.labels, [NAME_LABEL]: name },
+    ...(Object.keys(stored.annotations).length === 0
+      ? {}
+      : { annotations: { ...stored.annotations } }),
+  };
   return {
     apiVersion: "v1",
     kind: "Namespace",
-    metadata: { name, labels: { [NAME_LABEL]: name } },
+    metadata,
     spec: { finalizers: ["kubernetes"] },
-    status: { phase: "Active" },
+    status: { phase: terminating ? "Terminating" : "Active" },
   };
 }
 
@@ -70,10 +115,39 @@ function partial(ns: Record<string, unknown>): Record<string, unknown> {
   return { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: ns.metadata };
 }
 
+/** Every namespace, sorted by name: the stored ones, those in use, and `default`. */
+export async function allNamespaces(ctx: KubeContext): Promise<Record<string, unknown>[]> {
+  const stored = await storedNamespaces(ctx);
+  const names = new Set([EVENTS_NAMESPACE, ...stored.keys(), ...await usedNamespaces(ctx)]);
+  return [...names].sort((a, b) => a < b ? -1 : a > b ? 1 : 0)
+    .map((name) => toNamespace(name, stored.get(name)));
+}
+
+/** The namespace `name`, or `undefined` when it does not exist. */
+export async function findNamespace(
+  ctx: KubeContext,
+  name: string,
+): Promise<Record<string, unknown> | undefined> {
+  const stored = await storedNamespaces(ctx);
+  if (stored.has(name) || name === EVENTS_NAMESPACE) return toNamespace(name, stored.get(name));
+  return (await usedNamespaces(ctx)).has(name) ? toNamespace(name, undefined) : undefined;
+}
+
+/** Kubernetes' NotFound for namespace `name`. */
+export function namespaceNotFound(name: string): KubeApiFailure {
+  const details = { kind: "namespaces", group: "", name };
+  return new KubeApiFailure("NotFound", notFoundMessage(details), details);
+}
+
+/** The phase column's value. */
+function phaseOf(ns: Record<string, unknown>): string {
+  return (ns.status as { phase: string }).phase;
+}
+
 /**
- * `GET /api/v1/namespaces[/<name>]`: the namespaces in use, or the one named.
+ * `GET /api/v1/namespaces[/<name>]`: every namespace, or the one named.
  * `labelSelector` and `fieldSelector` (`metadata.name`) filter the list.
- * @throws {KubeApiFailure} NotFound: no object uses `name`; BadRequest: a malformed selector.
+ * @throws {KubeApiFailure} NotFound: no namespace `name`; BadRequest: a malformed selector.
  */
 export async function readNamespaces(
   ctx: KubeContext,
@@ -84,25 +158,23 @@ export async function readNamespaces(
   const rep = negotiate(request);
   const labels = parseLabelSelector(param(url, "labelSelector"));
   const fields = parseFieldSelector(param(url, "fieldSelector"));
-  const names = await namespaceNames(ctx);
   const resourceVersion = String(await ctx.store.getLatestResourceVersion());
-  const items = names.map(toNamespace).filter((ns) => {
-    const meta = ns.metadata as { name: string; labels: Record<string, string> };
-    return labels(meta.labels) && fields.matches({ name: meta.name, namespace: "" });
-  });
+  let items: Record<string, unknown>[];
   if (name !== undefined) {
-    const one = names.includes(name) ? toNamespace(name) : undefined;
-    if (one === undefined) {
-      const details = { kind: "namespaces", group: "", name };
-      throw new KubeApiFailure("NotFound", notFoundMessage(details), details);
-    }
+    const one = await findNamespace(ctx, name);
+    if (one === undefined) throw namespaceNotFound(name);
     if (rep.as !== "table") return jsonResponse(200, one);
-    items.splice(0, items.length, one);
+    items = [one];
+  } else {
+    items = (await allNamespaces(ctx)).filter((ns) => {
+      const meta = ns.metadata as { name: string; labels: Record<string, string> };
+      return labels(meta.labels) && fields.matches({ name: meta.name, namespace: "" });
+    });
   }
   if (rep.as === "table") {
     const include = includeObjectParam(url);
     const rows = items.map((ns) => ({
-      cells: [(ns.metadata as { name: string }).name, "Active"],
+      cells: [(ns.metadata as { name: string }).name, phaseOf(ns)],
       ...(include === "None" ? {} : { object: include === "Object" ? ns : partial(ns) }),
     }));
     return jsonResponse(

@@ -48,6 +48,8 @@ export interface ResourceInput {
   readonly obj: ResourceSource;
   readonly owner?: OwnerView | undefined;
   readonly resourceVersion?: number;
+  /** `metadata.managedFields`, when read with the object. @default {undefined} (not shown) */
+  readonly managedFields?: readonly unknown[];
 }
 
 /** An object as answered, with its owner resolved. */
@@ -59,6 +61,8 @@ export interface Answered {
    * what the client resumes from. @default {obj.resourceVersion}
    */
   readonly resourceVersion?: number;
+  /** `metadata.managedFields`, when read with the object. @default {undefined} (not shown) */
+  readonly managedFields?: readonly unknown[];
 }
 
 /** RFC 3339 at second precision, as Kubernetes writes `metav1.Time`. */
@@ -73,7 +77,7 @@ function apiVersionOf(ref: ObjectRef): string {
 
 /** The object's `metadata`. */
 export function objectMetadata(
-  { obj, owner, resourceVersion = obj.resourceVersion }: ResourceInput,
+  { obj, owner, resourceVersion = obj.resourceVersion, managedFields }: ResourceInput,
 ): Record<string, unknown> {
   return {
     name: obj.name,
@@ -98,6 +102,7 @@ export function objectMetadata(
         blockOwnerDeletion: true,
       }],
     }),
+    ...(managedFields === undefined || managedFields.length === 0 ? {} : { managedFields }),
   };
 }
 

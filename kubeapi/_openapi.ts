@@ -5,8 +5,9 @@
  * `apiVersion`, `kind`, `metadata`) tagged with
  * `x-kubernetes-group-version-kind`, and its paths, whose `patch` operation
  * takes `fieldValidation`, which tells kubectl to leave validation to the
- * server. `kubectl explain` prints from the same document. `/openapi/v2` is
- * not served (404): kubectl ≥ 1.27 reads v3.
+ * server. `kubectl explain` prints from the same document. The core group's
+ * document (`/openapi/v3/api/v1`, `Namespace`) is `_openapi_core.ts`'s.
+ * `/openapi/v2` is not served (404): kubectl ≥ 1.27 reads v3.
  *
  * @module
  */
@@ -162,12 +163,12 @@ const QUERY = (name: string, description: string) => ({
   schema: { type: "string", uniqueItems: true },
 });
 const WRITE_PARAMETERS = [
-  QUERY("dryRun", "Not supported: a request carrying it is refused."),
+  QUERY("dryRun", "All: the write is checked and answered as if made, and nothing is written."),
   QUERY("fieldManager", "Accepted and not recorded."),
   QUERY(
     "fieldValidation",
     "Ignore, Warn (the default) or Strict: how fields the kind's schema does not " +
-      "declare are treated — kept silently, kept with a warning, or refused with 422.",
+      "declare are treated — dropped silently, dropped with a warning, or refused with 422.",
   ),
 ];
 
@@ -281,7 +282,8 @@ export async function groupDocumentText(
   return JSON.stringify(groupDocument(group, defined));
 }
 
-async function hashOf(text: string): Promise<string> {
+/** The hash of a document's text a client caches it by. */
+export async function hashOf(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("")
     .toUpperCase();

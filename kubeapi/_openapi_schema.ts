@@ -39,6 +39,10 @@ const COPIED = [
   "maxProperties",
   "multipleOf",
   "default",
+  // How server-side apply merges a list or a map (atomic when a list names none).
+  "x-kubernetes-list-type",
+  "x-kubernetes-list-map-keys",
+  "x-kubernetes-map-type",
 ] as const;
 const TYPES = new Set(["object", "array", "string", "number", "integer", "boolean"]);
 

@@ -3,6 +3,9 @@
  * (RFC 7396, `application/merge-patch+json`) and JSON patch (RFC 6902,
  * `application/json-patch+json`). A patch that does not apply throws a
  * `KubeApiFailure` (422 `Invalid` for a failed `test` or a missing path).
+ * A JSON patch is bounded while it applies: it may add at most a given
+ * number of bytes to the document, checked before each value is built, so
+ * `copy` operations that double an array cannot take the memory.
  *
  * @module
  */
@@ -104,61 +107,200 @@ function remove(doc: Json, pointer: string): Json {
   return value;
 }
 
-function add(doc: Json, pointer: string, value: Json): Json {
+/**
+ * Adds `value` at `pointer`; `size` is the value's JSON size, charged to
+ * `budget` (less what a replaced member held) before anything is linked in.
+ */
+function add(doc: Json, pointer: string, value: Json, size: number, budget: Budget): Json {
   const path = tokens(pointer);
-  if (path.length === 0) return value;
+  if (path.length === 0) {
+    budget.set(size, pointer);
+    return value;
+  }
   const [parent, last] = parentOf(doc, path, pointer);
-  if (Array.isArray(parent)) parent.splice(index(parent, last, pointer, true), 0, value);
-  else setMember(parent, last, value);
+  if (Array.isArray(parent)) {
+    const at = index(parent, last, pointer, true);
+    budget.charge(size + 1, pointer);
+    parent.splice(at, 0, value);
+  } else {
+    const replaced = Object.hasOwn(parent, last) ? sizeOf(parent[last]) + last.length + 4 : 0;
+    budget.charge(size + last.length + 4 - replaced, pointer);
+    setMember(parent, last, value);
+  }
   return doc;
+}
+
+/**
+ * The length of `value`'s JSON text, counted without building it (strings
+ * without their escapes); stops counting once past `cap`.
+ */
+export function sizeOf(value: Json, cap = Number.MAX_SAFE_INTEGER): number {
+  let size = 0;
+  const stack: Json[] = [value];
+  while (stack.length > 0 && size <= cap) {
+    const v = stack.pop();
+    if (typeof v === "string") size += v.length + 2;
+    else if (typeof v === "number") size += String(v).length;
+    else if (typeof v === "boolean") size += v ? 4 : 5;
+    else if (v === null || v === undefined) size += 4;
+    else if (Array.isArray(v)) {
+      size += 2 + Math.max(0, v.length - 1);
+      for (const item of v) stack.push(item);
+    } else {
+      const entries = Object.entries(v as JsonObject);
+      size += 2 + Math.max(0, entries.length - 1);
+      for (const [key, item] of entries) {
+        size += key.length + 3;
+        stack.push(item);
+      }
+    }
+  }
+  return size;
+}
+
+/** The document's running size against its bound. */
+class Budget {
+  #size: number;
+  readonly #limit: number;
+  readonly #growth: number;
+  /** Bytes copied (`copy`) and compared (`test`) so far: the patch's work, never given back. */
+  #work = 0;
+  readonly #workLimit: number;
+  constructor(size: number, growth: number) {
+    this.#size = size;
+    this.#growth = growth;
+    this.#limit = size + growth;
+    this.#workLimit = 2 * growth;
+  }
+  /** How many more bytes the patch may copy or compare. */
+  get workLeft(): number {
+    return this.#workLimit - this.#work;
+  }
+  /** @throws {KubeApiFailure} Invalid: copying or comparing `bytes` more would pass the bound. */
+  work(bytes: number, pointer: string): void {
+    this.#work += bytes;
+    if (this.#work <= this.#workLimit) return;
+    const message = `the JSON patch copies and compares more than ${this.#workLimit} bytes ` +
+      "(twice the object size limit)";
+    throw new KubeApiFailure("Invalid", message, {
+      causes: [{ field: pointer, message, reason: "RequestEntityTooLarge" }],
+    });
+  }
+  /** How many more bytes the document may take. */
+  get left(): number {
+    return this.#limit - this.#size;
+  }
+  /** @throws {KubeApiFailure} Invalid: `bytes` more would pass the bound. */
+  charge(bytes: number, pointer: string): void {
+    if (this.#size + bytes > this.#limit) throw this.#tooLarge(pointer);
+    this.#size += bytes;
+  }
+  /** The document is replaced by one of `bytes`. */
+  set(bytes: number, pointer: string): void {
+    if (bytes > this.#limit) throw this.#tooLarge(pointer);
+    this.#size = bytes;
+  }
+  #tooLarge(pointer: string): KubeApiFailure {
+    const message =
+      `the JSON patch grows the object by more than ${this.#growth} bytes (the object size limit)`;
+    return new KubeApiFailure("Invalid", message, {
+      causes: [{ field: pointer, message, reason: "RequestEntityTooLarge" }],
+    });
+  }
+}
+
+/** Whether `a` and `b` are the same JSON value; objects compare by members, in any order. */
+function jsonEqual(a: Json, b: Json): boolean {
+  const stack: [Json, Json][] = [[a, b]];
+  while (stack.length > 0) {
+    const [x, y] = stack.pop()!;
+    if (x === y) continue;
+    if (typeof x !== "object" || typeof y !== "object" || x === null || y === null) return false;
+    if (Array.isArray(x) || Array.isArray(y)) {
+      if (!Array.isArray(x) || !Array.isArray(y) || x.length !== y.length) return false;
+      for (let i = 0; i < x.length; i++) stack.push([x[i], y[i]]);
+      continue;
+    }
+    const keys = Object.keys(x);
+    if (keys.length !== Object.keys(y).length) return false;
+    for (const key of keys) {
+      if (!Object.hasOwn(y, key)) return false;
+      stack.push([(x as JsonObject)[key], (y as JsonObject)[key]]);
+    }
+  }
+  return true;
 }
 
 /** The most operations one JSON patch may hold. */
 export const MAX_OPERATIONS = 1000;
 
-/** RFC 6902 over a copy of `target`: add, remove, replace, move, copy, test. */
-export function jsonPatch(target: Json, patch: Json): Json {
+/**
+ * RFC 6902 over a copy of `target`: add, remove, replace, move, copy, test.
+ * The document may grow by at most `maxGrowth` bytes of JSON over the
+ * operations (a removal gives its bytes back), and the operations may copy
+ * and compare at most twice that in all; an operation that would pass either
+ * is refused before its value is copied. `test` compares JSON values (member
+ * order aside).
+ * @throws {KubeApiFailure} BadRequest: a malformed patch; Invalid: an operation does not apply, or
+ *   the document would grow past the bound.
+ */
+export function jsonPatch(target: Json, patch: Json, maxGrowth: number): Json {
   if (!Array.isArray(patch)) throw bad("expected an array of operations");
   if (patch.length > MAX_OPERATIONS) throw bad(`more than ${MAX_OPERATIONS} operations`);
   let doc = clone(target);
+  const budget = new Budget(sizeOf(doc), maxGrowth);
+  const value = (v: Json, pointer: string): [Json, number] => {
+    const size = sizeOf(v, budget.left);
+    if (size > budget.left) budget.charge(size, pointer);
+    return [clone(v), size];
+  };
   for (const op of patch) {
     if (!isObject(op)) throw bad("an operation is not an object");
     const path = op.path;
     if (typeof path !== "string") throw bad("an operation has no path");
     const needValue = () => {
       if (!Object.hasOwn(op, "value")) throw bad(`${op.op} at ${path} has no value`);
-      return clone(op.value);
+      return op.value;
     };
     switch (op.op) {
       case "add":
-        doc = add(doc, path, needValue());
+        doc = add(doc, path, ...value(needValue(), path), budget);
         break;
       case "remove":
-        remove(doc, path);
+        budget.charge(-sizeOf(remove(doc, path)), path);
         break;
       case "replace":
         read(doc, path);
-        if (tokens(path).length === 0) doc = needValue();
-        else {
-          remove(doc, path);
-          doc = add(doc, path, needValue());
+        if (tokens(path).length === 0) {
+          const [replacement, size] = value(needValue(), path);
+          budget.set(size, path);
+          doc = replacement;
+        } else {
+          budget.charge(-sizeOf(remove(doc, path)), path);
+          doc = add(doc, path, ...value(needValue(), path), budget);
         }
         break;
       case "move": {
         if (typeof op.from !== "string") throw bad("move has no from");
-        const value = remove(doc, op.from);
-        doc = add(doc, path, value);
+        const moved = remove(doc, op.from);
+        const size = sizeOf(moved);
+        budget.charge(-size, op.from);
+        doc = add(doc, path, moved, size, budget);
         break;
       }
-      case "copy":
+      case "copy": {
         if (typeof op.from !== "string") throw bad("copy has no from");
-        doc = add(doc, path, clone(read(doc, op.from)));
+        const source = read(doc, op.from);
+        budget.work(sizeOf(source, budget.workLeft), path);
+        doc = add(doc, path, ...value(source, path), budget);
         break;
-      case "test":
-        if (JSON.stringify(read(doc, path)) !== JSON.stringify(needValue())) {
-          throw invalid(path, `test failed at ${path}`);
-        }
+      }
+      case "test": {
+        const actual = read(doc, path);
+        budget.work(sizeOf(actual, budget.workLeft), path);
+        if (!jsonEqual(actual, needValue())) throw invalid(path, `test failed at ${path}`);
         break;
+      }
       default:
         throw bad(`unknown operation ${JSON.stringify(op.op)}`);
     }

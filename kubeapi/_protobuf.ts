@@ -2,7 +2,7 @@
  * The least of Kubernetes' protobuf encoding this server reads: the
  * `k8s\0` envelope around a `runtime.Unknown`, and a message's fields by
  * number. kubectl sends built-in kinds (a `SelfSubjectAccessReview`) this
- * way; every answer stays JSON.
+ * way (a `SelfSubjectAccessReview`, a `Namespace`); every answer stays JSON.
  *
  * @module
  */
@@ -19,7 +19,23 @@ function malformed(): KubeApiFailure {
 
 /** A message's length-delimited fields (submessages, strings, bytes) by field number; the last wins. */
 export function fieldsOf(bytes: Uint8Array): Map<number, Uint8Array> {
-  const out = new Map<number, Uint8Array>();
+  return new Map(entriesOf(bytes));
+}
+
+/** A map field's entries (`map<string, string>`: repeated messages of key 1 and value 2). */
+export function mapField(bytes: Uint8Array, n: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [field, entry] of entriesOf(bytes)) {
+    if (field !== n) continue;
+    const kv = fieldsOf(entry);
+    out[stringField(kv, 1) ?? ""] = stringField(kv, 2) ?? "";
+  }
+  return out;
+}
+
+/** A message's length-delimited fields in wire order, repeated ones each time they occur. */
+function entriesOf(bytes: Uint8Array): [number, Uint8Array][] {
+  const out: [number, Uint8Array][] = [];
   let at = 0;
   const varint = () => {
     let value = 0;
@@ -41,7 +57,7 @@ export function fieldsOf(bytes: Uint8Array): Map<number, Uint8Array> {
     else if (wire === 2) {
       const size = varint();
       if (at + size > bytes.length) throw malformed();
-      out.set(field, bytes.subarray(at, at + size));
+      out.push([field, bytes.subarray(at, at + size)]);
       at += size;
     } else throw malformed();
   }

@@ -19,6 +19,8 @@ import {
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { jsonResponse, KubeApiFailure, notFoundMessage, type StatusDetails } from "./_status.ts";
 import { printerOf, table, tableType } from "./_tables.ts";
+import { managedFieldsJson, parseManagedFields } from "./_managed_fields.ts";
+import { listPosition } from "./_resource_version.ts";
 
 const LOAD = { load: ["owner"] } as const;
 const MAX_LIMIT = 2 ** 31 - 1;
@@ -73,7 +75,14 @@ export async function getResource(r: KindRequest, name: string): Promise<Respons
   const rep = negotiate(r.request);
   const obj = await findByName(r, name);
   if (obj === undefined) throw notFound(r.kind, name);
-  return await answerObject(r, obj, rep);
+  if (rep.as === "table") return await answerObject(r, obj, rep);
+  // The managed fields are the server's own record, kept beside the object: read as of its version.
+  const meta = await r.ctx.store.objects.getMeta(obj.id).catch(() => undefined);
+  const managedFields = meta?.resourceVersion === obj.resourceVersion
+    ? managedFieldsJson(parseManagedFields(meta.managedFields))
+    : undefined;
+  const owner = (await resolveOwners(r.ctx.store, [obj])).get(obj.id);
+  return jsonResponse(200, toResource(r.kind, { obj, owner, managedFields }));
 }
 
 /** Kubernetes' NotFound for `name` of `kind`. */
@@ -111,7 +120,7 @@ function decodeContinue(text: string | undefined): ContinueToken | undefined {
 }
 
 /** One page of a list: the objects, and where the next page starts if there may be one. */
-interface Page {
+export interface Page {
   readonly objects: AnyObject[];
   readonly next: number | undefined;
 }
@@ -152,6 +161,41 @@ async function readPage(
   }
 }
 
+/** What a list or a collection delete selects: its field and label selectors, parsed. */
+export interface Selection {
+  readonly fields: ReturnType<typeof parseFieldSelector>;
+  readonly labelSelector: string | undefined;
+  readonly labels: ReturnType<typeof parseLabelSelector>;
+}
+
+/**
+ * The request's `fieldSelector` and `labelSelector`.
+ * @throws {KubeApiFailure} BadRequest: a selector that does not parse.
+ */
+export function selectionOf(url: URL): Selection {
+  const fields = parseFieldSelector(param(url, "fieldSelector"));
+  const labelSelector = param(url, "labelSelector");
+  // Checked here for a 400 worded as Kubernetes words it; the store's list selects with it.
+  return { fields, labelSelector, labels: parseLabelSelector(labelSelector) };
+}
+
+/** One page of what `selection` takes, from above id `after`, at most `want` objects. */
+export async function readSelected(
+  r: KindTarget,
+  selection: Selection,
+  page: { after: number; want: number; first: boolean },
+): Promise<Page> {
+  const { fields, labelSelector, labels } = selection;
+  const keep = (obj: AnyObject) => fields.matches(obj);
+  // A name picks one object only within a namespace: across them, it is a filter.
+  if (fields.name !== undefined && (!r.kind.namespaced || r.namespace !== undefined)) {
+    const obj = page.first ? await findByName(r, fields.name) : undefined;
+    const taken = obj !== undefined && keep(obj) && labels(obj.labels);
+    return { objects: taken ? [obj] : [], next: undefined };
+  }
+  return await readPage(r, { after: page.after, want: page.want, labelSelector, keep });
+}
+
 /**
  * `GET …/<plural>`: the kind's objects ordered by id. The list's
  * `resourceVersion` is the kind's log position read before the first page: a
@@ -160,25 +204,18 @@ async function readPage(
 export async function listResources(r: KindRequest): Promise<Response> {
   const { ctx, kind, request, url } = r;
   const rep = negotiate(request);
-  const fields = parseFieldSelector(param(url, "fieldSelector"));
-  const labelSelector = param(url, "labelSelector");
-  // Checked here for a 400 worded as Kubernetes words it; the store's list selects with it.
-  const labels = parseLabelSelector(labelSelector);
+  const selection = selectionOf(url);
   const limit = intParam(url, "limit", MAX_LIMIT) ?? 0;
   const token = decodeContinue(param(url, "continue"));
   const include = includeObjectParam(url);
-  const rv = token?.rv ?? await ctx.store.objectWrites.maxVersion(kind);
-  const keep = (obj: AnyObject) => fields.matches(obj);
-  let page: Page;
-  // A name picks one object only within a namespace: across them, it is a filter.
-  if (fields.name !== undefined && (!kind.namespaced || r.namespace !== undefined)) {
-    const obj = token === undefined ? await findByName(r, fields.name) : undefined;
-    const taken = obj !== undefined && keep(obj) && labels(obj.labels);
-    page = { objects: taken ? [obj] : [], next: undefined };
-  } else {
-    const want = limit === 0 ? Infinity : Math.min(limit, MAX_PAGE);
-    page = await readPage(r, { after: token?.after ?? 0, want, labelSelector, keep });
-  }
+  const rv = token?.rv ??
+    await listPosition(ctx, kind, url, await ctx.store.objectWrites.maxVersion(kind));
+  const want = limit === 0 ? Infinity : Math.min(limit, MAX_PAGE);
+  const page = await readSelected(r, selection, {
+    after: token?.after ?? 0,
+    want,
+    first: token === undefined,
+  });
   const owners = await resolveOwners(ctx.store, page.objects);
   const metadata = {
     resourceVersion: String(rv),

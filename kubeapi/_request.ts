@@ -7,6 +7,7 @@
  * @module
  */
 import { KubeApiFailure } from "./_status.ts";
+import type { BodyLimits } from "./_context.ts";
 import type { IncludeObject } from "./_tables.ts";
 
 /** The longest query value read. */
@@ -71,17 +72,40 @@ export function includeObjectParam(url: URL): IncludeObject {
   throw bad(`includeObject must be None, Metadata or Object: current value is ${value}`);
 }
 
-/** Refuses `dryRun`, which this server does not implement, rather than writing for real. */
-export function refuseDryRun(url: URL): void {
-  if (param(url, "dryRun") !== undefined) throw bad("dryRun is not supported by this server");
+/**
+ * `?dryRun=`: `true` for `All` (check and answer the write, commit nothing),
+ * `false` when absent or empty.
+ * @throws {KubeApiFailure} BadRequest: any other value, as the API server answers it.
+ */
+export function dryRunParam(url: URL): boolean {
+  const values = url.searchParams.getAll("dryRun");
+  if (values.length > 8) throw bad("dryRun is given more than 8 times");
+  let dryRun = false;
+  for (const value of values) {
+    if (value === "All") dryRun = true;
+    else if (value !== "") {
+      throw bad(`dryRun must be All: current value is ${JSON.stringify(value.slice(0, 64))}`);
+    }
+  }
+  return dryRun;
 }
 
-/** The largest request body read. */
-export const MAX_BODY = 64 * 1024;
+/** The largest request body read unless `maxBodyBytes` says otherwise: 3 MiB, as the API server. */
+export const DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024;
 
-/** Reads the request body as text, at most {@linkcode MAX_BODY} bytes. */
-export async function readBody(request: Request): Promise<string> {
-  const bytes = await readBodyBytes(request);
+/**
+ * How much deeper than `limits.nestingDepth` a body may nest: the resource
+ * around its spec, a JSON patch's operation list, and the managed fields that
+ * mirror the spec a few levels down.
+ */
+export const BODY_DEPTH_MARGIN = 8;
+
+/**
+ * Reads the request body as text, at most `limits.maxBodyBytes` bytes.
+ * @throws {KubeApiFailure} RequestEntityTooLarge above the limit; BadRequest when not UTF-8.
+ */
+export async function readBody(request: Request, limits: BodyLimits): Promise<string> {
+  const bytes = await readBodyBytes(request, limits);
   try {
     return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch {
@@ -89,12 +113,67 @@ export async function readBody(request: Request): Promise<string> {
   }
 }
 
-/** Reads the request body, at most {@linkcode MAX_BODY} bytes. */
-export async function readBodyBytes(request: Request): Promise<Uint8Array> {
+/**
+ * Reads the body as JSON, refusing it before parsing when it nests deeper
+ * than `limits.maxDepth`.
+ * @throws {KubeApiFailure} RequestEntityTooLarge above the size limit; BadRequest when it is not
+ *   JSON (`what` says what it should have been) or nests too deep.
+ */
+export async function readJsonBody(
+  request: Request,
+  limits: BodyLimits,
+  what: string,
+): Promise<unknown> {
+  return parseJson(await readBody(request, limits), limits.maxDepth, what);
+}
+
+/**
+ * Parses `text` as JSON after checking, in one pass over the text, that it
+ * nests no deeper than `maxDepth`: a deeper body never reaches a recursive
+ * walk (a merge patch, a copy) that would overflow the stack.
+ * @throws {KubeApiFailure} BadRequest: not JSON, or nested too deep.
+ */
+export function parseJson(text: string, maxDepth: number, what: string): unknown {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > maxDepth) {
+        throw new KubeApiFailure(
+          "BadRequest",
+          `the request body nests deeper than ${maxDepth} levels`,
+        );
+      }
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new KubeApiFailure("BadRequest", `the request body is not JSON ${what}`);
+  }
+}
+
+/**
+ * Reads the request body, at most `limits.maxBodyBytes` bytes.
+ * @throws {KubeApiFailure} RequestEntityTooLarge above the limit.
+ */
+export async function readBodyBytes(
+  request: Request,
+  limits: Pick<BodyLimits, "maxBodyBytes">,
+): Promise<Uint8Array> {
+  const max = limits.maxBodyBytes;
   const tooLarge = () =>
-    new KubeApiFailure("RequestEntityTooLarge", `the request body is over ${MAX_BODY} bytes`);
+    new KubeApiFailure(
+      "RequestEntityTooLarge",
+      `the request body is over ${max} bytes (the maxBodyBytes limit)`,
+    );
   const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY) throw tooLarge();
+  if (declared > max) throw tooLarge();
   if (request.body === null) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -103,7 +182,7 @@ export async function readBodyBytes(request: Request): Promise<Uint8Array> {
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > MAX_BODY) {
+    if (size > max) {
       await reader.cancel().catch(() => {});
       throw tooLarge();
     }

@@ -6,8 +6,10 @@
  * @module
  */
 import type { KindRequest, KubeContext } from "./_context.ts";
-import { deleteResource } from "./_delete.ts";
+import { APPLY_PATCH, applyResource } from "./_apply.ts";
+import { deleteCollection, deleteResource } from "./_delete.ts";
 import { listEvents } from "./_events.ts";
+import { watchEvents } from "./_event_watch.ts";
 import {
   apiGroup,
   apiGroupList,
@@ -19,12 +21,16 @@ import {
 import { InvalidOptionError } from "@beehive/beehive";
 import { isGroupName, type ServedKind, VERSION } from "./_kinds.ts";
 import { readNamespaces } from "./_namespaces.ts";
+import { createNamespace, deleteNamespace, drainTerminating } from "./_namespace_writes.ts";
+import { watchNamespaces } from "./_namespace_watch.ts";
 import { namespaceProblem } from "../src/model/namespace.ts";
 import { groupDocumentText, openApiIndex } from "./_openapi.ts";
+import { CORE_DOCUMENT_TEXT, coreIndexEntry, openApiV2 } from "./_openapi_core.ts";
 import { getResource, listResources } from "./_reads.ts";
 import { boolParam } from "./_request.ts";
 import { failureResponse, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
 import { watchResources } from "./_watch.ts";
+import { applyStatus, patchStatus, replaceStatus } from "./_status_writes.ts";
 import { createResource, PATCH_TYPES, patchResource, replaceResource } from "./_writes.ts";
 
 /** The longest path served. */
@@ -32,7 +38,6 @@ export const MAX_PATH = 2048;
 
 const UNSUPPORTED_PATCH = new Set([
   "application/strategic-merge-patch+json",
-  "application/apply-patch+yaml",
   "application/apply-patch+cbor",
 ]);
 
@@ -87,7 +92,7 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
   if (parts[0] === "api") return core(ctx, request, url, parts, readOnly);
   if (parts[0] === "openapi") {
     readOnly(`/${parts.join("/")}`);
-    return await openApi(ctx, parts);
+    return await openApi(ctx, request, parts);
   }
   if (parts[0] !== "apis") throw notFoundPath();
   if (parts.length === 1) {
@@ -120,7 +125,7 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
   if (!fits(kind)) throw notFoundPath();
   const r: KindRequest = { ctx, kind, request, url, namespace };
   try {
-    return await kindRoute(r, rest, method, readOnly);
+    return await kindRoute(r, rest, method);
   } catch (error) {
     // The clients refuse a scope only on a fresh read of the kind's definition: it changed since
     // this request read it, and the path is answered as the new scope answers it.
@@ -136,7 +141,6 @@ async function kindRoute(
   r: KindRequest,
   rest: readonly string[],
   method: string,
-  readOnly: (what: string) => void,
 ): Promise<Response> {
   const { kind, namespace } = r;
   const scoped = namespace !== undefined;
@@ -147,20 +151,30 @@ async function kindRoute(
     return await collection(r, method);
   }
   if (rest.length === 2) return await item(r, rest[1], method);
-  if (rest.length === 3 && rest[2] === "status") {
-    readOnly(`the status of ${kind.plural}`);
-    return await getResource(r, rest[1]);
-  }
+  if (rest.length === 3 && rest[2] === "status") return await statusItem(r, rest[1], method);
   throw notFoundPath();
 }
 
 /**
- * `/openapi/v3` and `/openapi/v3/apis/<group>/v1`. `/openapi/v2` is not
- * served: kubectl ≥ 1.27 reads v3, and a 404 tells a client to fall back.
+ * `/openapi/v3`, `/openapi/v3/apis/<group>/v1`, the core group's
+ * `/openapi/v3/api/v1`, and `/openapi/v2` (no definitions: what kubectl
+ * validates a `kind: List` against).
  */
-async function openApi(ctx: KubeContext, parts: readonly string[]): Promise<Response> {
+async function openApi(
+  ctx: KubeContext,
+  request: Request,
+  parts: readonly string[],
+): Promise<Response> {
   if (parts.length === 2 && parts[1] === "v3") {
-    return jsonResponse(200, await openApiIndex(ctx, ctx.base));
+    const index = await openApiIndex(ctx, ctx.base);
+    const paths = { ...await coreIndexEntry(ctx.base), ...index.paths as object };
+    return jsonResponse(200, { ...index, paths });
+  }
+  if (parts.length === 2 && parts[1] === "v2") return openApiV2(request);
+  if (parts.length === 4 && parts[1] === "v3" && parts[2] === "api" && parts[3] === VERSION) {
+    return new Response(CORE_DOCUMENT_TEXT, {
+      headers: { "content-type": "application/json", "cache-control": "no-store" },
+    });
   }
   if (parts.length === 5 && parts[1] === "v3" && parts[2] === "apis" && parts[4] === VERSION) {
     const doc = isGroupName(parts[3])
@@ -176,36 +190,57 @@ async function openApi(ctx: KubeContext, parts: readonly string[]): Promise<Resp
 }
 
 /** The core group: `/api`, `/api/v1`, the events and the namespaces in it. */
-function core(
+async function core(
   ctx: KubeContext,
   request: Request,
   url: URL,
   parts: readonly string[],
   readOnly: (what: string) => void,
-): Promise<Response> | Response {
+): Promise<Response> {
+  const method = request.method === "HEAD" ? "GET" : request.method;
+  if (parts[1] === "v1" && parts[2] === "namespaces" && parts.length <= 4) {
+    const name = parts[3];
+    if (name === undefined && method === "POST") return await createNamespace(ctx, request, url);
+    if (name !== undefined && method === "DELETE") {
+      return await deleteNamespace(ctx, request, url, name);
+    }
+    readOnly(`/${parts.join("/")}`);
+    if (name === undefined && boolParam(url, "watch")) {
+      return await watchNamespaces(ctx, request, url);
+    }
+    await drainTerminating(ctx);
+    return await readNamespaces(ctx, request, url, name);
+  }
   readOnly(`/${parts.join("/")}`);
   if (parts.length === 1) return jsonResponse(200, coreVersions());
   if (parts[1] !== "v1") throw notFoundPath();
   if (parts.length === 2) return jsonResponse(200, coreResourceList());
-  if (parts[2] === "namespaces" && parts.length <= 4) {
-    if (boolParam(url, "watch")) {
-      throw new KubeApiFailure("MethodNotAllowed", "watching namespaces is not served");
-    }
-    return readNamespaces(ctx, request, url, parts[3]);
-  }
   const all = parts.length === 3 && parts[2] === "events";
   const one = parts.length === 5 && parts[2] === "namespaces" && parts[4] === "events";
   if (!all && !one || one && namespaceProblem(parts[3]) !== undefined) throw notFoundPath();
   if (boolParam(url, "watch")) {
-    throw new KubeApiFailure("MethodNotAllowed", "watching events is not served yet");
+    return await watchEvents(ctx, request, url, one ? parts[3] : undefined);
   }
-  return listEvents(ctx, request, url, one ? parts[3] : undefined);
+  return await listEvents(ctx, request, url, one ? parts[3] : undefined);
 }
 
 function collection(r: KindRequest, method: string): Promise<Response> {
   if (method === "POST") return createResource(r);
+  if (method === "DELETE") return deleteCollection(r);
   if (method !== "GET") throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}`);
   return boolParam(r.url, "watch") ? watchResources(r) : listResources(r);
+}
+
+/** `…/<name>/status`: read, replaced, patched (merge or JSON patch) or applied. */
+function statusItem(r: KindRequest, name: string, method: string): Promise<Response> {
+  if (method === "GET") return getResource(r, name);
+  if (method === "PUT") return replaceStatus(r, name);
+  if (method === "PATCH") {
+    const type = (r.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+    if (PATCH_TYPES.has(type)) return patchStatus(r, name, type);
+    if (type === APPLY_PATCH) return applyStatus(r, name);
+  }
+  throw notAllowed(r.request.method, `${r.kind.plural}.${r.kind.group}/${name}/status`);
 }
 
 function item(r: KindRequest, name: string, method: string): Promise<Response> {
@@ -215,11 +250,12 @@ function item(r: KindRequest, name: string, method: string): Promise<Response> {
   if (method === "PATCH") {
     const type = (r.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
     if (PATCH_TYPES.has(type)) return patchResource(r, name, type);
+    if (type === APPLY_PATCH) return applyResource(r, name);
     if (UNSUPPORTED_PATCH.has(type)) {
       throw new KubeApiFailure(
         "UnsupportedMediaType",
-        `${type} is not supported: strategic-merge and server-side apply patches need ` +
-          "kinds compiled into the client; this server serves stored kinds",
+        `${type} is not supported: strategic-merge patches need kinds compiled into the ` +
+          "server, and apply configurations are taken as JSON (application/apply-patch+yaml)",
       );
     }
   }

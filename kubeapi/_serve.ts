@@ -41,6 +41,17 @@ export interface ServeKubeApiOptions {
   readonly signal?: AbortSignal;
   /** How often a watch re-reads the store for other processes' writes, in ms. @default {500} */
   readonly pollInterval?: number;
+  /** The largest request body read, in bytes, for every verb (413 above). @default {3_145_728 (3 MiB)} */
+  readonly maxBodyBytes?: number;
+  /**
+   * The host names a request may address the server by, or `"*"`; another
+   * is 403. @default {["localhost", "127.0.0.1", "[::1]"] without `tokens`; `"*"` with them}
+   */
+  readonly allowedHosts?: readonly string[] | "*";
+  /** The most watches open at once; one more is 429 with `Retry-After`. @default {1_000} */
+  readonly maxWatches?: number;
+  /** The most non-watch requests served at once; one more is 429 with `Retry-After`. @default {400} */
+  readonly maxInflight?: number;
 }
 
 /** What {@linkcode KubeApiServer.kubeconfig} writes. */
@@ -120,7 +131,7 @@ function checkTls(tls: unknown): ServeKubeApiOptions["tls"] {
  * ```
  *
  * @throws {InvalidOptionError} a non-loopback `hostname` without both `tls`
- *   and `tokens`; a malformed `port`, `tls`, `tokens` or `pollInterval`.
+ *   and `tokens`; a malformed `port`, `tls`, `tokens`, `pollInterval`, `maxBodyBytes`, `allowedHosts`, `maxWatches` or `maxInflight`.
  * @throws {Error} the address cannot be bound (e.g. `EADDRINUSE`).
  */
 export async function serveKubeApi(options: ServeKubeApiOptions): Promise<KubeApiServer> {
@@ -147,6 +158,10 @@ export async function serveKubeApi(options: ServeKubeApiOptions): Promise<KubeAp
     store: options.store,
     ...(tokens === undefined ? {} : { auth: { tokens } }),
     ...(options.pollInterval === undefined ? {} : { pollInterval: options.pollInterval }),
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts }),
+    ...(options.maxWatches === undefined ? {} : { maxWatches: options.maxWatches }),
+    ...(options.maxInflight === undefined ? {} : { maxInflight: options.maxInflight }),
   });
   const host = hostname.replace(/^\[|\]$/g, "");
   const unspecified = host === "0.0.0.0" || host === "::";

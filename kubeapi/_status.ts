@@ -33,8 +33,10 @@ export const REASONS = {
   RequestEntityTooLarge: 413,
   UnsupportedMediaType: 415,
   Invalid: 422,
+  TooManyRequests: 429,
   InternalError: 500,
   ServiceUnavailable: 503,
+  Timeout: 504,
 } as const;
 
 /** One of {@linkcode REASONS}' keys. */
@@ -47,6 +49,8 @@ export interface StatusDetails {
   readonly kind?: string;
   readonly uid?: string;
   readonly causes?: readonly { field?: string; message: string; reason?: string }[];
+  /** How long the client should wait before it tries again (also sent as `Retry-After`). */
+  readonly retryAfterSeconds?: number;
 }
 
 /** A failure the router answers as a `Status`: thrown inside the handler, never out of it. */
@@ -99,9 +103,12 @@ export function jsonResponse(
 
 /** A failure as its `Status` response. */
 export function failureResponse(failure: KubeApiFailure): Response {
+  const retry = failure.details?.retryAfterSeconds;
   return jsonResponse(
     REASONS[failure.reason],
     failureStatus(failure.reason, failure.message, failure.details),
+    "application/json",
+    retry === undefined ? {} : { "retry-after": String(retry) },
   );
 }
 
@@ -169,8 +176,11 @@ export function toFailure(
     return new KubeApiFailure("Expired", `too old resource version: ${error.message}`);
   }
   if (error instanceof WatchTooNewError) {
-    // Expired, not Timeout: the client relists, which is the way back from a replaced store.
-    return new KubeApiFailure("Expired", `resource version ahead of this store: ${error.message}`);
+    // As the API server words it: a client relists on ResourceVersionTooLarge.
+    return new KubeApiFailure("Timeout", `Too large resource version: ${error.message}`, {
+      causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
+      retryAfterSeconds: 1,
+    });
   }
   if (error instanceof StoreClosedError) {
     return new KubeApiFailure("ServiceUnavailable", "the store is closed");

@@ -1,11 +1,17 @@
 /**
  * Watches: `?watch=true` as a chunked stream of JSON lines
- * `{"type":"ADDED|MODIFIED|DELETED","object":…}` over the library's
- * `watchList` (resumed with `resumeFrom` from a given `resourceVersion`).
- * Each object is a one-row Table when a Table was asked. A position the log
- * no longer holds ends the stream with an `ERROR` event carrying a 410
- * `Expired` Status, as the Kubernetes API server's watch cache does.
- * `sendInitialEvents=true` gets the current objects as ADDED, then a
+ * `{"type":"ADDED|MODIFIED|DELETED","object":…}`. Every watch of a kind
+ * subscribes to the library's one shared reader of that kind, from the
+ * `resourceVersion` asked or the store's current position; without one, the
+ * current objects go first as ADDED, read from the store a page at a time as
+ * the client takes them (an object written after the watch began comes from
+ * the reader instead). What the reader hands a watcher waits in a backlog of
+ * at most `WATCH_BACKLOG` changes; a client that does not take them is
+ * disconnected once it is full. A watch lasts `timeoutSeconds`, or a random 30
+ * to 60 minutes. Each object is a one-row Table when a Table was asked. A
+ * position the log no longer holds ends the stream with an `ERROR` event
+ * carrying a 410 `Expired` Status, as the Kubernetes API server's watch cache
+ * does. `sendInitialEvents=true` gets the current objects as ADDED, then a
  * BOOKMARK annotated `k8s.io/initial-events-end`.
  *
  * @module
@@ -15,6 +21,7 @@ import type { KindRequest } from "./_context.ts";
 import type { ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { clientOf } from "./_reads.ts";
+import { checkNotTooLarge } from "./_resource_version.ts";
 import {
   boolParam,
   includeObjectParam,
@@ -28,11 +35,12 @@ import {
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { failureStatus, KubeApiFailure, toFailure } from "./_status.ts";
 import { type IncludeObject, printerOf, table, tableType } from "./_tables.ts";
+import type { InitialPage } from "./_watch_cache.ts";
 
 const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
 
-/** The current objects a snapshot sends per chunk (their owners resolved together). */
-const SNAPSHOT_CHUNK = 256;
+/** The current objects one page of the initial state reads and sends (their owners resolved together). */
+const SNAPSHOT_CHUNK = 100;
 
 /** One watch event to send. */
 interface Outgoing {
@@ -50,6 +58,8 @@ interface WatchRequest {
   readonly keep: (obj: AnyObject) => boolean;
   /** The label selector, checked: the watch reports objects leaving it as DELETED, entering as ADDED. */
   readonly labelSelector: string | undefined;
+  /** The field selector as given (`keep` is its test). */
+  readonly fieldSelector: string | undefined;
   /** Resume above this position; `undefined` = the current objects as ADDED first. */
   readonly resumeFrom: number | undefined;
   readonly initialEventsEnd: boolean;
@@ -64,7 +74,8 @@ function invalid(message: string, field: string): KubeApiFailure {
 
 function parseWatch(request: Request, url: URL): WatchRequest {
   const rep = negotiate(request);
-  const fields = parseFieldSelector(param(url, "fieldSelector"));
+  const fieldSelector = param(url, "fieldSelector");
+  const fields = parseFieldSelector(fieldSelector);
   const labelSelector = param(url, "labelSelector");
   parseLabelSelector(labelSelector);
   const rv = resourceVersionParam(url);
@@ -87,36 +98,63 @@ function parseWatch(request: Request, url: URL): WatchRequest {
     include: includeObjectParam(url),
     keep: (obj) => fields.matches(obj),
     labelSelector,
+    fieldSelector,
     resumeFrom: initialEvents || rv === undefined || rv === 0 ? undefined : rv,
     initialEventsEnd: initialEvents,
     timeoutSeconds: intParam(url, "timeoutSeconds", MAX_TIMEOUT_SECONDS),
   };
 }
 
-/** `GET …/<plural>?watch=true`. */
+/**
+ * The most changes a watcher may have waiting, read from the kind's shared
+ * reader but not yet taken by its client; past it the watch is ended (the
+ * client resumes from the last version it saw, as informers do).
+ */
+export const WATCH_BACKLOG = 1000;
+
+/** The shortest and longest a watch without `timeoutSeconds` lasts, in seconds: 30 to 60 minutes. */
+export const DEFAULT_WATCH_SECONDS = { min: 30 * 60, max: 60 * 60 } as const;
+
+/** How long a watch lasts: `timeoutSeconds`, or a random 30 to 60 minutes (`random` in [0, 1)). */
+export function watchSeconds(timeoutSeconds: number | undefined, random = Math.random()): number {
+  if (timeoutSeconds !== undefined && timeoutSeconds > 0) return timeoutSeconds;
+  const { min, max } = DEFAULT_WATCH_SECONDS;
+  return min + Math.floor(random * (max - min));
+}
+
+/**
+ * `GET …/<plural>?watch=true`. The watch subscribes to the kind's shared
+ * reader from the store's current position (or the `resourceVersion` asked)
+ * and takes its changes as they come into a backlog of at most
+ * {@linkcode WATCH_BACKLOG}; without a `resourceVersion` it first streams the
+ * current objects a page at a time, read from the store as the client takes
+ * them, so no watcher holds the kind.
+ */
 export async function watchResources(r: KindRequest): Promise<Response> {
   const { ctx, kind, request, url } = r;
   const w = parseWatch(request, url);
+  await checkNotTooLarge(ctx, w.resumeFrom);
   const printer = w.rep.as === "table" ? await printerOf(ctx, kind) : undefined;
+  const type = w.rep.as === "table" ? tableType(w.rep.version) : "application/json";
+  const headers = { "content-type": type, "cache-control": "no-store" };
+  if (request.method === "HEAD") return new Response(null, { headers });
+  const client = clientOf(r);
   const abort = new AbortController();
-  const stream = await clientOf(r).watchList({
-    resumeFrom: w.resumeFrom,
+  // The initial state is every object as of `from`, then every change above it.
+  const from = w.resumeFrom ?? await ctx.store.getLatestResourceVersion();
+  const stream = await client.watchList({
+    resumeFrom: from,
     labelSelector: w.labelSelector,
     load: ["owner"],
     signal: abort.signal,
   });
-  const type = w.rep.as === "table" ? tableType(w.rep.version) : "application/json";
-  const headers = { "content-type": type, "cache-control": "no-store" };
-  if (request.method === "HEAD") {
-    stream.close();
-    return new Response(null, { headers });
-  }
   const encoder = new TextEncoder();
-  /** One chunk of watch events: their owners resolved together, one JSON line each. */
-  const encode = async (out: readonly Outgoing[]): Promise<Uint8Array> => {
+  // A change's JSON line is the same for every watcher of the kind: the first encodes it.
+  const lines = w.rep.as === "json" ? ctx.watches.lines : undefined;
+  /** The JSON lines of `out`, their owners resolved together. */
+  const encodeLines = async (out: readonly Outgoing[]): Promise<Uint8Array[]> => {
     const owners = await resolveOwners(ctx.store, out.map((e) => e.obj));
-    let text = "";
-    for (const { type, obj, resourceVersion } of out) {
+    return out.map(({ type, obj, resourceVersion }) => {
       const answered = { obj, owner: owners.get(obj.id), resourceVersion };
       const object = printer !== undefined && w.rep.as === "table"
         ? table(
@@ -126,66 +164,183 @@ export async function watchResources(r: KindRequest): Promise<Response> {
           printer.columns,
         )
         : toResource(kind, answered);
-      text += `${JSON.stringify({ type, object })}\n`;
-    }
-    return encoder.encode(text);
+      return encoder.encode(`${JSON.stringify({ type, object })}\n`);
+    });
   };
-  async function* events(): AsyncGenerator<Uint8Array> {
-    try {
-      if (w.resumeFrom === undefined) {
-        const kept = stream.objects.filter((obj) => w.keep(obj));
-        for (let i = 0; i < kept.length; i += SNAPSHOT_CHUNK) {
-          yield await encode(
-            kept.slice(i, i + SNAPSHOT_CHUNK).map((obj) => ({ type: "ADDED", obj })),
-          );
-        }
+  /** One chunk of watch events, each line encoded once for every watcher of the kind (JSON). */
+  const encode = async (out: readonly Outgoing[]): Promise<Uint8Array> => {
+    let chunks: Uint8Array[];
+    if (lines === undefined) chunks = await encodeLines(out);
+    else {
+      const keys = out.map((e) => lineKey(kind, e));
+      // The lines no watcher has encoded or is encoding: this one encodes them, once each.
+      const fresh = new Map<string, number>();
+      const missing: Outgoing[] = [];
+      for (const [i, key] of keys.entries()) {
+        if (lines.has(key) || fresh.has(key)) continue;
+        fresh.set(key, missing.length);
+        missing.push(out[i]);
       }
-      if (w.initialEventsEnd) yield bookmark(kind, stream.resourceVersion, encoder);
-      // A batch per step: what one drain handed the stream goes out as one chunk.
+      const encoded = missing.length === 0 ? undefined : encodeLines(missing);
+      chunks = await Promise.all(keys.map(async (key) => {
+        const line = await lines.get(
+          key,
+          async () => ({ bytes: (await encoded!)[fresh.get(key)!] }),
+        );
+        return line.bytes;
+      }));
+    }
+    let size = 0;
+    for (const chunk of chunks) size += chunk.byteLength;
+    // A copy: the lines are shared, and a response may hand its chunks on.
+    const bytes = new Uint8Array(size);
+    let at = 0;
+    for (const chunk of chunks) {
+      bytes.set(chunk, at);
+      at += chunk.byteLength;
+    }
+    return bytes;
+  };
+
+  // The backlog: changes read from the shared reader that the client has not taken yet.
+  let backlog: Outgoing[] = [];
+  let overflowed = false;
+  let readerDone = false;
+  let failure: unknown;
+  let wake: (() => void) | undefined;
+  const pump = (async () => {
+    try {
       for await (const changes of stream.batches()) {
         const out = outgoing(changes, w);
-        if (out.length > 0) yield await encode(out);
+        if (out.length === 0) continue;
+        if (backlog.length > 0 && backlog.length + out.length > WATCH_BACKLOG) {
+          overflowed = true;
+          break;
+        }
+        backlog = backlog.length === 0 ? out : backlog.concat(out);
+        wake?.();
       }
-      if (stream.error !== undefined) yield errorEvent(stream.error, encoder);
+      failure = stream.error;
     } catch (error) {
-      yield errorEvent(error, encoder);
+      failure = error;
+    } finally {
+      readerDone = true;
+      wake?.();
     }
-  }
-  const chunks = events();
+  })();
+
+  let initial = w.resumeFrom === undefined;
+  let after = 0;
+  let bookmarkDue = w.initialEventsEnd;
+  /** The next chunk to send, or `undefined` when the watch is over. */
+  const next = async (): Promise<Uint8Array | undefined> => {
+    while (initial && !ended) {
+      const read = async (): Promise<InitialPage> => {
+        const page = await client.list({
+          load: ["owner"],
+          after,
+          limit: SNAPSHOT_CHUNK,
+          labelSelector: w.labelSelector,
+        });
+        // An object written above `from` is not sent as of now: its changes come from the reader.
+        const out: Outgoing[] = [];
+        for (const obj of page) {
+          if (obj.resourceVersion <= from && w.keep(obj)) out.push({ type: "ADDED", obj });
+        }
+        return {
+          bytes: out.length > 0 ? await encode(out) : new Uint8Array(0),
+          after: page.length > 0 ? page[page.length - 1].id : after,
+          last: page.length < SNAPSHOT_CHUNK,
+        };
+      };
+      // A Table row carries the object's age: only JSON pages are shared.
+      const page = w.rep.as === "json"
+        ? await ctx.watches.pages.get(pageKey(r, w, from, after), read)
+        : await read();
+      initial = !page.last;
+      after = page.after;
+      if (page.bytes.byteLength > 0) return page.bytes;
+    }
+    if (bookmarkDue) {
+      bookmarkDue = false;
+      return bookmark(kind, from, encoder);
+    }
+    while (backlog.length === 0 && !readerDone && !overflowed && !ended) {
+      await new Promise<void>((resolve) => wake = resolve);
+      wake = undefined;
+    }
+    if (ended || overflowed) return undefined;
+    if (backlog.length > 0) {
+      const out = backlog;
+      backlog = [];
+      return await encode(out);
+    }
+    if (failure !== undefined) {
+      const error = failure;
+      failure = undefined;
+      return errorEvent(error, encoder);
+    }
+    return undefined;
+  };
+
   let ended = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
   const end = () => {
     if (ended) return;
     ended = true;
     clearTimeout(timer);
     abort.abort();
     stream.close();
+    wake?.();
   };
   // Ended by the body's cancel (a server cancels it when the client leaves), never by
   // request.signal: Deno.serve aborts that on every completed response, and warns when read.
-  if (w.timeoutSeconds !== undefined && w.timeoutSeconds > 0) {
-    timer = setTimeout(end, w.timeoutSeconds * 1000);
-  }
-  // Pulled, not pushed: the watch is read only as fast as the client reads, and
-  // the library collapses what a slow client has not taken yet.
+  const timer = setTimeout(end, watchSeconds(w.timeoutSeconds) * 1000);
+  // Pulled, not pushed: a page of the initial state is read only when the client takes the last.
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const next = await chunks.next();
+      let chunk: Uint8Array | undefined;
       try {
-        if (next.done) {
+        chunk = await next();
+      } catch (error) {
+        chunk = errorEvent(error, encoder);
+        end();
+      }
+      try {
+        if (chunk === undefined) {
           end();
+          await pump;
           controller.close();
-        } else controller.enqueue(next.value);
+        } else controller.enqueue(chunk);
       } catch {
         end(); // the reader cancelled meanwhile
       }
     },
     async cancel() {
       end();
-      await chunks.return(undefined);
+      await pump;
     },
   });
   return new Response(body, { headers });
+}
+
+/** What determines a change's JSON line, as a key: its kind, object, version and type. */
+function lineKey(kind: ServedKind, e: Outgoing): string {
+  return `${kind.group}/${kind.kind}/${e.obj.id}@${
+    e.resourceVersion ?? e.obj.resourceVersion
+  }/${e.obj.resourceVersion}/${e.type}`;
+}
+
+/** What determines one page of a watch's initial state, as a key. */
+function pageKey(r: KindRequest, w: WatchRequest, from: number, after: number): string {
+  return JSON.stringify([
+    r.kind.group,
+    r.kind.kind,
+    r.namespace ?? null,
+    from,
+    after,
+    w.labelSelector ?? null,
+    w.fieldSelector ?? null,
+  ]);
 }
 
 /** The watch events `changes` make for this request: what it keeps, typed as Kubernetes types them. */

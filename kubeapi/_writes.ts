@@ -3,25 +3,53 @@
  * spec, labels and annotations (a stale `metadata.resourceVersion` is 409
  * `Conflict`), `PATCH` applies a JSON merge patch or a JSON patch to the
  * resource and writes the result's spec, labels and annotations. Fields the
- * kind's schema does not declare are judged by `?fieldValidation`. Finalizers
- * and generated names cannot be written through the API: a body that sets
- * them is 422 `Invalid` naming the field; `status` in a body is ignored, as
- * on a resource with a status subresource.
+ * kind's schema does not declare are judged by `?fieldValidation`. A create
+ * takes `metadata.finalizers` as the API server does and ignores the
+ * server-set fields (`uid`, `resourceVersion`, `creationTimestamp`,
+ * `generation`, `managedFields`), so a `get -o yaml` export creates anew.
+ * Every write sets `metadata.finalizers` whole (none added once deletion is
+ * requested; the last removed from a deleting object finishes its delete).
+ * Names are not generated.
+ * `status` in a body is ignored, as on a resource with a status subresource.
+ * `?dryRun=All` runs every write through the same path, rolled back where it
+ * would commit.
  *
  * @module
  */
+import { InvalidOptionError, NotFoundError } from "@beehive/beehive";
 import type { KindRequest } from "./_context.ts";
 import {
   fieldValidationParam,
   judgeUnknown,
+  pruneUnknown,
+  schemaOf,
   unknownFields,
   warningHeader,
 } from "./_field_validation.ts";
 import { readDefinition, type ServedKind } from "./_kinds.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
+import { subdomainProblem } from "./_names.ts";
+import {
+  API_FINALIZERS,
+  API_MANAGED_FIELDS,
+  API_SET_FINALIZERS,
+  type ApiCreateOptions,
+  type ApiMetadataWriteOptions,
+  type ApiUpdateOptions,
+} from "../src/clients/client.ts";
+import { sameJson } from "./_field_sets.ts";
+import {
+  fieldManagerOf,
+  type FieldsContext,
+  managedFieldsJson,
+  managedFieldsText,
+  type ManagerEntry,
+  parseManagedFields,
+  recordUpdate,
+} from "./_managed_fields.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
-import { readBody, refuseDryRun } from "./_request.ts";
+import { dryRunParam, readJsonBody } from "./_request.ts";
 import {
   invalidFailure,
   jsonResponse,
@@ -34,6 +62,20 @@ type JsonObject = Record<string, unknown>;
 
 const isObject = (v: unknown): v is JsonObject =>
   typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The longest finalizer name: a qualified name's 253-character prefix, `/` and 63 characters. */
+const MAX_FINALIZER_CHARS = 317;
+
+/**
+ * A client's refusal of a finalizer list (too many, too long for the store's
+ * limits) as 422 on `metadata.finalizers`; anything else unchanged.
+ */
+function finalizerFailure(error: unknown, r: KindRequest, details: StatusDetails): unknown {
+  if (error instanceof InvalidOptionError && /finalizer/i.test(error.message)) {
+    return invalid(r.kind, details, "metadata.finalizers", error.message);
+  }
+  return error;
+}
 
 /** How many times a patch re-reads and re-applies after a concurrent write moved the object. */
 const PATCH_ATTEMPTS = 5;
@@ -48,24 +90,20 @@ function invalid(
   return invalidFailure({ ...details, kind: kind.kind }, [{ field, message }]);
 }
 
-async function jsonBody(request: Request, what: string): Promise<unknown> {
+async function jsonBody(r: KindRequest, what: string): Promise<unknown> {
+  const request = r.request;
   const type = (request.headers.get("content-type") ?? "application/json").split(";")[0].trim()
     .toLowerCase();
   if (type === "application/yaml" || type === "application/vnd.kubernetes.protobuf") {
     throw new KubeApiFailure("UnsupportedMediaType", `${type} is not supported: send JSON`);
   }
-  try {
-    return JSON.parse(await readBody(request));
-  } catch (error) {
-    if (error instanceof KubeApiFailure) throw error;
-    throw new KubeApiFailure("BadRequest", `the request body is not JSON ${what}`);
-  }
+  return await readJsonBody(request, r.ctx.body, what);
 }
 
 type StringMap = Readonly<Record<string, string>>;
 
 /** What a written resource may carry: its name, spec and the metadata this server can keep. */
-interface Written {
+export interface Written {
   readonly name: string | undefined;
   readonly spec: unknown;
   readonly resourceVersion: number | undefined;
@@ -97,7 +135,7 @@ function stringMap(
  * Checks a resource body against the kind: `apiVersion`/`kind` when given,
  * and the shape of the metadata this server keeps.
  */
-function checkResource(r: KindRequest, body: unknown, details: StatusDetails): Written {
+export function checkResource(r: KindRequest, body: unknown, details: StatusDetails): Written {
   if (!isObject(body)) throw new KubeApiFailure("BadRequest", "the request body is not an object");
   const { kind } = r;
   if (body.apiVersion !== undefined && body.apiVersion !== kind.apiVersion) {
@@ -154,6 +192,20 @@ function checkResource(r: KindRequest, body: unknown, details: StatusDetails): W
   ) {
     throw invalid(r.kind, details, "metadata.finalizers", "must be an array of strings");
   }
+  if (Array.isArray(finalizers)) {
+    const bad = finalizers.findIndex((f: string) =>
+      // deno-lint-ignore no-control-regex
+      f === "" || f.length > MAX_FINALIZER_CHARS || /[\u0000-\u001f\u007f]/.test(f)
+    );
+    if (bad >= 0) {
+      throw invalid(
+        r.kind,
+        details,
+        `metadata.finalizers[${bad}]`,
+        `Invalid value: must be 1 to ${MAX_FINALIZER_CHARS} printable characters`,
+      );
+    }
+  }
   return {
     name,
     spec: body.spec === undefined ? {} : body.spec,
@@ -178,31 +230,22 @@ function diffMap(from: StringMap, to: StringMap): Record<string, string | null> 
   return entries.length === 0 ? undefined : Object.fromEntries(entries);
 }
 
-/** The patch that undoes `patch` on an object whose map was `from`. */
-function undoMap(
-  from: StringMap,
-  patch: Record<string, string | null> | undefined,
-): Record<string, string | null> | undefined {
-  if (patch === undefined) return undefined;
-  return Object.fromEntries(
-    Object.keys(patch).map((key) => [key, Object.hasOwn(from, key) ? from[key] : null]),
-  );
-}
-
 function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
   return JSON.stringify([...(a ?? [])].sort()) === JSON.stringify([...b].sort());
 }
 
-async function answer(
+/** Answers a write: the object as written, its managed fields, and the warnings. */
+export async function answer(
   r: KindRequest,
   obj: AnyObject,
   status: number,
   warnings: readonly string[],
+  entries: readonly ManagerEntry[],
 ): Promise<Response> {
   const owner = (await resolveOwners(r.ctx.store, [obj])).get(obj.id);
   return jsonResponse(
     status,
-    toResource(r.kind, { obj, owner }),
+    toResource(r.kind, { obj, owner, managedFields: managedFieldsJson(entries) }),
     "application/json",
     warningHeader(warnings),
   );
@@ -210,69 +253,94 @@ async function answer(
 
 /**
  * Applies `?fieldValidation` to the fields of `body` the kind's schema does
- * not declare: the warnings to send, or a throw under `Strict`.
+ * not declare and `before` (the stored resource) does not hold: a throw
+ * under `Strict`; else the body without them, and the warnings to send
+ * under `Warn`.
  */
-async function validateFields(
+export async function judgeFields(
   r: KindRequest,
   body: unknown,
   details: StatusDetails,
   before?: unknown,
-): Promise<string[]> {
+): Promise<{ body: unknown; warnings: string[] }> {
   const mode = fieldValidationParam(r.url);
-  if (mode === "Ignore") return [];
   const definition = await readDefinition(r.ctx.bh, r.kind);
-  const unknown = unknownFields(r.kind, definition, body);
-  // A patched resource is judged on what the patch added, not on what was already stored.
+  // A write is judged on what it adds, not on what was already stored.
   const stored = new Set(before === undefined ? [] : unknownFields(r.kind, definition, before));
-  return judgeUnknown(mode, unknown.filter((f) => !stored.has(f)), {
-    ...details,
-    kind: r.kind.kind,
-  });
+  const pruned = pruneUnknown(r.kind, definition, body, stored);
+  const warnings = judgeUnknown(mode, pruned.dropped, { ...details, kind: r.kind.kind });
+  return { body: pruned.body, warnings };
 }
 
 /** `POST …/<plural>`: creates the object the body describes. */
 export async function createResource(r: KindRequest): Promise<Response> {
-  refuseDryRun(r.url);
-  const body = await jsonBody(r.request, r.kind.kind);
+  const dryRun = dryRunParam(r.url);
+  const body = await jsonBody(r, r.kind.kind);
   const named = isObject(body) && isObject(body.metadata) && typeof body.metadata.name === "string"
     ? body.metadata.name
     : undefined;
-  const warnings = await validateFields(r, body, detailsOf(r.kind, named));
-  const written = checkResource(r, body, detailsOf(r.kind, named));
+  const judged = await judgeFields(r, body, detailsOf(r.kind, named));
+  const written = checkResource(r, judged.body, detailsOf(r.kind, named));
+  const manager = fieldManagerOf(r.request, r.url);
   if (written.name === undefined || written.name === "") {
     throw invalid(r.kind, detailsOf(r.kind), "metadata.name", "Required value: name is required");
   }
   const details = detailsOf(r.kind, written.name);
-  if (written.finalizers !== undefined && written.finalizers.length > 0) {
-    throw invalid(
-      r.kind,
-      details,
-      "metadata.finalizers",
-      "cannot be set at creation through this API: the kind's controller adds its own",
-    );
-  }
+  const problem = subdomainProblem(written.name);
+  if (problem !== undefined) throw invalid(r.kind, details, "metadata.name", problem);
+  // The server-set fields of a body (uid, resourceVersion, creationTimestamp, generation,
+  // managedFields, status) are not read: a `get -o yaml` export creates anew.
+  const entries = recordUpdate([], manager, undefined, judged.body, await fieldsContext(r));
+  return await createWritten(r, { ...written, name: written.name }, details, {
+    dryRun,
+    entries,
+    warnings: judged.warnings,
+  });
+}
+
+/** Creates `written` (named) with `entries` as its managed fields, answering 201. */
+export async function createWritten(
+  r: KindRequest,
+  written: Written & { readonly name: string },
+  details: StatusDetails,
+  o: { dryRun: boolean; entries: readonly ManagerEntry[]; warnings: readonly string[] },
+): Promise<Response> {
+  const options: ApiCreateOptions = {
+    labels: written.labels,
+    annotations: written.annotations,
+    dryRun: o.dryRun,
+    ...(written.finalizers === undefined ? {} : { finalizers: written.finalizers }),
+    [API_FINALIZERS]: true,
+    [API_MANAGED_FIELDS]: managedFieldsText(o.entries),
+  };
   let obj: AnyObject;
   try {
-    obj = await clientOf(r).create(written.name, written.spec, {
-      labels: written.labels,
-      annotations: written.annotations,
-    });
+    obj = await clientOf(r).create(written.name, written.spec, options);
   } catch (error) {
-    throw toFailure(error, details, r.kind.kind);
+    throw toFailure(finalizerFailure(error, r, details), details, r.kind.kind);
   }
-  return await answer(r, obj, 201, warnings);
+  return await answer(r, obj, 201, o.warnings, o.entries);
+}
+
+/** The schema, API version and instant a write judges its managed fields by. */
+export async function fieldsContext(r: KindRequest): Promise<FieldsContext> {
+  const definition = await readDefinition(r.ctx.bh, r.kind);
+  return { schema: schemaOf(r.kind, definition), apiVersion: r.kind.apiVersion, now: new Date() };
 }
 
 /**
- * Writes `written` over `current` (named `name`): its labels and annotations
- * when they differ, then its spec (a byte-identical spec writes nothing).
+ * Writes `written` over `current` (named `name`) as one write: its spec,
+ * labels and annotations together (a byte-identical spec writes nothing of
+ * it); the labels and annotations alone when the spec is unchanged, which a
+ * deletion-pending object still takes.
  */
-async function writeObject(
+export async function writeObject(
   r: KindRequest,
   name: string,
   written: Written,
   current: AnyObject,
   details: StatusDetails,
+  o: { dryRun: boolean; managedFields: string | undefined },
 ): Promise<AnyObject> {
   if (written.name !== undefined && written.name !== name) {
     throw new KubeApiFailure(
@@ -280,42 +348,130 @@ async function writeObject(
       `the name of the object (${written.name}) does not match the name on the URL (${name})`,
     );
   }
-  if (written.finalizers !== undefined && !sameList(written.finalizers, current.finalizers)) {
+  // The body's list is the object's, whole: absent is none, as on the API server.
+  const finalizers = written.finalizers ?? [];
+  const refinalized = !sameList(finalizers, current.finalizers);
+  const deleting = current.deletionRequestedAt !== undefined;
+  if (refinalized && deleting && finalizers.some((f) => !current.finalizers.includes(f))) {
     throw invalid(
       r.kind,
       details,
       "metadata.finalizers",
-      "cannot be changed through this API yet: the kind's controller owns them",
+      "Forbidden: no new finalizers can be added if the object is being deleted",
     );
   }
   const client = clientOf(r);
   const labels = diffMap(current.labels, written.labels);
   const annotations = diffMap(current.annotations, written.annotations);
-  if (labels === undefined && annotations === undefined) {
-    return await client.updateByName(name, written.spec, {
-      resourceVersion: written.resourceVersion,
+  const metadata = {
+    ...(labels === undefined ? {} : { labels }),
+    ...(annotations === undefined ? {} : { annotations }),
+  };
+  const { resourceVersion } = written;
+  const { dryRun, managedFields } = o;
+  const managed = {
+    ...(managedFields === undefined ? {} : { [API_MANAGED_FIELDS]: managedFields }),
+    ...(refinalized ? { [API_SET_FINALIZERS]: finalizers } : {}),
+  };
+  let obj: AnyObject;
+  if (sameJson(written.spec, current.spec)) {
+    const options: ApiMetadataWriteOptions = { resourceVersion, dryRun, ...managed };
+    obj = await client.updateMetadata(current.id, metadata, options);
+  } else {
+    const options: ApiUpdateOptions = { resourceVersion, dryRun, ...metadata, ...managed };
+    obj = await client.updateByName(name, written.spec, options);
+  }
+  // The last finalizer of a deleting object gone: its delete finishes, as the API's delete does.
+  if (refinalized && deleting && finalizers.length === 0 && !dryRun) {
+    await r.ctx.bh.adminClient(r.kind).deleteNow(current.id).catch((error) => {
+      if (!(error instanceof NotFoundError)) throw error;
     });
   }
-  // Two writes, metadata first: it is checked whole before it is written, owes no pass, and
-  // is undone if the spec is then refused, so a refused write leaves both as they were.
-  const relabelled = await client.updateMetadata(current.id, { labels, annotations }, {
-    resourceVersion: written.resourceVersion ?? current.resourceVersion,
-  });
-  try {
-    return await client.updateByName(name, written.spec, {
-      resourceVersion: written.resourceVersion === undefined
-        ? undefined
-        : relabelled.resourceVersion,
-    });
-  } catch (error) {
-    const undo = {
-      labels: undoMap(current.labels, labels),
-      annotations: undoMap(current.annotations, annotations),
-    };
-    await client.updateMetadata(current.id, undo, {
-      resourceVersion: relabelled.resourceVersion,
-    }).catch(() => {});
-    throw error;
+  return obj;
+}
+
+/** An object as stored, read whole: the decoded object, the resource it answers as, its managed fields. */
+export interface Stored {
+  readonly obj: AnyObject;
+  readonly resource: JsonObject;
+  readonly entries: ManagerEntry[];
+}
+
+/**
+ * Reads `name` with its managed fields, as of one version (the two reads are
+ * retried while a write lands between them); `undefined` when absent.
+ */
+export async function readStored(r: KindRequest, name: string): Promise<Stored | undefined> {
+  for (let attempt = 1;; attempt++) {
+    const obj = await findByName(r, name);
+    if (obj === undefined) return undefined;
+    const meta = await r.ctx.store.objects.getMeta(obj.id).catch(() => undefined);
+    if (meta !== undefined && meta.resourceVersion === obj.resourceVersion) {
+      const owner = (await resolveOwners(r.ctx.store, [obj])).get(obj.id);
+      const entries = parseManagedFields(meta.managedFields);
+      const resource = toResource(r.kind, { obj, owner });
+      return { obj, resource, entries };
+    }
+    if (attempt >= PATCH_ATTEMPTS) {
+      throw new KubeApiFailure("Conflict", "the object kept changing while it was read: try again");
+    }
+  }
+}
+
+/** What one attempt of an update makes of the stored object. */
+export interface Update {
+  /** The resource to write (judged). */
+  readonly body: unknown;
+  readonly warnings: readonly string[];
+  /** The managed fields after the write. */
+  readonly entries: readonly ManagerEntry[];
+}
+
+/**
+ * The update loop every write to an existing object shares (PUT, every
+ * patch, apply): reads the object, lets `make` produce the resource to
+ * write, and writes it in one write with the object's version as the
+ * precondition, so managed fields never lose a concurrent write; a write that
+ * lost that race is made again from a fresh read (unless the body pins a
+ * `resourceVersion`, which then must be current).
+ */
+export async function updateExisting(
+  r: KindRequest,
+  name: string,
+  stored: Stored | undefined,
+  make: (stored: Stored) => Promise<Update>,
+): Promise<Response> {
+  const dryRun = dryRunParam(r.url);
+  const details = detailsOf(r.kind, name);
+  for (let attempt = 1;; attempt++) {
+    const current = attempt === 1 && stored !== undefined ? stored : await readStored(r, name);
+    if (current === undefined) throw notFound(r.kind, name);
+    const update = await make(current);
+    const written = checkResource(r, update.body, details);
+    const pinned = written.resourceVersion !== undefined &&
+      written.resourceVersion !== current.obj.resourceVersion;
+    const text = managedFieldsText(update.entries);
+    try {
+      const obj = await writeObject(
+        r,
+        name,
+        {
+          ...written,
+          resourceVersion: pinned ? written.resourceVersion : current.obj.resourceVersion,
+        },
+        current.obj,
+        details,
+        { dryRun, managedFields: text === managedFieldsText(current.entries) ? undefined : text },
+      );
+      return await answer(r, obj, 200, update.warnings, update.entries);
+    } catch (error) {
+      const failure = toFailure(
+        finalizerFailure(error, r, details),
+        { ...details, uid: String(current.obj.id) },
+        r.kind.kind,
+      );
+      if (failure.reason !== "Conflict" || pinned || attempt >= PATCH_ATTEMPTS) throw failure;
+    }
   }
 }
 
@@ -324,18 +480,15 @@ async function writeObject(
  * `metadata.resourceVersion`, when given, must be current.
  */
 export async function replaceResource(r: KindRequest, name: string): Promise<Response> {
-  refuseDryRun(r.url);
   const details = detailsOf(r.kind, name);
-  const body = await jsonBody(r.request, r.kind.kind);
-  const warnings = await validateFields(r, body, details);
-  const written = checkResource(r, body, details);
-  const current = await findByName(r, name);
-  if (current === undefined) throw notFound(r.kind, name);
-  try {
-    return await answer(r, await writeObject(r, name, written, current, details), 200, warnings);
-  } catch (error) {
-    throw toFailure(error, { ...details, uid: String(current.id) }, r.kind.kind);
-  }
+  const body = await jsonBody(r, r.kind.kind);
+  const manager = fieldManagerOf(r.request, r.url);
+  return await updateExisting(r, name, undefined, async (stored) => {
+    const judged = await judgeFields(r, body, details, stored.resource);
+    const c = await fieldsContext(r);
+    const entries = recordUpdate(stored.entries, manager, stored.resource, judged.body, c);
+    return { body: judged.body, warnings: judged.warnings, entries };
+  });
 }
 
 /** The patch media types applied here. */
@@ -347,43 +500,17 @@ export const PATCH_TYPES = new Set(["application/merge-patch+json", "application
  * moved the object in between (unless the patch names a `resourceVersion`).
  */
 export async function patchResource(r: KindRequest, name: string, type: string): Promise<Response> {
-  refuseDryRun(r.url);
   const details = detailsOf(r.kind, name);
-  let patch: unknown;
-  try {
-    patch = JSON.parse(await readBody(r.request));
-  } catch (error) {
-    if (error instanceof KubeApiFailure) throw error;
-    throw new KubeApiFailure("BadRequest", "the patch is not JSON");
-  }
+  const patch = await readJsonBody(r.request, r.ctx.body, "patch");
   const merge = type === "application/merge-patch+json";
-  // A merge patch is shaped like the resource: its own fields are the ones to judge.
-  let warnings = merge ? await validateFields(r, patch, details) : undefined;
-  for (let attempt = 1;; attempt++) {
-    const current = await findByName(r, name);
-    if (current === undefined) throw notFound(r.kind, name);
-    const owner = (await resolveOwners(r.ctx.store, [current])).get(current.id);
-    const resource = toResource(r.kind, { obj: current, owner });
-    const patched = merge ? mergePatch(resource, patch) : jsonPatch(resource, patch);
-    warnings ??= await validateFields(r, patched, details, resource);
-    const written = checkResource(r, patched, details);
-    const pinned = written.resourceVersion !== undefined &&
-      written.resourceVersion !== current.resourceVersion;
-    try {
-      const obj = await writeObject(
-        r,
-        name,
-        {
-          ...written,
-          resourceVersion: pinned ? written.resourceVersion : current.resourceVersion,
-        },
-        current,
-        details,
-      );
-      return await answer(r, obj, 200, warnings);
-    } catch (error) {
-      const failure = toFailure(error, { ...details, uid: String(current.id) }, r.kind.kind);
-      if (failure.reason !== "Conflict" || pinned || attempt >= PATCH_ATTEMPTS) throw failure;
-    }
-  }
+  const manager = fieldManagerOf(r.request, r.url);
+  return await updateExisting(r, name, undefined, async (stored) => {
+    const patched = merge
+      ? mergePatch(stored.resource, patch)
+      : jsonPatch(stored.resource, patch, r.ctx.objectBytes);
+    const judged = await judgeFields(r, patched, details, stored.resource);
+    const c = await fieldsContext(r);
+    const entries = recordUpdate(stored.entries, manager, stored.resource, judged.body, c);
+    return { body: judged.body, warnings: judged.warnings, entries };
+  });
 }

@@ -135,6 +135,12 @@ export interface RawObjectMeta extends ObjectRef {
   readonly labels: Readonly<Record<string, string>>;
   /** The annotations, frozen, keys sorted; `{}` when none. */
   readonly annotations: Readonly<Record<string, string>>;
+  /**
+   * The Kubernetes API's managed fields (which manager set which fields), as
+   * JSON text; `"[]"` when none. The store keeps it with the row and never
+   * reads it.
+   */
+  readonly managedFields: string;
 }
 
 /** An object row with its conditions, ordered by type. */
@@ -163,6 +169,8 @@ export interface ObjectsCreateInput {
   readonly labels?: Readonly<Record<string, string>>;
   /** The annotations, under Kubernetes' key rules, 256 KiB in all. @default {{}} */
   readonly annotations?: Readonly<Record<string, string>>;
+  /** The managed fields as JSON text (see {@linkcode RawObjectMeta.managedFields}). @default {"[]"} */
+  readonly managedFields?: string;
 }
 
 /** A metadata write: JSON-merge patches of the labels and annotations. */
@@ -171,6 +179,17 @@ export interface ObjectsUpdateMetadataInput {
   readonly labels?: Readonly<Record<string, string | null>>;
   /** Keys to set (a string) or remove (`null`). @default {undefined} (annotations unchanged) */
   readonly annotations?: Readonly<Record<string, string | null>>;
+  /**
+   * The managed fields to hold, whole, as JSON text; a change is a metadata
+   * change. @default {undefined} (unchanged)
+   */
+  readonly managedFields?: string;
+  /**
+   * The finalizers to hold, whole (duplicates dropped); a change is a
+   * metadata change. A deletion-pending row whose list this empties is
+   * collectable. @default {undefined} (unchanged)
+   */
+  readonly finalizers?: readonly string[];
   /**
    * A precondition as in {@linkcode ObjectsUpdateSpecInput.resourceVersion}.
    * @default {undefined} (no precondition)
@@ -215,6 +234,17 @@ export interface ObjectsUpdateSpecInput {
    * @default {undefined} (no precondition)
    */
   readonly resourceVersion?: number;
+  /**
+   * Keys of the labels to set (a string) or remove (`null`), written with the
+   * spec as one version and one log entry. @default {undefined} (labels unchanged)
+   */
+  readonly labels?: Readonly<Record<string, string | null>>;
+  /** As `labels`, for the annotations. @default {undefined} (annotations unchanged) */
+  readonly annotations?: Readonly<Record<string, string | null>>;
+  /** The managed fields to hold, whole, as JSON text, in the same write. @default {undefined} (unchanged) */
+  readonly managedFields?: string;
+  /** The finalizers to hold, whole, in the same write. @default {undefined} (unchanged) */
+  readonly finalizers?: readonly string[];
 }
 
 /** One page of an id-ordered listing. */
@@ -240,8 +270,10 @@ export interface ObjectsListPage {
 export interface ObjectsUpdateSpecResult {
   /** The row after the write (the stored row when nothing changed), with conditions. */
   readonly object: RawObject;
-  /** Whether the write changed the row; callers enqueue a reconcile on it. */
+  /** Whether the write changed the row (its spec, labels or annotations). */
   readonly changed: boolean;
+  /** Whether the spec changed (the generation moved); callers enqueue a reconcile on it. */
+  readonly specChanged: boolean;
 }
 
 /** A status write. */
@@ -381,7 +413,9 @@ export interface Objects {
   /**
    * Replaces the spec, bumping generation and resource version and appending
    * an `"update"` write-log entry. Identical JSON text at the row's own schema
-   * version is a no-op (`changed: false`, nothing written). A deletion-pending
+   * version is a no-op (`changed: false`, nothing written). Label and
+   * annotation patches given with it land in the same write (one version, one
+   * entry); with the spec unchanged they write as {@linkcode Objects.updateMetadata}. A deletion-pending
    * row is refused **before** the schema-version stamp and the byte compare,
    * and nothing is logged. A `resourceVersion` precondition is checked first
    * of all (after the row is found): a mismatch is refused even when the
@@ -391,6 +425,7 @@ export interface Objects {
    * @throws {ConflictError} `resourceVersion` is set and the row's differs (carries the row's).
    * @throws {DeletionPendingError} the row's deletion was requested.
    * @throws {SchemaVersionDowngradeError} `specVersion` is non-zero and below the stored one.
+   * @throws {InvalidMetadataError} a label or annotation patch breaks the rules; nothing is written.
    */
   updateSpec(ref: ObjectRef, input: ObjectsUpdateSpecInput): Promise<ObjectsUpdateSpecResult>;
 

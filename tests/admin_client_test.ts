@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  ConflictError,
   DeletionPendingError,
   DuplicateConditionTypeError,
   InvalidOptionError,
@@ -305,5 +306,47 @@ test("AdminClient.addFinalizer refuses a deleting object, another kind, and a cl
     assert.deepEqual((await h.things.get(obj.id)).finalizers, ["test/f"]);
     assert.deepEqual((await h.things.get(live.id)).finalizers, []);
     assert.deepEqual((await h.bh.client(Other).get(other.id)).finalizers, []);
+  });
+});
+
+test("AdminClient.deleteNow removes an object nothing holds and keeps one a finalizer holds deletion-pending", async () => {
+  await withHarness({}, async (h) => {
+    const admin = h.bh.adminClient(Thing);
+    const free = await h.things.create("free", {});
+    const held = await h.things.create("held", {}, { finalizers: ["test/f"] });
+    assert.equal(await admin.deleteNow(free.id), true);
+    await assert.rejects(h.things.get(free.id), NotFoundError);
+    assert.equal(await admin.deleteNow(held.id), false);
+    assert.notEqual((await h.things.get(held.id)).deletionRequestedAt, undefined);
+  });
+});
+
+test("AdminClient.deleteNow with Orphan keeps the children and drops their owner edge", async () => {
+  await withHarness({}, async (h) => {
+    const owner = await h.things.create("owner", {});
+    const child = await h.bh.client(Other).create("child", {}, { owner: owner.id });
+    assert.equal(
+      await h.bh.adminClient(Thing).deleteNow(owner.id, { propagationPolicy: "Orphan" }),
+      true,
+    );
+    const kept = await h.bh.client(Other).get(child.id, { load: ["owner"] });
+    assert.equal(kept.owner(), undefined);
+    assert.equal(kept.deletionRequestedAt, undefined);
+  });
+});
+
+test("AdminClient.deleteNow rejects malformed options with TypeError and a stale resourceVersion with ConflictError, writing nothing", async () => {
+  await withHarness({}, async (h) => {
+    const admin = h.bh.adminClient(Thing);
+    const obj = await h.things.create("a", {});
+    await h.things.update(obj.id, { moved: true });
+    // deno-lint-ignore no-explicit-any
+    const bad = [{ propagationPolicy: "Later" }, { resourceVersion: 0 }, null] as any[];
+    for (const options of bad) await assert.rejects(admin.deleteNow(obj.id, options), TypeError);
+    await assert.rejects(
+      admin.deleteNow(obj.id, { resourceVersion: obj.resourceVersion }),
+      ConflictError,
+    );
+    assert.equal((await h.things.get(obj.id)).deletionRequestedAt, undefined);
   });
 });

@@ -238,3 +238,32 @@ test("Client.list and listOwnedObjects take a labelSelector in either spelling, 
     }
   });
 });
+
+test("Client.update and updateByName with labels and annotations write them with the spec as one version", async () => {
+  await withHarness({}, async (h) => {
+    const a = await h.things.create("a", { n: 1 }, { labels: { app: "shop", tier: "web" } });
+    const b = await h.things.update(a.id, { n: 2 }, {
+      labels: { tier: null, env: "prod" },
+      annotations: { note: "x" },
+      resourceVersion: a.resourceVersion,
+    });
+    assert.deepEqual(b.labels, { app: "shop", env: "prod" });
+    assert.deepEqual(b.annotations, { note: "x" });
+    assert.equal(b.generation, a.generation + 1);
+    const { writes } = await h.store.objectWrites.listSince(h.things.kind, {
+      after: a.resourceVersion,
+      limit: 10,
+    });
+    assert.deepEqual(writes.map((w) => w.resourceVersion), [b.resourceVersion]);
+    // The same spec with new labels: the generation stays, no pass is owed.
+    const c = await h.things.updateByName("a", { n: 2 }, { labels: { env: "dev" } });
+    assert.equal(c.generation, b.generation);
+    assert.ok(c.resourceVersion > b.resourceVersion);
+    assert.deepEqual(c.labels, { app: "shop", env: "dev" });
+    await assert.rejects(
+      h.things.update(a.id, { n: 3 }, { labels: { "bad key": "x" } }),
+      InvalidMetadataError,
+    );
+    assert.deepEqual((await h.things.get(a.id)).spec, { n: 2 });
+  });
+});

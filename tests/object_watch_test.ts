@@ -1521,6 +1521,25 @@ test("watchList resumed with a labelSelector streams what matches and reports an
   });
 });
 
+test("watchList resumed with a labelSelector reports Deleted only for an object the watcher could have seen matching", async () => {
+  await withHive(async ({ things }) => {
+    const web = await things.create("web", { n: 1 }, { labels: { app: "web" } });
+    const db = await things.create("db", { n: 2 }, { labels: { app: "db" } });
+    const from = db.resourceVersion;
+    const w = await things.watchList({ resumeFrom: from, labelSelector: "app=web" });
+    const it = iter(w);
+    // Never matching: created outside the selection, and changed while outside it.
+    await things.create("devonly", { n: 3 }, { labels: { app: "dev" } });
+    await things.update(db.id, { n: 20 });
+    // Matching at the resume point, then leaving.
+    await things.updateMetadata(web.id, { labels: { app: "old" } });
+    const marker = await things.create("marker", { n: 4 }, { labels: { app: "web" } });
+    assert.deepEqual([(await next(it)).type, web.id], ["Deleted", web.id]);
+    assert.deepEqual(brief(await next(it)), ["Added", marker.id, { n: 4 }]);
+    w.close();
+  });
+});
+
 test("watchOwnedObjects with a labelSelector holds only the owner's matching children", async () => {
   await withHive(async ({ things, others }) => {
     const owner = await others.create("owner", { n: 0 });

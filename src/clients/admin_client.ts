@@ -13,6 +13,25 @@ import { schemasOf, type StoredKind, storedKindOf } from "../model/kind.ts";
 import type { KindSchemas } from "./_write_checks.ts";
 import type { ConditionWrite, EventWrite } from "../model/object.ts";
 import type { GroupKind, ObjectId } from "../store.ts";
+import { deleteNow, type PropagationPolicy } from "../engine/_delete_now.ts";
+
+export type { PropagationPolicy } from "../engine/_delete_now.ts";
+
+/** Options of {@linkcode AdminClient.deleteNow}. */
+export interface DeleteNowOptions {
+  /** Delete only while the object is at this version. @default {undefined: any version} */
+  readonly resourceVersion?: number;
+  /**
+   * `"Orphan"` detaches the owned children, which stay; `"Background"` and
+   * `"Foreground"` delete them with the object (an owner stays until its
+   * children are gone). @default {"Background"}
+   */
+  readonly propagationPolicy?: PropagationPolicy;
+  /** Run the deletion and roll it back: the answer as it would be, nothing written. @default {false} */
+  readonly dryRun?: boolean;
+}
+
+const POLICIES: ReadonlySet<unknown> = new Set(["Background", "Foreground", "Orphan"]);
 
 /**
  * Id-keyed twins of the ControllerClient's writes, scoped to one kind (another
@@ -119,6 +138,50 @@ export class AdminClient<Status> {
   /** Removes a finalizer: how a wedged object is unstuck. @throws {WrongKindError} */
   deleteFinalizer(id: ObjectId, finalizer: string): Promise<void> {
     return attempt(() => this.#writer(id).deleteFinalizer(finalizer));
+  }
+
+  /**
+   * Deletes object `id` as the Kubernetes API server does, in one transaction:
+   * marks it, marks its owned subtree (or detaches its children under
+   * `"Orphan"`), and removes at once every marked object that no finalizer and
+   * no live claim holds, children before their owners. Resolves to whether `id`
+   * itself is gone; when it stays, it is deletion-pending and garbage
+   * collection removes it once what holds it lets go. `Client.delete` only
+   * requests deletion; this is the API's delete.
+   * @throws {TypeError} an option is malformed.
+   * @throws {NotFoundError} @throws {WrongKindError}
+   * @throws {ConflictError} the object moved on from `resourceVersion`; nothing is written.
+   */
+  deleteNow(id: ObjectId, options?: DeleteNowOptions): Promise<boolean> {
+    return attempt(() => {
+      checkId(id);
+      if (options !== undefined && (typeof options !== "object" || options === null)) {
+        throw new TypeError("Cannot delete now: options must be an object");
+      }
+      const rv = options?.resourceVersion;
+      if (rv !== undefined && (typeof rv !== "number" || !Number.isSafeInteger(rv) || rv < 1)) {
+        throw new TypeError(
+          `Cannot delete now: resourceVersion is ${String(rv)}, expected a positive safe integer`,
+        );
+      }
+      const policy = options?.propagationPolicy;
+      if (policy !== undefined && !POLICIES.has(policy)) {
+        throw new TypeError(
+          `Cannot delete now: propagationPolicy is ${
+            JSON.stringify(policy)
+          }, expected "Background", "Foreground" or "Orphan"`,
+        );
+      }
+      const dryRun = options?.dryRun ?? false;
+      if (typeof dryRun !== "boolean") {
+        throw new TypeError(`Cannot delete now: dryRun is ${typeof dryRun}, expected a boolean`);
+      }
+      return deleteNow(this.#engine, this.#engine.store, { ...this.#gk, id }, {
+        resourceVersion: rv,
+        propagationPolicy: policy,
+        dryRun,
+      });
+    });
   }
 
   /** Declares that `fromId` (this kind) depends on `toId` (any kind). @throws {WrongKindError} */

@@ -68,7 +68,7 @@ import {
 } from "../watches/event_watch.ts";
 
 /** Options of the create calls. Honoured when a row is created, ignored when one is found. */
-export interface CreateOptions {
+export interface CreateOptions extends DryRunOptions {
   /** The owner: deleting it cascades to this object. */
   readonly owner?: ObjectId;
   /** Finalizers holding the object after deletion is requested. Registered kinds only. */
@@ -126,6 +126,26 @@ export interface PreconditionOptions {
    */
   readonly resourceVersion?: number;
 }
+
+/** The option of a write that can be tried without committing it. */
+export interface DryRunOptions {
+  /**
+   * Checks the write and answers the object as it would be, then rolls it
+   * back: nothing is written, no watch sees it, no pass is owed.
+   * @default {false}
+   */
+  readonly dryRun?: boolean;
+}
+
+/**
+ * Options of `update` and `updateByName`: the precondition, label and
+ * annotation patches written with the spec as one write (JSON-merge: a string
+ * sets a key, `null` removes it, a key not named is kept), and `dryRun`.
+ */
+export interface UpdateOptions extends PreconditionOptions, MetadataUpdate, DryRunOptions {}
+
+/** Options of `updateMetadata`: the precondition and `dryRun`. */
+export interface MetadataWriteOptions extends PreconditionOptions, DryRunOptions {}
 
 /** Options of `list` and `listOwnedObjects`: relations to load, and one page. */
 export interface ListOptions extends ReadOptions {
@@ -286,6 +306,106 @@ function checkEventFilters(o: EventWatchOptions): void {
 }
 
 /** The error a decode failure surfaces as on a single read. */
+/** An update's checked options: the precondition and the metadata patches. */
+interface CheckedUpdate {
+  readonly resourceVersion: number | undefined;
+  readonly managedFields?: string;
+  readonly labels?: Readonly<Record<string, string | null>>;
+  readonly annotations?: Readonly<Record<string, string | null>>;
+}
+
+/** `options.dryRun`, checked. @throws {TypeError} not a boolean. */
+function checkDryRun(options: DryRunOptions | undefined, call: string): boolean {
+  const dryRun = options?.dryRun;
+  if (dryRun === undefined) return false;
+  if (typeof dryRun !== "boolean") {
+    throw new TypeError(
+      `Cannot ${call}: dryRun must be a boolean, current value is ${typeof dryRun}`,
+    );
+  }
+  return dryRun;
+}
+
+/**
+ * A create option the package's Kubernetes API sets and the package does not
+ * export: `finalizers` are then accepted as the API server accepts them, with
+ * no controller registered in this process (whoever set them clears them, or
+ * a write through the API does).
+ */
+export const API_FINALIZERS: unique symbol = Symbol("beehive.apiFinalizers");
+
+/**
+ * A write option the package's Kubernetes API sets and the package does not
+ * export: the object's managed fields (`metadata.managedFields`) as JSON
+ * text, written whole with the rest of the write. The library's own writes
+ * leave them as they are.
+ */
+export const API_MANAGED_FIELDS: unique symbol = Symbol("beehive.apiManagedFields");
+
+/**
+ * An update option the package's Kubernetes API sets and the package does
+ * not export: the finalizers the object is to hold, whole, written with the
+ * rest of the write (`kubectl patch` removing a finalizer). The library's
+ * own clients add and remove finalizers one by one, from a controller.
+ */
+export const API_SET_FINALIZERS: unique symbol = Symbol("beehive.apiSetFinalizers");
+
+/** {@linkcode CreateOptions} as the Kubernetes API passes them. */
+export interface ApiCreateOptions extends CreateOptions {
+  /** Accept `finalizers` with no controller registered in this process. */
+  readonly [API_FINALIZERS]?: boolean;
+  /** The managed fields to create the object with. */
+  readonly [API_MANAGED_FIELDS]?: string;
+}
+
+/** {@linkcode UpdateOptions} as the Kubernetes API passes them. */
+export interface ApiUpdateOptions extends UpdateOptions {
+  /** The managed fields the object is to hold. */
+  readonly [API_MANAGED_FIELDS]?: string;
+  /** The finalizers the object is to hold. */
+  readonly [API_SET_FINALIZERS]?: readonly string[];
+}
+
+/** {@linkcode MetadataWriteOptions} as the Kubernetes API passes them. */
+export interface ApiMetadataWriteOptions extends MetadataWriteOptions {
+  /** The managed fields the object is to hold. */
+  readonly [API_MANAGED_FIELDS]?: string;
+  /** The finalizers the object is to hold. */
+  readonly [API_SET_FINALIZERS]?: readonly string[];
+}
+
+/** The managed fields an API write carries, checked. @throws {TypeError} not a string. */
+function checkManagedFields(options: object | undefined, call: string): string | undefined {
+  const text = (options as ApiUpdateOptions | undefined)?.[API_MANAGED_FIELDS];
+  if (text !== undefined && typeof text !== "string") {
+    throw new TypeError(`Cannot ${call}: managed fields must be JSON text`);
+  }
+  return text;
+}
+
+/** Thrown inside a dry run's transaction to roll it back; never escapes {@linkcode Client}. */
+const DRY_RUN = Symbol("dry run");
+
+/**
+ * Checks the options of `update`/`updateByName`.
+ * @throws {TypeError} malformed options; {@linkcode InvalidMetadataError} a bad key or value.
+ */
+function checkUpdate(options: UpdateOptions | undefined, call: string): CheckedUpdate {
+  const resourceVersion = checkPrecondition(options, call);
+  const managedFields = checkManagedFields(options, call);
+  const managed = managedFields === undefined ? {} : { managedFields };
+  if (options?.labels === undefined && options?.annotations === undefined) {
+    return { resourceVersion, ...managed };
+  }
+  const patch = checkMetadataUpdate(options, call);
+  return {
+    resourceVersion,
+    ...managed,
+    ...(patch.labels === undefined ? {} : { labels: patch.labels }),
+    ...(patch.annotations === undefined ? {} : { annotations: patch.annotations }),
+  };
+}
+
 export function undecodable(raw: RawObject, error: unknown): StoreError {
   return new StoreError(
     `Cannot decode ${kindName(raw)} "${raw.name}" (id ${raw.id}): ${
@@ -344,6 +464,8 @@ interface CheckedCreate {
   readonly annotations: Labels;
   /** The namespace the object is created in (`""` for a cluster-scoped kind). */
   readonly namespace: string;
+  readonly dryRun: boolean;
+  readonly managedFields: string | undefined;
 }
 
 /**
@@ -558,7 +680,10 @@ export class Client<Spec, Status> {
           "Cannot use option finalizers: expected an array of non-empty strings, well-formed UTF-16 without NUL",
         );
       }
-      if (o.finalizers.length > 0 && this.#engine.registration(this.#gk) === undefined) {
+      if (
+        o.finalizers.length > 0 && this.#engine.registration(this.#gk) === undefined &&
+        (o as ApiCreateOptions)[API_FINALIZERS] !== true
+      ) {
         throw new InvalidOptionError(
           `Cannot use option finalizers on ${
             kindName(this.#gk)
@@ -570,6 +695,8 @@ export class Client<Spec, Status> {
     }
     const labels = checkMetadata(o.labels, "labels");
     const annotations = checkMetadata(o.annotations, "annotations");
+    const dryRun = checkDryRun(o, "create");
+    const managedFields = checkManagedFields(o, "create");
     // Both are most often known at once: awaited only when they are not.
     const scope = this.#nameScope("create");
     const namespace = typeof scope === "string" ? scope : await scope;
@@ -584,7 +711,47 @@ export class Client<Spec, Status> {
       labels,
       annotations,
       namespace,
+      dryRun,
+      managedFields,
     };
+  }
+
+  /**
+   * The whole finalizer list an API write sets, checked as a create's
+   * `finalizers` are; `{}` when it sets none.
+   * @throws {InvalidOptionError} a malformed finalizer, or more than `limits.finalizersPerObject`.
+   */
+  #setFinalizers(options: object | undefined): { finalizers?: string[] } {
+    const list = (options as ApiUpdateOptions | undefined)?.[API_SET_FINALIZERS];
+    if (list === undefined) return {};
+    if (
+      !Array.isArray(list) ||
+      !list.every((f) => typeof f === "string" && f !== "" && isStorableText(f))
+    ) {
+      throw new InvalidOptionError(
+        "Cannot use finalizers: expected an array of non-empty strings, well-formed UTF-16 without NUL",
+      );
+    }
+    checkFinalizerBounds(list, this.#engine.options.limits);
+    return { finalizers: [...list] };
+  }
+
+  /**
+   * Runs `fn` in a transaction; under `dryRun`, rolls it back once `fn` has
+   * answered (its after-commit hooks then never run) and resolves to that answer.
+   */
+  async #commit<T>(dryRun: boolean, fn: (tx: Store) => Promise<T>): Promise<T> {
+    if (!dryRun) return await this.#store.within(fn);
+    let answer: T | undefined;
+    try {
+      await this.#store.within(async (tx) => {
+        answer = await fn(tx);
+        throw DRY_RUN;
+      });
+    } catch (error) {
+      if (error !== DRY_RUN) throw error;
+    }
+    return answer as T;
   }
 
   /**
@@ -605,6 +772,7 @@ export class Client<Spec, Status> {
       finalizers: c.finalizers,
       labels: c.labels,
       annotations: c.annotations,
+      ...(c.managedFields === undefined ? {} : { managedFields: c.managedFields }),
     });
     if (c.owner !== undefined) {
       const edge = await tx.edges.add({ fromId: raw.id, toId: c.owner, relation: "owned_by" });
@@ -641,10 +809,10 @@ export class Client<Spec, Status> {
       const c = await this.#checkCreate(name, spec, options);
       // With no owner edge and no hook of the caller's, the row is one store write, atomic on
       // its own: no transaction around it.
-      if (c.owner === undefined && c.onCreate === undefined) {
+      if (c.owner === undefined && c.onCreate === undefined && !c.dryRun) {
         return await this.#insert(this.#store, name, c);
       }
-      return this.#store.within((tx) => this.#insert(tx, name, c));
+      return await this.#commit(c.dryRun, (tx) => this.#insert(tx, name, c));
     });
   }
 
@@ -666,7 +834,7 @@ export class Client<Spec, Status> {
   ): Promise<CreateResult<Spec, Status>> {
     return attempt(async () => {
       const c = await this.#checkCreate(name, spec, options);
-      return this.#store.within(async (tx) => {
+      return this.#commit(c.dryRun, async (tx) => {
         try {
           const raw = await tx.objects.getByName({ ...this.#gk, name, namespace: c.namespace });
           return { object: this.#decode(raw), created: false };
@@ -696,23 +864,19 @@ export class Client<Spec, Status> {
   ): Promise<CreateResult<Spec, Status>> {
     return attempt(async () => {
       const c = await this.#checkCreate(name, spec, options);
-      return this.#store.within(async (tx) => {
+      return this.#commit(c.dryRun, async (tx) => {
         try {
           const r = await tx.objects.updateSpecByName(
             { ...this.#gk, name, namespace: c.namespace },
-            { spec: c.text, specVersion: this.#engine.codec(this.#gk).specVersion },
+            {
+              spec: c.text,
+              specVersion: this.#engine.codec(this.#gk).specVersion,
+              ...(c.labels === NO_LABELS ? {} : { labels: c.labels }),
+              ...(c.annotations === NO_LABELS ? {} : { annotations: c.annotations }),
+            },
           );
-          let raw = r.object;
-          if (r.changed) this.#pushSelf(tx, raw.id);
-          if (c.labels !== NO_LABELS || c.annotations !== NO_LABELS) {
-            const m = await tx.objects.updateMetadata(this.#ref(raw.id), {
-              labels: c.labels,
-              annotations: c.annotations,
-            });
-            if (m.changed && !r.changed) this.#wakeWatchers(tx, raw.id);
-            raw = m.object;
-          }
-          return { object: this.#decode(raw), created: false };
+          this.#written(tx, r.object.id, r);
+          return { object: this.#decode(r.object), created: false };
         } catch (error) {
           if (!(error instanceof NotFoundError)) throw error;
         }
@@ -736,7 +900,8 @@ export class Client<Spec, Status> {
   }
 
   /**
-   * Replaces the spec of object `id`. A byte-identical spec writes nothing.
+   * Replaces the spec of object `id`, and with `labels`/`annotations` patches
+   * those in the same write. A byte-identical spec writes nothing.
    * With `resourceVersion`, writes only if the object is still at that
    * version (checked inside the write transaction).
    * @throws {NotFoundError} `id` holds no object of this kind.
@@ -745,23 +910,27 @@ export class Client<Spec, Status> {
    * @throws {InvalidSpecError} the kind's spec schema refused `spec`.
    * @throws {TooLargeError} the spec's JSON is above `limits.objectBytes`.
    * @throws {TypeError} `spec` is not JSON-encodable (or holds a non-finite number), or `id` is malformed.
+   * @throws {InvalidMetadataError} a label or annotation in the options breaks Kubernetes' rules; nothing is written.
    */
   update(
     id: ObjectId,
     spec: Spec,
-    options?: PreconditionOptions,
+    options?: UpdateOptions,
   ): Promise<BeehiveObject<Spec, Status>> {
     return attempt(async () => {
       checkId(id);
-      const resourceVersion = checkPrecondition(options, "update");
+      const write = { ...checkUpdate(options, "update"), ...this.#setFinalizers(options) };
+      const dryRun = checkDryRun(options, "update");
       const prepared = this.#prepareSpec(spec);
       const text = typeof prepared === "string" ? prepared : await prepared;
       // Nothing after the write can refuse it with no namespace to check and no status
       // conversion (the spec is this client's own, at the codec's version): one write then.
-      if (this.#namespace === undefined && this.#engine.codec(this.#gk).statusVersion === 0) {
-        return await this.#updateSpec(this.#store, id, text, resourceVersion);
+      if (
+        this.#namespace === undefined && this.#engine.codec(this.#gk).statusVersion === 0 && !dryRun
+      ) {
+        return await this.#updateSpec(this.#store, id, text, write);
       }
-      return this.#store.within((tx) => this.#updateSpec(tx, id, text, resourceVersion));
+      return await this.#commit(dryRun, (tx) => this.#updateSpec(tx, id, text, write));
     });
   }
 
@@ -770,14 +939,14 @@ export class Client<Spec, Status> {
     tx: Store,
     id: ObjectId,
     text: string,
-    resourceVersion: number | undefined,
+    write: CheckedUpdate,
   ): Promise<BeehiveObject<Spec, Status>> {
     let r;
     try {
       r = await tx.objects.updateSpec(this.#ref(id), {
         spec: text,
         specVersion: this.#engine.codec(this.#gk).specVersion,
-        resourceVersion,
+        ...write,
       });
     } catch (error) {
       throw this.#hideWrongKind(error, id);
@@ -785,8 +954,14 @@ export class Client<Spec, Status> {
     // A namespace never changes: a write outside it is refused and rolled back.
     this.#inNamespace(r.object);
     const object = this.#decode(r.object);
-    if (r.changed) this.#pushSelf(tx, id);
+    this.#written(tx, id, r);
     return object;
+  }
+
+  /** After a spec write: a changed spec owes a pass, changed metadata only wakes watchers. */
+  #written(tx: Store, id: ObjectId, r: { changed: boolean; specChanged: boolean }): void {
+    if (r.specChanged) this.#pushSelf(tx, id);
+    else if (r.changed) this.#wakeWatchers(tx, id);
   }
 
   /**
@@ -797,25 +972,27 @@ export class Client<Spec, Status> {
    * @throws {DeletionPendingError} its deletion is pending.
    * @throws {InvalidSpecError} the kind's spec schema refused `spec`.
    * @throws {TooLargeError} the spec's JSON is above `limits.objectBytes`.
+   * @throws {InvalidMetadataError} a label or annotation in the options breaks Kubernetes' rules; nothing is written.
    */
   updateByName(
     name: string,
     spec: Spec,
-    options?: PreconditionOptions,
+    options?: UpdateOptions,
   ): Promise<BeehiveObject<Spec, Status>> {
     return attempt(async () => {
       checkName(name);
-      const resourceVersion = checkPrecondition(options, "update by name");
+      const write = { ...checkUpdate(options, "update by name"), ...this.#setFinalizers(options) };
+      const dryRun = checkDryRun(options, "update by name");
       const namespace = await this.#nameScope("update");
       const text = await this.#prepareSpec(spec);
-      return this.#store.within(async (tx) => {
+      return await this.#commit(dryRun, async (tx) => {
         const r = await tx.objects.updateSpecByName({ ...this.#gk, name, namespace }, {
           spec: text,
           specVersion: this.#engine.codec(this.#gk).specVersion,
-          resourceVersion,
+          ...write,
         });
         const object = this.#decode(r.object);
-        if (r.changed) this.#pushSelf(tx, r.object.id);
+        this.#written(tx, r.object.id, r);
         return object;
       });
     });
@@ -836,13 +1013,19 @@ export class Client<Spec, Status> {
   updateMetadata(
     id: ObjectId,
     update: MetadataUpdate,
-    options?: PreconditionOptions,
+    options?: MetadataWriteOptions,
   ): Promise<BeehiveObject<Spec, Status>> {
     return attempt(() => {
       checkId(id);
       const resourceVersion = checkPrecondition(options, "update metadata");
-      const patch = checkMetadataUpdate(update, "update metadata");
-      return this.#store.within(async (tx) => {
+      const dryRun = checkDryRun(options, "update metadata");
+      const managedFields = checkManagedFields(options, "update metadata");
+      const patch = {
+        ...checkMetadataUpdate(update, "update metadata"),
+        ...(managedFields === undefined ? {} : { managedFields }),
+        ...this.#setFinalizers(options),
+      };
+      return this.#commit(dryRun, async (tx) => {
         let r;
         try {
           r = await tx.objects.updateMetadata(this.#ref(id), { ...patch, resourceVersion });
@@ -1004,22 +1187,30 @@ export class Client<Spec, Status> {
   /**
    * Requests deletion of object `id`: sets `deletionRequestedAt`; the row stays
    * readable until its finalizers clear and nothing points at it. Idempotent.
-   * With `resourceVersion`, marks only if the object is still at that version.
+   * With `resourceVersion`, marks only if the object is still at that version;
+   * with `dryRun`, checks the request and marks nothing.
    * @throws {NotFoundError} `id` holds no object of this kind.
    * @throws {ConflictError} the object has moved on from `resourceVersion`; nothing is written.
    */
-  delete(id: ObjectId, options?: PreconditionOptions): Promise<undefined> {
+  delete(id: ObjectId, options?: MetadataWriteOptions): Promise<undefined> {
     return attempt(async () => {
       checkId(id);
       const resourceVersion = checkPrecondition(options, "delete");
+      const dryRun = checkDryRun(options, "delete");
       try {
         await this.#assertInNamespace(id);
+        const mark = (tx: Store) =>
+          tx.deletionRequests.create(
+            this.#ref(id),
+            resourceVersion === undefined ? undefined : { resourceVersion },
+          );
+        if (dryRun) {
+          await this.#commit(true, mark);
+          return undefined;
+        }
         // The mark commits on its own (or joins the caller's transaction), so the
         // idempotent answers need no write lock: the store probes without one.
-        const r = await this.#store.deletionRequests.create(
-          this.#ref(id),
-          resourceVersion === undefined ? undefined : { resourceVersion },
-        );
+        const r = await mark(this.#store);
         if (r.marked) this.#afterMark(id, r.unblocked);
       } catch (error) {
         throw this.#hideWrongKind(error, id);

@@ -6,7 +6,26 @@
  * @module
  */
 import { type Engine, kindKey } from "./_engine.ts";
-import type { ObjectId, ObjectRef, Store } from "../store.ts";
+import type { ObjectId, ObjectRef, RawObjectMeta, Store } from "../store.ts";
+
+/**
+ * Removes the deletion-pending row `meta` describes through `tx` when it is
+ * free (no finalizers, nothing with a live claim pointing at it): resolves to
+ * the owners it was pointing at, or `undefined` when it stays.
+ */
+export async function removeIfFree(
+  tx: Store,
+  meta: RawObjectMeta,
+): Promise<ObjectRef[] | undefined> {
+  if (meta.finalizers.length > 0) return undefined;
+  // Mutually dependent deleting objects would otherwise block each other forever.
+  await tx.edges.deleteFinalizingDependsOn(meta.id);
+  if (await tx.edges.hasIncoming(meta.id)) return undefined;
+  // Read before the delete: the row's owned_by edges go with it.
+  const ownedBy = await tx.edges.listOutgoing(meta.id, "owned_by");
+  await tx.objects.delete(meta.id);
+  return ownedBy;
+}
 
 /**
  * Runs one collection step for `id` in one transaction through `store` (the
@@ -31,13 +50,8 @@ export function collect(engine: Engine, store: Store, id: ObjectId): Promise<boo
         pushes.forEach((r) => engine.pushNow(r));
       });
     }
-    if (meta.finalizers.length > 0) return false;
-    // Mutually dependent deleting objects would otherwise block each other forever.
-    await tx.edges.deleteFinalizingDependsOn(id);
-    if (await tx.edges.hasIncoming(id)) return false;
-    // Read before the delete: the row's owned_by edges go with it.
-    const ownedBy = await tx.edges.listOutgoing(id, "owned_by");
-    await tx.objects.delete(id);
+    const ownedBy = await removeIfFree(tx, meta);
+    if (ownedBy === undefined) return false;
     const owners: ObjectRef[] = [];
     for (const owner of ownedBy) {
       // Only a deleting owner is waiting on this row; pushing a live one would spin. And

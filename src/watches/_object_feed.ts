@@ -63,11 +63,18 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> implements 
   #retry = 0;
   /**
    * With a selector: the ids in the consumer's view (the snapshot's, then as
-   * delivered). `undefined` on a resume, whose view is unknown.
+   * delivered; on a resume, those matching when the stream opened, then as delivered).
    */
   #selected: Set<ObjectId> | undefined;
   /** With a selector on a resume: the ids delivered as leaving (or never entering) the view. */
   #outside: Set<ObjectId> | undefined;
+  /**
+   * With a selector on a resume: the position the stream opened at. An object
+   * changed at or below it may have matched at the resume point (its state there
+   * is gone), so leaving is reported; one first changed above it matched at the
+   * resume point only if it matched when the stream opened.
+   */
+  #openedAt = 0;
 
   constructor(engine: Engine, gk: GroupKind, scope: FeedScope, load: readonly LoadKey[]) {
     super();
@@ -97,13 +104,28 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> implements 
   }
 
   /**
-   * Sets a selector watch's starting view: the snapshot's ids, or `undefined`
-   * on a resume (an object the stream has not reported is then treated as
-   * possibly in view: leaving is reported as `"Deleted"`).
+   * Sets a selector watch's starting view: the snapshot's ids; on a resume
+   * (`openedAt` given), the ids matching when the stream opened at position
+   * `openedAt`, whose state is the resume point's for every object not
+   * changed since. Leaving the selection is then reported as `"Deleted"` only
+   * for an object the consumer could have seen matching.
    */
-  seedSelection(ids: readonly ObjectId[] | undefined): void {
-    if (ids === undefined) this.#outside = new Set();
-    else this.#selected = new Set(ids);
+  seedSelection(ids: readonly ObjectId[], openedAt?: number): void {
+    this.#selected = new Set(ids);
+    if (openedAt !== undefined) {
+      this.#outside = new Set();
+      this.#openedAt = openedAt;
+    }
+  }
+
+  /** Whether change `c` finds its object in the consumer's view. */
+  #inView(c: ObjectChange<unknown, unknown>): boolean {
+    if (this.#selected!.has(c.id)) return true;
+    const outside = this.#outside;
+    if (outside === undefined || outside.has(c.id)) return false;
+    // Changed between the resume point and the stream's opening: its state at the resume point
+    // is unknown, so it may have matched — unless this change created it.
+    return c.resourceVersion <= this.#openedAt && c.type !== "Added";
   }
 
   /**
@@ -120,17 +142,15 @@ export class ObjectFeed extends Feed<ObjectChange<unknown, unknown>> implements 
     if (selector === undefined) return scoped;
     const out: ObjectChange<unknown, unknown>[] = [];
     for (const c of scoped) {
-      const inView = this.#selected !== undefined
-        ? this.#selected.has(c.id)
-        : !this.#outside!.has(c.id);
+      const inView = this.#inView(c);
       const matches = c.type !== "Deleted" && c.object !== undefined &&
         matchesLabels(selector, c.object.labels);
       if (matches) {
-        this.#selected?.add(c.id);
+        this.#selected!.add(c.id);
         this.#outside?.delete(c.id);
         out.push(inView || c.type === "Added" ? c : Object.freeze({ ...c, type: "Added" }));
       } else {
-        this.#selected?.delete(c.id);
+        this.#selected!.delete(c.id);
         this.#outside?.add(c.id);
         if (inView) out.push(c.type === "Deleted" ? c : Object.freeze({ ...c, type: "Deleted" }));
       }

@@ -131,7 +131,11 @@ export async function openObjectWatch(o: OpenWatch): Promise<{
   }
   try {
     if (o.resumeFrom !== undefined) {
-      if (o.scope.selector !== undefined) feed.seedSelection(undefined);
+      if (o.scope.selector !== undefined) {
+        // What matches now, and as of when: the resume point's view for every object not changed since.
+        const now = await o.snapshot();
+        feed.seedSelection(now.items.map((r) => r.id), now.resourceVersion);
+      }
       feed.resume(o.resumeFrom);
       finish(o, feed);
       return { feed, objects: [], resourceVersion: o.resumeFrom };

@@ -236,10 +236,13 @@ export class SqlObjects implements Objects {
       const specVersion = checkSchemaVersion(input.specVersion, "specVersion");
       const finalizerList = checkFinalizers(input.finalizers);
       const finalizers = JSON.stringify(finalizerList);
+      const managedFields = input.managedFields ?? "[]";
+      checkJsonText(managedFields, "managedFields");
       const meta = {
         labels: checkMetadata(input.labels, "labels"),
         annotations: checkMetadata(input.annotations, "annotations"),
         namespace,
+        managedFields,
       };
       const d = this.#s.dialect;
       return this.#s.write((scope) =>
@@ -358,8 +361,19 @@ export class SqlObjects implements Objects {
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
-      const viewer = this.#s.viewer;
-      return this.#s.write((scope) => updateSpecBody(scope, ref, input, version, expected, viewer));
+      const patch = checkMetadataUpdate(input, "update spec");
+      const managedFields = checkManagedFields(input.managedFields);
+      const finalizers = checkFinalizerList(input.finalizers);
+      const w: SpecWrite = {
+        d: this.#s.dialect,
+        viewer: this.#s.viewer,
+        version,
+        expected,
+        patch,
+        managedFields,
+        finalizers,
+      };
+      return this.#s.write((scope) => updateSpecBody(scope, ref, input.spec, w));
     });
   }
 
@@ -372,10 +386,19 @@ export class SqlObjects implements Objects {
       checkJsonText(input?.spec, "spec");
       const version = checkSchemaVersion(input.specVersion, "specVersion");
       const expected = checkPrecondition(input.resourceVersion);
-      const viewer = this.#s.viewer;
-      return this.#s.write((scope) =>
-        updateSpecByNameBody(scope, ref, namespace, input, version, expected, viewer)
-      );
+      const patch = checkMetadataUpdate(input, "update spec");
+      const managedFields = checkManagedFields(input.managedFields);
+      const finalizers = checkFinalizerList(input.finalizers);
+      const w: SpecWrite = {
+        d: this.#s.dialect,
+        viewer: this.#s.viewer,
+        version,
+        expected,
+        patch,
+        managedFields,
+        finalizers,
+      };
+      return this.#s.write((scope) => updateSpecByNameBody(scope, ref, namespace, input.spec, w));
     });
   }
 
@@ -385,7 +408,11 @@ export class SqlObjects implements Objects {
   ): Promise<ObjectsUpdateMetadataResult> {
     return rejectWith(() => {
       checkRef(ref);
-      const patch = checkMetadataUpdate(input, "update metadata");
+      const patch = {
+        ...checkMetadataUpdate(input, "update metadata"),
+        managedFields: checkManagedFields(input.managedFields),
+        finalizers: checkFinalizerList(input.finalizers),
+      };
       const expected = checkPrecondition(input.resourceVersion);
       const d = this.#s.dialect;
       const viewer = this.#s.viewer;
@@ -466,17 +493,46 @@ export class SqlObjects implements Objects {
   }
 }
 
+/** What a spec write carries beside the row and the spec: checked before the write. */
+interface SpecWrite {
+  readonly d: Dialect;
+  readonly viewer: Viewer;
+  /** The incoming schema version. */
+  readonly version: number;
+  readonly expected: number | undefined;
+  readonly patch: { labels: MetadataPatch | undefined; annotations: MetadataPatch | undefined };
+  /** The managed fields to hold, whole; `undefined` keeps them. */
+  readonly managedFields: string | undefined;
+  /** The finalizers to hold, whole; `undefined` keeps them. */
+  readonly finalizers: string[] | undefined;
+}
+
+/** `finalizers` of a write: checked and deduplicated, or `undefined`. @throws {InvalidOptionError} */
+function checkFinalizerList(list: unknown): string[] | undefined {
+  return list === undefined ? undefined : checkFinalizers(list);
+}
+
+/** Whether two finalizer lists hold the same names in the same order. */
+function sameFinalizers(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((f, i) => f === b[i]);
+}
+
+/** `managedFields` of a write: JSON text, or `undefined`. @throws {TypeError} */
+function checkManagedFields(text: unknown): string | undefined {
+  if (text === undefined) return undefined;
+  checkJsonText(text, "managedFields");
+  return text;
+}
+
 /** The spec update both spellings of `updateSpec` share, on the stored row. */
 function* updateSpec(
   scope: WriteScope,
-  viewer: Viewer,
   stored: RawObjectMeta,
   spec: string,
-  incoming: number,
-  expected: number | undefined,
+  w: SpecWrite,
 ): Q<ObjectsUpdateSpecResult> {
   // The order is contractual: precondition, deletion mark, version stamp, byte compare.
-  assertVersion(stored.id, stored.resourceVersion, expected);
+  assertVersion(stored.id, stored.resourceVersion, w.expected);
   if (stored.deletionRequestedAt !== undefined) {
     throw new DeletionPendingError(
       `Cannot update the spec of ${kindOf(stored)} ${
@@ -484,36 +540,99 @@ function* updateSpec(
       } (id ${stored.id}): its deletion is pending`,
     );
   }
-  const version = stampVersion(stored.specVersion, incoming, "spec", stored.id);
-  if (version === stored.specVersion && spec === stored.spec) {
+  const version = stampVersion(stored.specVersion, w.version, "spec", stored.id);
+  const labels = mergeMetadata(stored.labels, w.patch.labels, "labels");
+  const annotations = mergeMetadata(stored.annotations, w.patch.annotations, "annotations");
+  const specSame = version === stored.specVersion && spec === stored.spec;
+  const managedFields = w.managedFields ?? stored.managedFields;
+  const finalizers = w.finalizers ?? stored.finalizers;
+  const metadataSame = sameMetadata(labels, stored.labels) &&
+    sameMetadata(annotations, stored.annotations) && managedFields === stored.managedFields &&
+    sameFinalizers(finalizers, stored.finalizers);
+  if (specSame && metadataSame) {
     return {
-      object: { ...stored, conditions: yield* readConditions(stored.id, viewer) },
+      object: { ...stored, conditions: yield* readConditions(stored.id, w.viewer) },
       changed: false,
+      specChanged: false,
     };
   }
   const rv = scope.draw();
-  yield* q.run(
-    `UPDATE objects SET spec = ?, spec_version = ?, generation = ?, resource_version = ?,
-       updated_at = ?
-     WHERE id = ?`,
-    spec,
-    version,
-    stored.generation + 1,
-    rv,
-    scope.now,
-    stored.id,
-  );
+  const generation = specSame ? stored.generation : stored.generation + 1;
+  if (!specSame) {
+    yield* q.run(
+      `UPDATE objects SET spec = ?, spec_version = ?, generation = ?, resource_version = ?,
+         updated_at = ?
+       WHERE id = ?`,
+      spec,
+      version,
+      generation,
+      rv,
+      scope.now,
+      stored.id,
+    );
+  }
+  if (!metadataSame) {
+    yield* writeMetadata(
+      scope,
+      w.d,
+      stored,
+      { labels, annotations, managedFields, finalizers },
+      rv,
+    );
+  }
   const object: RawObject = {
     ...stored,
     spec,
     specVersion: version,
-    generation: stored.generation + 1,
+    generation,
     resourceVersion: rv,
     updatedAt: new Date(scope.now),
-    conditions: yield* readConditions(stored.id, viewer),
+    labels,
+    annotations,
+    managedFields,
+    finalizers: [...finalizers],
+    conditions: yield* readConditions(stored.id, w.viewer),
   };
   yield* appendWrite(scope, rv, stored, "update", object);
-  return { object, changed: true };
+  return { object, changed: true, specChanged: !specSame };
+}
+
+/**
+ * Writes merged labels and annotations over the stored row at version `rv`,
+ * moving the row to its new label set when the labels changed.
+ */
+function* writeMetadata(
+  scope: WriteScope,
+  d: Dialect,
+  stored: RawObjectMeta,
+  merged: {
+    labels: Labels;
+    annotations: Labels;
+    managedFields: string;
+    finalizers: readonly string[];
+  },
+  rv: number,
+): Q<void> {
+  const { labels, annotations, managedFields, finalizers } = merged;
+  yield* q.run(
+    `UPDATE objects SET labels = ?, annotations = ?, managed_fields = ?, finalizers = ?,
+       resource_version = ?, updated_at = ?
+     WHERE id = ?`,
+    JSON.stringify(labels),
+    JSON.stringify(annotations),
+    managedFields,
+    JSON.stringify(finalizers),
+    rv,
+    scope.now,
+    stored.id,
+  );
+  if (!sameMetadata(labels, stored.labels)) {
+    const ref: ObjectRef = { group: stored.group, kind: stored.kind, id: stored.id };
+    const before = yield* storedLabelSet(stored.id);
+    const after = yield* labelSetOf(d, ref, labels, rv);
+    yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", after, stored.id);
+    if (before !== after) yield* releaseLabelSet(d, ref, before, stored.labels);
+  }
 }
 
 function* readMetaByName(ref: ObjectNameRef, namespace: string): Q<RawObjectMeta> {
@@ -537,10 +656,10 @@ function* createBody(
   specVersion: number,
   finalizerList: string[],
   finalizers: string,
-  meta: { labels: Labels; annotations: Labels; namespace: string },
+  meta: { labels: Labels; annotations: Labels; namespace: string; managedFields: string },
 ): Q<RawObject> {
   const { group, kind } = gk;
-  const { labels, annotations, namespace } = meta;
+  const { labels, annotations, namespace, managedFields } = meta;
   const labelsText = labels === NO_LABELS ? "{}" : JSON.stringify(labels);
   const annotationsText = annotations === NO_LABELS ? "{}" : JSON.stringify(annotations);
   const now = scope.now;
@@ -593,6 +712,9 @@ function* createBody(
     if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, namespace, error);
     throw error;
   }
+  if (managedFields !== "[]") {
+    yield* q.run("UPDATE objects SET managed_fields = ? WHERE id = ?", managedFields, id);
+  }
   // The row is what was just inserted, with the columns' defaults.
   const object: RawObject = {
     id,
@@ -615,6 +737,7 @@ function* createBody(
     labels,
     annotations,
     namespace,
+    managedFields,
     conditions: [],
   };
   if (logged) journalWrite(scope, rv, object, "create", object);
@@ -772,38 +895,32 @@ function* namespacesBody(sql: string, gk: GroupKind) {
   return rows.map((r) => String(r[0])).sort((a, b) => a < b ? -1 : a > b ? 1 : 0);
 }
 
-function* updateSpecBody(
-  scope: WriteScope,
-  ref: ObjectRef,
-  input: ObjectsUpdateSpecInput,
-  version: number,
-  expected: number | undefined,
-  viewer: Viewer,
-) {
+function* updateSpecBody(scope: WriteScope, ref: ObjectRef, spec: string, w: SpecWrite) {
   const row = yield* q.row(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE id = ?`, ref.id);
   assertKind(ref, row && { group: row[1], kind: row[2] });
-  const meta = decodeMeta(row!);
-  return yield* updateSpec(scope, viewer, meta, input.spec, version, expected);
+  return yield* updateSpec(scope, decodeMeta(row!), spec, w);
 }
 
 function* updateSpecByNameBody(
   scope: WriteScope,
   ref: ObjectNameRef,
   namespace: string,
-  input: ObjectsUpdateSpecInput,
-  version: number,
-  expected: number | undefined,
-  viewer: Viewer,
+  spec: string,
+  w: SpecWrite,
 ) {
-  const meta = yield* readMetaByName(ref, namespace);
-  return yield* updateSpec(scope, viewer, meta, input.spec, version, expected);
+  return yield* updateSpec(scope, yield* readMetaByName(ref, namespace), spec, w);
 }
 
 function* updateMetadataBody(
   scope: WriteScope,
   d: Dialect,
   ref: ObjectRef,
-  patch: { labels: MetadataPatch | undefined; annotations: MetadataPatch | undefined },
+  patch: {
+    labels: MetadataPatch | undefined;
+    annotations: MetadataPatch | undefined;
+    managedFields: string | undefined;
+    finalizers: string[] | undefined;
+  },
   expected: number | undefined,
   viewer: Viewer,
 ): Q<ObjectsUpdateMetadataResult> {
@@ -813,33 +930,25 @@ function* updateMetadataBody(
   assertVersion(stored.id, stored.resourceVersion, expected);
   const labels = mergeMetadata(stored.labels, patch.labels, "labels");
   const annotations = mergeMetadata(stored.annotations, patch.annotations, "annotations");
-  const labelsSame = sameMetadata(labels, stored.labels);
-  if (labelsSame && sameMetadata(annotations, stored.annotations)) {
+  const managedFields = patch.managedFields ?? stored.managedFields;
+  const finalizers = patch.finalizers ?? stored.finalizers;
+  if (
+    sameMetadata(labels, stored.labels) && sameMetadata(annotations, stored.annotations) &&
+    managedFields === stored.managedFields && sameFinalizers(finalizers, stored.finalizers)
+  ) {
     return {
       object: { ...stored, conditions: yield* readConditions(stored.id, viewer) },
       changed: false,
     };
   }
   const rv = scope.draw();
-  yield* q.run(
-    `UPDATE objects SET labels = ?, annotations = ?, resource_version = ?, updated_at = ?
-     WHERE id = ?`,
-    JSON.stringify(labels),
-    JSON.stringify(annotations),
-    rv,
-    scope.now,
-    stored.id,
-  );
-  if (!labelsSame) {
-    const before = yield* storedLabelSet(stored.id);
-    const after = yield* labelSetOf(d, ref, labels, rv);
-    yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", after, stored.id);
-    if (before !== after) yield* releaseLabelSet(d, ref, before, stored.labels);
-  }
+  yield* writeMetadata(scope, d, stored, { labels, annotations, managedFields, finalizers }, rv);
   const object: RawObject = {
     ...stored,
     labels,
     annotations,
+    managedFields,
+    finalizers: [...finalizers],
     resourceVersion: rv,
     updatedAt: new Date(scope.now),
     conditions: yield* readConditions(stored.id, viewer),

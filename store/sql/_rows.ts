@@ -17,10 +17,11 @@ export type RowArray = unknown[];
 /** The object columns every full-row read selects, in decode order. */
 export const OBJECT_COLUMNS = `id, "group", kind, name, spec, status, spec_version,
   status_version, generation, observed_generation, observed_at, resource_version,
-  deletion_requested_at, reconcile_owed, finalizers, created_at, updated_at, labels, annotations, namespace`;
+  deletion_requested_at, reconcile_owed, finalizers, created_at, updated_at, labels, annotations, namespace,
+  managed_fields`;
 
 /** How many columns {@linkcode OBJECT_COLUMNS} selects: a read's extra columns follow them. */
-export const OBJECT_COLUMN_COUNT = 20;
+export const OBJECT_COLUMN_COUNT = 21;
 
 /** Decodes an objects row (an array in OBJECT_COLUMNS order, or an object). @throws {StoreError} the finalizers column is not a JSON string array. */
 export function decodeMeta(row: Row | RowArray): RawObjectMeta {
@@ -45,6 +46,7 @@ export function decodeMeta(row: Row | RowArray): RawObjectMeta {
     row.labels,
     row.annotations,
     row.namespace,
+    row.managed_fields,
   ];
   const id = Number(r[0]);
   return {
@@ -68,6 +70,7 @@ export function decodeMeta(row: Row | RowArray): RawObjectMeta {
     labels: r[17] === "{}" ? NO_LABELS : decodeLabels(r[17], id, "labels"),
     annotations: r[18] === "{}" ? NO_LABELS : decodeLabels(r[18], id, "annotations"),
     namespace: r[19] as string,
+    managedFields: r[20] === undefined || r[20] === null ? "[]" : String(r[20]),
   };
 }
 

@@ -328,6 +328,11 @@ const labelSetEntries = table(`label_set_entries
   PRIMARY KEY ("group", kind, key, value, set_id)`);
 const labelSetColumn = columns("label_set int64")[0];
 
+// Managed fields (docs/adr/2026-12-07-managed-fields.md): the Kubernetes API's
+// record of which manager set which fields, kept whole with the row as JSON text
+// the store never reads. Existing rows read as having none.
+const managedFieldsColumn = columns(`managed_fields json NOT NULL DEFAULT '[]'`)[0];
+
 /**
  * What each migration writes alike in every dialect, in the dialect's DDL: a
  * dialect's migration is this part and its own.
@@ -355,6 +360,8 @@ export function sharedMigrations(ddl: Ddl): {
   readonly labelSetsNumbered: string;
   /** Migration 11: a timed lease's duration. */
   readonly leaseDurations: string;
+  /** Migration 12: the managed fields column. */
+  readonly managedFields: string;
 } {
   const create = (t: Table) => createTable(t, ddl.types, ddl.tableOptions?.(t));
   const add = (to: string, c: Column) => addColumn(to, c, ddl.types);
@@ -377,5 +384,6 @@ export function sharedMigrations(ddl: Ddl): {
   SELECT "group", kind, labels, 1 - ROW_NUMBER() OVER (ORDER BY "group", kind, labels)
   FROM (SELECT DISTINCT "group", kind, labels FROM labelled) AS distinct_sets;`,
     leaseDurations: add("leases", leaseDuration),
+    managedFields: add("objects", managedFieldsColumn),
   };
 }

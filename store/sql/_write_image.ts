@@ -50,6 +50,7 @@ export function encodeImage(object: RawObject): string {
     labels: object.labels,
     annotations: object.annotations,
     namespace: object.namespace,
+    ...(object.managedFields === "[]" ? {} : { managedFields: object.managedFields }),
   });
 }
 
@@ -87,6 +88,8 @@ interface ImageJson {
   annotations?: Record<string, string>;
   /** Absent in images written before namespaces existed. */
   namespace?: string;
+  /** Absent when none, and in images written before managed fields existed. */
+  managedFields?: string;
 }
 
 function frozen(map: Record<string, string> | undefined): Labels {
@@ -134,6 +137,7 @@ export function decodeImage(text: unknown, rv: number): RawObject {
       labels: frozen(j.labels),
       annotations: frozen(j.annotations),
       namespace: j.namespace ?? "",
+      managedFields: j.managedFields ?? "[]",
     };
   } catch (cause) {
     throw new StoreError(`Cannot read write-log entry ${rv}: its row image is corrupt`, {

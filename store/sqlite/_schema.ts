@@ -259,4 +259,5 @@ export const migrations: readonly Migration[] = [
   { version: 9, name: "label sets", sql: labelSets },
   { version: 10, name: "open slots", sql: openSlots },
   { version: 11, name: "lease durations", sql: shared.leaseDurations },
+  { version: 12, name: "managed fields", sql: shared.managedFields },
 ];

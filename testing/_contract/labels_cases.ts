@@ -207,6 +207,58 @@ export const labelsCases: ContractCase[] = [
   },
   {
     name:
+      "updateSpec with labels and annotations writes spec and metadata as one version and one update entry",
+    async fn(h) {
+      const s = await h.open();
+      const a = await labelled(s, "a", { app: "web", tier: "front" });
+      const before = await s.objects.get(a.id);
+      const logged = await logCount(s, Widget);
+      const r = await s.objects.updateSpec(a, {
+        spec: '{"v":2}',
+        labels: { tier: null, env: "prod" },
+        annotations: { note: "x" },
+      });
+      assert.equal(r.changed, true);
+      assert.equal(r.specChanged, true);
+      assert.equal(r.object.generation, before.generation + 1);
+      assert.deepEqual(r.object.labels, { app: "web", env: "prod" });
+      assert.deepEqual(r.object.annotations, { note: "x" });
+      assert.deepEqual(r.object, await s.objects.get(a.id));
+      const writes =
+        (await s.objectWrites.listSince(Widget, { after: before.resourceVersion, limit: 9 }))
+          .writes;
+      assert.deepEqual(writes.map((w) => [w.id, w.op, w.resourceVersion]), [
+        [a.id, "update", r.object.resourceVersion],
+      ]);
+      assert.equal(await logCount(s, Widget), logged + 1);
+      assert.deepEqual(await names(s, [eq("env", "prod")]), ["a"]);
+      assert.deepEqual(await names(s, [eq("tier", "front")]), []);
+      // The same spec with new labels: one metadata write, the generation unmoved.
+      const relabelled = await s.objects.updateSpecByName({ ...Widget, name: "a" }, {
+        spec: '{"v":2}',
+        labels: { env: "dev" },
+      });
+      assert.equal(relabelled.changed, true);
+      assert.equal(relabelled.specChanged, false);
+      assert.equal(relabelled.object.generation, r.object.generation);
+      assert.deepEqual(relabelled.object.labels, { app: "web", env: "dev" });
+      assert.equal(await logCount(s, Widget), logged + 2);
+      // Nothing new: nothing written.
+      const same = await s.objects.updateSpec(a, { spec: '{"v":2}', labels: { env: "dev" } });
+      assert.equal(same.changed, false);
+      assert.equal(same.specChanged, false);
+      assert.equal(same.object.resourceVersion, relabelled.object.resourceVersion);
+      assert.equal(await logCount(s, Widget), logged + 2);
+      // A refused label writes neither half.
+      await assert.rejects(
+        s.objects.updateSpec(a, { spec: '{"v":3}', labels: { "bad key": "x" } }),
+        (e: unknown) => e instanceof InvalidMetadataError && e.key === "bad key",
+      );
+      assert.equal((await s.objects.get(a.id)).spec, '{"v":2}');
+    },
+  },
+  {
+    name:
       "updateMetadata checks NotFound and WrongKind, then the precondition (ConflictError carrying the row's), then the merged size, writing nothing when refused",
     async fn(h) {
       const s = await h.open();

@@ -55,18 +55,24 @@ export interface Run {
 /** Runs the CLI in-process. */
 export async function cli(
   args: readonly string[],
-  options: { stdin?: string; signal?: AbortSignal; stdout?: Output; cwd?: string } = {},
+  options: {
+    stdin?: string;
+    signal?: AbortSignal;
+    stdout?: Output;
+    stderr?: Output;
+    cwd?: string;
+  } = {},
 ): Promise<Run> {
   const out = options.stdout ?? new Output();
-  let err = "";
+  const err = options.stderr ?? new Output();
   const code = await main(args, {
     stdout: out.write,
-    stderr: (text) => (err += text),
+    stderr: err.write,
     readStdin: () => Promise.resolve(options.stdin ?? ""),
     signal: options.signal,
     cwd: options.cwd,
   });
-  return { code, out: out.text, err };
+  return { code, out: out.text, err: err.text };
 }
 
 /**

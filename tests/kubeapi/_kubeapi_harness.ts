@@ -6,11 +6,13 @@
  * @module
  */
 import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { Beehive } from "../../mod.ts";
 import type { Store } from "../../store/mod.ts";
-import type { KubeApiHandler } from "../../kubeapi/mod.ts";
+import { type KubeApiHandler, serveKubeApi } from "../../kubeapi/mod.ts";
 import { openTestStore, type TestStore } from "../_sqlite_driver.ts";
 
 export const Cluster = { group: "kstack.sh", kind: "Cluster" };
@@ -70,7 +72,7 @@ export async function call(
   path: string,
   init?: RequestInit,
 ): Promise<Answer> {
-  const response = await handle(new Request(`http://kube.test${path}`, init));
+  const response = await handle(new Request(`http://localhost${path}`, init));
   const text = await response.text();
   return {
     status: response.status,
@@ -138,4 +140,39 @@ export function kubectlIn(dir: string, config: string) {
         resolve({ code, stdout, stderr });
       });
     });
+}
+
+/** What {@linkcode withKubectl} hands its callback. */
+export interface KubectlSession {
+  /** Runs the machine's kubectl against the server. */
+  readonly kubectl: ReturnType<typeof kubectlIn>;
+  /** Writes `manifest` (an object, as JSON, or text) to `name` under the session's directory; its path. */
+  readonly manifest: (name: string, manifest: unknown) => Promise<string>;
+  /** The server's URL. */
+  readonly url: string;
+}
+
+/** Runs `fn` with kubectl pointed at `serveKubeApi` over `store`, in a private directory. */
+export async function withKubectl(
+  store: Store,
+  fn: (session: KubectlSession) => Promise<void>,
+): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-kubectl-"));
+  const server = await serveKubeApi({ store, port: 0 });
+  try {
+    const config = join(dir, "kubeconfig");
+    await writeFile(config, server.kubeconfig());
+    await fn({
+      kubectl: kubectlIn(dir, config),
+      manifest: async (name, manifest) => {
+        const path = join(dir, name);
+        await writeFile(path, typeof manifest === "string" ? manifest : JSON.stringify(manifest));
+        return path;
+      },
+      url: server.url,
+    });
+  } finally {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  }
 }

@@ -32,7 +32,7 @@ test("kubeApiHandler with auth answers 401 Unauthorized to a missing, malformed 
         bearer(`${ADMIN}x`),
       ]
     ) {
-      const answer = await call(handle, "/version", init);
+      const answer = await call(handle, "/apis", init);
       assert.equal(answer.status, 401);
       assert.equal(answer.body.reason, "Unauthorized");
       assert.equal(answer.body.kind, "Status");
@@ -105,6 +105,7 @@ test("kubeApiHandler answers self-subject access reviews from the requester's gr
     const open = kubeApiHandler({ store });
     const r2 = await call(open, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
       method: "POST",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ spec: { resourceAttributes: del } }),
     });
     assert.equal(allowed(r2), true);

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -17,7 +17,7 @@ import { Beehive } from "../../mod.ts";
 // The CLI serves SQLite files: the store is made with the real SQLite opener whatever the test store.
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { test } from "../_test.ts";
-import { cli, whileServing } from "../cli/_cli_harness.ts";
+import { cli, Output, whileServing } from "../cli/_cli_harness.ts";
 import { Cluster, kubectlIn } from "./_kubeapi_harness.ts";
 
 const isDeno = "Deno" in globalThis;
@@ -162,6 +162,88 @@ test("beehive serve reports a missing store and refuses bad flags, and --help sh
       assert.equal(refused.code, 2, args.join(" "));
       assert.match(refused.err, message);
     }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("beehive serve --kubeconfig leaves the kubeconfig mode 0600 also when the file existed world-readable", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-cli-serve-"));
+  try {
+    const store = await openSqliteStore(join(dir, "beehive.db"));
+    await new Beehive(store).client(Cluster).create("prod", {});
+    await store.close();
+    const config = join(dir, "kubeconfig");
+    await writeFile(config, "old\n", { mode: 0o644 });
+    await chmod(config, 0o644);
+    const abort = new AbortController();
+    const stderr = new Output();
+    const run = cli(["beehive.db", "serve", "--port", "0", "--tls", "--kubeconfig", config], {
+      signal: abort.signal,
+      stderr,
+      cwd: dir,
+    });
+    await stderr.until((t) => t.includes("serving the Kubernetes API"), "serving");
+    assert.equal((await stat(config)).mode & 0o777, 0o600);
+    assert.match(await readFile(config, "utf8"), /token: "/);
+    abort.abort();
+    assert.equal((await run).code, 0);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("beehive serve --max-watches, --max-inflight and --max-body-bytes bound the server, and refuse a value out of range", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "beehive-cli-serve-"));
+  try {
+    const store = await openSqliteStore(join(dir, "beehive.db"));
+    await new Beehive(store).client(Cluster).create("prod", {});
+    await store.close();
+    const abort = new AbortController();
+    const stdout = new Output();
+    const run = cli([
+      "beehive.db",
+      "serve",
+      "--port",
+      "0",
+      "--max-watches",
+      "1",
+      "--max-inflight",
+      "5",
+      "--max-body-bytes=2048",
+    ], { signal: abort.signal, stdout, cwd: dir });
+    await stdout.until((t) => t.includes("current-context: beehive"), "the kubeconfig");
+    const url = /server: "(http:\/\/127\.0\.0\.1:\d+)"/.exec(stdout.text)![1];
+    const watch = await fetch(`${url}/apis/kstack.sh/v1/clusters?watch=true`);
+    assert.equal(watch.status, 200);
+    const second = await fetch(`${url}/apis/kstack.sh/v1/clusters?watch=true`);
+    assert.equal(second.status, 429);
+    assert.equal(second.headers.get("retry-after"), "1");
+    await second.body?.cancel();
+    await watch.body?.cancel();
+    const big = await fetch(`${url}/apis/kstack.sh/v1/clusters`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ metadata: { name: "big" }, spec: { pad: "x".repeat(4096) } }),
+    });
+    assert.equal(big.status, 413);
+    await big.body?.cancel();
+    abort.abort();
+    assert.equal((await run).code, 0);
+    for (
+      const [flag, v] of [["--max-watches", "0"], ["--max-inflight", "x"], [
+        "--max-body-bytes",
+        "100",
+      ]]
+    ) {
+      const refused = await cli(["beehive.db", "serve", flag, v], { cwd: dir });
+      assert.equal(refused.code, 2, flag);
+      assert.match(refused.err, new RegExp(`${flag} must be an integer of at least`));
+    }
+    const elsewhere = await cli(["beehive.db", "get", "clusters", "--max-watches", "1"], {
+      cwd: dir,
+    });
+    assert.match(elsewhere.err, /get has no --max-watches flag/);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -70,14 +70,14 @@ test("kubeApiHandler /apis/<group>/v1 lists the kinds as cluster-scoped plurals 
         singularName: "cluster",
         namespaced: false,
         kind: "Cluster",
-        verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
+        verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
       },
       {
         name: "nodes",
         singularName: "node",
         namespaced: false,
         kind: "Node",
-        verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
+        verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
       },
     ]);
     assert.equal((await call(handle, "/apis/kstack.sh/v2")).status, 404);

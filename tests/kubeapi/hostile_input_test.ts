@@ -72,9 +72,12 @@ test("kubeApiHandler answers any request with a 2xx or a 4xx Status, never a 500
           if (params.some(([k, v]) => k === "watch" && (v === "true" || v === "1"))) return;
           const abort = new AbortController();
           const response = await handle(
-            new Request(`http://kube.test/${segments.join("/")}?${search}`, {
+            new Request(`http://localhost/${segments.join("/")}?${search}`, {
               method,
-              headers: type === undefined ? {} : { accept: type },
+              headers: {
+                ...(type === undefined ? {} : { accept: type }),
+                "content-type": "application/json",
+              },
               body: method === "GET" || method === "HEAD" ? null : "{}",
               signal: abort.signal,
             }),

@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Beehive, defineKind } from "../../mod.ts";
+import { Beehive, defineKind, NotFoundError } from "../../mod.ts";
 import type { Store } from "../../store/mod.ts";
 import { serveKubeApi } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
@@ -126,11 +126,10 @@ test("kubectl gets, applies, deletes and describes a namespaced kind's objects w
       assert.equal(quiet.code, 0, quiet.stderr);
       assert.match(quiet.stdout, /Events:\s+<none>/);
 
-      const deleted = await kubectl("delete", "team", "red", "-n", "b", "--wait=false");
+      const deleted = await kubectl("delete", "team", "red", "-n", "b");
       assert.equal(deleted.code, 0, deleted.stderr);
       assert.match(deleted.stdout, /team\.kstack\.sh "red" deleted/);
-      const gone = await bh.client(Team, { namespace: "b" }).getByName("red");
-      assert.notEqual(gone.deletionRequestedAt, undefined);
+      await assert.rejects(bh.client(Team, { namespace: "b" }).getByName("red"), NotFoundError);
       const kept = await bh.client(Team, { namespace: "a" }).getByName("red");
       assert.equal(kept.deletionRequestedAt, undefined);
     });
@@ -182,7 +181,7 @@ test("kubectl with a token scoped to namespaces is refused 403 outside them and 
   });
 });
 
-test("kubectl get namespaces lists the namespaces objects use and default, as a table and a NamespaceList, read-only", async () => {
+test("kubectl get namespaces lists the namespaces objects use and default, as a table and a NamespaceList, and delete namespace deletes its objects", async () => {
   assert.ok(existsSync(KUBECTL), `${KUBECTL} is missing: this test drives the real kubectl`);
   await withStore(async (store, bh) => {
     await defineTeam(store);
@@ -230,10 +229,10 @@ test("kubectl get namespaces lists the namespaces objects use and default, as a 
       const missing = await kubectl("get", "namespace", "c");
       assert.notEqual(missing.code, 0);
       assert.match(missing.stderr, /namespaces "c" not found/);
-      const deleted = await kubectl("delete", "namespace", "a", "--wait=false");
-      assert.notEqual(deleted.code, 0);
-      assert.match(deleted.stderr, /MethodNotAllowed|not allow/);
-      assert.equal((await bh.client(Team, { namespace: "a" }).list()).length, 2);
+      const deleted = await kubectl("delete", "namespace", "a", "--timeout=20s");
+      assert.equal(deleted.code, 0, deleted.stderr);
+      assert.match(deleted.stdout, /namespace "a" deleted/);
+      assert.equal((await bh.client(Team, { namespace: "a" }).list()).length, 0);
     });
   });
 });

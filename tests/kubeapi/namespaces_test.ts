@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { Beehive, defineKind } from "../../mod.ts";
+import { Beehive, defineKind, NotFoundError } from "../../mod.ts";
 import type { Store } from "../../store/mod.ts";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
@@ -129,7 +129,7 @@ test("kubeApiHandler watches a namespaced kind in the path's namespace, or acros
     const handle = kubeApiHandler({ store, pollInterval: 50 });
     const watch = async (path: string) => {
       const response = await handle(
-        new Request(`http://kube.test${path}?watch=true&resourceVersion=0`),
+        new Request(`http://localhost${path}?watch=true&resourceVersion=0`),
       );
       assert.equal(response.status, 200);
       return { events: eventsOf(response) };
@@ -208,8 +208,8 @@ test("kubeApiHandler creates, replaces, patches and deletes in the path's namesp
 
     const deleted = await call(handle, `${teamsIn("a")}/red`, { method: "DELETE" });
     assert.equal(deleted.status, 200);
-    const gone = await bh.client(Team, { namespace: "a" }).getByName("red");
-    assert.notEqual(gone.deletionRequestedAt, undefined);
+    // Nothing holds it: the delete finishes before it answers.
+    await assert.rejects(bh.client(Team, { namespace: "a" }).getByName("red"), NotFoundError);
     const kept = await bh.client(Team, { namespace: "b" }).getByName("red");
     assert.equal(kept.deletionRequestedAt, undefined);
   });
@@ -276,7 +276,7 @@ test('kubeApiHandler forbids a token a namespaced kind outside its namespaces, a
   });
 });
 
-test("kubeApiHandler serves /api/v1/namespaces read-only: the namespaces objects use and default, one by name, 404 for another", async () => {
+test("kubeApiHandler serves /api/v1/namespaces: the namespaces objects use and default, one by name, 404 for another", async () => {
   await withStore(async (store, bh) => {
     await defineTeam(store);
     const handle = kubeApiHandler({ store });
@@ -320,14 +320,7 @@ test("kubeApiHandler serves /api/v1/namespaces read-only: the namespaces objects
       'namespaces "c" not found',
     ]);
     assert.equal((await call(handle, "/api/v1/namespaces/Bad_Name")).status, 404);
-    const created = await call(
-      handle,
-      "/api/v1/namespaces",
-      json("POST", { metadata: { name: "x" } }),
-    );
-    assert.equal(created.status, 405);
-    assert.equal((await call(handle, "/api/v1/namespaces/a", { method: "DELETE" })).status, 405);
-    assert.equal((await call(handle, "/api/v1/namespaces?watch=true")).status, 405);
+    assert.equal((await call(handle, "/api/v1/namespaces/a", { method: "PUT" })).status, 405);
     const bad = await call(handle, "/api/v1/namespaces?labelSelector=a%20in%20(");
     assert.equal(bad.status, 400);
   });

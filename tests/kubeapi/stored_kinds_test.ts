@@ -119,7 +119,7 @@ test("kubeApiHandler prints a stored kind's columns between NAME and READY, as K
     assert.equal((one.body as unknown as Table).rows[0].cells[1], 3);
 
     const response = await handle(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&fieldSelector=metadata.name%3Ddev`, {
+      new Request(`http://localhost${CLUSTERS}?watch=true&fieldSelector=metadata.name%3Ddev`, {
         headers: { accept: TABLE },
       }),
     );
@@ -174,7 +174,12 @@ test("kubeApiHandler serves /openapi/v3 as an index of hashed group-version docu
     const index = await call(handle, "/k8s/openapi/v3");
     assert.equal(index.status, 200);
     const paths = index.body.paths as Record<string, { serverRelativeURL: string }>;
-    assert.deepEqual(Object.keys(paths).sort(), ["apis/kstack.sh/v1", "apis/other.io/v1"]);
+    // The core group's document (Namespace) is listed too.
+    assert.deepEqual(Object.keys(paths).sort(), [
+      "api/v1",
+      "apis/kstack.sh/v1",
+      "apis/other.io/v1",
+    ]);
     const url = paths["apis/kstack.sh/v1"].serverRelativeURL;
     assert.match(url, /^\/k8s\/openapi\/v3\/apis\/kstack\.sh\/v1\?hash=[0-9A-F]{64}$/);
     const doc = await call(handle, url);
@@ -196,7 +201,8 @@ test("kubeApiHandler serves /openapi/v3 as an index of hashed group-version docu
     const moved = (again.body.paths as typeof paths)["apis/kstack.sh/v1"].serverRelativeURL;
     assert.notEqual(moved, url);
 
-    assert.equal((await call(handle, "/k8s/openapi/v2")).status, 404);
+    // /openapi/v2 is served without definitions, for kubectl's validation of a kind: List.
+    assert.equal((await call(handle, "/k8s/openapi/v2")).status, 200);
     assert.equal((await call(handle, "/k8s/openapi/v3/apis/none.io/v1")).status, 404);
     assert.equal((await call(handle, "/k8s/openapi/v3/apis/kstack.sh/v2")).status, 404);
     assert.equal((await call(handle, "/k8s/openapi/v3", { method: "POST" })).status, 405);
@@ -359,7 +365,7 @@ test("kubeApiHandler refuses fields the stored schema does not declare under fie
   });
 });
 
-test("kubeApiHandler keeps undeclared fields under fieldValidation Warn (the default) with a Warning header, and Ignore silently", async () => {
+test("kubeApiHandler drops undeclared fields under fieldValidation Warn (the default) with a Warning header, and under Ignore silently", async () => {
   await withStore(async (store, bh) => {
     await defineCluster(store);
     await bh.client(Cluster).create("seed", { replicas: 0 });
@@ -367,22 +373,36 @@ test("kubeApiHandler keeps undeclared fields under fieldValidation Warn (the def
     const post = (query: string, name: string) =>
       handle(
         new Request(
-          `http://kube.test${CLUSTERS}${query}`,
-          json("POST", { metadata: { name }, spec: { replicas: 1, size: 1 } }),
+          `http://localhost${CLUSTERS}${query}`,
+          json("POST", {
+            metadata: { name },
+            spec: { replicas: 1, size: 1, network: { cidr: "10.0.0.0/8", mask: 8 } },
+            surplus: true,
+          }),
         ),
       );
     const warned = await post("", "warned");
     assert.equal(warned.status, 201);
-    assert.equal(warned.headers.get("warning"), '299 - "unknown field \\"spec.size\\""');
-    await warned.body?.cancel();
+    assert.equal(
+      warned.headers.get("warning"),
+      '299 - "unknown field \\"spec.size\\"", 299 - "unknown field \\"spec.network.mask\\"", ' +
+        '299 - "unknown field \\"surplus\\""',
+    );
+    const answered = await warned.json();
+    assert.deepEqual(answered.spec, { replicas: 1, network: { cidr: "10.0.0.0/8" } });
+    assert.equal(answered.surplus, undefined);
     assert.deepEqual((await bh.client(Cluster).getByName("warned")).spec, {
       replicas: 1,
-      size: 1,
+      network: { cidr: "10.0.0.0/8" },
     });
     const ignored = await post("?fieldValidation=Ignore", "ignored");
     assert.equal(ignored.status, 201);
     assert.equal(ignored.headers.get("warning"), null);
     await ignored.body?.cancel();
+    assert.deepEqual((await bh.client(Cluster).getByName("ignored")).spec, {
+      replicas: 1,
+      network: { cidr: "10.0.0.0/8" },
+    });
     const bad = await call(
       handle,
       `${CLUSTERS}?fieldValidation=strict`,
@@ -390,6 +410,46 @@ test("kubeApiHandler keeps undeclared fields under fieldValidation Warn (the def
     );
     assert.equal(bad.status, 400);
     assert.match(String(bad.body.message), /fieldValidation must be Ignore, Warn or Strict/);
+  });
+});
+
+test("kubeApiHandler drops the undeclared fields a PUT or a patch adds and keeps those already stored", async () => {
+  await withStore(async (store, bh) => {
+    await defineCluster(store);
+    // The library stores what its schema takes: an undeclared field written by the app stays.
+    await bh.client(Cluster).create("prod", { replicas: 1, legacy: "kept" });
+    const handle = kubeApiHandler({ store });
+    const put = await call(
+      handle,
+      `${CLUSTERS}/prod`,
+      json("PUT", { metadata: { name: "prod" }, spec: { replicas: 2, legacy: "kept", size: 1 } }),
+    );
+    assert.equal(put.status, 200);
+    assert.deepEqual((await bh.client(Cluster).getByName("prod")).spec, {
+      replicas: 2,
+      legacy: "kept",
+    });
+    const merged = await call(
+      handle,
+      `${CLUSTERS}/prod?fieldValidation=Ignore`,
+      json("PATCH", { spec: { replicas: 3, colour: "red" } }, "application/merge-patch+json"),
+    );
+    assert.equal(merged.status, 200);
+    const jsonPatched = await call(
+      handle,
+      `${CLUSTERS}/prod`,
+      json(
+        "PATCH",
+        [{ op: "add", path: "/spec/nodes", value: [{ name: "n1", size: "xl" }] }],
+        "application/json-patch+json",
+      ),
+    );
+    assert.equal(jsonPatched.status, 200);
+    assert.deepEqual((await bh.client(Cluster).getByName("prod")).spec, {
+      replicas: 3,
+      legacy: "kept",
+      nodes: [{ name: "n1" }],
+    });
   });
 });
 

@@ -30,7 +30,7 @@ test("kubeApiHandler watch with resourceVersion=0 sends the current objects as A
   await withStore(async (store, bh) => {
     const prod = await bh.client(Cluster).create("prod", { replicas: 1 });
     const response = await kubeApiHandler({ store, pollInterval: 50 })(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=0`),
+      new Request(`http://localhost${CLUSTERS}?watch=true&resourceVersion=0`),
     );
     assert.equal(response.status, 200);
     assert.equal(response.headers.get("content-type"), "application/json");
@@ -59,7 +59,7 @@ test("kubeApiHandler watch from a list's resourceVersion sends only what changed
     const rv = (list.body.metadata as { resourceVersion: string }).resourceVersion;
     await bh.client(Cluster).create("dev", {});
     const response = await handle(
-      new Request(`http://kube.test${CLUSTERS}?watch=1&resourceVersion=${rv}`),
+      new Request(`http://localhost${CLUSTERS}?watch=1&resourceVersion=${rv}`),
     );
     const events = eventsOf(response);
     const added = await events.next();
@@ -74,7 +74,7 @@ test("kubeApiHandler watch sends one-row Tables for the Table Accept and honours
     await bh.client(Cluster).create("dev", {});
     const response = await kubeApiHandler({ store, pollInterval: 50 })(
       new Request(
-        `http://kube.test${CLUSTERS}?watch=true&fieldSelector=metadata.name%3Ddev`,
+        `http://localhost${CLUSTERS}?watch=true&fieldSelector=metadata.name%3Ddev`,
         { headers: { accept: TABLE } },
       ),
     );
@@ -102,7 +102,7 @@ test("kubeApiHandler watch with sendInitialEvents sends ADDED then the initial-e
     const handle = kubeApiHandler({ store });
     const query = "watch=true&sendInitialEvents=true&allowWatchBookmarks=true";
     const response = await handle(
-      new Request(`http://kube.test${CLUSTERS}?${query}&resourceVersionMatch=NotOlderThan`),
+      new Request(`http://localhost${CLUSTERS}?${query}&resourceVersionMatch=NotOlderThan`),
     );
     const events = eventsOf(response);
     assert.deepEqual(names(await events.next()), ["ADDED", "prod"]);
@@ -124,7 +124,7 @@ test("kubeApiHandler watch from a version retention trimmed ends with a 410 Expi
     for (const name of ["a", "b", "c"]) await bh.client(Cluster).create(name, {});
     await store.objectWrites.sweep({ perKind: 1, maxAge: 0 });
     const response = await kubeApiHandler({ store, pollInterval: 50 })(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=1`),
+      new Request(`http://localhost${CLUSTERS}?watch=true&resourceVersion=1`),
     );
     const events = eventsOf(response);
     const error = await events.next();
@@ -142,7 +142,7 @@ test("kubeApiHandler watch ends its stream when its reader cancels before any ch
     await bh.client(Cluster).create("prod", {});
     const rv = await store.objectWrites.maxVersion(Cluster);
     const response = await kubeApiHandler({ store, pollInterval: 50 })(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=${rv}`),
+      new Request(`http://localhost${CLUSTERS}?watch=true&resourceVersion=${rv}`),
     );
     const events = eventsOf(response);
     const pending = events.next();
@@ -159,7 +159,7 @@ test("kubeApiHandler watch with timeoutSeconds ends the stream on its own", asyn
     assert.equal(bad.status, 400);
     const rv = await store.objectWrites.maxVersion(Cluster);
     const response = await handle(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&resourceVersion=${rv}&timeoutSeconds=1`),
+      new Request(`http://localhost${CLUSTERS}?watch=true&resourceVersion=${rv}&timeoutSeconds=1`),
     );
     assert.equal(await eventsOf(response).next(), undefined);
   });
@@ -172,7 +172,7 @@ test("kubeApiHandler watch with a labelSelector sends an object leaving the sele
     await clusters.create("dev", {}, { labels: { env: "dev" } });
     const response = await kubeApiHandler({ store, pollInterval: 50 })(
       new Request(
-        `http://kube.test${CLUSTERS}?watch=true&resourceVersion=0&labelSelector=env%3Dprod`,
+        `http://localhost${CLUSTERS}?watch=true&resourceVersion=0&labelSelector=env%3Dprod`,
       ),
     );
     assert.equal(response.status, 200);
@@ -189,10 +189,36 @@ test("kubeApiHandler watch with a labelSelector sends an object leaving the sele
     await events.cancel();
     assert.equal(await events.next(), undefined);
     const bad = await kubeApiHandler({ store })(
-      new Request(`http://kube.test${CLUSTERS}?watch=true&labelSelector=env%20in%20prod`),
+      new Request(`http://localhost${CLUSTERS}?watch=true&labelSelector=env%20in%20prod`),
     );
     assert.equal(bad.status, 400);
     await bad.body?.cancel();
+  });
+});
+
+test("kubeApiHandler watch with a labelSelector resumed from a list's resourceVersion sends no DELETED for an object it never showed", async () => {
+  await withStore(async (store, bh) => {
+    const clusters = bh.client(Cluster);
+    await clusters.create("prod", {}, { labels: { env: "prod" } });
+    const handle = kubeApiHandler({ store, pollInterval: 50 });
+    const list = await call(handle, `${CLUSTERS}?labelSelector=env%3Dprod`);
+    const rv = (list.body.metadata as { resourceVersion: string }).resourceVersion;
+    const abort = new AbortController();
+    const response = await handle(
+      new Request(
+        `http://localhost${CLUSTERS}?watch=true&resourceVersion=${rv}&labelSelector=env%3Dprod`,
+        { signal: abort.signal },
+      ),
+    );
+    const events = eventsOf(response);
+    try {
+      await clusters.create("devonly", {}, { labels: { env: "dev" } });
+      await clusters.create("qa", {}, { labels: { env: "prod" } });
+      assert.deepEqual(names(await events.next()), ["ADDED", "qa"]);
+    } finally {
+      abort.abort();
+      await events.cancel();
+    }
   });
 });
 
@@ -209,7 +235,7 @@ test("kubeApiHandler watch sends the changes one commit made as one chunk, looki
     const list = await call(handle, CLUSTERS);
     const rv = (list.body.metadata as { resourceVersion: string }).resourceVersion;
     const response = await handle(
-      new Request(`http://kube.test${CLUSTERS}?watch=1&resourceVersion=${rv}`),
+      new Request(`http://localhost${CLUSTERS}?watch=1&resourceVersion=${rv}`),
     );
     const reader = response.body!.getReader();
     lookups = 0;

@@ -44,6 +44,8 @@ import {
 } from "../../mod.ts";
 import { connect } from "node:net";
 import { consoleHandler } from "../../console/mod.ts";
+import { kubeApiHandler } from "../../kubeapi/mod.ts";
+import { copyBomb, deepMergePatch } from "../kubeapi/_attacks.ts";
 import { listenNode } from "../_loopback_server.ts";
 import { openSqliteStore, openTestStore } from "../_sqlite_driver.ts";
 import { openSqliteStore as openSqliteFile } from "../../store/sqlite/mod.ts";
@@ -3340,6 +3342,93 @@ test("bad input: hostile requests to the console get a 2xx, 403, 404, 405 or 503
   } finally {
     await store.close();
     report("console requests (by status)");
+  }
+});
+
+const copyBombText = JSON.stringify(copyBomb("/spec"));
+/** Hostile Kubernetes API bodies, each with the one content type it is sent in. */
+const apiBody = fc.oneof(
+  fc.constant({ what: "copy bomb", type: "application/json-patch+json", body: copyBombText }),
+  fc.integer({ min: 73, max: 20_000 }).map((depth) => ({
+    what: `merge patch ${depth} deep`,
+    type: "application/merge-patch+json",
+    body: deepMergePatch(depth),
+  })),
+  fc.integer({ min: 73, max: 20_000 }).map((depth) => ({
+    what: `apply configuration ${depth} deep`,
+    type: "application/apply-patch+yaml",
+    body: deepMergePatch(depth),
+  })),
+  fc.integer({ min: 73, max: 20_000 }).map((depth) => ({
+    what: `JSON patch value ${depth} deep`,
+    type: "application/json-patch+json",
+    body: `[{"op":"add","path":"/spec/a","value":${"[".repeat(depth)}${"]".repeat(depth)}}]`,
+  })),
+  fc.constantFrom(3 * 1024 * 1024 + 1, 8 * 1024 * 1024).map((size) => ({
+    what: `${size} bytes`,
+    type: "application/json",
+    body: `{"spec":{"pad":"${"x".repeat(size)}"}}`,
+  })),
+  fc.constantFrom(
+    "text/plain;charset=UTF-8",
+    "application/x-www-form-urlencoded",
+    "multipart/form-data; boundary=x",
+    "",
+    "application/json-seq",
+    "text/html",
+  ).map((type) => ({
+    what: `type ${JSON.stringify(type)}`,
+    type,
+    body: '{"metadata":{"name":"evil"},"spec":{}}',
+  })),
+  fc.constantFrom("{", "[", '{"spec":', "\u0000", "[1,2,", '"x').map((body) => ({
+    what: `truncated ${JSON.stringify(body)}`,
+    type: "application/json",
+    body,
+  })),
+);
+test("bad input: hostile Kubernetes API requests (patch bombs, deep and oversized bodies, foreign Hosts and content types) get a 4xx, never a 5xx, and write nothing", async () => {
+  const store = await openSqliteStore(":memory:");
+  try {
+    const bh = new Beehive(store);
+    await bh.client(Thing).create("a", { n: 1 });
+    const before = await store.getLatestResourceVersion();
+    const handle = kubeApiHandler({ store, maxBodyBytes: 3 * 1024 * 1024 });
+    const things = `/apis/${Thing.group}/v1/${Thing.kind.toLowerCase()}s`;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom("POST", "PUT", "PATCH", "DELETE"),
+        fc.constantFrom("localhost", "127.0.0.1:6443", "evil.example", "localhost.evil.example"),
+        apiBody,
+        async (method, host, { what, type, body }) => {
+          // A field manager, so an apply configuration is read rather than refused for lack of one.
+          const path = `${method === "POST" ? things : `${things}/a`}?fieldManager=campaign`;
+          const label = `${method} ${host} ${what}`;
+          figures.calls++;
+          const response = await handle(
+            new Request(`http://${host}${path}`, {
+              method,
+              headers: type === "" ? {} : { "content-type": type },
+              body: type === "" ? new Blob([body]) : body,
+            }),
+          );
+          const status = response.status;
+          const answer = await response.json();
+          figures.rejected.set(String(status), (figures.rejected.get(String(status)) ?? 0) + 1);
+          assert.ok(status >= 400 && status < 500, `${label}: ${status} ${answer.message}`);
+          assert.equal(answer.kind, "Status", label);
+          if (host.includes("evil")) assert.equal(status, 403, label);
+          figures.checks++;
+        },
+      ),
+      { seed: SEED, numRuns: 300, ...replay() },
+    );
+    figures.runs = 300;
+    assert.equal(await store.getLatestResourceVersion(), before, "the API wrote");
+    figures.refusalsWithoutWrite = figures.calls;
+  } finally {
+    await store.close();
+    report("Kubernetes API requests (by status)");
   }
 });
 
