@@ -16,7 +16,7 @@ import { rfc3339 } from "./_objects.ts";
 import { includeObjectParam, MAX_PAGE, negotiate, param } from "./_request.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { jsonResponse, KubeApiFailure, notFoundMessage } from "./_status.ts";
-import { type Column, table, tableType } from "./_tables.ts";
+import { type Column, type IncludeObject, table, tableType } from "./_tables.ts";
 
 /** The label Kubernetes puts on every namespace, naming it (what a selector picks one by). */
 const NAME_LABEL = "kubernetes.io/metadata.name";
@@ -139,6 +139,24 @@ export function namespaceNotFound(name: string): KubeApiFailure {
   return new KubeApiFailure("NotFound", notFoundMessage(details), details);
 }
 
+/** `ns` as a Table row, its object included as `include` asks. */
+function namespaceRow(ns: Record<string, unknown>, include: IncludeObject) {
+  return {
+    cells: [(ns.metadata as { name: string }).name, phaseOf(ns)],
+    ...(include === "None" ? {} : { object: include === "Object" ? ns : partial(ns) }),
+  };
+}
+
+/** `ns` as a one-row Table of `version` (a Table watch's object). */
+export function namespaceTable(
+  ns: Record<string, unknown>,
+  version: string,
+  include: IncludeObject,
+): Record<string, unknown> {
+  const resourceVersion = (ns.metadata as { resourceVersion?: string }).resourceVersion ?? "0";
+  return table(version, [namespaceRow(ns, include)], { resourceVersion }, COLUMNS);
+}
+
 /** The phase column's value. */
 function phaseOf(ns: Record<string, unknown>): string {
   return (ns.status as { phase: string }).phase;
@@ -173,10 +191,7 @@ export async function readNamespaces(
   }
   if (rep.as === "table") {
     const include = includeObjectParam(url);
-    const rows = items.map((ns) => ({
-      cells: [(ns.metadata as { name: string }).name, phaseOf(ns)],
-      ...(include === "None" ? {} : { object: include === "Object" ? ns : partial(ns) }),
-    }));
+    const rows = items.map((ns) => namespaceRow(ns, include));
     return jsonResponse(
       200,
       table(rep.version, rows, { resourceVersion }, COLUMNS),

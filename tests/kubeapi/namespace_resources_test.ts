@@ -7,6 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -14,7 +15,15 @@ import { join } from "node:path";
 import { Beehive, defineKind, NotFoundError, type Store } from "../../mod.ts";
 import { kubeApiHandler, serveKubeApi } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
-import { call, eventsOf, KUBECTL, kubectlIn, withStore } from "./_kubeapi_harness.ts";
+import {
+  call,
+  eventsOf,
+  KUBECTL,
+  kubectlArgs,
+  kubectlEnv,
+  kubectlIn,
+  withStore,
+} from "./_kubeapi_harness.ts";
 
 const Team = defineKind<Record<string, unknown>, unknown>({
   group: "kstack.sh",
@@ -152,7 +161,7 @@ test("kubeApiHandler namespace watch sends the namespaces as ADDED, then a creat
   });
 });
 
-test("kubectl create namespace, get it while empty, and delete namespace against serveKubeApi", async () => {
+test("kubectl create namespace, get it while empty, delete namespace and get ns -w against serveKubeApi", async () => {
   assert.ok(existsSync(KUBECTL), `${KUBECTL} is missing: this test drives the real kubectl`);
   await withStore(async (store, bh) => {
     await defineTeam(store);
@@ -176,6 +185,30 @@ test("kubectl create namespace, get it while empty, and delete namespace against
       assert.notEqual(gone.code, 0);
       assert.match(gone.stderr, /namespaces "team-a" not found/);
       assert.equal((await bh.client(Team, { namespace: "team-a" }).list()).length, 0);
+
+      const watcher = spawn(KUBECTL, kubectlArgs(dir, config, "get", "ns", "-w"), {
+        env: kubectlEnv(dir),
+      });
+      const exited = new Promise<void>((resolve) => watcher.once("close", () => resolve()));
+      let out = "";
+      let asked = false;
+      const late = Promise.withResolvers<void>();
+      watcher.stdout.setEncoding("utf8");
+      watcher.stdout.on("data", (chunk: string) => {
+        out += chunk;
+        if (!asked && /^default\s+Active/m.test(out)) {
+          asked = true;
+          kubectl("create", "namespace", "late").catch(late.reject);
+        }
+        if (/^late\s+Active/m.test(out)) late.resolve();
+      });
+      watcher.once("close", () => late.reject(new Error(`kubectl get ns -w ended:\n${out}`)));
+      try {
+        await late.promise;
+      } finally {
+        watcher.kill();
+        await exited;
+      }
     } finally {
       await server.close();
       await rm(dir, { recursive: true, force: true });
