@@ -9,13 +9,13 @@
  *
  * @module
  */
-import type { BeehiveObject, Client } from "@beehive/beehive";
+import { type BeehiveObject, type Client, NotFoundError } from "@beehive/beehive";
 import type { KubeContext } from "./_context.ts";
 import { EVENTS_NAMESPACE } from "./_events.ts";
 import { rfc3339 } from "./_objects.ts";
 import { includeObjectParam, MAX_PAGE, negotiate, param } from "./_request.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
-import { jsonResponse, KubeApiFailure, notFoundMessage } from "./_status.ts";
+import { jsonResponse, KubeApiFailure, notFoundMessage, type StatusDetails } from "./_status.ts";
 import { type Column, type IncludeObject, table, tableType } from "./_tables.ts";
 
 /** The label Kubernetes puts on every namespace, naming it (what a selector picks one by). */
@@ -204,4 +204,31 @@ export async function readNamespaces(
     metadata: { resourceVersion },
     items,
   });
+}
+
+/**
+ * Refuses a create into namespace `ns` while it is `Terminating`, as the API
+ * server does (its objects are being deleted).
+ * @throws {KubeApiFailure} Forbidden: `ns` is terminating.
+ */
+export async function refuseTerminating(
+  ctx: KubeContext,
+  ns: string,
+  details: StatusDetails,
+): Promise<void> {
+  let stored: NamespaceObject;
+  try {
+    stored = await namespaceClient(ctx).getByName(ns);
+  } catch (error) {
+    if (error instanceof NotFoundError) return;
+    throw error;
+  }
+  if (stored.deletionRequestedAt === undefined) return;
+  const what = `${details.kind}${details.group === "" ? "" : `.${details.group}`}`;
+  throw new KubeApiFailure(
+    "Forbidden",
+    `${what} "${details.name}" is forbidden: unable to create new content in namespace ${ns} ` +
+      "because it is being terminated",
+    details,
+  );
 }

@@ -108,7 +108,7 @@ test("kubeApiHandler namespace delete deletes every object in it, then the names
   });
 });
 
-test("kubeApiHandler namespace delete leaves it Terminating while a finalizer holds an object, and removes it once that goes", async () => {
+test("kubeApiHandler namespace delete leaves it Terminating while a finalizer holds an object, refusing creates in it, and removes it once that goes", async () => {
   await withStore(async (store, bh) => {
     await defineTeam(store);
     const red = await bh.client(Team, { namespace: "a" }).create("red", {});
@@ -123,6 +123,13 @@ test("kubeApiHandler namespace delete leaves it Terminating while a finalizer ho
     );
     const still = await call(handle, `${NAMESPACES}/a`);
     assert.deepEqual(still.body.status, { phase: "Terminating" });
+    const refused = await call(
+      handle,
+      "/apis/kstack.sh/v1/namespaces/a/teams",
+      post({ apiVersion: "kstack.sh/v1", kind: "Team", metadata: { name: "late" }, spec: {} }),
+    );
+    assert.equal(refused.status, 403, JSON.stringify(refused.body));
+    assert.match(String(refused.body.message), /because it is being terminated/);
     await bh.adminClient(Team).deleteFinalizer(red.id, "kstack.sh/cleanup");
     assert.equal((await call(handle, `${NAMESPACES}/a`)).status, 404);
   });
