@@ -7,7 +7,7 @@
  */
 import type { Beehive, Store } from "@beehive/beehive";
 import type { ServedKind, ServedKinds } from "./_kinds.ts";
-import type { InitialPages } from "./_watch_pages.ts";
+import type { WatchEncodings } from "./_watch_cache.ts";
 
 /** What bounds one request body: its size in bytes and how deep it nests. */
 export interface BodyLimits {
@@ -28,10 +28,10 @@ export interface KubeContext {
   readonly body: BodyLimits;
   /** The object size limit: the most a JSON patch may grow a resource by, in bytes. */
   readonly objectBytes: number;
+  /** What the watches of every kind encode once and share. */
+  readonly watches: WatchEncodings;
   /** How often a watch with no write signal to wake it re-reads the store, in ms. */
   readonly pollInterval: number;
-  /** The initial-state pages the watches of every kind share. */
-  readonly pages: InitialPages;
 }
 
 /** A request addressed to one served kind. */

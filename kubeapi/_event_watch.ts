@@ -21,6 +21,7 @@ import {
 import { tableType } from "./_tables.ts";
 import { checkNotTooLarge } from "./_resource_version.ts";
 import { failureStatus, toFailure } from "./_status.ts";
+import { watchSeconds } from "./_watch.ts";
 
 /** The most run names a watch remembers to tell a new run from one observed again. */
 const MAX_SEEN = 100_000;
@@ -42,9 +43,9 @@ export async function watchEvents(
   const end = () => abort.abort();
   if (request.signal.aborted) end();
   else request.signal.addEventListener("abort", end, { once: true });
-  const timer = timeoutSeconds !== undefined && timeoutSeconds > 0
-    ? setTimeout(end, timeoutSeconds * 1000)
-    : undefined;
+  const timer = abort.signal.aborted
+    ? undefined
+    : setTimeout(end, watchSeconds(timeoutSeconds) * 1000);
   abort.signal.addEventListener("abort", () => {
     clearTimeout(timer);
     request.signal.removeEventListener("abort", end);

@@ -43,7 +43,8 @@ export function filterRequest(request: Request, allowed: AllowedHosts): void {
     );
   }
   const type = contentTypeOf(request);
-  if ((request.body !== null || type !== "") && !KUBERNETES_CONTENT_TYPES.has(type)) {
+  // A request without a body has nothing to decode, whatever type it names.
+  if (request.body !== null && !KUBERNETES_CONTENT_TYPES.has(type)) {
     throw new KubeApiFailure(
       "UnsupportedMediaType",
       `the body's content type ${

@@ -24,7 +24,7 @@ import { BODY_DEPTH_MARGIN, DEFAULT_MAX_BODY_BYTES } from "./_request.ts";
 import { DEFAULTS } from "../src/engine/options.ts";
 import { checkAllowedHosts, LOOPBACK_HOSTS } from "../console/_hosts.ts";
 import { filterRequest } from "./_filters.ts";
-import { InitialPages } from "./_watch_pages.ts";
+import { watchEncodings } from "./_watch_cache.ts";
 import { isWatch, releasedAfter, RequestSlots } from "./_limits.ts";
 
 /** Options of {@linkcode kubeApiHandler}. */
@@ -151,8 +151,8 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
       maxDepth: limits.nestingDepth + BODY_DEPTH_MARGIN,
     },
     objectBytes: limits.objectBytes,
+    watches: watchEncodings(),
     pollInterval,
-    pages: new InitialPages(),
   };
   return async (request) => {
     let path: string;

@@ -22,6 +22,7 @@ import {
 import { tableType } from "./_tables.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { failureStatus, toFailure } from "./_status.ts";
+import { watchSeconds } from "./_watch.ts";
 
 const TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
 
@@ -78,9 +79,7 @@ export async function watchNamespaces(
   };
   if (request.signal.aborted) end();
   else request.signal.addEventListener("abort", end);
-  if (timeoutSeconds !== undefined && timeoutSeconds > 0) {
-    timer = setTimeout(end, timeoutSeconds * 1000);
-  }
+  if (!request.signal.aborted) timer = setTimeout(end, watchSeconds(timeoutSeconds) * 1000);
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       const next = await chunks.next();

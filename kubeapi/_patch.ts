@@ -163,10 +163,28 @@ class Budget {
   #size: number;
   readonly #limit: number;
   readonly #growth: number;
+  /** Bytes copied (`copy`) and compared (`test`) so far: the patch's work, never given back. */
+  #work = 0;
+  readonly #workLimit: number;
   constructor(size: number, growth: number) {
     this.#size = size;
     this.#growth = growth;
     this.#limit = size + growth;
+    this.#workLimit = 2 * growth;
+  }
+  /** How many more bytes the patch may copy or compare. */
+  get workLeft(): number {
+    return this.#workLimit - this.#work;
+  }
+  /** @throws {KubeApiFailure} Invalid: copying or comparing `bytes` more would pass the bound. */
+  work(bytes: number, pointer: string): void {
+    this.#work += bytes;
+    if (this.#work <= this.#workLimit) return;
+    const message = `the JSON patch copies and compares more than ${this.#workLimit} bytes ` +
+      "(twice the object size limit)";
+    throw new KubeApiFailure("Invalid", message, {
+      causes: [{ field: pointer, message, reason: "RequestEntityTooLarge" }],
+    });
   }
   /** How many more bytes the document may take. */
   get left(): number {
@@ -191,14 +209,38 @@ class Budget {
   }
 }
 
+/** Whether `a` and `b` are the same JSON value; objects compare by members, in any order. */
+function jsonEqual(a: Json, b: Json): boolean {
+  const stack: [Json, Json][] = [[a, b]];
+  while (stack.length > 0) {
+    const [x, y] = stack.pop()!;
+    if (x === y) continue;
+    if (typeof x !== "object" || typeof y !== "object" || x === null || y === null) return false;
+    if (Array.isArray(x) || Array.isArray(y)) {
+      if (!Array.isArray(x) || !Array.isArray(y) || x.length !== y.length) return false;
+      for (let i = 0; i < x.length; i++) stack.push([x[i], y[i]]);
+      continue;
+    }
+    const keys = Object.keys(x);
+    if (keys.length !== Object.keys(y).length) return false;
+    for (const key of keys) {
+      if (!Object.hasOwn(y, key)) return false;
+      stack.push([(x as JsonObject)[key], (y as JsonObject)[key]]);
+    }
+  }
+  return true;
+}
+
 /** The most operations one JSON patch may hold. */
 export const MAX_OPERATIONS = 1000;
 
 /**
  * RFC 6902 over a copy of `target`: add, remove, replace, move, copy, test.
  * The document may grow by at most `maxGrowth` bytes of JSON over the
- * operations (a removal gives its bytes back); an operation that would pass
- * that is refused before its value is copied.
+ * operations (a removal gives its bytes back), and the operations may copy
+ * and compare at most twice that in all; an operation that would pass either
+ * is refused before its value is copied. `test` compares JSON values (member
+ * order aside).
  * @throws {KubeApiFailure} BadRequest: a malformed patch; Invalid: an operation does not apply, or
  *   the document would grow past the bound.
  */
@@ -246,15 +288,19 @@ export function jsonPatch(target: Json, patch: Json, maxGrowth: number): Json {
         doc = add(doc, path, moved, size, budget);
         break;
       }
-      case "copy":
+      case "copy": {
         if (typeof op.from !== "string") throw bad("copy has no from");
-        doc = add(doc, path, ...value(read(doc, op.from), path), budget);
+        const source = read(doc, op.from);
+        budget.work(sizeOf(source, budget.workLeft), path);
+        doc = add(doc, path, ...value(source, path), budget);
         break;
-      case "test":
-        if (JSON.stringify(read(doc, path)) !== JSON.stringify(needValue())) {
-          throw invalid(path, `test failed at ${path}`);
-        }
+      }
+      case "test": {
+        const actual = read(doc, path);
+        budget.work(sizeOf(actual, budget.workLeft), path);
+        if (!jsonEqual(actual, needValue())) throw invalid(path, `test failed at ${path}`);
         break;
+      }
       default:
         throw bad(`unknown operation ${JSON.stringify(op.op)}`);
     }

@@ -125,7 +125,7 @@ async function dispatch(ctx: KubeContext, request: Request, path: string): Promi
   if (!fits(kind)) throw notFoundPath();
   const r: KindRequest = { ctx, kind, request, url, namespace };
   try {
-    return await kindRoute(r, rest, method, readOnly);
+    return await kindRoute(r, rest, method);
   } catch (error) {
     // The clients refuse a scope only on a fresh read of the kind's definition: it changed since
     // this request read it, and the path is answered as the new scope answers it.
@@ -141,7 +141,6 @@ async function kindRoute(
   r: KindRequest,
   rest: readonly string[],
   method: string,
-  readOnly: (what: string) => void,
 ): Promise<Response> {
   const { kind, namespace } = r;
   const scoped = namespace !== undefined;

@@ -35,7 +35,7 @@ import {
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { failureStatus, KubeApiFailure, toFailure } from "./_status.ts";
 import { type IncludeObject, printerOf, table, tableType } from "./_tables.ts";
-import type { InitialPage } from "./_watch_pages.ts";
+import type { InitialPage } from "./_watch_cache.ts";
 
 const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
 
@@ -149,11 +149,12 @@ export async function watchResources(r: KindRequest): Promise<Response> {
     signal: abort.signal,
   });
   const encoder = new TextEncoder();
-  /** One chunk of watch events: their owners resolved together, one JSON line each. */
-  const encode = async (out: readonly Outgoing[]): Promise<Uint8Array> => {
+  // A change's JSON line is the same for every watcher of the kind: the first encodes it.
+  const lines = w.rep.as === "json" ? ctx.watches.lines : undefined;
+  /** The JSON lines of `out`, their owners resolved together. */
+  const encodeLines = async (out: readonly Outgoing[]): Promise<Uint8Array[]> => {
     const owners = await resolveOwners(ctx.store, out.map((e) => e.obj));
-    let text = "";
-    for (const { type, obj, resourceVersion } of out) {
+    return out.map(({ type, obj, resourceVersion }) => {
       const answered = { obj, owner: owners.get(obj.id), resourceVersion };
       const object = printer !== undefined && w.rep.as === "table"
         ? table(
@@ -163,9 +164,42 @@ export async function watchResources(r: KindRequest): Promise<Response> {
           printer.columns,
         )
         : toResource(kind, answered);
-      text += `${JSON.stringify({ type, object })}\n`;
+      return encoder.encode(`${JSON.stringify({ type, object })}\n`);
+    });
+  };
+  /** One chunk of watch events, each line encoded once for every watcher of the kind (JSON). */
+  const encode = async (out: readonly Outgoing[]): Promise<Uint8Array> => {
+    let chunks: Uint8Array[];
+    if (lines === undefined) chunks = await encodeLines(out);
+    else {
+      const keys = out.map((e) => lineKey(kind, e));
+      // The lines no watcher has encoded or is encoding: this one encodes them, once each.
+      const fresh = new Map<string, number>();
+      const missing: Outgoing[] = [];
+      for (const [i, key] of keys.entries()) {
+        if (lines.has(key) || fresh.has(key)) continue;
+        fresh.set(key, missing.length);
+        missing.push(out[i]);
+      }
+      const encoded = missing.length === 0 ? undefined : encodeLines(missing);
+      chunks = await Promise.all(keys.map(async (key) => {
+        const line = await lines.get(
+          key,
+          async () => ({ bytes: (await encoded!)[fresh.get(key)!] }),
+        );
+        return line.bytes;
+      }));
     }
-    return encoder.encode(text);
+    let size = 0;
+    for (const chunk of chunks) size += chunk.byteLength;
+    // A copy: the lines are shared, and a response may hand its chunks on.
+    const bytes = new Uint8Array(size);
+    let at = 0;
+    for (const chunk of chunks) {
+      bytes.set(chunk, at);
+      at += chunk.byteLength;
+    }
+    return bytes;
   };
 
   // The backlog: changes read from the shared reader that the client has not taken yet.
@@ -221,7 +255,7 @@ export async function watchResources(r: KindRequest): Promise<Response> {
       };
       // A Table row carries the object's age: only JSON pages are shared.
       const page = w.rep.as === "json"
-        ? await ctx.pages.get(pageKey(r, w, from, after), read)
+        ? await ctx.watches.pages.get(pageKey(r, w, from, after), read)
         : await read();
       initial = !page.last;
       after = page.after;
@@ -289,6 +323,13 @@ export async function watchResources(r: KindRequest): Promise<Response> {
     },
   });
   return new Response(body, { headers });
+}
+
+/** What determines a change's JSON line, as a key: its kind, object, version and type. */
+function lineKey(kind: ServedKind, e: Outgoing): string {
+  return `${kind.group}/${kind.kind}/${e.obj.id}@${
+    e.resourceVersion ?? e.obj.resourceVersion
+  }/${e.obj.resourceVersion}/${e.type}`;
 }
 
 /** What determines one page of a watch's initial state, as a key. */

@@ -6,14 +6,17 @@
  * kind's schema does not declare are judged by `?fieldValidation`. A create
  * takes `metadata.finalizers` as the API server does and ignores the
  * server-set fields (`uid`, `resourceVersion`, `creationTimestamp`,
- * `generation`, `managedFields`), so a `get -o yaml` export creates anew;
- * finalizers cannot be changed by a later write, nor names generated.
+ * `generation`, `managedFields`), so a `get -o yaml` export creates anew.
+ * Every write sets `metadata.finalizers` whole (none added once deletion is
+ * requested; the last removed from a deleting object finishes its delete).
+ * Names are not generated.
  * `status` in a body is ignored, as on a resource with a status subresource.
  * `?dryRun=All` runs every write through the same path, rolled back where it
  * would commit.
  *
  * @module
  */
+import { InvalidOptionError, NotFoundError } from "@beehive/beehive";
 import type { KindRequest } from "./_context.ts";
 import {
   fieldValidationParam,
@@ -29,6 +32,7 @@ import { subdomainProblem } from "./_names.ts";
 import {
   API_FINALIZERS,
   API_MANAGED_FIELDS,
+  API_SET_FINALIZERS,
   type ApiCreateOptions,
   type ApiMetadataWriteOptions,
   type ApiUpdateOptions,
@@ -59,6 +63,20 @@ type JsonObject = Record<string, unknown>;
 
 const isObject = (v: unknown): v is JsonObject =>
   typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The longest finalizer name: a qualified name's 253-character prefix, `/` and 63 characters. */
+const MAX_FINALIZER_CHARS = 317;
+
+/**
+ * A client's refusal of a finalizer list (too many, too long for the store's
+ * limits) as 422 on `metadata.finalizers`; anything else unchanged.
+ */
+function finalizerFailure(error: unknown, r: KindRequest, details: StatusDetails): unknown {
+  if (error instanceof InvalidOptionError && /finalizer/i.test(error.message)) {
+    return invalid(r.kind, details, "metadata.finalizers", error.message);
+  }
+  return error;
+}
 
 /** How many times a patch re-reads and re-applies after a concurrent write moved the object. */
 const PATCH_ATTEMPTS = 5;
@@ -175,6 +193,20 @@ export function checkResource(r: KindRequest, body: unknown, details: StatusDeta
   ) {
     throw invalid(r.kind, details, "metadata.finalizers", "must be an array of strings");
   }
+  if (Array.isArray(finalizers)) {
+    const bad = finalizers.findIndex((f: string) =>
+      // deno-lint-ignore no-control-regex
+      f === "" || f.length > MAX_FINALIZER_CHARS || /[\u0000-\u001f\u007f]/.test(f)
+    );
+    if (bad >= 0) {
+      throw invalid(
+        r.kind,
+        details,
+        `metadata.finalizers[${bad}]`,
+        `Invalid value: must be 1 to ${MAX_FINALIZER_CHARS} printable characters`,
+      );
+    }
+  }
   return {
     name,
     spec: body.spec === undefined ? {} : body.spec,
@@ -287,7 +319,7 @@ export async function createWritten(
   try {
     obj = await clientOf(r).create(written.name, written.spec, options);
   } catch (error) {
-    throw toFailure(error, details, r.kind.kind);
+    throw toFailure(finalizerFailure(error, r, details), details, r.kind.kind);
   }
   return await answer(r, obj, 201, o.warnings, o.entries);
 }
@@ -318,12 +350,16 @@ export async function writeObject(
       `the name of the object (${written.name}) does not match the name on the URL (${name})`,
     );
   }
-  if (written.finalizers !== undefined && !sameList(written.finalizers, current.finalizers)) {
+  // The body's list is the object's, whole: absent is none, as on the API server.
+  const finalizers = written.finalizers ?? [];
+  const refinalized = !sameList(finalizers, current.finalizers);
+  const deleting = current.deletionRequestedAt !== undefined;
+  if (refinalized && deleting && finalizers.some((f) => !current.finalizers.includes(f))) {
     throw invalid(
       r.kind,
       details,
       "metadata.finalizers",
-      "cannot be changed through this API yet: the kind's controller owns them",
+      "Forbidden: no new finalizers can be added if the object is being deleted",
     );
   }
   const client = clientOf(r);
@@ -335,13 +371,25 @@ export async function writeObject(
   };
   const { resourceVersion } = written;
   const { dryRun, managedFields } = o;
-  const managed = managedFields === undefined ? {} : { [API_MANAGED_FIELDS]: managedFields };
+  const managed = {
+    ...(managedFields === undefined ? {} : { [API_MANAGED_FIELDS]: managedFields }),
+    ...(refinalized ? { [API_SET_FINALIZERS]: finalizers } : {}),
+  };
+  let obj: AnyObject;
   if (sameJson(written.spec, current.spec)) {
     const options: ApiMetadataWriteOptions = { resourceVersion, dryRun, ...managed };
-    return await client.updateMetadata(current.id, metadata, options);
+    obj = await client.updateMetadata(current.id, metadata, options);
+  } else {
+    const options: ApiUpdateOptions = { resourceVersion, dryRun, ...metadata, ...managed };
+    obj = await client.updateByName(name, written.spec, options);
   }
-  const options: ApiUpdateOptions = { resourceVersion, dryRun, ...metadata, ...managed };
-  return await client.updateByName(name, written.spec, options);
+  // The last finalizer of a deleting object gone: its delete finishes, as the API's delete does.
+  if (refinalized && deleting && finalizers.length === 0 && !dryRun) {
+    await r.ctx.bh.adminClient(r.kind).deleteNow(current.id).catch((error) => {
+      if (!(error instanceof NotFoundError)) throw error;
+    });
+  }
+  return obj;
 }
 
 /** An object as stored, read whole: the decoded object, the resource it answers as, its managed fields. */
@@ -419,7 +467,11 @@ export async function updateExisting(
       );
       return await answer(r, obj, 200, update.warnings, update.entries);
     } catch (error) {
-      const failure = toFailure(error, { ...details, uid: String(current.obj.id) }, r.kind.kind);
+      const failure = toFailure(
+        finalizerFailure(error, r, details),
+        { ...details, uid: String(current.obj.id) },
+        r.kind.kind,
+      );
       if (failure.reason !== "Conflict" || pinned || attempt >= PATCH_ATTEMPTS) throw failure;
     }
   }

@@ -185,6 +185,12 @@ export interface ObjectsUpdateMetadataInput {
    */
   readonly managedFields?: string;
   /**
+   * The finalizers to hold, whole (duplicates dropped); a change is a
+   * metadata change. A deletion-pending row whose list this empties is
+   * collectable. @default {undefined} (unchanged)
+   */
+  readonly finalizers?: readonly string[];
+  /**
    * A precondition as in {@linkcode ObjectsUpdateSpecInput.resourceVersion}.
    * @default {undefined} (no precondition)
    */
@@ -237,6 +243,8 @@ export interface ObjectsUpdateSpecInput {
   readonly annotations?: Readonly<Record<string, string | null>>;
   /** The managed fields to hold, whole, as JSON text, in the same write. @default {undefined} (unchanged) */
   readonly managedFields?: string;
+  /** The finalizers to hold, whole, in the same write. @default {undefined} (unchanged) */
+  readonly finalizers?: readonly string[];
 }
 
 /** One page of an id-ordered listing. */

@@ -342,6 +342,14 @@ export const API_FINALIZERS: unique symbol = Symbol("beehive.apiFinalizers");
  */
 export const API_MANAGED_FIELDS: unique symbol = Symbol("beehive.apiManagedFields");
 
+/**
+ * An update option the package's Kubernetes API sets and the package does
+ * not export: the finalizers the object is to hold, whole, written with the
+ * rest of the write (`kubectl patch` removing a finalizer). The library's
+ * own clients add and remove finalizers one by one, from a controller.
+ */
+export const API_SET_FINALIZERS: unique symbol = Symbol("beehive.apiSetFinalizers");
+
 /** {@linkcode CreateOptions} as the Kubernetes API passes them. */
 export interface ApiCreateOptions extends CreateOptions {
   /** Accept `finalizers` with no controller registered in this process. */
@@ -354,12 +362,16 @@ export interface ApiCreateOptions extends CreateOptions {
 export interface ApiUpdateOptions extends UpdateOptions {
   /** The managed fields the object is to hold. */
   readonly [API_MANAGED_FIELDS]?: string;
+  /** The finalizers the object is to hold. */
+  readonly [API_SET_FINALIZERS]?: readonly string[];
 }
 
 /** {@linkcode MetadataWriteOptions} as the Kubernetes API passes them. */
 export interface ApiMetadataWriteOptions extends MetadataWriteOptions {
   /** The managed fields the object is to hold. */
   readonly [API_MANAGED_FIELDS]?: string;
+  /** The finalizers the object is to hold. */
+  readonly [API_SET_FINALIZERS]?: readonly string[];
 }
 
 /** The managed fields an API write carries, checked. @throws {TypeError} not a string. */
@@ -705,6 +717,26 @@ export class Client<Spec, Status> {
   }
 
   /**
+   * The whole finalizer list an API write sets, checked as a create's
+   * `finalizers` are; `{}` when it sets none.
+   * @throws {InvalidOptionError} a malformed finalizer, or more than `limits.finalizersPerObject`.
+   */
+  #setFinalizers(options: object | undefined): { finalizers?: string[] } {
+    const list = (options as ApiUpdateOptions | undefined)?.[API_SET_FINALIZERS];
+    if (list === undefined) return {};
+    if (
+      !Array.isArray(list) ||
+      !list.every((f) => typeof f === "string" && f !== "" && isStorableText(f))
+    ) {
+      throw new InvalidOptionError(
+        "Cannot use finalizers: expected an array of non-empty strings, well-formed UTF-16 without NUL",
+      );
+    }
+    checkFinalizerBounds(list, this.#engine.options.limits);
+    return { finalizers: [...list] };
+  }
+
+  /**
    * Runs `fn` in a transaction; under `dryRun`, rolls it back once `fn` has
    * answered (its after-commit hooks then never run) and resolves to that answer.
    */
@@ -887,7 +919,7 @@ export class Client<Spec, Status> {
   ): Promise<BeehiveObject<Spec, Status>> {
     return attempt(async () => {
       checkId(id);
-      const write = checkUpdate(options, "update");
+      const write = { ...checkUpdate(options, "update"), ...this.#setFinalizers(options) };
       const dryRun = checkDryRun(options, "update");
       const prepared = this.#prepareSpec(spec);
       const text = typeof prepared === "string" ? prepared : await prepared;
@@ -949,7 +981,7 @@ export class Client<Spec, Status> {
   ): Promise<BeehiveObject<Spec, Status>> {
     return attempt(async () => {
       checkName(name);
-      const write = checkUpdate(options, "update by name");
+      const write = { ...checkUpdate(options, "update by name"), ...this.#setFinalizers(options) };
       const dryRun = checkDryRun(options, "update by name");
       const namespace = await this.#nameScope("update");
       const text = await this.#prepareSpec(spec);
@@ -991,6 +1023,7 @@ export class Client<Spec, Status> {
       const patch = {
         ...checkMetadataUpdate(update, "update metadata"),
         ...(managedFields === undefined ? {} : { managedFields }),
+        ...this.#setFinalizers(options),
       };
       return this.#commit(dryRun, async (tx) => {
         let r;

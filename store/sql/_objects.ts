@@ -363,6 +363,7 @@ export class SqlObjects implements Objects {
       const expected = checkPrecondition(input.resourceVersion);
       const patch = checkMetadataUpdate(input, "update spec");
       const managedFields = checkManagedFields(input.managedFields);
+      const finalizers = checkFinalizerList(input.finalizers);
       const w: SpecWrite = {
         d: this.#s.dialect,
         viewer: this.#s.viewer,
@@ -370,6 +371,7 @@ export class SqlObjects implements Objects {
         expected,
         patch,
         managedFields,
+        finalizers,
       };
       return this.#s.write((scope) => updateSpecBody(scope, ref, input.spec, w));
     });
@@ -386,6 +388,7 @@ export class SqlObjects implements Objects {
       const expected = checkPrecondition(input.resourceVersion);
       const patch = checkMetadataUpdate(input, "update spec");
       const managedFields = checkManagedFields(input.managedFields);
+      const finalizers = checkFinalizerList(input.finalizers);
       const w: SpecWrite = {
         d: this.#s.dialect,
         viewer: this.#s.viewer,
@@ -393,6 +396,7 @@ export class SqlObjects implements Objects {
         expected,
         patch,
         managedFields,
+        finalizers,
       };
       return this.#s.write((scope) => updateSpecByNameBody(scope, ref, namespace, input.spec, w));
     });
@@ -407,6 +411,7 @@ export class SqlObjects implements Objects {
       const patch = {
         ...checkMetadataUpdate(input, "update metadata"),
         managedFields: checkManagedFields(input.managedFields),
+        finalizers: checkFinalizerList(input.finalizers),
       };
       const expected = checkPrecondition(input.resourceVersion);
       const d = this.#s.dialect;
@@ -498,6 +503,18 @@ interface SpecWrite {
   readonly patch: { labels: MetadataPatch | undefined; annotations: MetadataPatch | undefined };
   /** The managed fields to hold, whole; `undefined` keeps them. */
   readonly managedFields: string | undefined;
+  /** The finalizers to hold, whole; `undefined` keeps them. */
+  readonly finalizers: string[] | undefined;
+}
+
+/** `finalizers` of a write: checked and deduplicated, or `undefined`. @throws {InvalidOptionError} */
+function checkFinalizerList(list: unknown): string[] | undefined {
+  return list === undefined ? undefined : checkFinalizers(list);
+}
+
+/** Whether two finalizer lists hold the same names in the same order. */
+function sameFinalizers(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((f, i) => f === b[i]);
 }
 
 /** `managedFields` of a write: JSON text, or `undefined`. @throws {TypeError} */
@@ -528,8 +545,10 @@ function* updateSpec(
   const annotations = mergeMetadata(stored.annotations, w.patch.annotations, "annotations");
   const specSame = version === stored.specVersion && spec === stored.spec;
   const managedFields = w.managedFields ?? stored.managedFields;
+  const finalizers = w.finalizers ?? stored.finalizers;
   const metadataSame = sameMetadata(labels, stored.labels) &&
-    sameMetadata(annotations, stored.annotations) && managedFields === stored.managedFields;
+    sameMetadata(annotations, stored.annotations) && managedFields === stored.managedFields &&
+    sameFinalizers(finalizers, stored.finalizers);
   if (specSame && metadataSame) {
     return {
       object: { ...stored, conditions: yield* readConditions(stored.id, w.viewer) },
@@ -553,7 +572,13 @@ function* updateSpec(
     );
   }
   if (!metadataSame) {
-    yield* writeMetadata(scope, w.d, stored, { labels, annotations, managedFields }, rv);
+    yield* writeMetadata(
+      scope,
+      w.d,
+      stored,
+      { labels, annotations, managedFields, finalizers },
+      rv,
+    );
   }
   const object: RawObject = {
     ...stored,
@@ -565,6 +590,7 @@ function* updateSpec(
     labels,
     annotations,
     managedFields,
+    finalizers: [...finalizers],
     conditions: yield* readConditions(stored.id, w.viewer),
   };
   yield* appendWrite(scope, rv, stored, "update", object);
@@ -579,17 +605,23 @@ function* writeMetadata(
   scope: WriteScope,
   d: Dialect,
   stored: RawObjectMeta,
-  merged: { labels: Labels; annotations: Labels; managedFields: string },
+  merged: {
+    labels: Labels;
+    annotations: Labels;
+    managedFields: string;
+    finalizers: readonly string[];
+  },
   rv: number,
 ): Q<void> {
-  const { labels, annotations, managedFields } = merged;
+  const { labels, annotations, managedFields, finalizers } = merged;
   yield* q.run(
-    `UPDATE objects SET labels = ?, annotations = ?, managed_fields = ?, resource_version = ?,
-       updated_at = ?
+    `UPDATE objects SET labels = ?, annotations = ?, managed_fields = ?, finalizers = ?,
+       resource_version = ?, updated_at = ?
      WHERE id = ?`,
     JSON.stringify(labels),
     JSON.stringify(annotations),
     managedFields,
+    JSON.stringify(finalizers),
     rv,
     scope.now,
     stored.id,
@@ -887,6 +919,7 @@ function* updateMetadataBody(
     labels: MetadataPatch | undefined;
     annotations: MetadataPatch | undefined;
     managedFields: string | undefined;
+    finalizers: string[] | undefined;
   },
   expected: number | undefined,
   viewer: Viewer,
@@ -898,9 +931,10 @@ function* updateMetadataBody(
   const labels = mergeMetadata(stored.labels, patch.labels, "labels");
   const annotations = mergeMetadata(stored.annotations, patch.annotations, "annotations");
   const managedFields = patch.managedFields ?? stored.managedFields;
+  const finalizers = patch.finalizers ?? stored.finalizers;
   if (
     sameMetadata(labels, stored.labels) && sameMetadata(annotations, stored.annotations) &&
-    managedFields === stored.managedFields
+    managedFields === stored.managedFields && sameFinalizers(finalizers, stored.finalizers)
   ) {
     return {
       object: { ...stored, conditions: yield* readConditions(stored.id, viewer) },
@@ -908,12 +942,13 @@ function* updateMetadataBody(
     };
   }
   const rv = scope.draw();
-  yield* writeMetadata(scope, d, stored, { labels, annotations, managedFields }, rv);
+  yield* writeMetadata(scope, d, stored, { labels, annotations, managedFields, finalizers }, rv);
   const object: RawObject = {
     ...stored,
     labels,
     annotations,
     managedFields,
+    finalizers: [...finalizers],
     resourceVersion: rv,
     updatedAt: new Date(scope.now),
     conditions: yield* readConditions(stored.id, viewer),

@@ -23,6 +23,7 @@ import { labelsCases } from "./labels_cases.ts";
 import { readOnlyCases } from "./read_only_cases.ts";
 import { namespacesCases } from "./namespaces_cases.ts";
 import { managedFieldsCases } from "./managed_fields_cases.ts";
+import { finalizerWriteCases } from "./finalizer_writes_cases.ts";
 
 /** Every case, grouped by family name. */
 export const contractSuites: Record<string, ContractCase[]> = {
@@ -45,6 +46,7 @@ export const contractSuites: Record<string, ContractCase[]> = {
   read_only: readOnlyCases,
   namespaces: namespacesCases,
   managed_fields: managedFieldsCases,
+  finalizer_writes: finalizerWriteCases,
 };
 
 /** One test of the contract: its name, and how to run it or why it does not apply. */

@@ -96,6 +96,8 @@ test("kubeApiHandler answers 415 to a text/plain, form or multipart POST, or one
       });
       assert.equal(answer.status, 201, type);
     }
+    const stray = await call(handle, CLUSTERS, { headers: { "content-type": "text/plain" } });
+    assert.equal(stray.status, 200, "a GET has no body to decode, whatever type it names");
     const plainDelete = await call(handle, `${CLUSTERS}/prod`, { method: "DELETE" });
     assert.equal(plainDelete.status, 200, "a DELETE without a body needs no content type");
   });

@@ -88,6 +88,40 @@ test("kubeApiHandler applies a JSON patch that grows the object within the limit
   });
 });
 
+test("kubeApiHandler refuses a JSON patch that copies and compares more than twice the object size limit, however much it removes again", async () => {
+  await withStore(async (store, bh) => {
+    await bh.client(Cluster).create("prod", { a: Array.from({ length: 60_000 }, (_, i) => i) });
+    const handle = kubeApiHandler({ store });
+    const churn: unknown[] = [];
+    for (let i = 0; i < 499; i++) {
+      churn.push({ op: "copy", from: "/spec/a", path: "/spec/b" }, {
+        op: "remove",
+        path: "/spec/b",
+      });
+    }
+    const answer = await call(
+      handle,
+      `${CLUSTERS}/prod`,
+      send("PATCH", JSON.stringify(churn), JSON_PATCH),
+    );
+    assert.equal(answer.status, 422, JSON.stringify(answer.body).slice(0, 300));
+    assert.match(String(answer.body.message), /copies and compares more than 3145728 bytes/);
+    const ordered = await call(
+      handle,
+      `${CLUSTERS}/prod`,
+      send(
+        "PATCH",
+        JSON.stringify([
+          { op: "add", path: "/spec/m", value: { x: 1, y: [1, { z: 2 }] } },
+          { op: "test", path: "/spec/m", value: { y: [1, { z: 2 }], x: 1 } },
+        ]),
+        JSON_PATCH,
+      ),
+    );
+    assert.equal(ordered.status, 200, "test compares members in any order");
+  });
+});
+
 test("kubeApiHandler answers a merge patch nested 13,000 deep with 400, never 500, and writes nothing", async () => {
   await withStore(async (store, bh) => {
     await bh.client(Cluster).create("prod", { replicas: 1 });

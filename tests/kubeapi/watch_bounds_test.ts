@@ -13,7 +13,7 @@ import { WATCH_BACKLOG, watchSeconds } from "../../kubeapi/_watch.ts";
 import { toNodeListener } from "../../console/node_listener.ts";
 import { notApplicable, test } from "../_test.ts";
 import { rawWatch } from "./_served_process.ts";
-import { Cluster, CLUSTERS, eventsOf, intercept, withStore } from "./_kubeapi_harness.ts";
+import { Cluster, CLUSTERS, eventsOf, intercept, Node, withStore } from "./_kubeapi_harness.ts";
 
 test("kubeApiHandler streams a watch's initial state in pages read from the store, never a snapshot of the kind", async () => {
   await withStore(async (store, bh) => {
@@ -80,6 +80,40 @@ test("kubeApiHandler reads each page of the initial state once for watches that 
     assert.equal((await selected.next())?.type, "ADDED");
     assert.ok(lists > 3, "another selection reads its own pages");
     for (const events of [...watches, selected]) await events.cancel();
+  });
+});
+
+test("kubeApiHandler encodes a change once for all the watchers of its kind, looking its owner up once", async () => {
+  await withStore(async (store, bh) => {
+    const owner = await bh.client(Node).create("n1", {});
+    const child = await bh.client(Cluster).create("prod", {}, { owner: owner.id });
+    let lookups = 0;
+    const counted = intercept(store, { family: "objects", method: "getMeta" }, (getMeta, id) => {
+      lookups++;
+      return getMeta(id);
+    });
+    const handle = kubeApiHandler({ store: counted });
+    const rv = await store.getLatestResourceVersion();
+    const watches = [];
+    for (let i = 0; i < 20; i++) {
+      watches.push(
+        eventsOf(
+          await handle(
+            new Request(`http://localhost${CLUSTERS}?watch=true&resourceVersion=${rv}`),
+          ),
+        ),
+      );
+    }
+    await bh.client(Cluster).update(child.id, { replicas: 2 });
+    for (const events of watches) {
+      const event = await events.next();
+      assert.equal(event?.type, "MODIFIED");
+      const meta = (event!.object as { metadata: { ownerReferences: { name: string }[] } })
+        .metadata;
+      assert.equal(meta.ownerReferences[0].name, "n1");
+    }
+    assert.equal(lookups, 1, "one owner lookup for twenty watchers");
+    for (const events of watches) await events.cancel();
   });
 });
 
