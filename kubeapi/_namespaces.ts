@@ -30,7 +30,7 @@ export const NAMESPACES_RESOURCE = {
   singularName: "namespace",
   namespaced: false,
   kind: "Namespace",
-  verbs: ["create", "delete", "get", "list", "watch"],
+  verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
   shortNames: ["ns"],
 } as const;
 

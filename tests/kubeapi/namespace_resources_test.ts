@@ -135,6 +135,50 @@ test("kubeApiHandler namespace delete leaves it Terminating while a finalizer ho
   });
 });
 
+test("kubeApiHandler namespace PUT and PATCH write its labels and annotations, storing one only in use", async () => {
+  await withStore(async (store, bh) => {
+    await defineTeam(store);
+    await bh.client(Team, { namespace: "used" }).create("red", {});
+    const handle = kubeApiHandler({ store });
+    const patch = (body: unknown, type: string) => ({
+      method: "PATCH",
+      headers: { "content-type": type },
+      body: JSON.stringify(body),
+    });
+    const merged = await call(
+      handle,
+      `${NAMESPACES}/used`,
+      patch({ metadata: { labels: { tier: "gold" } } }, "application/strategic-merge-patch+json"),
+    );
+    assert.equal(merged.status, 200, JSON.stringify(merged.body));
+    const meta = merged.body.metadata as Record<string, unknown>;
+    assert.deepEqual(meta.labels, { tier: "gold", "kubernetes.io/metadata.name": "used" });
+    assert.equal(typeof meta.uid, "string");
+    const json = await call(
+      handle,
+      `${NAMESPACES}/used`,
+      patch(
+        [{ op: "add", path: "/metadata/annotations", value: { note: "x" } }],
+        "application/json-patch+json",
+      ),
+    );
+    assert.equal(json.status, 200, JSON.stringify(json.body));
+    const stored = await bh.client({ group: "", kind: "Namespace" }).getByName("used");
+    assert.deepEqual(stored.labels, { tier: "gold" });
+    assert.deepEqual(stored.annotations, { note: "x" });
+    const stale = await call(handle, `${NAMESPACES}/used`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ metadata: { name: "used", resourceVersion: "1" } }),
+    });
+    assert.equal(stale.status, 409);
+    assert.equal(
+      (await call(handle, `${NAMESPACES}/nope`, patch({}, "application/merge-patch+json"))).status,
+      404,
+    );
+  });
+});
+
 test("kubeApiHandler namespace watch sends the namespaces as ADDED, then a created one ADDED and a deleted one DELETED", async () => {
   await withStore(async (store) => {
     const handle = kubeApiHandler({ store, pollInterval: 50 });
@@ -168,7 +212,7 @@ test("kubeApiHandler namespace watch sends the namespaces as ADDED, then a creat
   });
 });
 
-test("kubectl create namespace, get it while empty, delete namespace and get ns -w against serveKubeApi", async () => {
+test("kubectl create namespace, label it, get it while empty, delete namespace and get ns -w against serveKubeApi", async () => {
   assert.ok(existsSync(KUBECTL), `${KUBECTL} is missing: this test drives the real kubectl`);
   await withStore(async (store, bh) => {
     await defineTeam(store);
@@ -181,9 +225,14 @@ test("kubectl create namespace, get it while empty, delete namespace and get ns 
       const created = await kubectl("create", "namespace", "team-a");
       assert.equal(created.code, 0, created.stderr);
       assert.match(created.stdout, /namespace\/team-a created/);
+      const labeled = await kubectl("label", "ns", "team-a", "tier=gold");
+      assert.equal(labeled.code, 0, labeled.stderr);
+      assert.match(labeled.stdout, /namespace\/team-a labeled/);
       const got = await kubectl("get", "ns", "team-a", "--no-headers");
       assert.equal(got.code, 0, got.stderr);
       assert.match(got.stdout, /^team-a\s+Active/);
+      const shown = await kubectl("get", "ns", "team-a", "-o", "jsonpath={.metadata.labels.tier}");
+      assert.equal(shown.stdout, "gold");
       await bh.client(Team, { namespace: "team-a" }).create("red", {});
       const deleted = await kubectl("delete", "ns", "team-a", "--timeout=20s");
       assert.equal(deleted.code, 0, deleted.stderr);
