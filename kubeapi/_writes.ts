@@ -48,6 +48,7 @@ import {
   recordUpdate,
 } from "./_managed_fields.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
+import { refuseTerminating } from "./_namespaces.ts";
 import { clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
 import { dryRunParam, readJsonBody } from "./_request.ts";
 import {
@@ -313,6 +314,7 @@ export async function createWritten(
     [API_FINALIZERS]: true,
     [API_MANAGED_FIELDS]: managedFieldsText(o.entries),
   };
+  if (r.namespace !== undefined) await refuseTerminating(r.ctx, r.namespace, details);
   let obj: AnyObject;
   try {
     obj = await clientOf(r).create(written.name, written.spec, options);
