@@ -57,7 +57,7 @@ export { defineKind } from "./src/model/kind.ts";
 export type { JsonSchema, Kind, KindColumn, KindDefinition, StoredKind } from "./src/model/kind.ts";
 export type { StandardSchema } from "./src/model/standard_schema.ts";
 export { AdminClient } from "./src/clients/admin_client.ts";
-export type { DeleteNowOptions, PropagationPolicy } from "./src/clients/admin_client.ts";
+export type { DeleteNowOptions } from "./src/clients/admin_client.ts";
 export type {
   ControllerClient,
   ControllerTx,

@@ -11,7 +11,10 @@
  *
  * @module
  */
-import { NotFoundError, type PropagationPolicy } from "@beehive/beehive";
+import { type DeleteNowOptions, NotFoundError } from "@beehive/beehive";
+
+/** How a delete treats the objects its object owns. */
+type PropagationPolicy = NonNullable<DeleteNowOptions["propagationPolicy"]>;
 import type { BodyLimits, KindRequest } from "./_context.ts";
 import { resolveOwners, toResource } from "./_objects.ts";
 import {

@@ -13,9 +13,7 @@ import { schemasOf, type StoredKind, storedKindOf } from "../model/kind.ts";
 import type { KindSchemas } from "./_write_checks.ts";
 import type { ConditionWrite, EventWrite } from "../model/object.ts";
 import type { GroupKind, ObjectId } from "../store.ts";
-import { deleteNow, type PropagationPolicy } from "../engine/_delete_now.ts";
-
-export type { PropagationPolicy } from "../engine/_delete_now.ts";
+import { deleteNow } from "../engine/_delete_now.ts";
 
 /** Options of {@linkcode AdminClient.deleteNow}. */
 export interface DeleteNowOptions {
@@ -26,7 +24,7 @@ export interface DeleteNowOptions {
    * `"Foreground"` delete them with the object (an owner stays until its
    * children are gone). @default {"Background"}
    */
-  readonly propagationPolicy?: PropagationPolicy;
+  readonly propagationPolicy?: "Background" | "Foreground" | "Orphan";
   /** Run the deletion and roll it back: the answer as it would be, nothing written. @default {false} */
   readonly dryRun?: boolean;
 }
