@@ -15,7 +15,7 @@
  *   streams minus before, divided by 200 (run with `--v8-flags=--expose-gc`).
  * - Tenants: a server in a process of its own over a SQLite file of 20,000
  *   objects (a 1,500-byte spec each, about 33 MB of JSON), measured from
- *   outside: its RSS (`/proc/<pid>/status`) and `/version` latency with 0, 1,
+ *   outside: its RSS (from `ps`) and `/version` latency with 0, 1,
  *   60 and 1,000 open watches from the current version (each read by a raw
  *   socket, as informers hold them), the RSS a watch adds, commit -> watch
  *   line through the API with 1, 60 and 1,000 watchers, and 60 watches
@@ -249,7 +249,7 @@ async function versionLatency(url: string, n: number): Promise<string> {
 
 /**
  * A server in its own process over 20,000 objects (about 33 MB of JSON): its
- * RSS read from /proc and `/version` latency with 0, 60 and 1,000 open watches
+ * RSS read with `ps` and `/version` latency with 0, 60 and 1,000 open watches
  * (from the current version, as informers hold them, each read by a raw
  * socket), the memory a watch costs, 60 watches without a version whose
  * clients never read, and commit -> watch line with 1 and 1,000 watchers.
