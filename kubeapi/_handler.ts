@@ -22,7 +22,7 @@ import { route, segmentsOf } from "./_router.ts";
 import { failureResponse, KubeApiFailure, toFailure } from "./_status.ts";
 import { BODY_DEPTH_MARGIN, DEFAULT_MAX_BODY_BYTES } from "./_request.ts";
 import { DEFAULTS } from "../src/engine/options.ts";
-import { checkAllowedHosts, LOOPBACK_HOSTS } from "../console/_hosts.ts";
+import { checkAllowedHosts, LOOPBACK_HOSTS } from "../http/_hosts.ts";
 import { filterRequest } from "./_filters.ts";
 import { watchEncodings } from "./_watch_cache.ts";
 import { EventReaders } from "./_event_reader.ts";

@@ -10,7 +10,7 @@ import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { InvalidOptionError, type Store } from "@beehive/beehive";
-import { toNodeListener } from "../console/node_listener.ts";
+import { toNodeListener } from "../http/node_listener.ts";
 import { checkTokens, type KubeApiToken } from "./_auth.ts";
 import { generateTls } from "./_certificates.ts";
 import { kubeconfigYaml } from "./_kubeconfig.ts";
