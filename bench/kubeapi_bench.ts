@@ -20,7 +20,7 @@
  *   socket, as informers hold them), the RSS a watch adds, commit -> watch
  *   line through the API with 1, 60 and 1,000 watchers, and 60 watches
  *   without a version whose clients never read.
- * - Informers (Node): informers of the real `@kubernetes/client-node` (a
+ * - Informers: informers of the real `@kubernetes/client-node` (a
  *   list, then a watch from its version) against `serveKubeApi` in the same
  *   process: commit -> update callback through client-node with 1 and 1,000
  *   informers (merge `PATCH` through the API every 20 ms, time from just
@@ -468,12 +468,6 @@ async function informerDelete(): Promise<void> {
 }
 
 async function informers(): Promise<void> {
-  if ("Deno" in globalThis) {
-    // client-node's undici fetch never reports a watch stream's end under Deno: its informers
-    // cannot be stopped there.
-    console.log("informers: run under Node (client-node's watches cannot be stopped on Deno)");
-    return;
-  }
   // The floor, alternated: the same commits read by a raw fetch watch in the same process.
   for (let round = 0; round < 2; round++) {
     await watchLatency(1);

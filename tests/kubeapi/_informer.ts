@@ -22,8 +22,8 @@ export interface Recorded {
   /** Stops the informer (its watch request is aborted). */
   stop(): Promise<void>;
   /**
-   * Resolves once the stopped informer's watch request is done, its timer
-   * cleared (on Deno, once the server ended the connection: close it first).
+   * Resolves once the stopped informer's watch request is done (its stream
+   * ended and its done handler ran).
    */
   readonly stopped: Promise<void>;
 }
@@ -62,13 +62,13 @@ export async function informerOf(url: string, labelSelector?: string): Promise<R
   let stopping = false;
   const stopped = Promise.withResolvers<void>();
   informer.on("error", (error: unknown) => {
-    // Stopping aborts the watch's request, which client-node reports as an error on Node.
+    // Stopping aborts the watch's request, which client-node reports as an error.
     if (!stopping || (error as Error | undefined)?.name !== "AbortError") {
       failed.reject(error);
     }
   });
-  // A stop is over once the watch request's done handler ran (it clears the request's timer):
-  // client-node calls it on its own, with no event to wait on, so the test wraps it.
+  // A stop is over once the watch request's done handler ran: client-node calls it on its own,
+  // with no event to wait on when stopped, so the test wraps it.
   const lw = informer as unknown as { doneHandler(err: unknown): Promise<void> };
   const done = lw.doneHandler.bind(lw);
   lw.doneHandler = async (err) => {

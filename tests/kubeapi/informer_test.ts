@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { serveKubeApi } from "../../kubeapi/mod.ts";
 import { Beehive } from "../../mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
-import { notApplicable, test } from "../_test.ts";
+import { test } from "../_test.ts";
 import { whileServing } from "../cli/_cli_harness.ts";
 import { informerOf, type Recorded } from "./_informer.ts";
 import { Cluster, CLUSTERS, withStore } from "./_kubeapi_harness.ts";
@@ -95,19 +95,7 @@ const SERVE_ALONE = "client-node informer counts the same against beehive serve 
 const SELECTED =
   "client-node label-selected informer sees no delete of an object it never showed, live and when started after a relist";
 
-/**
- * Registers an informer test on Node. Under Deno, client-node's fetch (undici's) never reports
- * the end of a watch's stream — neither a stop's abort nor the server closing it — so a stopped
- * informer leaves its request and its 30-second timer behind, and a watch the server ends is
- * never resumed: not a client to test against there.
- */
-function informerTest(name: string, fn: () => Promise<void>): void {
-  if ("Deno" in globalThis) {
-    notApplicable(name, "client-node's undici fetch does not end a watch stream under Deno");
-  } else test(name, fn);
-}
-
-informerTest(COUNTS, async () => {
+test(COUNTS, async () => {
   await withStore(async (store, bh) => {
     await bh.client(Cluster).create("seed", {});
     const server = await serveKubeApi({ store, port: 0, pollInterval: 50 });
@@ -121,7 +109,7 @@ informerTest(COUNTS, async () => {
   });
 });
 
-informerTest(SERVE_ALONE, async () => {
+test(SERVE_ALONE, async () => {
   const dir = await mkdtemp(join(tmpdir(), "beehive-informer-"));
   try {
     const store = await openSqliteStore(join(dir, "beehive.db"));
@@ -137,7 +125,7 @@ informerTest(SERVE_ALONE, async () => {
   }
 });
 
-informerTest(SELECTED, async () => {
+test(SELECTED, async () => {
   await withStore(async (store, bh) => {
     await bh.client(Cluster).create("seed", {});
     const server = await serveKubeApi({ store, port: 0, pollInterval: 50 });
