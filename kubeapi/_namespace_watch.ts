@@ -8,10 +8,18 @@
  * @module
  */
 import type { KubeContext } from "./_context.ts";
-import { allNamespaces, namespaceClient, toNamespace } from "./_namespaces.ts";
+import { allNamespaces, namespaceClient, namespaceTable, toNamespace } from "./_namespaces.ts";
 import { drainTerminating } from "./_namespace_writes.ts";
 import { checkNotTooLarge } from "./_resource_version.ts";
-import { intParam, MAX_TIMEOUT_SECONDS, param, resourceVersionParam } from "./_request.ts";
+import {
+  includeObjectParam,
+  intParam,
+  MAX_TIMEOUT_SECONDS,
+  negotiate,
+  param,
+  resourceVersionParam,
+} from "./_request.ts";
+import { tableType } from "./_tables.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
 import { failureStatus, toFailure } from "./_status.ts";
 import { watchSeconds } from "./_watch.ts";
@@ -24,6 +32,8 @@ export async function watchNamespaces(
   request: Request,
   url: URL,
 ): Promise<Response> {
+  const rep = negotiate(request);
+  const include = includeObjectParam(url);
   const labels = parseLabelSelector(param(url, "labelSelector"));
   const fields = parseFieldSelector(param(url, "fieldSelector"));
   const rv = resourceVersionParam(url);
@@ -41,14 +51,16 @@ export async function watchNamespaces(
   const encoder = new TextEncoder();
   const line = (type: string, object: unknown) =>
     encoder.encode(`${JSON.stringify({ type, object })}\n`);
+  const as = (ns: Record<string, unknown>) =>
+    rep.as === "table" ? namespaceTable(ns, rep.version, include) : ns;
   async function* events(): AsyncGenerator<Uint8Array> {
     try {
-      for (const ns of initial) yield line("ADDED", ns);
+      for (const ns of initial) yield line("ADDED", as(ns));
       for await (const changes of stream.batches()) {
         for (const change of changes) {
           if (change.object === undefined) continue;
           const ns = toNamespace(change.object.name, change.object, change.resourceVersion);
-          if (keep(ns)) yield line(TYPES[change.type], ns);
+          if (keep(ns)) yield line(TYPES[change.type], as(ns));
         }
       }
       if (stream.error !== undefined) throw stream.error;
@@ -85,7 +97,6 @@ export async function watchNamespaces(
       await chunks.return(undefined);
     },
   });
-  return new Response(body, {
-    headers: { "content-type": "application/json", "cache-control": "no-store" },
-  });
+  const type = rep.as === "table" ? tableType(rep.version) : "application/json";
+  return new Response(body, { headers: { "content-type": type, "cache-control": "no-store" } });
 }

@@ -4,7 +4,8 @@
  * `DELETE /api/v1/namespaces/<name>` marks it `Terminating` (a store
  * finalizer keeps it while it drains), deletes every object of a served kind
  * in it as the API's DELETE does, and removes it once none is left. One that
- * finalizers hold drains further whenever namespaces are read.
+ * finalizers hold drains further whenever namespaces are read. `PUT` and
+ * `PATCH` write a namespace's labels and annotations.
  *
  * @module
  */
@@ -21,9 +22,12 @@ import {
   storedNamespaces,
   toNamespace,
 } from "./_namespaces.ts";
+import { jsonPatch, mergePatch } from "./_patch.ts";
 import { fieldsOf, mapField, PROTOBUF, stringField, unwrap } from "./_protobuf.ts";
 import { dryRunParam, MAX_PAGE, readBody, readBodyBytes, readJsonBody } from "./_request.ts";
 import { invalidFailure, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
+
+type Json = Parameters<typeof mergePatch>[0];
 
 /** The store finalizer that keeps a terminating namespace while its objects drain. */
 const FINALIZER = "kubernetes";
@@ -213,5 +217,102 @@ async function drainNamespace(
 export async function drainTerminating(ctx: KubeContext): Promise<void> {
   for (const ns of (await storedNamespaces(ctx)).values()) {
     if (ns.deletionRequestedAt !== undefined) await drainNamespace(ctx, ns);
+  }
+}
+
+/** The patch types a namespace takes; a strategic merge patch merges its maps as a merge patch does. */
+const NAMESPACE_PATCHES = new Set([
+  "application/merge-patch+json",
+  "application/strategic-merge-patch+json",
+  "application/json-patch+json",
+]);
+
+/** The change from `from` to `to` as a merge patch of one map (`null` removes a key). */
+function mapPatch(
+  from: Readonly<Record<string, string>>,
+  to: Record<string, string>,
+): Record<string, string | null> | undefined {
+  const patch: Record<string, string | null> = {};
+  for (const key of Object.keys(from)) if (!(key in to)) patch[key] = null;
+  for (const [key, value] of Object.entries(to)) if (from[key] !== value) patch[key] = value;
+  return Object.keys(patch).length === 0 ? undefined : patch;
+}
+
+/**
+ * `PUT` and `PATCH` (merge, strategic merge — a namespace's maps merge alike —
+ * or JSON patch) `/api/v1/namespaces/<name>`: writes the namespace's labels
+ * and annotations, storing one only in use first; the rest of the body is the
+ * server's. `metadata.resourceVersion`, when given, must be current.
+ * @throws {KubeApiFailure} NotFound, UnsupportedMediaType, Conflict, Invalid.
+ */
+export async function updateNamespace(
+  ctx: KubeContext,
+  request: Request,
+  url: URL,
+  name: string,
+): Promise<Response> {
+  const dryRun = dryRunParam(url);
+  const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  const put = request.method === "PUT";
+  if (!put && !NAMESPACE_PATCHES.has(type)) {
+    throw new KubeApiFailure("UnsupportedMediaType", `${type} is not supported on namespaces`);
+  }
+  const body = await readJsonBody(request, ctx.body, put ? "Namespace" : "patch");
+  const found = await findNamespace(ctx, name);
+  if (found === undefined) throw namespaceNotFound(name);
+  const client = namespaceClient(ctx);
+  const details = { kind: "namespaces", group: "", name };
+  let ns: NamespaceObject | undefined = (await storedNamespaces(ctx)).get(name);
+  const current = toNamespace(name, ns);
+  const target = put
+    ? body
+    : type === "application/json-patch+json"
+    ? jsonPatch(current as Json, body as Json, ctx.objectBytes)
+    : mergePatch(current as Json, body as Json);
+  if (typeof target !== "object" || target === null || Array.isArray(target)) {
+    throw new KubeApiFailure("BadRequest", "the namespace is not an object");
+  }
+  const meta = ((target as Record<string, unknown>).metadata ?? {}) as Record<string, unknown>;
+  if (typeof meta !== "object" || Array.isArray(meta)) {
+    throw invalid(name, "metadata", "must be an object");
+  }
+  if (meta.name !== undefined && meta.name !== name) {
+    throw new KubeApiFailure(
+      "BadRequest",
+      `the name of the object (${String(meta.name)}) does not match the name on the URL (${name})`,
+    );
+  }
+  const rv = meta.resourceVersion;
+  const currentRv = (current.metadata as { resourceVersion?: string }).resourceVersion;
+  if (put && rv !== undefined && rv !== null && rv !== "" && String(rv) !== currentRv) {
+    throw new KubeApiFailure(
+      "Conflict",
+      `Operation cannot be fulfilled on namespaces "${name}": the object has been modified; ` +
+        "please apply your changes to the latest version and try again",
+      details,
+    );
+  }
+  const { [NAME_LABEL]: _, ...labels } = stringMap(meta.labels, name, "metadata.labels");
+  const annotations = stringMap(meta.annotations, name, "metadata.annotations");
+  if (dryRun) {
+    const preview = toNamespace(name, ns);
+    const m = preview.metadata as Record<string, unknown>;
+    return jsonResponse(200, {
+      ...preview,
+      metadata: { ...m, labels: { ...labels, [NAME_LABEL]: name }, annotations },
+    });
+  }
+  try {
+    ns ??= await client.create(name, {});
+    const update = {
+      labels: mapPatch(ns.labels, labels),
+      annotations: mapPatch(ns.annotations, annotations),
+    };
+    if (update.labels !== undefined || update.annotations !== undefined) {
+      await client.updateMetadata(ns.id, update);
+    }
+    return jsonResponse(200, toNamespace(name, await client.get(ns.id)));
+  } catch (error) {
+    throw toFailure(error, details);
   }
 }

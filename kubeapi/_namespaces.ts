@@ -9,14 +9,14 @@
  *
  * @module
  */
-import type { BeehiveObject, Client } from "@beehive/beehive";
+import { type BeehiveObject, type Client, NotFoundError } from "@beehive/beehive";
 import type { KubeContext } from "./_context.ts";
 import { EVENTS_NAMESPACE } from "./_events.ts";
 import { rfc3339 } from "./_objects.ts";
 import { includeObjectParam, MAX_PAGE, negotiate, param } from "./_request.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
-import { jsonResponse, KubeApiFailure, notFoundMessage } from "./_status.ts";
-import { type Column, table, tableType } from "./_tables.ts";
+import { jsonResponse, KubeApiFailure, notFoundMessage, type StatusDetails } from "./_status.ts";
+import { type Column, type IncludeObject, table, tableType } from "./_tables.ts";
 
 /** The label Kubernetes puts on every namespace, naming it (what a selector picks one by). */
 const NAME_LABEL = "kubernetes.io/metadata.name";
@@ -30,7 +30,7 @@ export const NAMESPACES_RESOURCE = {
   singularName: "namespace",
   namespaced: false,
   kind: "Namespace",
-  verbs: ["create", "delete", "get", "list", "watch"],
+  verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
   shortNames: ["ns"],
 } as const;
 
@@ -139,6 +139,24 @@ export function namespaceNotFound(name: string): KubeApiFailure {
   return new KubeApiFailure("NotFound", notFoundMessage(details), details);
 }
 
+/** `ns` as a Table row, its object included as `include` asks. */
+function namespaceRow(ns: Record<string, unknown>, include: IncludeObject) {
+  return {
+    cells: [(ns.metadata as { name: string }).name, phaseOf(ns)],
+    ...(include === "None" ? {} : { object: include === "Object" ? ns : partial(ns) }),
+  };
+}
+
+/** `ns` as a one-row Table of `version` (a Table watch's object). */
+export function namespaceTable(
+  ns: Record<string, unknown>,
+  version: string,
+  include: IncludeObject,
+): Record<string, unknown> {
+  const resourceVersion = (ns.metadata as { resourceVersion?: string }).resourceVersion ?? "0";
+  return table(version, [namespaceRow(ns, include)], { resourceVersion }, COLUMNS);
+}
+
 /** The phase column's value. */
 function phaseOf(ns: Record<string, unknown>): string {
   return (ns.status as { phase: string }).phase;
@@ -173,10 +191,7 @@ export async function readNamespaces(
   }
   if (rep.as === "table") {
     const include = includeObjectParam(url);
-    const rows = items.map((ns) => ({
-      cells: [(ns.metadata as { name: string }).name, phaseOf(ns)],
-      ...(include === "None" ? {} : { object: include === "Object" ? ns : partial(ns) }),
-    }));
+    const rows = items.map((ns) => namespaceRow(ns, include));
     return jsonResponse(
       200,
       table(rep.version, rows, { resourceVersion }, COLUMNS),
@@ -189,4 +204,31 @@ export async function readNamespaces(
     metadata: { resourceVersion },
     items,
   });
+}
+
+/**
+ * Refuses a create into namespace `ns` while it is `Terminating`, as the API
+ * server does (its objects are being deleted).
+ * @throws {KubeApiFailure} Forbidden: `ns` is terminating.
+ */
+export async function refuseTerminating(
+  ctx: KubeContext,
+  ns: string,
+  details: StatusDetails,
+): Promise<void> {
+  let stored: NamespaceObject;
+  try {
+    stored = await namespaceClient(ctx).getByName(ns);
+  } catch (error) {
+    if (error instanceof NotFoundError) return;
+    throw error;
+  }
+  if (stored.deletionRequestedAt === undefined) return;
+  const what = `${details.kind}${details.group === "" ? "" : `.${details.group}`}`;
+  throw new KubeApiFailure(
+    "Forbidden",
+    `${what} "${details.name}" is forbidden: unable to create new content in namespace ${ns} ` +
+      "because it is being terminated",
+    details,
+  );
 }

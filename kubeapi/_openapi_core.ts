@@ -51,6 +51,7 @@ export function coreDocument(): Record<string, unknown> {
       "/api/v1/namespaces/{name}": {
         parameters: [name],
         get: op("get", "read"),
+        put: op("put", "replace", body),
         // kubectl leaves validation to a server whose patch operation takes fieldValidation.
         patch: op("patch", "patch", {
           parameters: [{

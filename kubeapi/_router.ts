@@ -21,7 +21,12 @@ import {
 import { InvalidOptionError } from "@beehive/beehive";
 import { isGroupName, type ServedKind, VERSION } from "./_kinds.ts";
 import { readNamespaces } from "./_namespaces.ts";
-import { createNamespace, deleteNamespace, drainTerminating } from "./_namespace_writes.ts";
+import {
+  createNamespace,
+  deleteNamespace,
+  drainTerminating,
+  updateNamespace,
+} from "./_namespace_writes.ts";
 import { watchNamespaces } from "./_namespace_watch.ts";
 import { namespaceProblem } from "../src/model/namespace.ts";
 import { groupDocumentText, openApiIndex } from "./_openapi.ts";
@@ -203,6 +208,9 @@ async function core(
     if (name === undefined && method === "POST") return await createNamespace(ctx, request, url);
     if (name !== undefined && method === "DELETE") {
       return await deleteNamespace(ctx, request, url, name);
+    }
+    if (name !== undefined && (method === "PUT" || method === "PATCH")) {
+      return await updateNamespace(ctx, request, url, name);
     }
     readOnly(`/${parts.join("/")}`);
     if (name === undefined && boolParam(url, "watch")) {

@@ -49,6 +49,7 @@ import {
   recordUpdate,
 } from "./_managed_fields.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
+import { refuseTerminating } from "./_namespaces.ts";
 import { clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
 import { dryRunParam, readJsonBody } from "./_request.ts";
 import {
@@ -317,6 +318,7 @@ export async function createWritten(
       kind: r.kind.kind,
     }),
   };
+  if (r.namespace !== undefined) await refuseTerminating(r.ctx, r.namespace, details);
   let obj: AnyObject;
   try {
     obj = await clientOf(r).create(written.name, written.spec, options);

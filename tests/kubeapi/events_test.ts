@@ -85,7 +85,7 @@ test("kubeApiHandler serves the core group's discovery with the events and names
     const resources = v1.body.resources as { name: string; namespaced: boolean; verbs: string[] }[];
     assert.deepEqual(resources.map((r) => [r.name, r.namespaced, r.verbs]), [
       ["events", true, ["get", "list", "watch"]],
-      ["namespaces", false, ["create", "delete", "get", "list", "watch"]],
+      ["namespaces", false, ["create", "delete", "get", "list", "patch", "update", "watch"]],
     ]);
     assert.equal((await call(handle, "/api/v1/pods")).status, 404);
   });

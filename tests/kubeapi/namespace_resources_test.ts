@@ -7,6 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -14,7 +15,15 @@ import { join } from "node:path";
 import { Beehive, defineKind, NotFoundError, type Store } from "../../mod.ts";
 import { kubeApiHandler, serveKubeApi } from "../../kubeapi/mod.ts";
 import { test } from "../_test.ts";
-import { call, eventsOf, KUBECTL, kubectlIn, withStore } from "./_kubeapi_harness.ts";
+import {
+  call,
+  eventsOf,
+  KUBECTL,
+  kubectlArgs,
+  kubectlEnv,
+  kubectlIn,
+  withStore,
+} from "./_kubeapi_harness.ts";
 
 const Team = defineKind<Record<string, unknown>, unknown>({
   group: "kstack.sh",
@@ -99,7 +108,7 @@ test("kubeApiHandler namespace delete deletes every object in it, then the names
   });
 });
 
-test("kubeApiHandler namespace delete leaves it Terminating while a finalizer holds an object, and removes it once that goes", async () => {
+test("kubeApiHandler namespace delete leaves it Terminating while a finalizer holds an object, refusing creates in it, and removes it once that goes", async () => {
   await withStore(async (store, bh) => {
     await defineTeam(store);
     const red = await bh.client(Team, { namespace: "a" }).create("red", {});
@@ -114,8 +123,59 @@ test("kubeApiHandler namespace delete leaves it Terminating while a finalizer ho
     );
     const still = await call(handle, `${NAMESPACES}/a`);
     assert.deepEqual(still.body.status, { phase: "Terminating" });
+    const refused = await call(
+      handle,
+      "/apis/kstack.sh/v1/namespaces/a/teams",
+      post({ apiVersion: "kstack.sh/v1", kind: "Team", metadata: { name: "late" }, spec: {} }),
+    );
+    assert.equal(refused.status, 403, JSON.stringify(refused.body));
+    assert.match(String(refused.body.message), /because it is being terminated/);
     await bh.adminClient(Team).deleteFinalizer(red.id, "kstack.sh/cleanup");
     assert.equal((await call(handle, `${NAMESPACES}/a`)).status, 404);
+  });
+});
+
+test("kubeApiHandler namespace PUT and PATCH write its labels and annotations, storing one only in use", async () => {
+  await withStore(async (store, bh) => {
+    await defineTeam(store);
+    await bh.client(Team, { namespace: "used" }).create("red", {});
+    const handle = kubeApiHandler({ store });
+    const patch = (body: unknown, type: string) => ({
+      method: "PATCH",
+      headers: { "content-type": type },
+      body: JSON.stringify(body),
+    });
+    const merged = await call(
+      handle,
+      `${NAMESPACES}/used`,
+      patch({ metadata: { labels: { tier: "gold" } } }, "application/strategic-merge-patch+json"),
+    );
+    assert.equal(merged.status, 200, JSON.stringify(merged.body));
+    const meta = merged.body.metadata as Record<string, unknown>;
+    assert.deepEqual(meta.labels, { tier: "gold", "kubernetes.io/metadata.name": "used" });
+    assert.equal(typeof meta.uid, "string");
+    const json = await call(
+      handle,
+      `${NAMESPACES}/used`,
+      patch(
+        [{ op: "add", path: "/metadata/annotations", value: { note: "x" } }],
+        "application/json-patch+json",
+      ),
+    );
+    assert.equal(json.status, 200, JSON.stringify(json.body));
+    const stored = await bh.client({ group: "", kind: "Namespace" }).getByName("used");
+    assert.deepEqual(stored.labels, { tier: "gold" });
+    assert.deepEqual(stored.annotations, { note: "x" });
+    const stale = await call(handle, `${NAMESPACES}/used`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ metadata: { name: "used", resourceVersion: "1" } }),
+    });
+    assert.equal(stale.status, 409);
+    assert.equal(
+      (await call(handle, `${NAMESPACES}/nope`, patch({}, "application/merge-patch+json"))).status,
+      404,
+    );
   });
 });
 
@@ -152,7 +212,7 @@ test("kubeApiHandler namespace watch sends the namespaces as ADDED, then a creat
   });
 });
 
-test("kubectl create namespace, get it while empty, and delete namespace against serveKubeApi", async () => {
+test("kubectl create namespace, label it, get it while empty, delete namespace and get ns -w against serveKubeApi", async () => {
   assert.ok(existsSync(KUBECTL), `${KUBECTL} is missing: this test drives the real kubectl`);
   await withStore(async (store, bh) => {
     await defineTeam(store);
@@ -165,9 +225,14 @@ test("kubectl create namespace, get it while empty, and delete namespace against
       const created = await kubectl("create", "namespace", "team-a");
       assert.equal(created.code, 0, created.stderr);
       assert.match(created.stdout, /namespace\/team-a created/);
+      const labeled = await kubectl("label", "ns", "team-a", "tier=gold");
+      assert.equal(labeled.code, 0, labeled.stderr);
+      assert.match(labeled.stdout, /namespace\/team-a labeled/);
       const got = await kubectl("get", "ns", "team-a", "--no-headers");
       assert.equal(got.code, 0, got.stderr);
       assert.match(got.stdout, /^team-a\s+Active/);
+      const shown = await kubectl("get", "ns", "team-a", "-o", "jsonpath={.metadata.labels.tier}");
+      assert.equal(shown.stdout, "gold");
       await bh.client(Team, { namespace: "team-a" }).create("red", {});
       const deleted = await kubectl("delete", "ns", "team-a", "--timeout=20s");
       assert.equal(deleted.code, 0, deleted.stderr);
@@ -176,6 +241,30 @@ test("kubectl create namespace, get it while empty, and delete namespace against
       assert.notEqual(gone.code, 0);
       assert.match(gone.stderr, /namespaces "team-a" not found/);
       assert.equal((await bh.client(Team, { namespace: "team-a" }).list()).length, 0);
+
+      const watcher = spawn(KUBECTL, kubectlArgs(dir, config, "get", "ns", "-w"), {
+        env: kubectlEnv(dir),
+      });
+      const exited = new Promise<void>((resolve) => watcher.once("close", () => resolve()));
+      let out = "";
+      let asked = false;
+      const late = Promise.withResolvers<void>();
+      watcher.stdout.setEncoding("utf8");
+      watcher.stdout.on("data", (chunk: string) => {
+        out += chunk;
+        if (!asked && /^default\s+Active/m.test(out)) {
+          asked = true;
+          kubectl("create", "namespace", "late").catch(late.reject);
+        }
+        if (/^late\s+Active/m.test(out)) late.resolve();
+      });
+      watcher.once("close", () => late.reject(new Error(`kubectl get ns -w ended:\n${out}`)));
+      try {
+        await late.promise;
+      } finally {
+        watcher.kill();
+        await exited;
+      }
     } finally {
       await server.close();
       await rm(dir, { recursive: true, force: true });

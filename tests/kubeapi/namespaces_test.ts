@@ -322,7 +322,7 @@ test("kubeApiHandler serves /api/v1/namespaces: the namespaces objects use and d
       'namespaces "c" not found',
     ]);
     assert.equal((await call(handle, "/api/v1/namespaces/Bad_Name")).status, 404);
-    assert.equal((await call(handle, "/api/v1/namespaces/a", { method: "PUT" })).status, 405);
+    assert.equal((await call(handle, "/api/v1/namespaces/a", { method: "POST" })).status, 405);
     const bad = await call(handle, "/api/v1/namespaces?labelSelector=a%20in%20(");
     assert.equal(bad.status, 400);
   });
