@@ -16,8 +16,8 @@ export type Resource = k8s.KubernetesObject;
 export interface Recorded {
   /** What it saw so far, as `add a`, `update a`, `delete a`. */
   readonly seen: string[];
-  /** Resolves once it saw `entry` (rejects on an informer error). */
-  until(entry: string): Promise<void>;
+  /** Resolves once it saw `entry` `times` times (rejects on an informer error). */
+  until(entry: string, times?: number): Promise<void>;
   readonly informer: k8s.Informer<Resource> & k8s.ObjectCache<Resource>;
   /** Stops the informer (its watch request is aborted). */
   stop(): Promise<void>;
@@ -48,11 +48,12 @@ export async function informerOf(url: string, labelSelector?: string): Promise<R
     }) as Promise<k8s.KubernetesListObject<Resource>>;
   const informer = k8s.makeInformer<Resource>(kc, CLUSTERS, list, labelSelector);
   const seen: string[] = [];
-  const waiting: { entry: string; resolve: () => void }[] = [];
+  const waiting: { entry: string; times: number; resolve: () => void }[] = [];
+  const count = (entry: string) => seen.filter((e) => e === entry).length;
   const record = (verb: string) => (obj: Resource) => {
     const entry = `${verb} ${obj.metadata?.name}`;
     seen.push(entry);
-    for (const w of waiting.filter((w) => w.entry === entry)) w.resolve();
+    for (const w of waiting) if (w.entry === entry && count(entry) >= w.times) w.resolve();
   };
   const failed = Promise.withResolvers<never>();
   failed.promise.catch(() => {});
@@ -79,10 +80,10 @@ export async function informerOf(url: string, labelSelector?: string): Promise<R
   return {
     seen,
     informer,
-    until(entry) {
-      if (seen.includes(entry)) return Promise.resolve();
+    until(entry, times = 1) {
+      if (count(entry) >= times) return Promise.resolve();
       const { promise, resolve } = Promise.withResolvers<void>();
-      waiting.push({ entry, resolve });
+      waiting.push({ entry, times, resolve });
       return Promise.race([promise, failed.promise]);
     },
     async stop() {

@@ -68,9 +68,15 @@ async function countsThrough(url: string): Promise<Recorded> {
   try {
     await informer.until("add seed");
     const api = writesTo(url);
+    // Each write waits for the informer to hear the one before: the API's watch reads the
+    // store's write log, which keeps the latest state of an object, so writes that land between
+    // two reads of it arrive as one MODIFIED (see guide 14).
     await api.create("a");
+    await informer.until("add a");
     await api.apply("a", { env: "prod", team: "core" }, { replicas: 3, zone: "b" });
+    await informer.until("update a");
     await api.patch("a", { spec: { replicas: 4 } });
+    await informer.until("update a", 2);
     await api.remove("a");
     await api.create("marker");
     await informer.until("add marker");
