@@ -95,6 +95,8 @@ class EventReader {
   #seen = new Set<string>();
   #reading: Promise<unknown> | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Watches waiting for a read to join on. */
+  #joining = 0;
 
   constructor(
     read: () => Promise<readonly ReadEvent[]>,
@@ -111,10 +113,15 @@ class EventReader {
   async subscribe(): Promise<EventSubscription> {
     // The starting point is the last read, taken in the same turn as joining: no change is lost
     // or sent twice. With no read yet (or one in flight), the watch waits for it.
-    while (this.#reading !== undefined || this.#current === undefined) {
-      this.#reading ??= this.#poll();
-      const failed = await this.#reading;
-      if (failed !== undefined) throw failed;
+    this.#joining++;
+    try {
+      while (this.#reading !== undefined || this.#current === undefined) {
+        this.#reading ??= this.#poll();
+        const failed = await this.#reading;
+        if (failed !== undefined) throw failed;
+      }
+    } finally {
+      this.#joining--;
     }
     const sub = new Subscriber(this.#backlog);
     this.#subscribers.add(sub);
@@ -177,6 +184,8 @@ class EventReader {
     } finally {
       this.#reading = undefined;
     }
+    // The last watch left while this read ran, and none waits for it: nothing is kept.
+    if (this.#subscribers.size === 0 && this.#joining === 0) this.#forget();
     this.#schedule();
     return failed;
   }
