@@ -15,14 +15,22 @@
  *   streams minus before, divided by 200 (run with `--v8-flags=--expose-gc`).
  * - Tenants: a server in a process of its own over a SQLite file of 20,000
  *   objects (a 1,500-byte spec each, about 33 MB of JSON), measured from
- *   outside: its RSS (`/proc/<pid>/status`) and `/version` latency with 0, 1,
+ *   outside: its RSS (from `ps`) and `/version` latency with 0, 1,
  *   60 and 1,000 open watches from the current version (each read by a raw
  *   socket, as informers hold them), the RSS a watch adds, commit -> watch
  *   line through the API with 1, 60 and 1,000 watchers, and 60 watches
  *   without a version whose clients never read.
+ * - Informers: informers of the real `@kubernetes/client-node` (a
+ *   list, then a watch from its version) against `serveKubeApi` in the same
+ *   process: commit -> update callback through client-node with 1 and 1,000
+ *   informers (merge `PATCH` through the API every 20 ms, time from just
+ *   before the request to each informer's `update`), and delete -> `delete`
+ *   callback at one informer (`DELETE` through the API of an object without
+ *   finalizers, with `serve` alone: no Beehive running). The raw-fetch
+ *   commit -> watch line with one watch runs alternately as the floor.
  *
  * Run: `deno run -A --v8-flags=--expose-gc bench/kubeapi_bench.ts` (`--quick`
- * for a smoke run; `--only=tenants` or `--only=classic` for one part; under
+ * for a smoke run; `--only=tenants`, `--only=classic` or `--only=informers` for one part; under
  * Node, `node bench/kubeapi_bench.ts` serves from Node). Figures go in
  * docs/performance.md.
  *
@@ -37,6 +45,7 @@ import { Beehive } from "../mod.ts";
 import { kubeApiHandler, serveKubeApi } from "../kubeapi/mod.ts";
 import { openSqliteStore } from "../store/sqlite/mod.ts";
 import { rawWatch, seedClusters, serveInProcess } from "../tests/kubeapi/_served_process.ts";
+import * as k8s from "@kubernetes/client-node";
 
 const quick = process.argv.includes("--quick");
 const Cluster = { group: "kstack.sh", kind: "Cluster" };
@@ -249,7 +258,7 @@ async function versionLatency(url: string, n: number): Promise<string> {
 
 /**
  * A server in its own process over 20,000 objects (about 33 MB of JSON): its
- * RSS read from /proc and `/version` latency with 0, 60 and 1,000 open watches
+ * RSS read with `ps` and `/version` latency with 0, 60 and 1,000 open watches
  * (from the current version, as informers hold them, each read by a raw
  * socket), the memory a watch costs, 60 watches without a version whose
  * clients never read, and commit -> watch line with 1 and 1,000 watchers.
@@ -336,8 +345,141 @@ async function tenants(): Promise<void> {
   }
 }
 
+/** A client-node informer of the Clusters at `url`, calling `on` with each callback's object. */
+async function clientNodeInformer(
+  url: string,
+  on: (verb: "add" | "update" | "delete", obj: k8s.KubernetesObject) => void,
+): Promise<{ stop(): Promise<void> }> {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "b", server: url, skipTLSVerify: true }],
+    users: [{ name: "b" }],
+    contexts: [{ name: "b", cluster: "b", user: "b" }],
+    currentContext: "b",
+  });
+  const api = kc.makeApiClient(k8s.CustomObjectsApi);
+  const informer = k8s.makeInformer<k8s.KubernetesObject>(
+    kc,
+    "/apis/kstack.sh/v1/clusters",
+    () =>
+      api.listClusterCustomObject({
+        group: "kstack.sh",
+        version: "v1",
+        plural: "clusters",
+      }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
+  );
+  for (const verb of ["add", "update", "delete"] as const) {
+    informer.on(verb, (obj: k8s.KubernetesObject) => on(verb, obj));
+  }
+  informer.on("error", () => {}); // a stop aborts the watch, reported as an error
+  await informer.start();
+  return { stop: () => informer.stop() };
+}
+
+/** Commit -> update callback through client-node with `count` informers. */
+async function informerLatency(count: number): Promise<void> {
+  const store = await openSqliteStore(":memory:");
+  await new Beehive(store).client(Cluster).create("prod", { step: -1 });
+  const server = await serveKubeApi({ store, port: 0, maxWatches: count + 10 });
+  const started = new Map<number, number>();
+  const latencies: number[] = [];
+  const arrivals = new Map<number, number>();
+  let waiting: { step: number; resolve: () => void } | undefined;
+  const informers = [];
+  for (let i = 0; i < count; i++) {
+    informers.push(
+      await clientNodeInformer(server.url, (verb, obj) => {
+        const step = (obj as { spec?: { step?: number } }).spec?.step;
+        if (verb !== "update" || typeof step !== "number" || step < 0) return;
+        latencies.push(performance.now() - started.get(step)!);
+        arrivals.set(step, (arrivals.get(step) ?? 0) + 1);
+        if (waiting?.step === step && arrivals.get(step) === count) waiting.resolve();
+      }),
+    );
+  }
+  const steps = quick ? 10 : count > 1 ? 30 : 200;
+  for (let step = 0; step < steps; step++) {
+    const all = Promise.withResolvers<void>();
+    waiting = { step, resolve: all.resolve };
+    started.set(step, performance.now());
+    const patched = await fetch(`${server.url}/apis/kstack.sh/v1/clusters/prod`, {
+      method: "PATCH",
+      headers: { "content-type": "application/merge-patch+json" },
+      body: JSON.stringify({ spec: { step } }),
+    });
+    await patched.body?.cancel();
+    await all.promise;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  latencies.sort((a, b) => a - b);
+  console.log(
+    `client-node informers, commit -> update callback, ${count} informer(s): p50 ${
+      percentile(latencies, 50).toFixed(2)
+    } ms, p99 ${percentile(latencies, 99).toFixed(2)} ms (${latencies.length} deliveries)`,
+  );
+  for (const informer of informers) await informer.stop();
+  await server.close();
+  await store.close();
+}
+
+/** Delete through the API -> delete callback at one client-node informer, serve alone. */
+async function informerDelete(): Promise<void> {
+  const store = await openSqliteStore(":memory:");
+  await new Beehive(store).client(Cluster).create("seed", {});
+  const server = await serveKubeApi({ store, port: 0 });
+  const waits = new Map<string, () => void>();
+  const informer = await clientNodeInformer(server.url, (verb, obj) => {
+    waits.get(`${verb} ${obj.metadata?.name}`)?.();
+  });
+  const seen = (entry: string) => new Promise<void>((resolve) => waits.set(entry, resolve));
+  const times: number[] = [];
+  for (let i = 0; i < (quick ? 10 : 100); i++) {
+    const added = seen(`add d${i}`);
+    const created = await fetch(`${server.url}/apis/kstack.sh/v1/clusters`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        apiVersion: "kstack.sh/v1",
+        kind: "Cluster",
+        metadata: { name: `d${i}` },
+        spec: {},
+      }),
+    });
+    await created.body?.cancel();
+    await added;
+    const deleted = seen(`delete d${i}`);
+    const t0 = performance.now();
+    const answer = await fetch(`${server.url}/apis/kstack.sh/v1/clusters/d${i}`, {
+      method: "DELETE",
+    });
+    await answer.body?.cancel();
+    await deleted;
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  console.log(
+    `client-node informer, DELETE -> delete callback (serve alone): p50 ${
+      percentile(times, 50).toFixed(2)
+    } ms, p99 ${percentile(times, 99).toFixed(2)} ms (${times.length} deletes)`,
+  );
+  await informer.stop();
+  await server.close();
+  await store.close();
+}
+
+async function informers(): Promise<void> {
+  // The floor, alternated: the same commits read by a raw fetch watch in the same process.
+  for (let round = 0; round < 2; round++) {
+    await watchLatency(1);
+    await informerLatency(1);
+  }
+  await informerDelete();
+  await informerLatency(quick ? 50 : 1000);
+}
+
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
 if (only === undefined || only === "tenants") await tenants();
+if (only === undefined || only === "informers") await informers();
 if (only === undefined || only === "classic") {
   await memoryPerWatch();
   await tableList();

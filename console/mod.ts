@@ -65,7 +65,7 @@ import {
 import { SCRIPT, STYLE } from "./_assets.ts";
 import { normalizeBasePath } from "./base_path.ts";
 import { kindFeed, kindsFeed, objectFeed } from "./_feeds.ts";
-import { checkAllowedHosts, hostAllowed, LOOPBACK_HOSTS } from "./_hosts.ts";
+import { checkAllowedHosts, hostAllowed, LOOPBACK_HOSTS } from "../http/_hosts.ts";
 import { type Html, html } from "./_html.ts";
 import { badKindQuery, kindPage, kindsPage } from "./_kind_pages.ts";
 import { parseKindQuery, parseLabels, parseNamespace } from "./_kind_query.ts";
@@ -83,8 +83,8 @@ import {
   time,
 } from "./_page.ts";
 
-export { toNodeListener } from "./node_listener.ts";
-export type { NodeListener, NodeRequestLike, NodeResponseLike } from "./node_listener.ts";
+export { toNodeListener } from "../http/node_listener.ts";
+export type { NodeListener, NodeRequestLike, NodeResponseLike } from "../http/node_listener.ts";
 
 /** Options of {@linkcode consoleHandler}. */
 export interface ConsoleOptions {

@@ -9,6 +9,7 @@ import type { Beehive } from "@beehive/beehive";
 import type { Store } from "@beehive/beehive/store";
 import type { ServedKind, ServedKinds } from "./_kinds.ts";
 import type { WatchEncodings } from "./_watch_cache.ts";
+import type { EventReaders } from "./_event_reader.ts";
 
 /** What bounds one request body: its size in bytes and how deep it nests. */
 export interface BodyLimits {
@@ -31,6 +32,8 @@ export interface KubeContext {
   readonly objectBytes: number;
   /** What the watches of every kind encode once and share. */
   readonly watches: WatchEncodings;
+  /** The readers the events watches share, one per namespace and field selector. */
+  readonly eventReaders: EventReaders;
   /** How often a watch with no write signal to wake it re-reads the store, in ms. */
   readonly pollInterval: number;
 }

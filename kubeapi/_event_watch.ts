@@ -3,9 +3,13 @@
  * -w`): the events the list would answer, as JSON lines — the current ones as
  * `ADDED` unless resumed from a `resourceVersion`, then each new run as
  * `ADDED` and each run observed again as `MODIFIED`. Events live in per-object
- * logs with no kind-wide change feed, so the stream re-reads them (at most
- * {@linkcode MAX_EVENTS} a read) every `pollInterval`; a watch is bounded by
- * `maxWatches` like every other.
+ * logs with no kind-wide change feed: the watches of one scope (namespace and
+ * field selector) share one reader that re-reads them (at most
+ * {@linkcode MAX_EVENTS} a read) every `pollInterval`
+ * (`_event_reader.ts`); a watch takes the reader's changes into a backlog of at
+ * most `WATCH_BACKLOG` and is ended when its client lets it fill. A watch is
+ * bounded by `maxWatches` and `timeoutSeconds` (else 30–60 minutes) like
+ * every other.
  *
  * @module
  */
@@ -22,9 +26,7 @@ import { tableType } from "./_tables.ts";
 import { checkNotTooLarge } from "./_resource_version.ts";
 import { failureStatus, toFailure } from "./_status.ts";
 import { watchSeconds } from "./_watch.ts";
-
-/** The most run names a watch remembers to tell a new run from one observed again. */
-const MAX_SEEN = 100_000;
+import type { EventChange, EventSubscription } from "./_event_reader.ts";
 
 /** `GET …/events?watch=true`. */
 export async function watchEvents(
@@ -52,51 +54,54 @@ export async function watchEvents(
   }, { once: true });
   const encoder = new TextEncoder();
   const line = (type: string, object: unknown) => `${JSON.stringify({ type, object })}\n`;
-  /** The position above which a run is new to the watcher; every run's version at the last read. */
-  let cursor = rv === undefined || rv === 0 ? -1 : rv;
-  const seen = new Set<string>();
-  const wait = () =>
-    new Promise<void>((resolve) => {
-      if (abort.signal.aborted) return resolve();
-      const t = setTimeout(done, ctx.pollInterval);
-      function done() {
-        clearTimeout(t);
-        abort.signal.removeEventListener("abort", done);
-        resolve();
-      }
-      abort.signal.addEventListener("abort", done, { once: true });
-    });
+  /** A change's line for this watch: the JSON one is the same for every watch, encoded once. */
+  const encode = (change: EventChange): Uint8Array => {
+    if (rep.as === "table") {
+      return encoder.encode(line(change.type, eventTable(change.event, rep.version, include)));
+    }
+    return change.json ??= encoder.encode(line(change.type, change.event));
+  };
+  const joined = (bytes: readonly Uint8Array[]): Uint8Array => {
+    let size = 0;
+    for (const b of bytes) size += b.byteLength;
+    const out = new Uint8Array(size);
+    let at = 0;
+    for (const b of bytes) {
+      out.set(b, at);
+      at += b.byteLength;
+    }
+    return out;
+  };
+  const scope = JSON.stringify([namespace ?? null, url.searchParams.get("fieldSelector") ?? ""]);
   async function* chunks(): AsyncGenerator<Uint8Array> {
-    let first = true;
+    let sub: EventSubscription | undefined;
     try {
-      while (!abort.signal.aborted) {
-        if (!first) await wait();
-        if (abort.signal.aborted) return;
-        const items = await collectEvents(ctx, fields, namespace);
-        let text = "";
-        let top = cursor;
-        for (const { event } of items) {
-          const meta = event.metadata as { name: string; resourceVersion: string };
-          const at = Number(meta.resourceVersion);
-          // A resumed watch knows the runs below its position; a fresh one gets them all as ADDED.
-          if (first && cursor >= 0 && at <= cursor) seen.add(meta.name);
-          if (at <= cursor) continue;
-          const object = rep.as === "table" ? eventTable(event, rep.version, include) : event;
-          text += line(seen.has(meta.name) ? "MODIFIED" : "ADDED", object);
-          // Bounded: a run forgotten here is announced ADDED again if observed again.
-          if (seen.size >= MAX_SEEN) seen.clear();
-          seen.add(meta.name);
-          top = Math.max(top, at);
-        }
-        cursor = Math.max(top, 0);
-        first = false;
-        if (text !== "") yield encoder.encode(text);
+      sub = await ctx.eventReaders.subscribe(
+        scope,
+        () => collectEvents(ctx, fields, namespace),
+      );
+      if (abort.signal.aborted) return;
+      const stop = () => sub!.close();
+      abort.signal.addEventListener("abort", stop, { once: true });
+      // A fresh watch gets every current run as ADDED; a resumed one those above its position.
+      const from = rv === undefined || rv === 0 ? -1 : rv;
+      const first = sub.current.filter(({ event }) =>
+        Number((event.metadata as { resourceVersion: string }).resourceVersion) > from
+      ).map(({ event }): EventChange => ({ type: "ADDED", event }));
+      if (first.length > 0) yield joined(first.map(encode));
+      for (;;) {
+        const changes = await sub.next();
+        if (changes === undefined) break;
+        yield joined(changes.map(encode));
       }
+      if (sub.error !== undefined) throw sub.error;
     } catch (error) {
       const failure = toFailure(error);
       yield encoder.encode(
         line("ERROR", failureStatus(failure.reason, failure.message, failure.details)),
       );
+    } finally {
+      sub?.close();
     }
   }
   const it = chunks();

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type AllowedHosts, hostAllowed } from "../console/_hosts.ts";
+import { type AllowedHosts, hostAllowed } from "../http/_hosts.ts";
 import { KubeApiFailure } from "./_status.ts";
 
 /**

@@ -23,9 +23,11 @@ import { route, segmentsOf } from "./_router.ts";
 import { failureResponse, KubeApiFailure, toFailure } from "./_status.ts";
 import { BODY_DEPTH_MARGIN, DEFAULT_MAX_BODY_BYTES } from "./_request.ts";
 import { DEFAULTS } from "../src/engine/options.ts";
-import { checkAllowedHosts, LOOPBACK_HOSTS } from "../console/_hosts.ts";
+import { checkAllowedHosts, LOOPBACK_HOSTS } from "../http/_hosts.ts";
 import { filterRequest } from "./_filters.ts";
 import { watchEncodings } from "./_watch_cache.ts";
+import { EventReaders } from "./_event_reader.ts";
+import { WATCH_BACKLOG } from "./_watch.ts";
 import { isWatch, releasedAfter, RequestSlots } from "./_limits.ts";
 
 /** Options of {@linkcode kubeApiHandler}. */
@@ -154,6 +156,7 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
     },
     objectBytes: limits.objectBytes,
     watches: watchEncodings(),
+    eventReaders: new EventReaders(pollInterval, WATCH_BACKLOG),
     pollInterval,
   };
   return async (request) => {

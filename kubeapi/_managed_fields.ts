@@ -25,7 +25,7 @@ import {
 } from "./_field_sets.ts";
 import type { OpenApiSchema } from "./_openapi_schema.ts";
 import { param } from "./_request.ts";
-import { KubeApiFailure, type StatusDetails } from "./_status.ts";
+import { invalidFailure, KubeApiFailure, type StatusDetails } from "./_status.ts";
 
 /** What a write records. */
 export type Operation = "Apply" | "Update";
@@ -111,6 +111,39 @@ export function managedFieldsJson(entries: readonly ManagerEntry[]): JsonObject[
 /** `entries` as the store keeps them. */
 export function managedFieldsText(entries: readonly ManagerEntry[]): string {
   return JSON.stringify(managedFieldsJson(entries));
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * `entries` as the store keeps them, refused past `limit` bytes (the object
+ * size limit): each entry is encoded alone and counted, so no more than one
+ * entry beyond the limit is ever built. Every manager's `fieldsV1` mirrors the
+ * fields it owns; without the bound, 32 managers of a large spec make one
+ * object tens of megabytes, read and rewritten on every write.
+ * @throws {KubeApiFailure} Invalid on `metadata.managedFields`.
+ */
+export function boundedManagedFieldsText(
+  entries: readonly ManagerEntry[],
+  limit: number,
+  details: StatusDetails,
+): string {
+  const parts: string[] = [];
+  let bytes = 2;
+  for (const entry of entries) {
+    const part = JSON.stringify(managedFieldsJson([entry])[0]);
+    bytes += utf8.encode(part).byteLength + (parts.length === 0 ? 0 : 1);
+    if (bytes > limit) {
+      throw invalidFailure(details, [{
+        field: "metadata.managedFields",
+        message: `Too long: the managed fields of ${entries.length} manager${
+          entries.length === 1 ? "" : "s"
+        } take more than ${limit} bytes (the object size limit)`,
+      }]);
+    }
+    parts.push(part);
+  }
+  return `[${parts.join(",")}]`;
 }
 
 /** `entries` with `mine` in place of the entry of its manager and operation (appended when new), empty ones dropped. */

@@ -11,7 +11,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { InvalidOptionError } from "@beehive/beehive";
 import type { Store } from "@beehive/beehive/store";
-import { toNodeListener } from "../console/node_listener.ts";
+import { toNodeListener } from "../http/node_listener.ts";
 import { checkTokens, type KubeApiToken } from "./_auth.ts";
 import { generateTls } from "./_certificates.ts";
 import { kubeconfigYaml } from "./_kubeconfig.ts";

@@ -39,6 +39,7 @@ import {
 } from "../src/clients/client.ts";
 import { sameJson } from "./_field_sets.ts";
 import {
+  boundedManagedFieldsText,
   fieldManagerOf,
   type FieldsContext,
   managedFieldsJson,
@@ -312,7 +313,10 @@ export async function createWritten(
     dryRun: o.dryRun,
     ...(written.finalizers === undefined ? {} : { finalizers: written.finalizers }),
     [API_FINALIZERS]: true,
-    [API_MANAGED_FIELDS]: managedFieldsText(o.entries),
+    [API_MANAGED_FIELDS]: boundedManagedFieldsText(o.entries, r.ctx.objectBytes, {
+      ...details,
+      kind: r.kind.kind,
+    }),
   };
   if (r.namespace !== undefined) await refuseTerminating(r.ctx, r.namespace, details);
   let obj: AnyObject;
@@ -452,7 +456,10 @@ export async function updateExisting(
     const written = checkResource(r, update.body, details);
     const pinned = written.resourceVersion !== undefined &&
       written.resourceVersion !== current.obj.resourceVersion;
-    const text = managedFieldsText(update.entries);
+    const text = boundedManagedFieldsText(update.entries, r.ctx.objectBytes, {
+      ...details,
+      kind: r.kind.kind,
+    });
     try {
       const obj = await writeObject(
         r,

@@ -45,8 +45,8 @@
  *
  * @module
  */
-export { toNodeListener } from "../console/node_listener.ts";
-export type { NodeListener, NodeRequestLike, NodeResponseLike } from "../console/node_listener.ts";
+export { toNodeListener } from "../http/node_listener.ts";
+export type { NodeListener, NodeRequestLike, NodeResponseLike } from "../http/node_listener.ts";
 export { kubeApiHandler } from "./_handler.ts";
 export type { KubeApiAuth, KubeApiHandler, KubeApiOptions } from "./_handler.ts";
 export type { KubeApiToken } from "./_auth.ts";

@@ -1,6 +1,6 @@
 /**
  * A Kubernetes API server in a process of its own, for the tests that measure
- * it from outside (its RSS in `/proc/<pid>/status`) or kill it:
+ * it from outside (its RSS, from `ps`) or kill it:
  *
  *     _serve_child.ts <database> <serveKubeApi options as JSON>
  *

@@ -1,11 +1,10 @@
 /**
  * Runs `_serve_child.ts` as a process of its own and watches it from
- * outside: its URL, its resident memory (`VmRSS`), SIGTERM and SIGKILL.
+ * outside: its URL, its resident memory (from `ps`), SIGTERM and SIGKILL.
  *
  * @module
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { connect, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
@@ -20,7 +19,7 @@ const CHILD = fileURLToPath(new URL("./_serve_child.ts", import.meta.url));
 export interface ServedProcess {
   readonly url: string;
   readonly pid: number;
-  /** Its resident set size now, in bytes, read from `/proc/<pid>/status`. */
+  /** Its resident set size now, in bytes, as `ps` reports it. */
   rss(): number;
   /** What it wrote on standard error so far. */
   stderr(): string;
@@ -32,11 +31,14 @@ export interface ServedProcess {
   readonly exited: Promise<number | string | null>;
 }
 
-/** The resident set size of process `pid`, in bytes. */
+/**
+ * The resident set size of process `pid`, in bytes, from `ps -o rss=` (KiB): reading
+ * `/proc/<pid>/status` needs Deno's full read permission (`-A`), a subprocess only `--allow-run`.
+ */
 export function rssOf(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(status);
-  if (kb === null) throw new Error(`no VmRSS for process ${pid}`);
+  const out = execFileSync("ps", ["-o", "rss=", "-p", String(pid)], { encoding: "utf8" });
+  const kb = /^\s*(\d+)\s*$/.exec(out);
+  if (kb === null) throw new Error(`ps reported no RSS for process ${pid}: ${JSON.stringify(out)}`);
   return Number(kb[1]) * 1024;
 }
 

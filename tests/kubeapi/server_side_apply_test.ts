@@ -168,6 +168,35 @@ test("kubeApiHandler refuses an apply with no fieldManager, and a dry-run apply 
   });
 });
 
+test("kubeApiHandler refuses a write whose managed fields would pass the object size limit, with 422 naming the limit, and keeps the object", async () => {
+  await withStore(async (store, bh) => {
+    await bh.client(Cluster).create("seed", {});
+    const handle = kubeApiHandler({ store });
+    const send = (a: ReturnType<typeof apply>) => call(handle, a.path, a.init);
+    // 60,000 fields: a 0.66 MB spec, each manager's fieldsV1 about 0.84 MB; two pass 1.5 MiB.
+    const spec = Object.fromEntries(
+      Array.from({ length: 60_000 }, (_, i) => [`k${String(i).padStart(5, "0")}`, 1]),
+    );
+    const first = await send(apply("one", config(spec)));
+    assert.equal(first.status, 201, JSON.stringify(first.body).slice(0, 300));
+    const before = await logged(store);
+
+    const second = await send(apply("two", config(spec)));
+    assert.equal(second.status, 422, JSON.stringify(second.body).slice(0, 300));
+    assert.equal(second.body.reason, "Invalid");
+    const message = String(second.body.message);
+    assert.equal(message.split("\n").length, 1, "one line");
+    assert.match(message, /metadata\.managedFields: .*1572864 bytes \(the object size limit\)/);
+    assert.ok(message.length < 400, message);
+    assert.equal(await logged(store), before, "the refused apply wrote nothing");
+
+    const read = await call(handle, `${CLUSTERS}/prod`);
+    assert.equal(read.status, 200);
+    assert.deepEqual(Object.keys(entries(read.body)), ["one/Apply"]);
+    assert.ok(JSON.stringify(read.body).length < 1_572_864 * 2, "the object stays bounded");
+  });
+});
+
 test("kubectl apply --server-side creates, leaves unchanged, configures, conflicts with another manager and takes over with --force-conflicts", async () => {
   await withStore(async (store, bh) => {
     await bh.client(Cluster).create("seed", {});

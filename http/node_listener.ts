@@ -1,6 +1,7 @@
 /**
  * Adapts a fetch handler to Node's `http.createServer` listener signature,
- * typed structurally so the console imports nothing from `node:*`.
+ * typed structurally so the console and the Kubernetes API import nothing
+ * from `node:*`. Both serve through it (`./console` and `./kubeapi` export it).
  *
  * @module
  */

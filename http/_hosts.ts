@@ -1,5 +1,6 @@
 /**
- * The `Host` check of the console: which names a request may address it by.
+ * The `Host` check of the console and the Kubernetes API: which names a
+ * request may address them by (DNS rebinding defence).
  *
  * @module
  */
