@@ -58,6 +58,14 @@ function statement(sql: string): { name: string; text: string } {
   return s;
 }
 
+/**
+ * Every statement text this process has named so far, as PostgreSQL reads it
+ * (`$n` placeholders): what a test plans to check each statement's plan.
+ */
+export function namedStatements(): string[] {
+  return [...statements.values()].map((s) => s.text);
+}
+
 /** One connection, as a family sees it: every call is one round trip. */
 export class Db {
   readonly #client: PgClient;

@@ -125,11 +125,24 @@ export function submitWrite(core: Core, member: Member<PgTx>): void {
   writeGroupOf(core, transactions, POLICY).submit(member);
 }
 
+/**
+ * The objects row whose id is `key`, joined laterally: a correlated subquery with a LIMIT is
+ * never flattened into a join, so each row is one probe of the primary key, where a join or
+ * `id = ANY(…)` planned on a new table reads all of it (`../sql/_keyed.ts`).
+ */
+function objectAt(key: string): string {
+  return ` CROSS JOIN LATERAL (SELECT * FROM objects WHERE objects.id = ${key} LIMIT 1) AS objects`;
+}
+
 /** PostgreSQL's spelling and abilities, for the shared families. */
 export const postgresDialect: Dialect = {
   name: "PostgreSQL",
   inIds: " = ANY(?::bigint[])",
   ids: (ids) => ids,
+  // A correlated subquery with a LIMIT is never flattened into a join: each id is one probe
+  // of the primary key, where `id = ANY(…)` planned on a new table reads all of it.
+  objectsOfIds: ` unnest(?::bigint[]) AS k (object_key)${objectAt("k.object_key")}`,
+  objectAt,
   inTexts: " = ANY(?::text[])",
   texts: (texts) => texts,
   unnest: (types, alias, columns) =>

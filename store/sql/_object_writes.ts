@@ -31,6 +31,7 @@ import { selectRows } from "./_labels.ts";
 import { namespaceFilter } from "./_namespace_filter.ts";
 import type { Dialect } from "./_dialect.ts";
 import type { Viewer } from "./_live_opens.ts";
+import { kindOfRow } from "./_keyed.ts";
 import { type Q, q } from "./_query.ts";
 import { OBJECTS_OF_KIND, readMeta, withConditions, withConditionsOfKind } from "./_reads.ts";
 import { decodeMeta, OBJECT_COLUMNS, type Row } from "./_rows.ts";
@@ -317,9 +318,8 @@ function* rowById(d: Dialect, gk: GroupKind, id: ObjectId, viewer: Viewer) {
 
 function* ownedRows(d: Dialect, gk: GroupKind, ownerId: ObjectId, viewer: Viewer) {
   const metas = (yield* q.rows(
-    `SELECT ${OBJECT_COLUMNS} FROM objects
-     WHERE id IN (SELECT from_id FROM edges WHERE to_id = ? AND relation = 'owned_by')
-       AND "group" = ? AND kind = ?
+    `SELECT ${OBJECT_COLUMNS} FROM edges${d.objectAt("edges.from_id")}
+     WHERE to_id = ? AND relation = 'owned_by' AND ${kindOfRow()}
      ORDER BY id`,
     ownerId,
     gk.group,
