@@ -31,7 +31,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import process from "node:process";
-import pg from "pg";
+import pg from "../_pg.ts";
 import { Beehive, settled } from "../../mod.ts";
 import { openPostgresStore } from "../../store/postgres/mod.ts";
 import { FLOOR_KIND, FLOOR_SPEC } from "../_floor.ts";
