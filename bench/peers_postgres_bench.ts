@@ -59,6 +59,8 @@ interface Result {
   cpuUsPerUnit: number;
   floorCpuUsPerUnit: number;
   rssGrowthMb: number;
+  /** beehive's passes (a unit's result is its status: a second pass writes no second result). */
+  passes?: number;
 }
 
 async function run(system: System, callers: number): Promise<Result> {
@@ -156,3 +158,8 @@ const b1 = median(results.get("beehive/1")!.map((r) => r.rate));
 const b32 = median(results.get("beehive/32")!.map((r) => r.rate));
 console.log("");
 console.log(`beehive's 32-caller rate ÷ its 1-caller rate: ${(b32 / b1).toFixed(2)}×`);
+const passes = CALLERS.map((c) => results.get(`beehive/${c}`)!.map((r) => r.passes).join(", "));
+console.log(
+  `beehive's passes for ${UNITS} units (every unit's one result checked), by round: ` +
+    CALLERS.map((c, i) => `${c} caller(s) ${passes[i]}`).join("; "),
+);

@@ -154,7 +154,7 @@ async function floor(): Promise<Measured> {
   }
 }
 
-async function beehive(): Promise<Measured & { processed: number }> {
+async function beehive(): Promise<Measured & { passes: number }> {
   const schema = freshSchema();
   const store = await openPostgresStore(URL_, { schema });
   let calls = 0;
@@ -181,12 +181,14 @@ async function beehive(): Promise<Measured & { processed: number }> {
     });
     const unsettled = await store.objects.listUnsettledIds(FLOOR_KIND);
     const done = (await store.objects.list(FLOOR_KIND)).filter((o) => o.status === '{"done":true}');
-    if (unsettled.length !== 0 || done.length !== UNITS || calls !== UNITS) {
+    // A unit's result is its status, one row whatever the passes; a pass more than one a unit
+    // (level-triggered: a requeue may run one again) is reported, not a double result.
+    if (unsettled.length !== 0 || done.length !== UNITS || calls < UNITS) {
       throw new Error(
         `beehive: ${done.length} results, ${unsettled.length} unsettled, ${calls} passes`,
       );
     }
-    return { ...out, processed: calls };
+    return { ...out, passes: calls };
   } finally {
     await store.close();
     await dropSchema(schema);
