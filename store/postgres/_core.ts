@@ -58,21 +58,54 @@ function statement(sql: string): { name: string; text: string } {
   return s;
 }
 
+/**
+ * Every statement text this process has named so far, as PostgreSQL reads it
+ * (`$n` placeholders): what a test plans to check each statement's plan.
+ */
+export function namedStatements(): string[] {
+  return [...statements.values()].map((s) => s.text);
+}
+
+/** Whether `sql` only reads (a plain `SELECT`: no data-modifying `WITH`). */
+const readsOnly = (sql: string) => /^\s*SELECT\b/i.test(sql);
+
 /** One connection, as a family sees it: every call is one round trip. */
 export class Db {
   readonly #client: PgClient;
   /** The store open this connection's writes carry into the write log. */
   readonly origin: number;
+  /**
+   * Statements run that may have written, and statements the server refused
+   * (which end the transaction's usefulness): what tells a plain group member
+   * that failed whether it left the transaction clean.
+   */
+  #writes = 0;
+  #refused = 0;
 
   constructor(client: PgClient, origin: number) {
     this.#client = client;
     this.origin = origin;
   }
 
+  /** Where the connection stands: moves with each statement that may write or that failed. */
+  get mark(): number {
+    return this.#writes + this.#refused;
+  }
+
+  #query(sql: string, config: pg.QueryConfig & { rowMode?: "array" }): Promise<pg.QueryResult> {
+    if (!readsOnly(sql)) this.#writes++;
+    return this.#client.query(config).catch(this.#refuse);
+  }
+
+  readonly #refuse = (error: unknown): never => {
+    this.#refused++;
+    throw error;
+  };
+
   /** Every row of `sql`, as arrays in column order. */
   async rows(sql: string, ...params: PgValue[]): Promise<PgRowArray[]> {
     const s = statement(sql);
-    const r = await this.#client.query({
+    const r = await this.#query(sql, {
       name: s.name,
       text: s.text,
       values: params as unknown[],
@@ -89,7 +122,7 @@ export class Db {
   /** Every row of `sql`, keyed by column name. */
   async all(sql: string, ...params: PgValue[]): Promise<PgRow[]> {
     const s = statement(sql);
-    const r = await this.#client.query({ name: s.name, text: s.text, values: params as unknown[] });
+    const r = await this.#query(sql, { name: s.name, text: s.text, values: params as unknown[] });
     return r.rows as PgRow[];
   }
 
@@ -101,7 +134,7 @@ export class Db {
   /** Runs `sql` and reports how many rows it changed. */
   async run(sql: string, ...params: PgValue[]): Promise<number> {
     const s = statement(sql);
-    const r = await this.#client.query({ name: s.name, text: s.text, values: params as unknown[] });
+    const r = await this.#query(sql, { name: s.name, text: s.text, values: params as unknown[] });
     return r.rowCount ?? 0;
   }
 
@@ -124,7 +157,8 @@ export class Db {
 
   /** Runs statements that bind nothing (a simple query: several may share one round trip). */
   async exec(sql: string): Promise<unknown> {
-    return await this.#client.query(sql);
+    if (!readsOnly(sql)) this.#writes++;
+    return await this.#client.query(sql).catch(this.#refuse);
   }
 }
 

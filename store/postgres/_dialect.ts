@@ -7,8 +7,10 @@
  * transaction that finds the writer free runs at once, alone — and its
  * transaction steps on one pooled connection: the counter row locked at
  * `BEGIN` (writers serialize on it anyway, so one group at a time loses no
- * parallelism), a savepoint per member kept between members, and the
- * publish, the notification and the `COMMIT` in one round trip.
+ * parallelism), the members up to the first transaction run plainly (judged
+ * by the connection's count of statements that may write or failed) and a
+ * savepoint for each after it, kept between members, and the publish, the
+ * notification and the `COMMIT` in one round trip.
  *
  * @module
  */
@@ -54,6 +56,8 @@ export class PgTx {
   journalMark = 0;
   /** Whether the running member has a savepoint of its own (it runs in a larger group). */
   inMember = false;
+  /** Where the connection stood as the running plain member began (see {@linkcode Db.mark}). */
+  dbMark = 0;
   /** Whether the connection failed (it is destroyed, not reused). */
   broken = false;
 
@@ -112,6 +116,24 @@ function transactions(core: Core): GroupTransactions<PgTx> {
       core.journal.committed(published);
     },
     translate: (error) => core.translate(error),
+    // A member up to the group's first transaction runs without a savepoint of its own: one
+    // round trip less a member. One that fails having run nothing that writes, and nothing
+    // the server refused, left the transaction as it found it and rejects alone; any other
+    // failure rolls the group back, and it runs again with a savepoint a member.
+    plain: {
+      start(tx: PgTx): void {
+        tx.inMember = false;
+        tx.mark = tx.draws.mark();
+        tx.journalMark = core.journal.mark();
+        tx.dbMark = tx.db.mark;
+      },
+      failedClean(tx: PgTx): boolean {
+        if (tx.db.mark !== tx.dbMark) return false;
+        tx.draws.restore(tx.mark);
+        core.journal.rollbackTo(tx.journalMark);
+        return true;
+      },
+    },
   };
 }
 
@@ -125,11 +147,24 @@ export function submitWrite(core: Core, member: Member<PgTx>): void {
   writeGroupOf(core, transactions, POLICY).submit(member);
 }
 
+/**
+ * The objects row whose id is `key`, joined laterally: a correlated subquery with a LIMIT is
+ * never flattened into a join, so each row is one probe of the primary key, where a join or
+ * `id = ANY(…)` planned on a new table reads all of it (`../sql/_keyed.ts`).
+ */
+function objectAt(key: string): string {
+  return ` CROSS JOIN LATERAL (SELECT * FROM objects WHERE objects.id = ${key} LIMIT 1) AS objects`;
+}
+
 /** PostgreSQL's spelling and abilities, for the shared families. */
 export const postgresDialect: Dialect = {
   name: "PostgreSQL",
   inIds: " = ANY(?::bigint[])",
   ids: (ids) => ids,
+  // A correlated subquery with a LIMIT is never flattened into a join: each id is one probe
+  // of the primary key, where `id = ANY(…)` planned on a new table reads all of it.
+  objectsOfIds: ` unnest(?::bigint[]) AS k (object_key)${objectAt("k.object_key")}`,
+  objectAt,
   inTexts: " = ANY(?::text[])",
   texts: (texts) => texts,
   unnest: (types, alias, columns) =>

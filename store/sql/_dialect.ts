@@ -17,8 +17,19 @@ export interface Dialect {
   readonly name: string;
   /** `col IN <this>`-style membership in a bound id list: ` IN (SELECT value FROM json_each(?))` or ` = ANY(?::bigint[])`. */
   readonly inIds: string;
-  /** Binds an id list for {@linkcode Dialect.inIds}. */
+  /** Binds an id list for {@linkcode Dialect.inIds} and {@linkcode Dialect.objectsOfIds}. */
   ids(ids: readonly ObjectId[]): unknown;
+  /**
+   * ` <source>` for a `FROM`: the rows of `objects` (under that name) whose ids
+   * are bound as one list, each found by its key, one probe an id, so no plan
+   * reads a kind or the table to find a few rows (`./_keyed.ts`).
+   */
+  readonly objectsOfIds: string;
+  /**
+   * ` <join>` after a row source: joins the `objects` row (under that name) whose
+   * id is `key` (a column of the rows before it), found by its key, one probe a row.
+   */
+  objectAt(key: string): string;
   /** `col IN <this>`-style membership in a bound text list. */
   readonly inTexts: string;
   /** Binds a text list for {@linkcode Dialect.inTexts}. */

@@ -44,7 +44,11 @@ export function decodeRef(row: Row): ObjectRef {
   return { id: Number(row.id), group: row.group as string, kind: row.kind as string };
 }
 
-/** The deletion-pending `depends_on` targets of `fromIds`, excluding self-edges. */
+/**
+ * The deletion-pending `depends_on` targets of `fromIds`, excluding self-edges: read
+ * from the edges of `fromIds` (`IS TRUE` keeps the deleting rows' index out of the plan,
+ * see `./_keyed.ts`).
+ */
 export function* unblockedTargets(d: Dialect, fromIds: readonly ObjectId[]): Q<ObjectRef[]> {
   const seen = new Map<ObjectId, ObjectRef>();
   for (let i = 0; i < fromIds.length; i += ID_CHUNK) {
@@ -52,7 +56,7 @@ export function* unblockedTargets(d: Dialect, fromIds: readonly ObjectId[]): Q<O
       `SELECT DISTINCT t.id AS id, t."group" AS "group", t.kind AS kind
        FROM edges e JOIN objects t ON t.id = e.to_id
        WHERE e.from_id${d.inIds} AND e.relation = 'depends_on'
-         AND e.to_id <> e.from_id AND t.deletion_requested_at IS NOT NULL
+         AND e.to_id <> e.from_id AND (t.deletion_requested_at IS NOT NULL) IS TRUE
        ORDER BY t.id`,
       d.ids(fromIds.slice(i, i + ID_CHUNK)),
     );
@@ -159,7 +163,7 @@ function* bothEnds(d: Dialect, fromId: ObjectId, toId: ObjectId): Q<{ from: Row;
     return { from, to };
   }
   const rows = yield* q.all(
-    `SELECT id, "group", kind, deletion_requested_at, namespace FROM objects WHERE id${d.inIds}`,
+    `SELECT id, "group", kind, deletion_requested_at, namespace FROM${d.objectsOfIds}`,
     d.ids([fromId, toId]),
   );
   const from = rows.find((r) => Number(r.id) === fromId);
@@ -281,8 +285,8 @@ function* deleteFinalizingBody(toId: ObjectId) {
 function* hasIncomingBody(id: ObjectId) {
   const row = yield* q.get(
     `SELECT EXISTS (SELECT 1 FROM edges e WHERE e.to_id = ? AND (e.relation = 'owned_by'
-       OR NOT EXISTS (SELECT 1 FROM objects o
-         WHERE o.id = e.from_id AND o.deletion_requested_at IS NOT NULL))) AS v`,
+       OR (SELECT o.deletion_requested_at IS NULL FROM objects o WHERE o.id = e.from_id)
+         IS NOT FALSE)) AS v`,
     id,
   );
   return truthy(row!.v);

@@ -94,13 +94,14 @@ import {
   sameMetadata,
 } from "../../src/model/labels.ts";
 import { namespaceFilter } from "./_namespace_filter.ts";
+import { kindOfRow } from "./_keyed.ts";
 import type { SqlSession, WriteScope } from "./_session.ts";
 import { appendedFromValues, appendFrom, appendWrite, journalWrite } from "./_write_log.ts";
 
 // Lands only on a row of the ref's kind, at or past the generation, not yet observed at it.
 const SETTLE_SQL =
   `UPDATE objects SET observed_generation = ?, observed_at = ?, resource_version = ?
-  WHERE id = ? AND "group" = ? AND kind = ? AND generation >= ?
+  WHERE id = ? AND ${kindOfRow()} AND generation >= ?
     AND (observed_generation IS NULL OR observed_generation < ?)`;
 
 const INSERT_COLUMNS = `"group", kind, name, spec, spec_version, resource_version,
@@ -164,8 +165,8 @@ class Statements {
             AND o.namespace <> '')
         FROM ns WHERE ns.namespace IS NOT NULL)
       SELECT namespace FROM ns WHERE namespace IS NOT NULL`;
-    this.byIds = `SELECT ${OBJECT_COLUMNS} FROM objects
-      WHERE id${d.inIds} AND "group" = ? AND kind = ? ORDER BY id`;
+    this.byIds = `SELECT ${OBJECT_COLUMNS} FROM${d.objectsOfIds}
+      WHERE ${kindOfRow()} ORDER BY id`;
     this.finalizersForUpdate =
       `SELECT "group", kind, name, finalizers, deletion_requested_at FROM objects
        WHERE id = ?${d.forUpdate}`;
@@ -188,7 +189,7 @@ function statusWrite(d: Dialect): string {
   return `UPDATE objects SET status = ?,
       status_version = CASE WHEN ${incoming} = 0 THEN status_version ELSE ${incoming} END,
       resource_version = ?, updated_at = ?
-    WHERE id = ? AND "group" = ? AND kind = ?
+    WHERE id = ? AND ${kindOfRow()}
       AND (${incoming} = 0 OR status_version <= ${incoming})
       AND (status ${d.isDistinct} ? OR (${incoming} <> 0 AND status_version <> ${incoming}))`;
 }
@@ -851,11 +852,13 @@ function* listByIdsBody(
   viewer: Viewer,
 ) {
   const metas: RawObjectMeta[] = [];
-  for (let i = 0; i < ids.length; i += ID_CHUNK) {
-    const rows = yield* q.rows(byIds, d.ids(ids.slice(i, i + ID_CHUNK)), gk.group, gk.kind);
+  // Each id is read once: the statement reads one row per id it is given.
+  const unique = [...new Set(ids)];
+  for (let i = 0; i < unique.length; i += ID_CHUNK) {
+    const rows = yield* q.rows(byIds, d.ids(unique.slice(i, i + ID_CHUNK)), gk.group, gk.kind);
     for (const row of rows) metas.push(decodeMeta(row));
   }
-  if (ids.length > ID_CHUNK) metas.sort((a, b) => a.id - b.id);
+  if (unique.length > ID_CHUNK) metas.sort((a, b) => a.id - b.id);
   return yield* withConditions(d, metas, viewer);
 }
 
@@ -870,8 +873,8 @@ function* incomingBody(
   const labels = labelFilters(d, p.selector ?? [], "objects.labels");
   const ns = inNamespace(p.namespace, "objects.namespace");
   const metas = (yield* q.rows(
-    `SELECT ${OBJECT_COLUMNS} FROM edges ${d.joinInOrder} objects ON id = from_id
-     WHERE to_id = ? AND relation = ? AND from_id > ? AND "group" = ? AND kind = ?${labels.sql}${ns.sql}
+    `SELECT ${OBJECT_COLUMNS} FROM edges${d.objectAt("edges.from_id")}
+     WHERE to_id = ? AND relation = ? AND from_id > ? AND ${kindOfRow()}${labels.sql}${ns.sql}
      ORDER BY from_id LIMIT ?`,
     edge.toId,
     edge.relation,

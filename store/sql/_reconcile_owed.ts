@@ -23,7 +23,9 @@ export class SqlReconcileOwed implements ReconcileOwed {
       `UPDATE objects SET reconcile_owed = ${d.greatest}(reconcile_owed - ?, 0) WHERE id = ?`;
     this.#owed = `SELECT id FROM objects${d.indexedBy("idx_objects_owed")}
       WHERE "group" = ? AND kind = ? AND reconcile_owed <> 0 ORDER BY id`;
-    this.#stamp = `UPDATE objects SET reconcile_owed = reconcile_owed + 1 WHERE id${d.inIds}`;
+    // The rows are found by their keys (`./_keyed.ts`), then each updated through its key.
+    this.#stamp = `UPDATE objects SET reconcile_owed = reconcile_owed + 1
+      WHERE id IN (SELECT id FROM${d.objectsOfIds})`;
   }
 
   decrement(ref: ObjectRef, observed: number): Promise<void> {

@@ -136,6 +136,10 @@ function newDialect(core: Core): Dialect {
     name: "SQLite",
     inIds: " IN (SELECT value FROM json_each(?))",
     ids: (ids) => JSON.stringify(ids),
+    // CROSS JOIN keeps the rows before it the outer loop: one rowid lookup a row.
+    objectsOfIds: ` (SELECT value AS object_key FROM json_each(?)) AS k
+      CROSS JOIN objects ON objects.id = k.object_key`,
+    objectAt: (key) => ` CROSS JOIN objects ON objects.id = ${key}`,
     inTexts: " IN (SELECT value FROM json_each(?))",
     texts: (texts) => JSON.stringify(texts),
     jsonEntries: " FROM json_each(?)",

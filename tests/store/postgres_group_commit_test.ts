@@ -28,18 +28,20 @@ const Widget = { group: "test.beehive.dev", kind: "Widget" };
  * (counted on the client: a commit is the query that ends in `COMMIT`).
  */
 async function withStore(
-  fn: (store: Store, commits: () => number) => Promise<void>,
+  fn: (store: Store, commits: () => number, savepoints: () => number) => Promise<void>,
 ): Promise<void> {
   const store = await openPostgresStore();
   let commits = 0;
+  let savepoints = 0;
   const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
   const original = proto.query;
   proto.query = function (this: unknown, ...args: unknown[]) {
     if (typeof args[0] === "string" && /\bCOMMIT\s*$/i.test(args[0])) commits++;
+    if (typeof args[0] === "string" && /\bSAVEPOINT\b/.test(args[0])) savepoints++;
     return original.apply(this, args);
   };
   try {
-    await fn(store, () => commits);
+    await fn(store, () => commits, () => savepoints);
   } finally {
     proto.query = original;
     await store.close();
@@ -58,6 +60,18 @@ test("PostgreSQL group commit: 32 concurrent creates share one transaction and e
     const rvs = made.map((o) => o.resourceVersion);
     assert.equal(new Set(rvs).size, 32);
     assert.equal(await store.getLatestResourceVersion(), Math.max(...rvs));
+  });
+});
+
+test("PostgreSQL group commit: single writes in a group run without a savepoint each", async () => {
+  await withStore(async (store, commits, savepoints) => {
+    const before = { commits: commits(), savepoints: savepoints() };
+    await Promise.all(
+      names("w", 32).map((name) => store.objects.create(Widget, { name, spec: "{}" })),
+    );
+    assert.equal(commits() - before.commits, 1);
+    assert.equal(savepoints() - before.savepoints, 0);
+    assert.equal((await store.objects.list(Widget)).length, 32);
   });
 });
 
