@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import process from "node:process";
@@ -19,19 +19,15 @@ import { test } from "./_test.ts";
 
 /** The checkout: this repository. */
 const CHECKOUT = resolve(".");
-/** What a vendored copy or a workspace member holds: the published files and both manifests. */
+/**
+ * What a vendored copy or a workspace member holds: the files `deno.json` publishes (read from it,
+ * so a folder added to the package is copied too) and both manifests.
+ */
 const PUBLISHED = [
-  "mod.ts",
-  "src",
-  "store",
-  "cli",
-  "console",
-  "kubeapi",
-  "testing",
-  "deno.json",
+  ...(JSON.parse(readFileSync(join(CHECKOUT, "deno.json"), "utf8")) as {
+    publish: { include: string[] };
+  }).publish.include.map((path) => path.replace(/\/$/, "")),
   "package.json",
-  "README.md",
-  "LICENSE",
 ];
 /** Every entry point, by its import name, and its file in a checkout. */
 const ENTRIES: Record<string, string> = {
