@@ -373,7 +373,12 @@ test("leaderElection: a fenced write ends the term at once, before the elector's
       assert.equal(await a.store.leases.release({ name: "beehive", holder: "a", epoch: 1 }), true);
       await w.clock.tickAsync(LEASE.renewInterval + 10);
       assert.equal(b.bh.isLeader, true);
-      // a's own deadline is leaseDuration away: a write of its term was fenced first.
+      // a's own deadline is leaseDuration away: a write of its term is fenced well before it. On a
+      // networked store a's next write can land just after the step b took the lease in, so time
+      // moves on in small steps, at most one more renewInterval (a's deadline stays ahead).
+      for (let waited = 0; a.bh.isLeader && waited < LEASE.renewInterval; waited += 50) {
+        await w.clock.tickAsync(50);
+      }
       assert.equal(a.bh.isLeader, false, "a fenced write ended a's term");
       const deposed = a.logger.lines.find((l) => l.message === "beehive: no longer leading");
       assert.match(String(deposed?.attributes?.reason), /fenced/);
