@@ -33,9 +33,18 @@ import {
   resourceVersionParam,
 } from "./_request.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
-import { failureStatus, KubeApiFailure, toFailure } from "./_status.ts";
-import { type IncludeObject, printerOf, table, tableType } from "./_tables.ts";
+import { KubeApiFailure } from "./_status.ts";
+import { type IncludeObject, printerOf, table } from "./_tables.ts";
 import type { InitialPage } from "./_watch_cache.ts";
+import { concatBytes } from "./_bytes.ts";
+import {
+  errorLine,
+  WATCH_BACKLOG,
+  watchBody,
+  watchEnd,
+  watchHeaders,
+  watchLine,
+} from "./_watch_stream.ts";
 
 const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
 
@@ -106,23 +115,6 @@ function parseWatch(request: Request, url: URL): WatchRequest {
 }
 
 /**
- * The most changes a watcher may have waiting, read from the kind's shared
- * reader but not yet taken by its client; past it the watch is ended (the
- * client resumes from the last version it saw, as informers do).
- */
-export const WATCH_BACKLOG = 1000;
-
-/** The shortest and longest a watch without `timeoutSeconds` lasts, in seconds: 30 to 60 minutes. */
-export const DEFAULT_WATCH_SECONDS = { min: 30 * 60, max: 60 * 60 } as const;
-
-/** How long a watch lasts: `timeoutSeconds`, or a random 30 to 60 minutes (`random` in [0, 1)). */
-export function watchSeconds(timeoutSeconds: number | undefined, random = Math.random()): number {
-  if (timeoutSeconds !== undefined && timeoutSeconds > 0) return timeoutSeconds;
-  const { min, max } = DEFAULT_WATCH_SECONDS;
-  return min + Math.floor(random * (max - min));
-}
-
-/**
  * `GET …/<plural>?watch=true`. The watch subscribes to the kind's shared
  * reader from the store's current position (or the `resourceVersion` asked)
  * and takes its changes as they come into a backlog of at most
@@ -135,8 +127,7 @@ export async function watchResources(r: KindRequest): Promise<Response> {
   const w = parseWatch(request, url);
   await checkNotTooLarge(ctx, w.resumeFrom);
   const printer = w.rep.as === "table" ? await printerOf(ctx, kind) : undefined;
-  const type = w.rep.as === "table" ? tableType(w.rep.version) : "application/json";
-  const headers = { "content-type": type, "cache-control": "no-store" };
+  const headers = watchHeaders(w.rep);
   if (request.method === "HEAD") return new Response(null, { headers });
   const client = clientOf(r);
   const abort = new AbortController();
@@ -164,7 +155,7 @@ export async function watchResources(r: KindRequest): Promise<Response> {
           printer.columns,
         )
         : toResource(kind, answered);
-      return encoder.encode(`${JSON.stringify({ type, object })}\n`);
+      return encoder.encode(watchLine(type, object));
     });
   };
   /** One chunk of watch events, each line encoded once for every watcher of the kind (JSON). */
@@ -190,16 +181,8 @@ export async function watchResources(r: KindRequest): Promise<Response> {
         return line.bytes;
       }));
     }
-    let size = 0;
-    for (const chunk of chunks) size += chunk.byteLength;
     // A copy: the lines are shared, and a response may hand its chunks on.
-    const bytes = new Uint8Array(size);
-    let at = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, at);
-      at += chunk.byteLength;
-    }
-    return bytes;
+    return concatBytes(chunks);
   };
 
   // The backlog: changes read from the shared reader that the client has not taken yet.
@@ -278,49 +261,22 @@ export async function watchResources(r: KindRequest): Promise<Response> {
     if (failure !== undefined) {
       const error = failure;
       failure = undefined;
-      return errorEvent(error, encoder);
+      return encoder.encode(errorLine(error));
     }
     return undefined;
   };
 
   let ended = false;
-  const end = () => {
-    if (ended) return;
+  // Ended by the body's cancel (a server cancels it when the client leaves), never by
+  // request.signal: Deno.serve aborts that on every completed response, and warns when read.
+  const end = watchEnd(w.timeoutSeconds, () => {
     ended = true;
-    clearTimeout(timer);
     abort.abort();
     stream.close();
     wake?.();
-  };
-  // Ended by the body's cancel (a server cancels it when the client leaves), never by
-  // request.signal: Deno.serve aborts that on every completed response, and warns when read.
-  const timer = setTimeout(end, watchSeconds(w.timeoutSeconds) * 1000);
-  // Pulled, not pushed: a page of the initial state is read only when the client takes the last.
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let chunk: Uint8Array | undefined;
-      try {
-        chunk = await next();
-      } catch (error) {
-        chunk = errorEvent(error, encoder);
-        end();
-      }
-      try {
-        if (chunk === undefined) {
-          end();
-          await pump;
-          controller.close();
-        } else controller.enqueue(chunk);
-      } catch {
-        end(); // the reader cancelled meanwhile
-      }
-    },
-    async cancel() {
-      end();
-      await pump;
-    },
   });
-  return new Response(body, { headers });
+  // Pulled, not pushed: a page of the initial state is read only when the client takes the last.
+  return new Response(watchBody(next, end, () => pump), { headers });
 }
 
 /** What determines a change's JSON line, as a key: its kind, object, version and type. */
@@ -368,10 +324,4 @@ function bookmark(kind: ServedKind, rv: number, encoder: TextEncoder): Uint8Arra
     },
   };
   return encoder.encode(`${JSON.stringify({ type: "BOOKMARK", object })}\n`);
-}
-
-function errorEvent(error: unknown, encoder: TextEncoder): Uint8Array {
-  const failure = toFailure(error);
-  const object = failureStatus(failure.reason, failure.message, failure.details);
-  return encoder.encode(`${JSON.stringify({ type: "ERROR", object })}\n`);
 }
