@@ -16,7 +16,7 @@ import { applyConfig } from "./_managed_fields.ts";
 import { subdomainProblem } from "./_names.ts";
 import { detailsOf } from "./_reads.ts";
 import { boolParam, dryRunParam, param, readJsonBody } from "./_request.ts";
-import { invalidFailure, KubeApiFailure } from "./_status.ts";
+import { invalidFailure, KubeApiFailure, type StatusDetails } from "./_status.ts";
 import {
   checkResource,
   createWritten,
@@ -33,9 +33,11 @@ type JsonObject = Record<string, unknown>;
 const isObject = (v: unknown): v is JsonObject =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** `PATCH …/<plural>/<name>` as a server-side apply. */
-export async function applyResource(r: KindRequest, name: string): Promise<Response> {
-  const details = detailsOf(r.kind, name);
+/**
+ * An apply's `?fieldManager`, required.
+ * @throws {KubeApiFailure} Invalid when absent or empty.
+ */
+export function applyManager(r: KindRequest, details: StatusDetails): string {
   const manager = param(r.url, "fieldManager");
   if (manager === undefined || manager === "") {
     throw invalidFailure({ ...details, kind: r.kind.kind }, [{
@@ -43,11 +45,27 @@ export async function applyResource(r: KindRequest, name: string): Promise<Respo
       message: "Required value: is required for apply patch",
     }]);
   }
-  const force = boolParam(r.url, "force");
+  return manager;
+}
+
+/**
+ * An apply's configuration: the request body, a JSON object.
+ * @throws {KubeApiFailure} BadRequest when it is not one (or over the body limits).
+ */
+export async function readApplyConfig(r: KindRequest): Promise<JsonObject> {
   const config = await readJsonBody(r.request, r.ctx.body, "apply configuration");
   if (!isObject(config)) {
     throw new KubeApiFailure("BadRequest", "the apply configuration is not an object");
   }
+  return config;
+}
+
+/** `PATCH …/<plural>/<name>` as a server-side apply. */
+export async function applyResource(r: KindRequest, name: string): Promise<Response> {
+  const details = detailsOf(r.kind, name);
+  const manager = applyManager(r, details);
+  const force = boolParam(r.url, "force");
+  const config = await readApplyConfig(r);
   if (config.apiVersion === undefined || config.kind === undefined) {
     throw new KubeApiFailure(
       "BadRequest",

@@ -19,8 +19,9 @@ import type { KindRequest } from "./_context.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { detailsOf, findByName, notFound } from "./_reads.ts";
-import { boolParam, dryRunParam, param, readJsonBody } from "./_request.ts";
+import { boolParam, dryRunParam, readJsonBody } from "./_request.ts";
 import { applyConfig } from "./_managed_fields.ts";
+import { applyManager, readApplyConfig } from "./_apply.ts";
 import { fieldsContext, readStored } from "./_writes.ts";
 import {
   invalidFailure,
@@ -176,17 +177,8 @@ export async function patchStatus(r: KindRequest, name: string, type: string): P
 /** `PATCH …/<name>/status` as a server-side apply: the configuration's status, merged. */
 export async function applyStatus(r: KindRequest, name: string): Promise<Response> {
   const details = detailsOf(r.kind, name);
-  const manager = param(r.url, "fieldManager");
-  if (manager === undefined || manager === "") {
-    throw invalidFailure({ ...details, kind: r.kind.kind }, [{
-      field: "fieldManager",
-      message: "Required value: is required for apply patch",
-    }]);
-  }
-  const config = await readJsonBody(r.request, r.ctx.body, "apply configuration");
-  if (!isObject(config)) {
-    throw new KubeApiFailure("BadRequest", "the apply configuration is not an object");
-  }
+  const manager = applyManager(r, details);
+  const config = await readApplyConfig(r);
   const stored = await readStored(r, name);
   if (stored === undefined) throw notFound(r.kind, name);
   const c = await fieldsContext(r);
