@@ -37,14 +37,8 @@ import { KubeApiFailure } from "./_status.ts";
 import { type IncludeObject, printerOf, table } from "./_tables.ts";
 import type { InitialPage } from "./_watch_cache.ts";
 import { concatBytes } from "./_bytes.ts";
-import {
-  errorLine,
-  WATCH_BACKLOG,
-  watchBody,
-  watchEnd,
-  watchHeaders,
-  watchLine,
-} from "./_watch_stream.ts";
+import { errorLine, watchBody, watchEnd, watchHeaders, watchLine } from "./_watch_stream.ts";
+import { WATCH_BACKLOG, WatchBacklog } from "./_watch_backlog.ts";
 
 const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
 
@@ -186,31 +180,22 @@ export async function watchResources(r: KindRequest): Promise<Response> {
   };
 
   // The backlog: changes read from the shared reader that the client has not taken yet.
-  let backlog: Outgoing[] = [];
-  let overflowed = false;
-  let readerDone = false;
-  let failure: unknown;
-  let wake: (() => void) | undefined;
+  const backlog = new WatchBacklog<Outgoing>(WATCH_BACKLOG);
   const pump = (async () => {
+    let failure: unknown;
     try {
       for await (const changes of stream.batches()) {
         const out = outgoing(changes, w);
-        if (out.length === 0) continue;
-        if (backlog.length > 0 && backlog.length + out.length > WATCH_BACKLOG) {
-          overflowed = true;
-          break;
-        }
-        backlog = backlog.length === 0 ? out : backlog.concat(out);
-        wake?.();
+        if (out.length > 0 && !backlog.push(out)) break;
       }
       failure = stream.error;
     } catch (error) {
       failure = error;
     } finally {
-      readerDone = true;
-      wake?.();
+      backlog.end(failure);
     }
   })();
+  let failureSent = false;
 
   let initial = w.resumeFrom === undefined;
   let after = 0;
@@ -248,20 +233,12 @@ export async function watchResources(r: KindRequest): Promise<Response> {
       bookmarkDue = false;
       return bookmark(kind, from, encoder);
     }
-    while (backlog.length === 0 && !readerDone && !overflowed && !ended) {
-      await new Promise<void>((resolve) => wake = resolve);
-      wake = undefined;
-    }
-    if (ended || overflowed) return undefined;
-    if (backlog.length > 0) {
-      const out = backlog;
-      backlog = [];
-      return await encode(out);
-    }
-    if (failure !== undefined) {
-      const error = failure;
-      failure = undefined;
-      return encoder.encode(errorLine(error));
+    const out = ended ? undefined : await backlog.take();
+    if (ended || backlog.overflowed) return undefined;
+    if (out !== undefined) return await encode(out);
+    if (backlog.error !== undefined && !failureSent) {
+      failureSent = true;
+      return encoder.encode(errorLine(backlog.error));
     }
     return undefined;
   };
@@ -273,7 +250,7 @@ export async function watchResources(r: KindRequest): Promise<Response> {
     ended = true;
     abort.abort();
     stream.close();
-    wake?.();
+    backlog.end();
   });
   // Pulled, not pushed: a page of the initial state is read only when the client takes the last.
   return new Response(watchBody(next, end, () => pump), { headers });

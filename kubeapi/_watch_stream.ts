@@ -2,21 +2,14 @@
  * What every watch stream shares — of objects (`_watch.ts`), events
  * (`_event_watch.ts`) and namespaces (`_namespace_watch.ts`): its JSON lines
  * `{"type":…,"object":…}`, its `ERROR` line, its lifetime (`timeoutSeconds`,
- * else a random 30 to 60 minutes), its backlog bound, and its body, pulled
- * chunk by chunk as the client takes them.
+ * else a random 30 to 60 minutes) and its body, pulled chunk by chunk as the
+ * client takes them. Its backlog is `_watch_backlog.ts`.
  *
  * @module
  */
 import type { Representation } from "./_request.ts";
 import { failureStatus, toFailure } from "./_status.ts";
 import { tableType } from "./_tables.ts";
-
-/**
- * The most changes a watcher may have waiting, read from the kind's shared
- * reader but not yet taken by its client; past it the watch is ended (the
- * client resumes from the last version it saw, as informers do).
- */
-export const WATCH_BACKLOG = 1000;
 
 /** The shortest and longest a watch without `timeoutSeconds` lasts, in seconds: 30 to 60 minutes. */
 export const DEFAULT_WATCH_SECONDS = { min: 30 * 60, max: 60 * 60 } as const;
