@@ -25,13 +25,10 @@ import {
   readStored,
   updateExisting,
 } from "./_writes.ts";
+import { isJsonObject, type JsonObject } from "../src/model/_json_object.ts";
 
 /** The apply patch type. */
 export const APPLY_PATCH = "application/apply-patch+yaml";
-
-type JsonObject = Record<string, unknown>;
-const isObject = (v: unknown): v is JsonObject =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
  * An apply's `?fieldManager`, required.
@@ -54,7 +51,7 @@ export function applyManager(r: KindRequest, details: StatusDetails): string {
  */
 export async function readApplyConfig(r: KindRequest): Promise<JsonObject> {
   const config = await readJsonBody(r.request, r.ctx.body, "apply configuration");
-  if (!isObject(config)) {
+  if (!isJsonObject(config)) {
     throw new KubeApiFailure("BadRequest", "the apply configuration is not an object");
   }
   return config;
@@ -72,7 +69,7 @@ export async function applyResource(r: KindRequest, name: string): Promise<Respo
       "the apply configuration must name its apiVersion and kind",
     );
   }
-  const named = isObject(config.metadata) ? config.metadata.name : undefined;
+  const named = isJsonObject(config.metadata) ? config.metadata.name : undefined;
   if (named !== undefined && named !== name) {
     throw new KubeApiFailure(
       "BadRequest",
