@@ -12,6 +12,7 @@
  */
 import { parseAllDocuments } from "yaml";
 import type { GroupKind } from "@beehive/beehive";
+import { isJsonObject, type JsonObject } from "../src/model/_json_object.ts";
 
 type StringMap = Readonly<Record<string, string>>;
 
@@ -69,10 +70,6 @@ const SERVER_METADATA = new Set([
 ]);
 const METADATA_FIELDS = new Set(["name", "namespace", "labels", "annotations"]);
 const MANIFEST_FIELDS = new Set(["apiVersion", "kind", "metadata", "spec", "status"]);
-
-type JsonObject = Record<string, unknown>;
-const isObject = (v: unknown): v is JsonObject =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
  * The documents of `text`: one when it is JSON, else each YAML document
@@ -135,7 +132,7 @@ export function applyItems(documents: readonly unknown[], source: string): Apply
 /** The items of an array or a `List` document; `undefined` for a single object. */
 function listItems(doc: unknown, at: string): unknown[] | undefined {
   if (Array.isArray(doc)) return doc;
-  if (!isObject(doc) || doc.kind !== "List" || "group" in doc || !("items" in doc)) {
+  if (!isJsonObject(doc) || doc.kind !== "List" || "group" in doc || !("items" in doc)) {
     return undefined;
   }
   if (doc.apiVersion !== undefined && doc.apiVersion !== "v1") {
@@ -146,7 +143,7 @@ function listItems(doc: unknown, at: string): unknown[] | undefined {
 }
 
 function applyItem(value: unknown, at: string): ApplyItem {
-  if (!isObject(value)) {
+  if (!isJsonObject(value)) {
     throw new Error(`${at}: expected an object with group, kind, name and spec, or a manifest`);
   }
   return "apiVersion" in value ? fromManifest(value, at) : fromOwnForm(value, at);
@@ -154,7 +151,7 @@ function applyItem(value: unknown, at: string): ApplyItem {
 
 function stringMap(value: unknown, what: string, at: string): StringMap | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!isObject(value) || !Object.values(value).every((v) => typeof v === "string")) {
+  if (!isJsonObject(value) || !Object.values(value).every((v) => typeof v === "string")) {
     throw new Error(`${at}: ${what} must be a map of strings`);
   }
   return value as StringMap;
@@ -184,7 +181,7 @@ function fromManifest(o: JsonObject, at: string): ApplyItem {
   const extra = unknownField(o, MANIFEST_FIELDS, new Set());
   if (extra !== undefined) throw new Error(`${at}: unknown field ${JSON.stringify(extra)}`);
   const metadata = o.metadata ?? {};
-  if (!isObject(metadata)) throw new Error(`${at}: metadata must be an object`);
+  if (!isJsonObject(metadata)) throw new Error(`${at}: metadata must be an object`);
   if (metadata.generateName !== undefined) {
     throw new Error(`${at}: metadata.generateName is not supported: give metadata.name`);
   }

@@ -16,7 +16,7 @@ import { applyConfig } from "./_managed_fields.ts";
 import { subdomainProblem } from "./_names.ts";
 import { detailsOf } from "./_reads.ts";
 import { boolParam, dryRunParam, param, readJsonBody } from "./_request.ts";
-import { invalidFailure, KubeApiFailure } from "./_status.ts";
+import { invalidFailure, KubeApiFailure, type StatusDetails } from "./_status.ts";
 import {
   checkResource,
   createWritten,
@@ -25,17 +25,16 @@ import {
   readStored,
   updateExisting,
 } from "./_writes.ts";
+import { isJsonObject, type JsonObject } from "../src/model/_json_object.ts";
 
 /** The apply patch type. */
 export const APPLY_PATCH = "application/apply-patch+yaml";
 
-type JsonObject = Record<string, unknown>;
-const isObject = (v: unknown): v is JsonObject =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
-
-/** `PATCH …/<plural>/<name>` as a server-side apply. */
-export async function applyResource(r: KindRequest, name: string): Promise<Response> {
-  const details = detailsOf(r.kind, name);
+/**
+ * An apply's `?fieldManager`, required.
+ * @throws {KubeApiFailure} Invalid when absent or empty.
+ */
+export function applyManager(r: KindRequest, details: StatusDetails): string {
   const manager = param(r.url, "fieldManager");
   if (manager === undefined || manager === "") {
     throw invalidFailure({ ...details, kind: r.kind.kind }, [{
@@ -43,18 +42,34 @@ export async function applyResource(r: KindRequest, name: string): Promise<Respo
       message: "Required value: is required for apply patch",
     }]);
   }
-  const force = boolParam(r.url, "force");
+  return manager;
+}
+
+/**
+ * An apply's configuration: the request body, a JSON object.
+ * @throws {KubeApiFailure} BadRequest when it is not one (or over the body limits).
+ */
+export async function readApplyConfig(r: KindRequest): Promise<JsonObject> {
   const config = await readJsonBody(r.request, r.ctx.body, "apply configuration");
-  if (!isObject(config)) {
+  if (!isJsonObject(config)) {
     throw new KubeApiFailure("BadRequest", "the apply configuration is not an object");
   }
+  return config;
+}
+
+/** `PATCH …/<plural>/<name>` as a server-side apply. */
+export async function applyResource(r: KindRequest, name: string): Promise<Response> {
+  const details = detailsOf(r.kind, name);
+  const manager = applyManager(r, details);
+  const force = boolParam(r.url, "force");
+  const config = await readApplyConfig(r);
   if (config.apiVersion === undefined || config.kind === undefined) {
     throw new KubeApiFailure(
       "BadRequest",
       "the apply configuration must name its apiVersion and kind",
     );
   }
-  const named = isObject(config.metadata) ? config.metadata.name : undefined;
+  const named = isJsonObject(config.metadata) ? config.metadata.name : undefined;
   if (named !== undefined && named !== name) {
     throw new KubeApiFailure(
       "BadRequest",

@@ -6,6 +6,8 @@
  * @module
  */
 
+import { concatBytes } from "./_bytes.ts";
+
 /** PEM-encoded TLS material. */
 export interface TlsMaterial {
   /** The serving certificate (PEM). */
@@ -27,20 +29,10 @@ function length(n: number): Uint8Array {
   return Uint8Array.of(0x80 | bytes.length, ...bytes);
 }
 
-function concat(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
-}
-
 /** One DER type-length-value. */
 function tlv(tag: number, ...contents: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const body = concat(contents);
-  return concat([Uint8Array.of(tag), length(body.byteLength), body]);
+  const body = concatBytes(contents);
+  return concatBytes([Uint8Array.of(tag), length(body.byteLength), body]);
 }
 
 const seq = (...items: Uint8Array[]) => tlv(0x30, ...items);

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { WatchBacklog } from "./_watch_backlog.ts";
 
 /** One event as read: the core/v1 `Event` and its run's version. */
 export interface ReadEvent {
@@ -51,45 +52,13 @@ function nameOf(e: ReadEvent): string {
 /** The most run names a reader remembers to tell a new run from one observed again. */
 const MAX_SEEN = 100_000;
 
-class Subscriber {
-  backlog: EventChange[] = [];
-  ended = false;
-  overflowed = false;
-  error: unknown;
-  wake: (() => void) | undefined;
-
-  readonly limit: number;
-
-  constructor(limit: number) {
-    this.limit = limit;
-  }
-
-  push(changes: readonly EventChange[]): void {
-    if (this.ended) return;
-    if (this.backlog.length > 0 && this.backlog.length + changes.length > this.limit) {
-      this.overflowed = true;
-      this.end();
-      return;
-    }
-    this.backlog = this.backlog.length === 0 ? [...changes] : this.backlog.concat(changes);
-    this.wake?.();
-  }
-
-  end(error?: unknown): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.error = error;
-    this.wake?.();
-  }
-}
-
 /** One scope's reader. */
 class EventReader {
   readonly #read: () => Promise<readonly ReadEvent[]>;
   readonly #interval: number;
   readonly #backlog: number;
   readonly #idle: () => void;
-  readonly #subscribers = new Set<Subscriber>();
+  readonly #subscribers = new Set<WatchBacklog<EventChange>>();
   #current: readonly ReadEvent[] | undefined;
   #cursor = -1;
   #seen = new Set<string>();
@@ -123,25 +92,13 @@ class EventReader {
     } finally {
       this.#joining--;
     }
-    const sub = new Subscriber(this.#backlog);
+    const sub = new WatchBacklog<EventChange>(this.#backlog);
     this.#subscribers.add(sub);
     this.#schedule();
     const current = this.#current;
     return {
       current,
-      next: async () => {
-        while (sub.backlog.length === 0 && !sub.ended) {
-          await new Promise<void>((resolve) => sub.wake = resolve);
-          sub.wake = undefined;
-        }
-        if (sub.overflowed) return undefined;
-        if (sub.backlog.length > 0) {
-          const out = sub.backlog;
-          sub.backlog = [];
-          return out;
-        }
-        return undefined;
-      },
+      next: () => sub.take(),
       get error() {
         return sub.error;
       },

@@ -22,10 +22,9 @@ import {
   negotiate,
   resourceVersionParam,
 } from "./_request.ts";
-import { tableType } from "./_tables.ts";
+import { concatBytes } from "./_bytes.ts";
 import { checkNotTooLarge } from "./_resource_version.ts";
-import { failureStatus, toFailure } from "./_status.ts";
-import { watchSeconds } from "./_watch.ts";
+import { errorLine, generatedBody, watchEnd, watchHeaders, watchLine } from "./_watch_stream.ts";
 import type { EventChange, EventSubscription } from "./_event_reader.ts";
 
 /** `GET …/events?watch=true`. */
@@ -42,35 +41,16 @@ export async function watchEvents(
   const timeoutSeconds = intParam(url, "timeoutSeconds", MAX_TIMEOUT_SECONDS);
   await checkNotTooLarge(ctx, rv);
   const abort = new AbortController();
-  const end = () => abort.abort();
-  if (request.signal.aborted) end();
-  else request.signal.addEventListener("abort", end, { once: true });
-  const timer = abort.signal.aborted
-    ? undefined
-    : setTimeout(end, watchSeconds(timeoutSeconds) * 1000);
-  abort.signal.addEventListener("abort", () => {
-    clearTimeout(timer);
-    request.signal.removeEventListener("abort", end);
-  }, { once: true });
+  const end = watchEnd(timeoutSeconds, () => abort.abort(), request.signal);
   const encoder = new TextEncoder();
-  const line = (type: string, object: unknown) => `${JSON.stringify({ type, object })}\n`;
   /** A change's line for this watch: the JSON one is the same for every watch, encoded once. */
   const encode = (change: EventChange): Uint8Array => {
     if (rep.as === "table") {
-      return encoder.encode(line(change.type, eventTable(change.event, rep.version, include)));
+      return encoder.encode(
+        watchLine(change.type, eventTable(change.event, rep.version, include)),
+      );
     }
-    return change.json ??= encoder.encode(line(change.type, change.event));
-  };
-  const joined = (bytes: readonly Uint8Array[]): Uint8Array => {
-    let size = 0;
-    for (const b of bytes) size += b.byteLength;
-    const out = new Uint8Array(size);
-    let at = 0;
-    for (const b of bytes) {
-      out.set(b, at);
-      at += b.byteLength;
-    }
-    return out;
+    return change.json ??= encoder.encode(watchLine(change.type, change.event));
   };
   const scope = JSON.stringify([namespace ?? null, url.searchParams.get("fieldSelector") ?? ""]);
   async function* chunks(): AsyncGenerator<Uint8Array> {
@@ -88,40 +68,18 @@ export async function watchEvents(
       const first = sub.current.filter(({ event }) =>
         Number((event.metadata as { resourceVersion: string }).resourceVersion) > from
       ).map(({ event }): EventChange => ({ type: "ADDED", event }));
-      if (first.length > 0) yield joined(first.map(encode));
+      if (first.length > 0) yield concatBytes(first.map(encode));
       for (;;) {
         const changes = await sub.next();
         if (changes === undefined) break;
-        yield joined(changes.map(encode));
+        yield concatBytes(changes.map(encode));
       }
       if (sub.error !== undefined) throw sub.error;
     } catch (error) {
-      const failure = toFailure(error);
-      yield encoder.encode(
-        line("ERROR", failureStatus(failure.reason, failure.message, failure.details)),
-      );
+      yield encoder.encode(errorLine(error));
     } finally {
       sub?.close();
     }
   }
-  const it = chunks();
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await it.next();
-      try {
-        if (next.done) {
-          end();
-          controller.close();
-        } else controller.enqueue(next.value);
-      } catch {
-        end(); // the reader cancelled meanwhile
-      }
-    },
-    async cancel() {
-      end();
-      await it.return(undefined);
-    },
-  });
-  const type = rep.as === "table" ? tableType(rep.version) : "application/json";
-  return new Response(body, { headers: { "content-type": type, "cache-control": "no-store" } });
+  return new Response(generatedBody(chunks(), end), { headers: watchHeaders(rep) });
 }

@@ -11,10 +11,7 @@
  */
 import { branches, declaredAt } from "./_field_validation.ts";
 import type { OpenApiSchema } from "./_openapi_schema.ts";
-
-type JsonObject = Record<string, unknown>;
-const isObject = (v: unknown): v is JsonObject =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
+import { isJsonObject, type JsonObject } from "../src/model/_json_object.ts";
 
 /** A field's path, in `FieldsV1` elements (`["f:spec", "f:replicas"]`). */
 export type FieldPath = readonly string[];
@@ -75,13 +72,13 @@ export class FieldSet {
 /** The schema of member `key` under `schema`: declared, else `additionalProperties`, else free. */
 function memberSchema(schema: OpenApiSchema, key: string): OpenApiSchema {
   const all = branches(schema);
-  const own = all.map((s) => declaredAt(s, key)).find(isObject);
+  const own = all.map((s) => declaredAt(s, key)).find(isJsonObject);
   if (own !== undefined) return own;
-  return all.map((s) => s.additionalProperties).find(isObject) ?? {};
+  return all.map((s) => s.additionalProperties).find(isJsonObject) ?? {};
 }
 
 function itemSchema(schema: OpenApiSchema): OpenApiSchema {
-  return branches(schema).map((s) => s.items).find(isObject) ?? {};
+  return branches(schema).map((s) => s.items).find(isJsonObject) ?? {};
 }
 
 /** How a list merges: `"map"` with its keys, `"set"`, or `"atomic"`. */
@@ -106,7 +103,7 @@ function atomicMap(schema: OpenApiSchema): boolean {
 
 /** The `k:` element of a map-list item: its keys, in the list's key order. */
 function itemKey(item: unknown, keys: readonly string[]): string | undefined {
-  if (!isObject(item)) return undefined;
+  if (!isJsonObject(item)) return undefined;
   const picked: JsonObject = {};
   for (const k of keys) {
     if (!Object.hasOwn(item, k)) return undefined;
@@ -116,7 +113,7 @@ function itemKey(item: unknown, keys: readonly string[]): string | undefined {
 }
 
 function walk(value: unknown, schema: OpenApiSchema, path: FieldPath, out: FieldSet): void {
-  if (isObject(value)) {
+  if (isJsonObject(value)) {
     const keys = Object.keys(value);
     if (keys.length === 0 || atomicMap(schema)) return out.add(path);
     for (const key of keys) walk(value[key], memberSchema(schema, key), [...path, `f:${key}`], out);
@@ -145,11 +142,11 @@ function walk(value: unknown, schema: OpenApiSchema, path: FieldPath, out: Field
 /** The tracked fields `resource` sets, judged by the resource schema `schema`. */
 export function fieldSetOf(resource: unknown, schema: OpenApiSchema): FieldSet {
   const out = new FieldSet();
-  if (!isObject(resource)) return out;
+  if (!isJsonObject(resource)) return out;
   const metadata = resource.metadata;
   for (const field of ["labels", "annotations"]) {
-    const map = isObject(metadata) ? metadata[field] : undefined;
-    if (isObject(map)) {
+    const map = isJsonObject(metadata) ? metadata[field] : undefined;
+    if (isJsonObject(map)) {
       for (const key of Object.keys(map)) out.add(["f:metadata", `f:${field}`, `f:${key}`]);
     }
   }
@@ -163,7 +160,7 @@ export function fieldSetOf(resource: unknown, schema: OpenApiSchema): FieldSet {
 function step(at: unknown, element: string): { found: boolean; value?: unknown } {
   if (element.startsWith("f:")) {
     const key = element.slice(2);
-    return isObject(at) && Object.hasOwn(at, key)
+    return isJsonObject(at) && Object.hasOwn(at, key)
       ? { found: true, value: at[key] }
       : { found: false };
   }
@@ -180,10 +177,10 @@ function indexOf(list: readonly unknown[], element: string): number {
     return -1;
   }
   if (element.startsWith("v:")) return list.findIndex((item) => sameJson(item, wanted));
-  if (!element.startsWith("k:") || !isObject(wanted)) return -1;
+  if (!element.startsWith("k:") || !isJsonObject(wanted)) return -1;
   const keys = Object.entries(wanted);
   return list.findIndex((item) =>
-    isObject(item) && keys.every(([k, v]) => Object.hasOwn(item, k) && sameJson(item[k], v))
+    isJsonObject(item) && keys.every(([k, v]) => Object.hasOwn(item, k) && sameJson(item[k], v))
   );
 }
 
@@ -204,7 +201,7 @@ export function removeAt(doc: unknown, path: FieldPath): void {
   if (!parent.found) return;
   const last = path[path.length - 1];
   if (last.startsWith("f:")) {
-    if (isObject(parent.value)) delete parent.value[last.slice(2)];
+    if (isJsonObject(parent.value)) delete parent.value[last.slice(2)];
   } else if (Array.isArray(parent.value)) {
     const i = indexOf(parent.value, last);
     if (i >= 0) parent.value.splice(i, 1);
@@ -218,14 +215,14 @@ export function toFieldsV1(set: FieldSet): JsonObject {
   for (const path of sorted) {
     let node = root;
     for (const element of path) {
-      if (!isObject(node[element])) node[element] = {};
+      if (!isJsonObject(node[element])) node[element] = {};
       node = node[element] as JsonObject;
     }
   }
   // A path in the set that also has children (a map-list item) marks itself with ".".
   const mark = (node: JsonObject, path: FieldPath) => {
     for (const [key, child] of Object.entries(node)) {
-      if (key === "." || !isObject(child)) continue;
+      if (key === "." || !isJsonObject(child)) continue;
       const childPath = [...path, key];
       if (Object.keys(child).length > 0 && set.has(childPath)) child["."] = {};
       mark(child, childPath);
@@ -239,7 +236,7 @@ export function toFieldsV1(set: FieldSet): JsonObject {
 export function fromFieldsV1(tree: unknown): FieldSet {
   const out = new FieldSet();
   const visit = (node: unknown, path: FieldPath) => {
-    if (!isObject(node) || path.length > 64) return;
+    if (!isJsonObject(node) || path.length > 64) return;
     const children = Object.keys(node).filter((k) => k !== ".");
     if (path.length > 0 && (children.length === 0 || Object.hasOwn(node, "."))) out.add(path);
     for (const key of children) {
@@ -256,7 +253,7 @@ export function sameJson(a: unknown, b: unknown): boolean {
   if (Array.isArray(a)) {
     return Array.isArray(b) && a.length === b.length && a.every((v, i) => sameJson(v, b[i]));
   }
-  if (!isObject(a) || !isObject(b)) return false;
+  if (!isJsonObject(a) || !isJsonObject(b)) return false;
   const keys = Object.keys(a);
   return keys.length === Object.keys(b).length &&
     keys.every((k) => Object.hasOwn(b, k) && sameJson(a[k], b[k]));
@@ -269,7 +266,7 @@ export function sameJson(a: unknown, b: unknown): boolean {
  * removes it. Neither input is changed.
  */
 export function mergeApplied(live: unknown, applied: unknown, schema: OpenApiSchema): unknown {
-  if (isObject(applied) && isObject(live) && !atomicMap(schema)) {
+  if (isJsonObject(applied) && isJsonObject(live) && !atomicMap(schema)) {
     const out: JsonObject = { ...live };
     for (const [key, value] of Object.entries(applied)) {
       if (value === null) {

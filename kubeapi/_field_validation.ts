@@ -18,6 +18,7 @@ import { OBJECT_META_SCHEMA, resourceSchema } from "./_openapi.ts";
 import { FREE_FORM, type OpenApiSchema } from "./_openapi_schema.ts";
 import { param } from "./_request.ts";
 import { invalidFailure, KubeApiFailure, type StatusDetails } from "./_status.ts";
+import { isJsonObject, type JsonObject } from "../src/model/_json_object.ts";
 
 /** What `fieldValidation` asks for. */
 export type FieldValidation = "Ignore" | "Warn" | "Strict";
@@ -39,17 +40,13 @@ export function fieldValidationParam(url: URL): FieldValidation {
   );
 }
 
-type JsonObject = Record<string, unknown>;
-const isObject = (v: unknown): v is JsonObject =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
-
 /** `schema` and the schemas its `allOf`/`anyOf`/`oneOf` branches add to it. */
 export function branches(schema: OpenApiSchema): OpenApiSchema[] {
   const out = [schema];
   for (const key of ["allOf", "anyOf", "oneOf"]) {
     const list = schema[key];
     if (Array.isArray(list)) {
-      for (const sub of list) if (isObject(sub)) out.push(...branches(sub));
+      for (const sub of list) if (isJsonObject(sub)) out.push(...branches(sub));
     }
   }
   return out;
@@ -58,7 +55,7 @@ export function branches(schema: OpenApiSchema): OpenApiSchema[] {
 /** The schema `schema` declares for member `key`, if any (own members only: not `__proto__`'s). */
 export function declaredAt(schema: OpenApiSchema, key: string): unknown {
   const properties = schema.properties;
-  return isObject(properties) && Object.hasOwn(properties, key) ? properties[key] : undefined;
+  return isJsonObject(properties) && Object.hasOwn(properties, key) ? properties[key] : undefined;
 }
 
 /**
@@ -74,17 +71,17 @@ function walk(
 ): void {
   const all = branches(schema);
   if (Array.isArray(value)) {
-    const items = all.map((s) => s.items).find(isObject);
+    const items = all.map((s) => s.items).find(isJsonObject);
     if (items !== undefined) value.forEach((v, i) => walk(v, items, `${path}[${i}]`, out, keep));
     return;
   }
-  if (!isObject(value)) return;
+  if (!isJsonObject(value)) return;
   const free = all.some((s) => s["x-kubernetes-preserve-unknown-fields"] === true);
-  const additional = all.map((s) => s.additionalProperties).find(isObject);
-  const declared = all.some((s) => isObject(s.properties));
+  const additional = all.map((s) => s.additionalProperties).find(isJsonObject);
+  const declared = all.some((s) => isJsonObject(s.properties));
   for (const [key, member] of Object.entries(value)) {
     const at = path === "" ? key : `${path}.${key}`;
-    const own = all.map((s) => declaredAt(s, key)).find(isObject);
+    const own = all.map((s) => declaredAt(s, key)).find(isJsonObject);
     if (own !== undefined) walk(member, own, at, out, keep);
     else if (additional !== undefined) walk(member, additional, at, out, keep);
     else if (declared && !free) {

@@ -27,7 +27,7 @@ import { checkAllowedHosts, LOOPBACK_HOSTS } from "../http/_hosts.ts";
 import { filterRequest } from "./_filters.ts";
 import { watchEncodings } from "./_watch_cache.ts";
 import { EventReaders } from "./_event_reader.ts";
-import { WATCH_BACKLOG } from "./_watch.ts";
+import { WATCH_BACKLOG } from "./_watch_backlog.ts";
 import { isWatch, releasedAfter, RequestSlots } from "./_limits.ts";
 
 /** Options of {@linkcode kubeApiHandler}. */

@@ -26,6 +26,7 @@ import {
 import type { OpenApiSchema } from "./_openapi_schema.ts";
 import { param } from "./_request.ts";
 import { invalidFailure, KubeApiFailure, type StatusDetails } from "./_status.ts";
+import { isJsonObject, type JsonObject } from "../src/model/_json_object.ts";
 
 /** What a write records. */
 export type Operation = "Apply" | "Update";
@@ -43,10 +44,6 @@ export interface ManagerEntry {
 export const MAX_MANAGERS = 32;
 /** The longest manager name, as the API server bounds `fieldManager`. */
 export const MAX_MANAGER_CHARS = 128;
-
-type JsonObject = Record<string, unknown>;
-const isObject = (v: unknown): v is JsonObject =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
  * The request's manager: `?fieldManager`, else the `User-Agent`'s program
@@ -83,7 +80,7 @@ export function parseManagedFields(text: string): ManagerEntry[] {
   if (!Array.isArray(value)) return [];
   const out: ManagerEntry[] = [];
   for (const e of value.slice(0, MAX_MANAGERS)) {
-    if (!isObject(e) || typeof e.manager !== "string") continue;
+    if (!isJsonObject(e) || typeof e.manager !== "string") continue;
     if (e.operation !== "Apply" && e.operation !== "Update") continue;
     out.push({
       manager: e.manager,

@@ -19,10 +19,8 @@ import {
   param,
   resourceVersionParam,
 } from "./_request.ts";
-import { tableType } from "./_tables.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
-import { failureStatus, toFailure } from "./_status.ts";
-import { watchSeconds } from "./_watch.ts";
+import { errorLine, generatedBody, watchEnd, watchHeaders, watchLine } from "./_watch_stream.ts";
 
 const TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
 
@@ -49,8 +47,7 @@ export async function watchNamespaces(
   const stream = await namespaceClient(ctx).watchList({ resumeFrom, signal: abort.signal });
   const initial = resumeFrom === undefined ? (await allNamespaces(ctx)).filter(keep) : [];
   const encoder = new TextEncoder();
-  const line = (type: string, object: unknown) =>
-    encoder.encode(`${JSON.stringify({ type, object })}\n`);
+  const line = (type: string, object: unknown) => encoder.encode(watchLine(type, object));
   const as = (ns: Record<string, unknown>) =>
     rep.as === "table" ? namespaceTable(ns, rep.version, include) : ns;
   async function* events(): AsyncGenerator<Uint8Array> {
@@ -65,38 +62,12 @@ export async function watchNamespaces(
       }
       if (stream.error !== undefined) throw stream.error;
     } catch (error) {
-      const failure = toFailure(error);
-      yield line("ERROR", failureStatus(failure.reason, failure.message, failure.details));
+      yield encoder.encode(errorLine(error));
     }
   }
-  const chunks = events();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const end = () => {
-    clearTimeout(timer);
-    request.signal.removeEventListener("abort", end);
+  const end = watchEnd(timeoutSeconds, () => {
     abort.abort();
     stream.close();
-  };
-  if (request.signal.aborted) end();
-  else request.signal.addEventListener("abort", end);
-  if (!request.signal.aborted) timer = setTimeout(end, watchSeconds(timeoutSeconds) * 1000);
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await chunks.next();
-      try {
-        if (next.done) {
-          end();
-          controller.close();
-        } else controller.enqueue(next.value);
-      } catch {
-        end(); // the reader cancelled meanwhile
-      }
-    },
-    async cancel() {
-      end();
-      await chunks.return(undefined);
-    },
-  });
-  const type = rep.as === "table" ? tableType(rep.version) : "application/json";
-  return new Response(body, { headers: { "content-type": type, "cache-control": "no-store" } });
+  }, request.signal);
+  return new Response(generatedBody(events(), end), { headers: watchHeaders(rep) });
 }

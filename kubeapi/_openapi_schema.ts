@@ -8,14 +8,10 @@
  *
  * @module
  */
-
-type JsonObject = Record<string, unknown>;
+import { isJsonObject, type JsonObject } from "../src/model/_json_object.ts";
 
 /** An OpenAPI 3.0 schema object. */
 export type OpenApiSchema = JsonObject;
-
-const isObject = (v: unknown): v is JsonObject =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** The most schema nodes one conversion emits: `$ref`s inlined into a DAG could grow without end. */
 const MAX_NODES = 10_000;
@@ -60,14 +56,14 @@ class Converter {
     let at: unknown = this.#root;
     for (const raw of ref.slice(2).split("/")) {
       const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
-      if (!isObject(at) || !Object.hasOwn(at, key)) return undefined;
+      if (!isJsonObject(at) || !Object.hasOwn(at, key)) return undefined;
       at = at[key];
     }
     return at;
   }
 
   convert(schema: unknown, refs: readonly string[], depth: number): OpenApiSchema {
-    if (++this.#nodes > MAX_NODES || depth > MAX_DEPTH || !isObject(schema)) return FREE_FORM;
+    if (++this.#nodes > MAX_NODES || depth > MAX_DEPTH || !isJsonObject(schema)) return FREE_FORM;
     const out: OpenApiSchema = {};
     if (typeof schema.$ref === "string") {
       const ref = schema.$ref;
@@ -86,7 +82,7 @@ class Converter {
     if (Array.isArray(schema.examples) && schema.examples.length > 0) {
       out.example = schema.examples[0];
     }
-    if (isObject(schema.properties)) {
+    if (isJsonObject(schema.properties)) {
       // fromEntries defines own members, a property named "__proto__" included.
       out.properties = Object.fromEntries(
         Object.entries(schema.properties).map(([name, sub]) => [
@@ -99,12 +95,12 @@ class Converter {
       const required = schema.required.filter((r) => typeof r === "string");
       if (required.length > 0) out.required = required;
     }
-    if (isObject(schema.additionalProperties)) {
+    if (isJsonObject(schema.additionalProperties)) {
       out.additionalProperties = this.convert(schema.additionalProperties, refs, depth + 1);
-    } else if (schema.additionalProperties === true && !isObject(schema.properties)) {
+    } else if (schema.additionalProperties === true && !isJsonObject(schema.properties)) {
       out["x-kubernetes-preserve-unknown-fields"] = true;
     }
-    if (isObject(schema.items)) out.items = this.convert(schema.items, refs, depth + 1);
+    if (isJsonObject(schema.items)) out.items = this.convert(schema.items, refs, depth + 1);
     for (const key of ["allOf", "anyOf", "oneOf"] as const) {
       const list = schema[key];
       if (Array.isArray(list) && list.length > 0) {
@@ -146,6 +142,6 @@ class Converter {
  * nothing, so they are free-form.
  */
 export function toOpenApiSchema(schema: unknown): OpenApiSchema {
-  if (!isObject(schema)) return { ...FREE_FORM };
+  if (!isJsonObject(schema)) return { ...FREE_FORM };
   return new Converter(schema).convert(schema, [], 0);
 }

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { concatBytes } from "./_bytes.ts";
 import { KubeApiFailure } from "./_status.ts";
 import type { BodyLimits } from "./_context.ts";
 import type { IncludeObject } from "./_tables.ts";
@@ -188,13 +189,7 @@ export async function readBodyBytes(
     }
     chunks.push(value);
   }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return bytes;
+  return concatBytes(chunks);
 }
 
 /** One media range of an `Accept` header: type and parameters. */

@@ -19,8 +19,9 @@ import type { KindRequest } from "./_context.ts";
 import { type AnyObject, resolveOwners, toResource } from "./_objects.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { detailsOf, findByName, notFound } from "./_reads.ts";
-import { boolParam, dryRunParam, param, readJsonBody } from "./_request.ts";
+import { boolParam, dryRunParam, readJsonBody } from "./_request.ts";
 import { applyConfig } from "./_managed_fields.ts";
+import { applyManager, readApplyConfig } from "./_apply.ts";
 import { fieldsContext, readStored } from "./_writes.ts";
 import {
   invalidFailure,
@@ -29,13 +30,10 @@ import {
   type StatusDetails,
   toFailure,
 } from "./_status.ts";
+import { isJsonObject } from "../src/model/_json_object.ts";
 
 type Json = Parameters<typeof mergePatch>[0];
 const STATUSES = new Set(["True", "False", "Unknown"]);
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** A status write, checked: the stored status and the conditions. */
 interface StatusWrite {
@@ -47,7 +45,7 @@ function checkStatus(r: KindRequest, details: StatusDetails, status: unknown): S
   const invalid = (field: string, message: string) =>
     invalidFailure({ ...details, kind: r.kind.kind }, [{ field, message }]);
   if (status === undefined || status === null) return { stored: {}, conditions: [] };
-  if (!isObject(status)) throw invalid("status", "must be an object");
+  if (!isJsonObject(status)) throw invalid("status", "must be an object");
   const { conditions, observedGeneration: _, ...stored } = status;
   const out: ConditionWrite[] = [];
   if (conditions !== undefined && conditions !== null) {
@@ -55,7 +53,7 @@ function checkStatus(r: KindRequest, details: StatusDetails, status: unknown): S
     const seen = new Set<string>();
     conditions.forEach((c, i) => {
       const at = `status.conditions[${i}]`;
-      if (!isObject(c)) throw invalid(at, "must be an object");
+      if (!isJsonObject(c)) throw invalid(at, "must be an object");
       if (typeof c.type !== "string" || c.type === "") {
         throw invalid(`${at}.type`, "Required value");
       }
@@ -84,7 +82,7 @@ function checkStatus(r: KindRequest, details: StatusDetails, status: unknown): S
 function storedOf(obj: AnyObject): Record<string, unknown> {
   const s = obj.status;
   if (s === undefined) return {};
-  return isObject(s) ? s : { value: s };
+  return isJsonObject(s) ? s : { value: s };
 }
 
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
@@ -119,7 +117,7 @@ async function commitStatus(
   body: unknown,
 ): Promise<Response> {
   const details = { ...detailsOf(r.kind, name), uid: String(current.id) };
-  const meta = isObject(body) && isObject(body.metadata) ? body.metadata : {};
+  const meta = isJsonObject(body) && isJsonObject(body.metadata) ? body.metadata : {};
   const rv = meta.resourceVersion;
   if (
     rv !== undefined && rv !== null && rv !== "" && String(rv) !== String(current.resourceVersion)
@@ -131,7 +129,7 @@ async function commitStatus(
       details,
     );
   }
-  const write = checkStatus(r, details, isObject(body) ? body.status : undefined);
+  const write = checkStatus(r, details, isJsonObject(body) ? body.status : undefined);
   const owner = (await resolveOwners(r.ctx.store, [current])).get(current.id);
   if (dryRunParam(r.url)) {
     const resource = toResource(r.kind, { obj: current, owner });
@@ -152,7 +150,7 @@ async function commitStatus(
 /** `PUT …/<name>/status`: replaces the status. */
 export async function replaceStatus(r: KindRequest, name: string): Promise<Response> {
   const body = await readJsonBody(r.request, r.ctx.body, r.kind.kind);
-  if (!isObject(body)) {
+  if (!isJsonObject(body)) {
     throw new KubeApiFailure("BadRequest", `the request body is not a JSON ${r.kind.kind}`);
   }
   const current = await findByName(r, name);
@@ -176,17 +174,8 @@ export async function patchStatus(r: KindRequest, name: string, type: string): P
 /** `PATCH …/<name>/status` as a server-side apply: the configuration's status, merged. */
 export async function applyStatus(r: KindRequest, name: string): Promise<Response> {
   const details = detailsOf(r.kind, name);
-  const manager = param(r.url, "fieldManager");
-  if (manager === undefined || manager === "") {
-    throw invalidFailure({ ...details, kind: r.kind.kind }, [{
-      field: "fieldManager",
-      message: "Required value: is required for apply patch",
-    }]);
-  }
-  const config = await readJsonBody(r.request, r.ctx.body, "apply configuration");
-  if (!isObject(config)) {
-    throw new KubeApiFailure("BadRequest", "the apply configuration is not an object");
-  }
+  const manager = applyManager(r, details);
+  const config = await readApplyConfig(r);
   const stored = await readStored(r, name);
   if (stored === undefined) throw notFound(r.kind, name);
   const c = await fieldsContext(r);

@@ -33,9 +33,12 @@ import {
   resourceVersionParam,
 } from "./_request.ts";
 import { parseFieldSelector, parseLabelSelector } from "./_selectors.ts";
-import { failureStatus, KubeApiFailure, toFailure } from "./_status.ts";
-import { type IncludeObject, printerOf, table, tableType } from "./_tables.ts";
+import { KubeApiFailure } from "./_status.ts";
+import { type IncludeObject, printerOf, table } from "./_tables.ts";
 import type { InitialPage } from "./_watch_cache.ts";
+import { concatBytes } from "./_bytes.ts";
+import { errorLine, watchBody, watchEnd, watchHeaders, watchLine } from "./_watch_stream.ts";
+import { WATCH_BACKLOG, WatchBacklog } from "./_watch_backlog.ts";
 
 const EVENT_TYPES = { Added: "ADDED", Modified: "MODIFIED", Deleted: "DELETED" } as const;
 
@@ -106,23 +109,6 @@ function parseWatch(request: Request, url: URL): WatchRequest {
 }
 
 /**
- * The most changes a watcher may have waiting, read from the kind's shared
- * reader but not yet taken by its client; past it the watch is ended (the
- * client resumes from the last version it saw, as informers do).
- */
-export const WATCH_BACKLOG = 1000;
-
-/** The shortest and longest a watch without `timeoutSeconds` lasts, in seconds: 30 to 60 minutes. */
-export const DEFAULT_WATCH_SECONDS = { min: 30 * 60, max: 60 * 60 } as const;
-
-/** How long a watch lasts: `timeoutSeconds`, or a random 30 to 60 minutes (`random` in [0, 1)). */
-export function watchSeconds(timeoutSeconds: number | undefined, random = Math.random()): number {
-  if (timeoutSeconds !== undefined && timeoutSeconds > 0) return timeoutSeconds;
-  const { min, max } = DEFAULT_WATCH_SECONDS;
-  return min + Math.floor(random * (max - min));
-}
-
-/**
  * `GET …/<plural>?watch=true`. The watch subscribes to the kind's shared
  * reader from the store's current position (or the `resourceVersion` asked)
  * and takes its changes as they come into a backlog of at most
@@ -135,8 +121,7 @@ export async function watchResources(r: KindRequest): Promise<Response> {
   const w = parseWatch(request, url);
   await checkNotTooLarge(ctx, w.resumeFrom);
   const printer = w.rep.as === "table" ? await printerOf(ctx, kind) : undefined;
-  const type = w.rep.as === "table" ? tableType(w.rep.version) : "application/json";
-  const headers = { "content-type": type, "cache-control": "no-store" };
+  const headers = watchHeaders(w.rep);
   if (request.method === "HEAD") return new Response(null, { headers });
   const client = clientOf(r);
   const abort = new AbortController();
@@ -164,7 +149,7 @@ export async function watchResources(r: KindRequest): Promise<Response> {
           printer.columns,
         )
         : toResource(kind, answered);
-      return encoder.encode(`${JSON.stringify({ type, object })}\n`);
+      return encoder.encode(watchLine(type, object));
     });
   };
   /** One chunk of watch events, each line encoded once for every watcher of the kind (JSON). */
@@ -190,44 +175,27 @@ export async function watchResources(r: KindRequest): Promise<Response> {
         return line.bytes;
       }));
     }
-    let size = 0;
-    for (const chunk of chunks) size += chunk.byteLength;
     // A copy: the lines are shared, and a response may hand its chunks on.
-    const bytes = new Uint8Array(size);
-    let at = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, at);
-      at += chunk.byteLength;
-    }
-    return bytes;
+    return concatBytes(chunks);
   };
 
   // The backlog: changes read from the shared reader that the client has not taken yet.
-  let backlog: Outgoing[] = [];
-  let overflowed = false;
-  let readerDone = false;
-  let failure: unknown;
-  let wake: (() => void) | undefined;
+  const backlog = new WatchBacklog<Outgoing>(WATCH_BACKLOG);
   const pump = (async () => {
+    let failure: unknown;
     try {
       for await (const changes of stream.batches()) {
         const out = outgoing(changes, w);
-        if (out.length === 0) continue;
-        if (backlog.length > 0 && backlog.length + out.length > WATCH_BACKLOG) {
-          overflowed = true;
-          break;
-        }
-        backlog = backlog.length === 0 ? out : backlog.concat(out);
-        wake?.();
+        if (out.length > 0 && !backlog.push(out)) break;
       }
       failure = stream.error;
     } catch (error) {
       failure = error;
     } finally {
-      readerDone = true;
-      wake?.();
+      backlog.end(failure);
     }
   })();
+  let failureSent = false;
 
   let initial = w.resumeFrom === undefined;
   let after = 0;
@@ -265,62 +233,27 @@ export async function watchResources(r: KindRequest): Promise<Response> {
       bookmarkDue = false;
       return bookmark(kind, from, encoder);
     }
-    while (backlog.length === 0 && !readerDone && !overflowed && !ended) {
-      await new Promise<void>((resolve) => wake = resolve);
-      wake = undefined;
-    }
-    if (ended || overflowed) return undefined;
-    if (backlog.length > 0) {
-      const out = backlog;
-      backlog = [];
-      return await encode(out);
-    }
-    if (failure !== undefined) {
-      const error = failure;
-      failure = undefined;
-      return errorEvent(error, encoder);
+    const out = ended ? undefined : await backlog.take();
+    if (ended || backlog.overflowed) return undefined;
+    if (out !== undefined) return await encode(out);
+    if (backlog.error !== undefined && !failureSent) {
+      failureSent = true;
+      return encoder.encode(errorLine(backlog.error));
     }
     return undefined;
   };
 
   let ended = false;
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    clearTimeout(timer);
-    abort.abort();
-    stream.close();
-    wake?.();
-  };
   // Ended by the body's cancel (a server cancels it when the client leaves), never by
   // request.signal: Deno.serve aborts that on every completed response, and warns when read.
-  const timer = setTimeout(end, watchSeconds(w.timeoutSeconds) * 1000);
-  // Pulled, not pushed: a page of the initial state is read only when the client takes the last.
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let chunk: Uint8Array | undefined;
-      try {
-        chunk = await next();
-      } catch (error) {
-        chunk = errorEvent(error, encoder);
-        end();
-      }
-      try {
-        if (chunk === undefined) {
-          end();
-          await pump;
-          controller.close();
-        } else controller.enqueue(chunk);
-      } catch {
-        end(); // the reader cancelled meanwhile
-      }
-    },
-    async cancel() {
-      end();
-      await pump;
-    },
+  const end = watchEnd(w.timeoutSeconds, () => {
+    ended = true;
+    abort.abort();
+    stream.close();
+    backlog.end();
   });
-  return new Response(body, { headers });
+  // Pulled, not pushed: a page of the initial state is read only when the client takes the last.
+  return new Response(watchBody(next, end, () => pump), { headers });
 }
 
 /** What determines a change's JSON line, as a key: its kind, object, version and type. */
@@ -368,10 +301,4 @@ function bookmark(kind: ServedKind, rv: number, encoder: TextEncoder): Uint8Arra
     },
   };
   return encoder.encode(`${JSON.stringify({ type: "BOOKMARK", object })}\n`);
-}
-
-function errorEvent(error: unknown, encoder: TextEncoder): Uint8Array {
-  const failure = toFailure(error);
-  const object = failureStatus(failure.reason, failure.message, failure.details);
-  return encoder.encode(`${JSON.stringify({ type: "ERROR", object })}\n`);
 }

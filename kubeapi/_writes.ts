@@ -59,11 +59,7 @@ import {
   type StatusDetails,
   toFailure,
 } from "./_status.ts";
-
-type JsonObject = Record<string, unknown>;
-
-const isObject = (v: unknown): v is JsonObject =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
+import { isJsonObject, type JsonObject } from "../src/model/_json_object.ts";
 
 /** The longest finalizer name: a qualified name's 253-character prefix, `/` and 63 characters. */
 const MAX_FINALIZER_CHARS = 317;
@@ -127,7 +123,7 @@ function stringMap(
   details: StatusDetails,
 ): StringMap {
   if (value === undefined || value === null) return {};
-  if (!isObject(value) || !Object.values(value).every((v) => typeof v === "string")) {
+  if (!isJsonObject(value) || !Object.values(value).every((v) => typeof v === "string")) {
     throw invalid(r.kind, details, `metadata.${field}`, "must be a map of strings");
   }
   return value as StringMap;
@@ -138,7 +134,9 @@ function stringMap(
  * and the shape of the metadata this server keeps.
  */
 export function checkResource(r: KindRequest, body: unknown, details: StatusDetails): Written {
-  if (!isObject(body)) throw new KubeApiFailure("BadRequest", "the request body is not an object");
+  if (!isJsonObject(body)) {
+    throw new KubeApiFailure("BadRequest", "the request body is not an object");
+  }
   const { kind } = r;
   if (body.apiVersion !== undefined && body.apiVersion !== kind.apiVersion) {
     throw new KubeApiFailure(
@@ -153,7 +151,7 @@ export function checkResource(r: KindRequest, body: unknown, details: StatusDeta
     );
   }
   const metadata = body.metadata ?? {};
-  if (!isObject(metadata)) throw invalid(r.kind, details, "metadata", "must be an object");
+  if (!isJsonObject(metadata)) throw invalid(r.kind, details, "metadata", "must be an object");
   const owners = metadata.ownerReferences;
   if (owners !== undefined && owners !== null && !Array.isArray(owners)) {
     throw invalid(r.kind, details, "metadata.ownerReferences", "must be an array");
@@ -278,9 +276,10 @@ export async function judgeFields(
 export async function createResource(r: KindRequest): Promise<Response> {
   const dryRun = dryRunParam(r.url);
   const body = await jsonBody(r, r.kind.kind);
-  const named = isObject(body) && isObject(body.metadata) && typeof body.metadata.name === "string"
-    ? body.metadata.name
-    : undefined;
+  const named =
+    isJsonObject(body) && isJsonObject(body.metadata) && typeof body.metadata.name === "string"
+      ? body.metadata.name
+      : undefined;
   const judged = await judgeFields(r, body, detailsOf(r.kind, named));
   const written = checkResource(r, judged.body, detailsOf(r.kind, named));
   const manager = fieldManagerOf(r.request, r.url);

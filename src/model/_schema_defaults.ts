@@ -12,11 +12,7 @@
  *
  * @module
  */
-
-type JsonObject = Record<string, unknown>;
-
-const isObject = (v: unknown): v is JsonObject =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
+import { isJsonObject, type JsonObject } from "./_json_object.ts";
 
 /** How deep into a value defaults are filled; below it a value is left as given (the write's nesting limit refuses such depths anyway). */
 const MAX_DEPTH = 256;
@@ -89,13 +85,13 @@ interface Plan {
  * declares no default: the common schema costs nothing per write.
  */
 export function defaulterOf(schema: unknown): Defaulter | undefined {
-  if (!isObject(schema) || !mayDefault(schema)) return undefined;
+  if (!isJsonObject(schema) || !mayDefault(schema)) return undefined;
   const root = schema;
   const plans = new Map<JsonObject, Plan>();
 
   /** `node` and what its `$ref`s and `allOf` branches add at the same position. */
   function facets(node: unknown, out: JsonObject[] = [], hops = 0): JsonObject[] {
-    if (!isObject(node) || out.includes(node)) return out;
+    if (!isJsonObject(node) || out.includes(node)) return out;
     out.push(node);
     if (typeof node.$ref === "string" && hops < MAX_REF_HOPS) {
       facets(resolvePointer(root, node.$ref), out, hops + 1);
@@ -114,7 +110,7 @@ export function defaulterOf(schema: unknown): Defaulter | undefined {
 
   /** The plan of `node`'s position; `undefined` when it is not a schema object. */
   function planOf(node: unknown): Plan | undefined {
-    if (!isObject(node)) return undefined;
+    if (!isJsonObject(node)) return undefined;
     const known = plans.get(node);
     if (known !== undefined) return known;
     const plan: Plan = {
@@ -127,7 +123,7 @@ export function defaulterOf(schema: unknown): Defaulter | undefined {
     // Set before the members are planned: a member that refers back finds it.
     plans.set(node, plan);
     for (const facet of facets(node)) {
-      if (isObject(facet.properties)) {
+      if (isJsonObject(facet.properties)) {
         for (const [key, sub] of Object.entries(facet.properties)) {
           if (plan.members.has(key)) continue;
           const found = defaultOf(sub);
@@ -135,10 +131,10 @@ export function defaulterOf(schema: unknown): Defaulter | undefined {
           plan.members.set(key, planOf(sub));
         }
       }
-      if (plan.additional === undefined && isObject(facet.additionalProperties)) {
+      if (plan.additional === undefined && isJsonObject(facet.additionalProperties)) {
         plan.additional = planOf(facet.additionalProperties);
       }
-      if (plan.items === undefined && isObject(facet.items)) plan.items = planOf(facet.items);
+      if (plan.items === undefined && isJsonObject(facet.items)) plan.items = planOf(facet.items);
       if (plan.prefix.length === 0 && Array.isArray(facet.prefixItems)) {
         plan.prefix = facet.prefixItems.map(planOf);
       }
@@ -149,7 +145,7 @@ export function defaulterOf(schema: unknown): Defaulter | undefined {
   function fill(plan: Plan, value: unknown, depth: number): unknown {
     if (depth >= MAX_DEPTH) return value;
     if (Array.isArray(value)) return fillArray(plan, value, depth);
-    if (isObject(value)) return fillObject(plan, value, depth);
+    if (isJsonObject(value)) return fillObject(plan, value, depth);
     return value;
   }
 

@@ -359,21 +359,7 @@ export class SqlObjects implements Objects {
   updateSpec(ref: ObjectRef, input: ObjectsUpdateSpecInput): Promise<ObjectsUpdateSpecResult> {
     return rejectWith(() => {
       checkRef(ref);
-      checkJsonText(input?.spec, "spec");
-      const version = checkSchemaVersion(input.specVersion, "specVersion");
-      const expected = checkPrecondition(input.resourceVersion);
-      const patch = checkMetadataUpdate(input, "update spec");
-      const managedFields = checkManagedFields(input.managedFields);
-      const finalizers = checkFinalizerList(input.finalizers);
-      const w: SpecWrite = {
-        d: this.#s.dialect,
-        viewer: this.#s.viewer,
-        version,
-        expected,
-        patch,
-        managedFields,
-        finalizers,
-      };
+      const w = checkSpecWrite(input, this.#s.dialect, this.#s.viewer);
       return this.#s.write((scope) => updateSpecBody(scope, ref, input.spec, w));
     });
   }
@@ -384,21 +370,7 @@ export class SqlObjects implements Objects {
   ): Promise<ObjectsUpdateSpecResult> {
     return rejectWith(() => {
       const namespace = checkNameRef(ref);
-      checkJsonText(input?.spec, "spec");
-      const version = checkSchemaVersion(input.specVersion, "specVersion");
-      const expected = checkPrecondition(input.resourceVersion);
-      const patch = checkMetadataUpdate(input, "update spec");
-      const managedFields = checkManagedFields(input.managedFields);
-      const finalizers = checkFinalizerList(input.finalizers);
-      const w: SpecWrite = {
-        d: this.#s.dialect,
-        viewer: this.#s.viewer,
-        version,
-        expected,
-        patch,
-        managedFields,
-        finalizers,
-      };
+      const w = checkSpecWrite(input, this.#s.dialect, this.#s.viewer);
       return this.#s.write((scope) => updateSpecByNameBody(scope, ref, namespace, input.spec, w));
     });
   }
@@ -506,6 +478,21 @@ interface SpecWrite {
   readonly managedFields: string | undefined;
   /** The finalizers to hold, whole; `undefined` keeps them. */
   readonly finalizers: string[] | undefined;
+}
+
+/**
+ * A spec write's input, checked: spec, schema version, precondition, metadata,
+ * managed fields and finalizers, in that order.
+ * @throws {TypeError | InvalidOptionError} on the first that is not valid.
+ */
+function checkSpecWrite(input: ObjectsUpdateSpecInput, d: Dialect, viewer: Viewer): SpecWrite {
+  checkJsonText(input?.spec, "spec");
+  const version = checkSchemaVersion(input.specVersion, "specVersion");
+  const expected = checkPrecondition(input.resourceVersion);
+  const patch = checkMetadataUpdate(input, "update spec");
+  const managedFields = checkManagedFields(input.managedFields);
+  const finalizers = checkFinalizerList(input.finalizers);
+  return { d, viewer, version, expected, patch, managedFields, finalizers };
 }
 
 /** `finalizers` of a write: checked and deduplicated, or `undefined`. @throws {InvalidOptionError} */

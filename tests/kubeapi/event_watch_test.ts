@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
-import { WATCH_BACKLOG } from "../../kubeapi/_watch.ts";
+import { WATCH_BACKLOG } from "../../kubeapi/_watch_backlog.ts";
 import { test } from "../_test.ts";
 import { Cluster, eventsOf, intercept, withStore } from "./_kubeapi_harness.ts";
 

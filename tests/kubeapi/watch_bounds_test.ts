@@ -9,7 +9,8 @@
  */
 import assert from "node:assert/strict";
 import { kubeApiHandler } from "../../kubeapi/mod.ts";
-import { WATCH_BACKLOG, watchSeconds } from "../../kubeapi/_watch.ts";
+import { WATCH_BACKLOG } from "../../kubeapi/_watch_backlog.ts";
+import { watchSeconds } from "../../kubeapi/_watch_stream.ts";
 import { toNodeListener } from "../../http/node_listener.ts";
 import { notApplicable, test } from "../_test.ts";
 import { rawWatch } from "./_served_process.ts";
