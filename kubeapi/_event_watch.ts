@@ -41,7 +41,8 @@ export async function watchEvents(
   const timeoutSeconds = intParam(url, "timeoutSeconds", MAX_TIMEOUT_SECONDS);
   await checkNotTooLarge(ctx, rv);
   const abort = new AbortController();
-  const end = watchEnd(timeoutSeconds, () => abort.abort(), request.signal);
+  // Ended by the body's cancel, never request.signal (Deno.serve aborts it on every response).
+  const end = watchEnd(timeoutSeconds, () => abort.abort());
   const encoder = new TextEncoder();
   /** A change's line for this watch: the JSON one is the same for every watch, encoded once. */
   const encode = (change: EventChange): Uint8Array => {

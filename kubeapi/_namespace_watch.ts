@@ -65,9 +65,10 @@ export async function watchNamespaces(
       yield encoder.encode(errorLine(error));
     }
   }
+  // Ended by the body's cancel, never request.signal (Deno.serve aborts it on every response).
   const end = watchEnd(timeoutSeconds, () => {
     abort.abort();
     stream.close();
-  }, request.signal);
+  });
   return new Response(generatedBody(events(), end), { headers: watchHeaders(rep) });
 }

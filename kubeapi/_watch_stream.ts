@@ -39,29 +39,23 @@ export function watchHeaders(rep: Representation): Record<string, string> {
 }
 
 /**
- * A watch's end: `onEnd` runs once, when the returned function is first called,
- * after {@linkcode watchSeconds} of `timeoutSeconds`, or when `signal` aborts
- * (at once if it has).
+ * A watch's end: `onEnd` runs once, when the returned function is first called
+ * (the body's cancel, the stream's end) or after {@linkcode watchSeconds} of
+ * `timeoutSeconds`. No watch reads `request.signal`: `Deno.serve` aborts it on
+ * every completed response, and warns when it is read.
  */
 export function watchEnd(
   timeoutSeconds: number | undefined,
   onEnd: () => void,
-  signal?: AbortSignal,
 ): () => void {
   let ended = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
   const end = () => {
     if (ended) return;
     ended = true;
     clearTimeout(timer);
-    signal?.removeEventListener("abort", end);
     onEnd();
   };
-  if (signal?.aborted) end();
-  else {
-    signal?.addEventListener("abort", end, { once: true });
-    timer = setTimeout(end, watchSeconds(timeoutSeconds) * 1000);
-  }
+  const timer = setTimeout(end, watchSeconds(timeoutSeconds) * 1000);
   return end;
 }
 

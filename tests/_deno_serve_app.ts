@@ -1,8 +1,8 @@
 /**
  * An app that mounts the console and the Kubernetes API in its own
  * `Deno.serve`, as the guides show, and watches through both: a console live
- * feed and a Kubernetes watch, each read and left by the client, and a
- * Kubernetes watch its `timeoutSeconds` ends. Prints "done" and exits; what
+ * feed and a Kubernetes watch, each read and left by the client, and
+ * Kubernetes watches (objects, namespaces, events) their `timeoutSeconds` ends. Prints "done" and exits; what
  * the runtime warns goes to its stderr. Run by `deno_serve_test.ts`.
  *
  * @module
@@ -45,6 +45,11 @@ await readAndLeave("/apis/kstack.sh/v1/clusters?watch=true&resourceVersion=0", '
 // A watch the server ends: the response completes successfully.
 const ended = await fetch(`${base}/apis/kstack.sh/v1/clusters?watch=true&timeoutSeconds=1`);
 await ended.text();
+// The namespace and event watches end the same ways.
+await readAndLeave("/api/v1/namespaces?watch=true", '"ADDED"');
+for (const path of ["/api/v1/namespaces", "/api/v1/events"]) {
+  await (await fetch(`${base}${path}?watch=true&timeoutSeconds=1`)).text();
+}
 await server.shutdown();
 await stop();
 await store.close();
