@@ -8,6 +8,7 @@
  */
 import { encodeJson, exceedsBytes, NestingDepthError, utf8Length } from "../model/_codec.ts";
 import { kindName } from "../model/_kind_keys.ts";
+import { isStorableText } from "../model/_text.ts";
 import {
   InvalidConditionError,
   InvalidEventError,
@@ -245,6 +246,22 @@ export function checkEventBounds(event: Record<string, unknown>, limits: Limits)
       `Cannot add event ${
         shown(event.reason)
       }: its message is above limits.messageBytes (${limits.messageBytes} UTF-8 bytes)`,
+    );
+  }
+}
+
+/**
+ * Checks that `list`, given as `what` (an option's name), is an array of
+ * finalizer names: non-empty strings, well-formed UTF-16 without NUL.
+ * @throws {InvalidOptionError}
+ */
+export function checkFinalizerNames(list: unknown, what: string): asserts list is string[] {
+  if (
+    !Array.isArray(list) ||
+    !list.every((f) => typeof f === "string" && f !== "" && isStorableText(f))
+  ) {
+    throw new InvalidOptionError(
+      `Cannot use ${what}: expected an array of non-empty strings, well-formed UTF-16 without NUL`,
     );
   }
 }

@@ -7,6 +7,7 @@
 import { DecodeError, exceedsBytes, utf8Length } from "../model/_codec.ts";
 import {
   checkFinalizerBounds,
+  checkFinalizerNames,
   checkKindBounds,
   type KindSchemas,
   prepareValue,
@@ -672,14 +673,7 @@ export class Client<Spec, Status> {
     }
     let finalizers: string[] | undefined;
     if (o.finalizers !== undefined) {
-      if (
-        !Array.isArray(o.finalizers) ||
-        !o.finalizers.every((f) => typeof f === "string" && f !== "" && isStorableText(f))
-      ) {
-        throw new InvalidOptionError(
-          "Cannot use option finalizers: expected an array of non-empty strings, well-formed UTF-16 without NUL",
-        );
-      }
+      checkFinalizerNames(o.finalizers, "option finalizers");
       if (
         o.finalizers.length > 0 && this.#engine.registration(this.#gk) === undefined &&
         (o as ApiCreateOptions)[API_FINALIZERS] !== true
@@ -724,14 +718,7 @@ export class Client<Spec, Status> {
   #setFinalizers(options: object | undefined): { finalizers?: string[] } {
     const list = (options as ApiUpdateOptions | undefined)?.[API_SET_FINALIZERS];
     if (list === undefined) return {};
-    if (
-      !Array.isArray(list) ||
-      !list.every((f) => typeof f === "string" && f !== "" && isStorableText(f))
-    ) {
-      throw new InvalidOptionError(
-        "Cannot use finalizers: expected an array of non-empty strings, well-formed UTF-16 without NUL",
-      );
-    }
+    checkFinalizerNames(list, "finalizers");
     checkFinalizerBounds(list, this.#engine.options.limits);
     return { finalizers: [...list] };
   }
