@@ -10,6 +10,7 @@ import { allows, type Attributes, type KubeApiToken } from "./_auth.ts";
 import { fieldsOf, PROTOBUF, stringField, unwrap } from "./_protobuf.ts";
 import { readBodyBytes, readJsonBody } from "./_request.ts";
 import { jsonResponse, KubeApiFailure } from "./_status.ts";
+import { contentTypeOf } from "./_filters.ts";
 
 /** The group, version and resource of the review. */
 export const REVIEW_PATH = ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"];
@@ -77,7 +78,7 @@ export async function reviewAccess(
   if (request.method !== "POST") {
     throw new KubeApiFailure("MethodNotAllowed", "selfsubjectaccessreviews accept only POST");
   }
-  const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  const type = contentTypeOf(request);
   if (type === PROTOBUF) return answer(specOfProtobuf(await readBodyBytes(request, limits)), grant);
   const body = await readJsonBody(request, limits, "SelfSubjectAccessReview");
   if (typeof body !== "object" || body === null || Array.isArray(body)) {

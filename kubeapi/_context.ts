@@ -34,8 +34,6 @@ export interface KubeContext {
   readonly watches: WatchEncodings;
   /** The readers the events watches share, one per namespace and field selector. */
   readonly eventReaders: EventReaders;
-  /** How often a watch with no write signal to wake it re-reads the store, in ms. */
-  readonly pollInterval: number;
 }
 
 /** A request addressed to one served kind. */

@@ -182,11 +182,6 @@ export class EventReaders {
     this.#backlog = backlog;
   }
 
-  /** How many scopes have a reader now. */
-  get size(): number {
-    return this.#readers.size;
-  }
-
   /**
    * Joins the reader of `scope`, which reads its events with `read` (the
    * first watch of a scope starts it).

@@ -157,7 +157,6 @@ export function kubeApiHandler(options: KubeApiOptions): KubeApiHandler {
     objectBytes: limits.objectBytes,
     watches: watchEncodings(),
     eventReaders: new EventReaders(pollInterval, WATCH_BACKLOG),
-    pollInterval,
   };
   return async (request) => {
     let path: string;

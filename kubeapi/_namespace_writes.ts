@@ -26,6 +26,7 @@ import { jsonPatch, mergePatch } from "./_patch.ts";
 import { fieldsOf, mapField, PROTOBUF, stringField, unwrap } from "./_protobuf.ts";
 import { dryRunParam, MAX_PAGE, readBody, readBodyBytes, readJsonBody } from "./_request.ts";
 import { invalidFailure, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
+import { contentTypeOf } from "./_filters.ts";
 
 type Json = Parameters<typeof mergePatch>[0];
 
@@ -252,7 +253,7 @@ export async function updateNamespace(
   name: string,
 ): Promise<Response> {
   const dryRun = dryRunParam(url);
-  const type = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  const type = contentTypeOf(request);
   const put = request.method === "PUT";
   if (!put && !NAMESPACE_PATCHES.has(type)) {
     throw new KubeApiFailure("UnsupportedMediaType", `${type} is not supported on namespaces`);

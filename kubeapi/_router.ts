@@ -34,6 +34,7 @@ import { CORE_DOCUMENT_TEXT, coreIndexEntry, openApiV2 } from "./_openapi_core.t
 import { getResource, listResources } from "./_reads.ts";
 import { boolParam } from "./_request.ts";
 import { failureResponse, jsonResponse, KubeApiFailure, toFailure } from "./_status.ts";
+import { contentTypeOf } from "./_filters.ts";
 import { watchResources } from "./_watch.ts";
 import { applyStatus, patchStatus, replaceStatus } from "./_status_writes.ts";
 import { createResource, PATCH_TYPES, patchResource, replaceResource } from "./_writes.ts";
@@ -244,7 +245,7 @@ function statusItem(r: KindRequest, name: string, method: string): Promise<Respo
   if (method === "GET") return getResource(r, name);
   if (method === "PUT") return replaceStatus(r, name);
   if (method === "PATCH") {
-    const type = (r.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+    const type = contentTypeOf(r.request);
     if (PATCH_TYPES.has(type)) return patchStatus(r, name, type);
     if (type === APPLY_PATCH) return applyStatus(r, name);
   }
@@ -256,7 +257,7 @@ function item(r: KindRequest, name: string, method: string): Promise<Response> {
   if (method === "DELETE") return deleteResource(r, name);
   if (method === "PUT") return replaceResource(r, name);
   if (method === "PATCH") {
-    const type = (r.request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+    const type = contentTypeOf(r.request);
     if (PATCH_TYPES.has(type)) return patchResource(r, name, type);
     if (type === APPLY_PATCH) return applyResource(r, name);
     if (UNSUPPORTED_PATCH.has(type)) {

@@ -14,6 +14,7 @@ import { fieldsOf, PROTOBUF, stringField, unwrap } from "./_protobuf.ts";
 import type { BodyLimits } from "./_context.ts";
 import { readBodyBytes, readJsonBody } from "./_request.ts";
 import { jsonResponse, KubeApiFailure } from "./_status.ts";
+import { contentTypeOf } from "./_filters.ts";
 
 const WHOAMI = ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"];
 const RULES = ["apis", "authorization.k8s.io", "v1", "selfsubjectrulesreviews"];
@@ -26,13 +27,9 @@ export function selfReviewOf(parts: readonly string[]): "whoami" | "rules" | und
   return at(parts, WHOAMI) ? "whoami" : at(parts, RULES) ? "rules" : undefined;
 }
 
-function contentType(request: Request): string {
-  return (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
-}
-
 /** The namespace a rules review asks about, from its JSON or protobuf body. */
 async function namespaceAsked(request: Request, limits: BodyLimits): Promise<string> {
-  if (contentType(request) === PROTOBUF) {
+  if (contentTypeOf(request) === PROTOBUF) {
     const spec = fieldsOf(unwrap(await readBodyBytes(request, limits))).get(2);
     return spec === undefined ? "" : stringField(fieldsOf(spec), 1) ?? "";
   }

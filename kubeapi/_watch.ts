@@ -300,5 +300,5 @@ function bookmark(kind: ServedKind, rv: number, encoder: TextEncoder): Uint8Arra
       annotations: { "k8s.io/initial-events-end": "true" },
     },
   };
-  return encoder.encode(`${JSON.stringify({ type: "BOOKMARK", object })}\n`);
+  return encoder.encode(watchLine("BOOKMARK", object));
 }

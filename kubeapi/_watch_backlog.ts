@@ -29,11 +29,6 @@ export class WatchBacklog<T> {
     this.#limit = limit;
   }
 
-  /** Whether it ended: overflowed, or {@linkcode WatchBacklog.end} called. */
-  get ended(): boolean {
-    return this.#ended;
-  }
-
   /** Whether it was ended because it filled. */
   get overflowed(): boolean {
     return this.#overflowed;

@@ -77,11 +77,6 @@ export class EncodedCache<V extends { readonly bytes: Uint8Array }> {
     return reading;
   }
 
-  /** Entries kept (reads in progress aside), and their bytes. */
-  get size(): { readonly entries: number; readonly bytes: number } {
-    return { entries: this.#sizes.size, bytes: this.#bytes };
-  }
-
   #drop(key: string): void {
     this.#entries.delete(key);
     this.#bytes -= this.#sizes.get(key) ?? 0;
