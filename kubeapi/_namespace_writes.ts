@@ -22,6 +22,7 @@ import {
   storedNamespaces,
   toNamespace,
 } from "./_namespaces.ts";
+import { diffMap } from "./_map_patch.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { fieldsOf, mapField, PROTOBUF, stringField, unwrap } from "./_protobuf.ts";
 import { dryRunParam, MAX_PAGE, readBody, readBodyBytes, readJsonBody } from "./_request.ts";
@@ -228,17 +229,6 @@ const NAMESPACE_PATCHES = new Set([
   "application/json-patch+json",
 ]);
 
-/** The change from `from` to `to` as a merge patch of one map (`null` removes a key). */
-function mapPatch(
-  from: Readonly<Record<string, string>>,
-  to: Record<string, string>,
-): Record<string, string | null> | undefined {
-  const patch: Record<string, string | null> = {};
-  for (const key of Object.keys(from)) if (!(key in to)) patch[key] = null;
-  for (const [key, value] of Object.entries(to)) if (from[key] !== value) patch[key] = value;
-  return Object.keys(patch).length === 0 ? undefined : patch;
-}
-
 /**
  * `PUT` and `PATCH` (merge, strategic merge — a namespace's maps merge alike —
  * or JSON patch) `/api/v1/namespaces/<name>`: writes the namespace's labels
@@ -306,8 +296,8 @@ export async function updateNamespace(
   try {
     ns ??= await client.create(name, {});
     const update = {
-      labels: mapPatch(ns.labels, labels),
-      annotations: mapPatch(ns.annotations, annotations),
+      labels: diffMap(ns.labels, labels),
+      annotations: diffMap(ns.annotations, annotations),
     };
     if (update.labels !== undefined || update.annotations !== undefined) {
       await client.updateMetadata(ns.id, update);

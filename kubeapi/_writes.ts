@@ -48,6 +48,7 @@ import {
   parseManagedFields,
   recordUpdate,
 } from "./_managed_fields.ts";
+import { diffMap, type StringMap } from "./_map_patch.ts";
 import { jsonPatch, mergePatch } from "./_patch.ts";
 import { refuseTerminating } from "./_namespaces.ts";
 import { clientOf, detailsOf, findByName, notFound } from "./_reads.ts";
@@ -97,8 +98,6 @@ async function jsonBody(r: KindRequest, what: string): Promise<unknown> {
   }
   return await readJsonBody(request, r.ctx.body, what);
 }
-
-type StringMap = Readonly<Record<string, string>>;
 
 /** What a written resource may carry: its name, spec and the metadata this server can keep. */
 export interface Written {
@@ -214,20 +213,6 @@ export function checkResource(r: KindRequest, body: unknown, details: StatusDeta
     labels: stringMap(r, metadata.labels, "labels", details),
     annotations: stringMap(r, metadata.annotations, "annotations", details),
   };
-}
-
-/**
- * The JSON-merge patch taking `from` to `to` (`null` removes a key), or
- * `undefined` when they hold the same entries.
- */
-function diffMap(from: StringMap, to: StringMap): Record<string, string | null> | undefined {
-  const at = (map: StringMap, key: string) => Object.hasOwn(map, key) ? map[key] : undefined;
-  const entries: [string, string | null][] = [
-    ...Object.keys(from).filter((key) => !Object.hasOwn(to, key)).map((key) => [key, null]),
-    ...Object.entries(to).filter(([key, value]) => at(from, key) !== value),
-  ] as [string, string | null][];
-  // fromEntries defines own members: a key "__proto__" reaches the library's check.
-  return entries.length === 0 ? undefined : Object.fromEntries(entries);
 }
 
 function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {

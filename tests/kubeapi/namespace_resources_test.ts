@@ -180,6 +180,25 @@ test("kubeApiHandler namespace PUT and PATCH write its labels and annotations, s
   });
 });
 
+test("kubeApiHandler namespace merge patch removes a label whose key is an Object.prototype name", async () => {
+  await withStore(async (store, bh) => {
+    await defineTeam(store);
+    await bh.client(Team, { namespace: "used" }).create("red", {});
+    const handle = kubeApiHandler({ store });
+    const patch = (labels: Record<string, string | null>) => ({
+      method: "PATCH",
+      headers: { "content-type": "application/merge-patch+json" },
+      body: JSON.stringify({ metadata: { labels } }),
+    });
+    const set = await call(handle, `${NAMESPACES}/used`, patch({ constructor: "x", tier: "gold" }));
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    const removed = await call(handle, `${NAMESPACES}/used`, patch({ constructor: null }));
+    assert.equal(removed.status, 200, JSON.stringify(removed.body));
+    const stored = await bh.client({ group: "", kind: "Namespace" }).getByName("used");
+    assert.deepEqual(stored.labels, { tier: "gold" });
+  });
+});
+
 test("kubeApiHandler namespace watch sends the namespaces as ADDED, then a created one ADDED and a deleted one DELETED", async () => {
   await withStore(async (store) => {
     const handle = kubeApiHandler({ store, pollInterval: 50 });
