@@ -27,6 +27,7 @@ import type { OpenApiSchema } from "./_openapi_schema.ts";
 import { param } from "./_request.ts";
 import { invalidFailure, KubeApiFailure, type StatusDetails } from "./_status.ts";
 import { isJsonObject, type JsonObject } from "../src/model/_json_object.ts";
+import { utf8Length } from "../src/model/_codec.ts";
 
 /** What a write records. */
 export type Operation = "Apply" | "Update";
@@ -110,8 +111,6 @@ export function managedFieldsText(entries: readonly ManagerEntry[]): string {
   return JSON.stringify(managedFieldsJson(entries));
 }
 
-const utf8 = new TextEncoder();
-
 /**
  * `entries` as the store keeps them, refused past `limit` bytes (the object
  * size limit): each entry is encoded alone and counted, so no more than one
@@ -129,7 +128,7 @@ export function boundedManagedFieldsText(
   let bytes = 2;
   for (const entry of entries) {
     const part = JSON.stringify(managedFieldsJson([entry])[0]);
-    bytes += utf8.encode(part).byteLength + (parts.length === 0 ? 0 : 1);
+    bytes += utf8Length(part) + (parts.length === 0 ? 0 : 1);
     if (bytes > limit) {
       throw invalidFailure(details, [{
         field: "metadata.managedFields",
@@ -203,7 +202,8 @@ export function recordUpdate(
     time: rfc3339(c.now),
     fields: new FieldSet(),
   };
-  const fields = FieldSet.of([...mine.fields].filter((p) => !removed.some((r) => sameJson(r, p))));
+  const gone = FieldSet.of(removed);
+  const fields = FieldSet.of([...mine.fields].filter((p) => !gone.has(p)));
   for (const p of changed) fields.add(p);
   return replaced(others, withFields(mine, fields, c.now));
 }

@@ -134,7 +134,7 @@ function add(doc: Json, pointer: string, value: Json, size: number, budget: Budg
  * The length of `value`'s JSON text, counted without building it (strings
  * without their escapes); stops counting once past `cap`.
  */
-export function sizeOf(value: Json, cap = Number.MAX_SAFE_INTEGER): number {
+function sizeOf(value: Json, cap = Number.MAX_SAFE_INTEGER): number {
   let size = 0;
   const stack: Json[] = [value];
   while (stack.length > 0 && size <= cap) {
