@@ -40,6 +40,7 @@ import {
 import type { Store } from "@beehive/beehive/store";
 import { parseLabelSelector } from "../src/model/label_selector.ts";
 import { namespaceProblem } from "../src/model/namespace.ts";
+import { sameMetadata } from "../src/model/labels.ts";
 import type { RawKind, RawObject } from "@beehive/beehive/store";
 import type { IntegrityReport } from "@beehive/beehive/sqlite";
 import {
@@ -1053,8 +1054,8 @@ async function cmdApply(ctx: Context): Promise<void> {
         const result = created
           ? "created"
           : before !== undefined && before.generation === object.generation &&
-              sameMap(before.labels, object.labels) &&
-              sameMap(before.annotations, object.annotations)
+              sameMetadata(before.labels, object.labels) &&
+              sameMetadata(before.annotations, object.annotations)
           ? "unchanged"
           : "configured";
         done.push({
@@ -1075,15 +1076,6 @@ async function cmdApply(ctx: Context): Promise<void> {
     return;
   }
   for (const r of results) ctx.out(`${r.kind}/${cell(r.name)} ${r.result}`);
-}
-
-/** Whether two label (or annotation) maps hold the same pairs. */
-function sameMap(
-  a: Readonly<Record<string, string>>,
-  b: Readonly<Record<string, string>>,
-): boolean {
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => b[k] === a[k]);
 }
 
 interface ApplyResult {
