@@ -85,8 +85,8 @@ export async function applyResource(r: KindRequest, name: string): Promise<Respo
         message: problem,
       }]);
     }
-    const judged = await judgeFields(r, config, details);
     const c = await fieldsContext(r);
+    const judged = judgeFields(r, config, details, c);
     const applied = applyConfig([], manager, undefined, judged.body, { ...c, force, details });
     const written = checkResource(r, applied.resource, details);
     return await createWritten(r, { ...written, name }, details, {
@@ -96,8 +96,8 @@ export async function applyResource(r: KindRequest, name: string): Promise<Respo
     });
   }
   return await updateExisting(r, name, stored, async (current) => {
-    const judged = await judgeFields(r, config, details, current.resource);
     const c = await fieldsContext(r);
+    const judged = judgeFields(r, config, details, c, current.resource);
     const applied = applyConfig(current.entries, manager, current.resource, judged.body, {
       ...c,
       force,

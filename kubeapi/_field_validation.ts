@@ -103,13 +103,9 @@ export function schemaOf(kind: ServedKind, definition: StoredKind | undefined): 
  * `kind`'s schema does not declare, as dotted paths (`spec.replicaz`). The
  * status is not checked: a write ignores it.
  */
-export function unknownFields(
-  kind: ServedKind,
-  definition: StoredKind | undefined,
-  body: unknown,
-): string[] {
+export function unknownFields(schema: OpenApiSchema, body: unknown): string[] {
   const out: string[] = [];
-  walk(body, schemaOf(kind, definition), "", out, undefined);
+  walk(body, schema, "", out, undefined);
   return out;
 }
 
@@ -118,14 +114,13 @@ export function unknownFields(
  * `kept`; and the fields it dropped. `body` is not changed.
  */
 export function pruneUnknown(
-  kind: ServedKind,
-  definition: StoredKind | undefined,
+  schema: OpenApiSchema,
   body: unknown,
   kept: ReadonlySet<string>,
 ): { body: unknown; dropped: string[] } {
   const copy = structuredClone(body);
   const out: string[] = [];
-  walk(copy, schemaOf(kind, definition), "", out, kept);
+  walk(copy, schema, "", out, kept);
   return { body: copy, dropped: out.filter((f) => !kept.has(f)) };
 }
 

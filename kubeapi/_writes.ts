@@ -242,17 +242,17 @@ export async function answer(
  * under `Strict`; else the body without them, and the warnings to send
  * under `Warn`.
  */
-export async function judgeFields(
+export function judgeFields(
   r: KindRequest,
   body: unknown,
   details: StatusDetails,
+  c: FieldsContext,
   before?: unknown,
-): Promise<{ body: unknown; warnings: string[] }> {
+): { body: unknown; warnings: string[] } {
   const mode = fieldValidationParam(r.url);
-  const definition = await readDefinition(r.ctx.bh, r.kind);
   // A write is judged on what it adds, not on what was already stored.
-  const stored = new Set(before === undefined ? [] : unknownFields(r.kind, definition, before));
-  const pruned = pruneUnknown(r.kind, definition, body, stored);
+  const stored = new Set(before === undefined ? [] : unknownFields(c.schema, before));
+  const pruned = pruneUnknown(c.schema, body, stored);
   const warnings = judgeUnknown(mode, pruned.dropped, { ...details, kind: r.kind.kind });
   return { body: pruned.body, warnings };
 }
@@ -265,7 +265,8 @@ export async function createResource(r: KindRequest): Promise<Response> {
     isJsonObject(body) && isJsonObject(body.metadata) && typeof body.metadata.name === "string"
       ? body.metadata.name
       : undefined;
-  const judged = await judgeFields(r, body, detailsOf(r.kind, named));
+  const c = await fieldsContext(r);
+  const judged = judgeFields(r, body, detailsOf(r.kind, named), c);
   const written = checkResource(r, judged.body, detailsOf(r.kind, named));
   const manager = fieldManagerOf(r.request, r.url);
   if (written.name === undefined || written.name === "") {
@@ -276,7 +277,7 @@ export async function createResource(r: KindRequest): Promise<Response> {
   if (problem !== undefined) throw invalid(r.kind, details, "metadata.name", problem);
   // The server-set fields of a body (uid, resourceVersion, creationTimestamp, generation,
   // managedFields, status) are not read: a `get -o yaml` export creates anew.
-  const entries = recordUpdate([], manager, undefined, judged.body, await fieldsContext(r));
+  const entries = recordUpdate([], manager, undefined, judged.body, c);
   return await createWritten(r, { ...written, name: written.name }, details, {
     dryRun,
     entries,
@@ -477,8 +478,8 @@ export async function replaceResource(r: KindRequest, name: string): Promise<Res
   const body = await jsonBody(r, r.kind.kind);
   const manager = fieldManagerOf(r.request, r.url);
   return await updateExisting(r, name, undefined, async (stored) => {
-    const judged = await judgeFields(r, body, details, stored.resource);
     const c = await fieldsContext(r);
+    const judged = judgeFields(r, body, details, c, stored.resource);
     const entries = recordUpdate(stored.entries, manager, stored.resource, judged.body, c);
     return { body: judged.body, warnings: judged.warnings, entries };
   });
@@ -501,8 +502,8 @@ export async function patchResource(r: KindRequest, name: string, type: string):
     const patched = merge
       ? mergePatch(stored.resource, patch)
       : jsonPatch(stored.resource, patch, r.ctx.objectBytes);
-    const judged = await judgeFields(r, patched, details, stored.resource);
     const c = await fieldsContext(r);
+    const judged = judgeFields(r, patched, details, c, stored.resource);
     const entries = recordUpdate(stored.entries, manager, stored.resource, judged.body, c);
     return { body: judged.body, warnings: judged.warnings, entries };
   });
