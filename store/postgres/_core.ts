@@ -155,6 +155,15 @@ export class Db {
     }
   }
 
+  /**
+   * Sends each statement as it is called, without waiting for the answers
+   * before it (`pg`'s pipeline mode), or (`false`) one at a time again.
+   * Switched only while the connection has nothing in flight.
+   */
+  pipelined(on: boolean): void {
+    (this.#client as PgClient & { pipeline: boolean }).pipeline = on;
+  }
+
   /** Runs statements that bind nothing (a simple query: several may share one round trip). */
   async exec(sql: string): Promise<unknown> {
     if (!readsOnly(sql)) this.#writes++;
@@ -170,6 +179,12 @@ export const pgTypes = {
     return pg.types.getTypeParser(oid, format as "text");
   },
 };
+
+/** Takes the counter row's lock as a write transaction begins, and reads the committed counter. */
+const BEGIN_LOCKED = "BEGIN; SELECT value FROM resource_version_seq WHERE id = 1 FOR UPDATE";
+
+/** After a guess of the counter missed, how many write transactions begin exactly. */
+const EXACT_AFTER_MISS = 64;
 
 /** SQLSTATE codes the adapter branches on. */
 export const UNIQUE_VIOLATION = "23505";
@@ -243,6 +258,8 @@ export class Core extends StoreState implements JournalSource {
   /** Moves whenever a notification may have been missed; `#listening`: whether the listener is. */
   #stamp = 0;
   #listening = false;
+  /** Write transactions left to begin exactly before guessing the counter again. */
+  #exactBegins = 0;
 
   constructor(connections: Connections, open: StoreOpen) {
     super(open);
@@ -319,13 +336,54 @@ export class Core extends StoreState implements JournalSource {
    * committed counter.
    */
   async begin(db: Db, fence: Fence | undefined): Promise<number> {
-    const results = await db.exec(
-      "BEGIN; SELECT value FROM resource_version_seq WHERE id = 1 FOR UPDATE",
-    ) as pg.QueryResult[];
+    const results = await db.exec(BEGIN_LOCKED) as pg.QueryResult[];
     const committed = Number(results[1].rows[0].value);
     this.sawCommit(committed);
     if (fence !== undefined) await this.checkFence(db, fence);
     return committed;
+  }
+
+  /**
+   * The committed counter a write transaction may begin on without waiting
+   * for its lock's answer: the newest this open knows of, while its commit
+   * listener listens (another open's commit is then announced to it) and no
+   * guess missed in the last {@linkcode EXACT_AFTER_MISS} begins; else
+   * undefined (begin exactly).
+   */
+  guess(): number | undefined {
+    if (this.#exactBegins > 0) {
+      this.#exactBegins--;
+      return undefined;
+    }
+    return this.#listening ? this.#committed : undefined;
+  }
+
+  /**
+   * Opens a write transaction on `db` without waiting: takes the counter
+   * row's lock, its answer left in flight while the statements after it are
+   * sent behind it (the connection pipelined until it is released); they run
+   * under the lock all the same. Resolves to the committed counter, for
+   * {@linkcode Core.confirmGuess}.
+   */
+  beginOnGuess(db: Db): Promise<number> {
+    db.pipelined(true);
+    const counter = db.exec(BEGIN_LOCKED).then((results) =>
+      Number((results as pg.QueryResult[])[1].rows[0].value)
+    );
+    // Judged where the guess is confirmed; a begin that failed fails what followed it too.
+    counter.catch(() => {});
+    return counter;
+  }
+
+  /**
+   * Whether a transaction begun on the guess `guess` began at `counter`, the
+   * committed counter its lock read; a miss makes the next begins exact.
+   */
+  confirmGuess(guess: number, counter: number): boolean {
+    this.sawCommit(counter);
+    if (counter === guess) return true;
+    this.#exactBegins = EXACT_AFTER_MISS;
+    return false;
   }
 
   /**

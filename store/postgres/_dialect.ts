@@ -7,7 +7,10 @@
  * transaction that finds the writer free runs at once, alone — and its
  * transaction steps on one pooled connection: the counter row locked at
  * `BEGIN` (writers serialize on it anyway, so one group at a time loses no
- * parallelism), the members up to the first transaction run plainly (judged
+ * parallelism) — for a group of single writes, without waiting for the
+ * lock's answer: begun on a guess of the counter, its statements sent behind
+ * the lock, and confirmed before anything is judged — the members up to the
+ * first transaction run plainly (judged
  * by the connection's count of statements that may write or failed) and a
  * savepoint for each after it, kept between members, and the publish, the
  * notification and the `COMMIT` in one round trip.
@@ -60,11 +63,17 @@ export class PgTx {
   dbMark = 0;
   /** Whether the connection failed (it is destroyed, not reused). */
   broken = false;
+  /**
+   * For a transaction begun on a guess of the committed counter
+   * (`committed`), the counter as the lock's answer will read it.
+   */
+  readonly counter: Promise<number> | undefined;
 
-  constructor(client: PgClient, db: Db, committed: number) {
+  constructor(client: PgClient, db: Db, committed: number, counter?: Promise<number>) {
     this.client = client;
     this.db = db;
     this.committed = committed;
+    this.counter = counter;
     this.draws = new Draws(committed);
     this.savepoint = new MemberSavepoint(db, "bh_member");
     this.mark = this.draws.mark();
@@ -74,21 +83,31 @@ export class PgTx {
 function transactions(core: Core): GroupTransactions<PgTx> {
   return {
     lock: core.writeLock,
-    async begin(): Promise<PgTx> {
+    async begin(guess: boolean): Promise<PgTx> {
       // Each member passed the open check and is counted as work in flight by its caller,
       // so a store closing meanwhile waits for the group.
       const client = await core.connect();
       const db = new Db(client, core.epoch);
       try {
-        const tx = new PgTx(client, db, await core.begin(db, undefined));
+        const guessed = guess ? core.guess() : undefined;
+        const tx = guessed === undefined
+          ? new PgTx(client, db, await core.begin(db, undefined))
+          : new PgTx(client, db, guessed, core.beginOnGuess(db));
         // Versions are drawn above the counter read under its row lock, held to the commit:
         // this transaction's log entries are the whole log between it and the one it publishes.
         core.journal.begin(tx.committed, core.commitStamp());
         return tx;
       } catch (error) {
-        releaseClient(client, !await rollbackQuietly(db));
+        const failed = !await rollbackQuietly(db);
+        db.pipelined(false);
+        releaseClient(client, failed);
         throw error;
       }
+    },
+    confirm(tx: PgTx): Promise<boolean> | boolean {
+      const counter = tx.counter;
+      if (counter === undefined) return true;
+      return counter.then((value) => core.confirmGuess(tx.committed, value));
     },
     checkFence: (tx: PgTx, fence: Fence) => core.checkFence(tx.db, fence),
     async openMember(tx: PgTx): Promise<void> {
@@ -109,6 +128,7 @@ function transactions(core: Core): GroupTransactions<PgTx> {
       tx.broken = !await rollbackQuietly(tx.db);
     },
     finish(tx: PgTx, drawn: number | undefined): void {
+      tx.db.pipelined(false);
       releaseClient(tx.client, tx.broken);
       if (drawn === undefined) return;
       const published = Math.max(tx.committed, drawn);

@@ -23,6 +23,12 @@
  * only once the shared commit is durable (a transaction after its
  * `afterCommit` hooks, in member order); a failing commit rejects them all.
  *
+ * A group of single writes only (each can run twice) may be begun on a guess
+ * ({@linkcode GroupTransactions.confirm}): its members run before the dialect
+ * knows where the transaction began, and nothing is judged — no member
+ * rejected, nothing committed — until the guess is confirmed. A guess that
+ * missed rolls the group back, and it runs again, begun exactly.
+ *
  * A dialect whose statements are synchronous (SQLite) returns plain values
  * from its steps, and the group never awaits them: a lone single-call write
  * runs from begin to commit without yielding.
@@ -54,8 +60,19 @@ export interface GroupPolicy {
 export interface GroupTransactions<Tx> {
   /** The store's writer: one group (or lone transaction) at a time. */
   readonly lock: AsyncLock;
-  /** Opens the shared transaction (checking the store is still open). */
-  begin(): Maybe<Tx>;
+  /**
+   * Opens the shared transaction (checking the store is still open). `guess`:
+   * every member can run twice, so the dialect may begin without waiting to
+   * learn where the transaction stands (see {@linkcode GroupTransactions.confirm}).
+   */
+  begin(guess: boolean): Maybe<Tx>;
+  /**
+   * Whether a transaction begun on a guess began where it guessed; absent
+   * for a dialect that never guesses. False: nothing its members did counts,
+   * and the group runs again, begun exactly. Rejects with what the begin
+   * failed with.
+   */
+  confirm?(tx: Tx): Maybe<boolean>;
   /** Refuses the transaction (or the member's savepoint) when `fence` is from a term that is over. */
   checkFence(tx: Tx, fence: Fence): Maybe<void>;
   /** Sets the savepoint the next member of a larger group runs in. */
@@ -174,7 +191,7 @@ export class WriteGroup<Tx> {
    * Opens the shared transaction; on failure rejects `group` and returns
    * undefined. A synchronous dialect's transaction comes back as it is.
    */
-  #begin(group: readonly Member<Tx>[]): Maybe<{ tx: Tx } | undefined> {
+  #begin(group: readonly Member<Tx>[], guess: boolean): Maybe<{ tx: Tx } | undefined> {
     const t = this.#tx;
     const refuse = (error: unknown) => {
       const failure = t.translate(error);
@@ -182,7 +199,7 @@ export class WriteGroup<Tx> {
       return undefined;
     };
     try {
-      const begun = t.begin();
+      const begun = t.begin(guess && group.every((m) => !m.transaction));
       if (begun instanceof Promise) return begun.then((tx) => ({ tx }), refuse);
       return { tx: begun };
     } catch (error) {
@@ -217,22 +234,51 @@ export class WriteGroup<Tx> {
     }
   }
 
-  /** A group of one: the transaction is the member's, and a throw rolls it all back. */
-  async #alone(m: Member<Tx>): Promise<Failure[] | undefined> {
+  /**
+   * Whether the transaction began where its dialect guessed (see
+   * {@linkcode GroupTransactions.confirm}); a dialect that never guesses
+   * answers at once.
+   */
+  #confirm(tx: Tx): Maybe<boolean> {
+    const confirm = this.#tx.confirm;
+    return confirm === undefined ? true : confirm(tx);
+  }
+
+  /**
+   * A group of one: the transaction is the member's, and a throw rolls it all
+   * back. `guess`: it may begin on a guess (not when running again after one missed).
+   */
+  async #alone(m: Member<Tx>, guess = true): Promise<Failure[] | undefined> {
     const t = this.#tx;
-    const opening = this.#begin([m]);
+    const opening = this.#begin([m], guess);
     const begun = opening instanceof Promise ? await opening : opening;
     if (begun === undefined) return undefined;
     const tx = begun.tx;
-    let drawn: number;
+    let drawn = 0;
+    let failure: Failure;
     try {
       const fenced = m.fence === undefined ? undefined : this.#checkFence(tx, m.fence);
       if (fenced !== undefined) await fenced;
       const ran = m.run(tx);
       drawn = typeof ran === "number" ? ran : await ran;
     } catch (error) {
+      failure = { error };
+    }
+    try {
+      const confirmed = this.#confirm(tx);
+      if (!(typeof confirmed === "boolean" ? confirmed : await confirmed)) {
+        // Begun on a guess that missed: the member runs again, begun exactly.
+        await this.#abort(tx);
+        return this.#alone(m, false);
+      }
+    } catch (error) {
       await this.#abort(tx);
-      m.failed(error);
+      m.failed(t.translate(error));
+      return undefined;
+    }
+    if (failure !== undefined) {
+      await this.#abort(tx);
+      m.failed(failure.error);
       return undefined;
     }
     try {
@@ -256,9 +302,10 @@ export class WriteGroup<Tx> {
   async #together(
     group: readonly Member<Tx>[],
     plain = this.#tx.plain !== undefined,
+    guess = true,
   ): Promise<Failure[] | undefined> {
     const t = this.#tx;
-    const opening = this.#begin(group);
+    const opening = this.#begin(group, guess);
     const begun = opening instanceof Promise ? await opening : opening;
     if (begun === undefined) return undefined;
     const tx = begun.tx;
@@ -299,20 +346,49 @@ export class WriteGroup<Tx> {
         }
         failures.push(failure);
       }
+    } catch (error) {
+      // The shared transaction is lost: nothing any member wrote committed.
+      return await this.#lost(tx, group, failures, error);
+    }
+    try {
+      const confirmed = this.#confirm(tx);
+      if (!(typeof confirmed === "boolean" ? confirmed : await confirmed)) {
+        // Begun on a guess that missed: the group runs again, begun exactly.
+        await this.#abort(tx);
+        return this.#together(group, this.#tx.plain !== undefined, false);
+      }
+    } catch (error) {
+      // The begin failed: so did everything after it.
+      return await this.#lost(tx, group, [], error);
+    }
+    try {
       if (rerun === undefined) {
         const done = t.commit(tx, drawn);
         if (done instanceof Promise) await done;
       }
     } catch (error) {
-      // The shared transaction is lost: nothing any member wrote committed.
-      await this.#abort(tx);
-      const failure = t.translate(error);
-      group.forEach((m, i) => m.failed(failures[i] !== undefined ? failures[i].error : failure));
-      return undefined;
+      return await this.#lost(tx, group, failures, error);
     }
     if (rerun !== undefined) return await this.#again(tx, group, rerun.without, rerun.error);
     t.finish(tx, drawn);
     return failures;
+  }
+
+  /**
+   * The shared transaction is lost (`error`): nothing any member wrote
+   * committed. Rolls back and rejects each member, with its own failure
+   * where it had one.
+   */
+  async #lost(
+    tx: Tx,
+    group: readonly Member<Tx>[],
+    failures: readonly Failure[],
+    error: unknown,
+  ): Promise<undefined> {
+    await this.#abort(tx);
+    const failure = this.#tx.translate(error);
+    group.forEach((m, i) => m.failed(failures[i] !== undefined ? failures[i].error : failure));
+    return undefined;
   }
 
   /**
@@ -328,11 +404,11 @@ export class WriteGroup<Tx> {
     error: unknown,
   ): Promise<Failure[] | undefined> {
     await this.#abort(tx);
-    if (failed === undefined) return this.#together(group, false);
+    if (failed === undefined) return this.#together(group, false, false);
     const rest = group.filter((m) => m !== failed);
     const again = rest.length === 1
-      ? await this.#alone(rest[0])
-      : await this.#together(rest, false);
+      ? await this.#alone(rest[0], false)
+      : await this.#together(rest, false, false);
     if (again === undefined) {
       // The rest were rejected already.
       failed.failed(error);
