@@ -253,6 +253,36 @@ test("leaderElection: losing the lease aborts the in-flight pass, stops dispatch
   });
 });
 
+test("leaderElection: an object read ahead when the term ends is handed back, and the next term passes it", async () => {
+  await withWorld(async (w) => {
+    const gate = Promise.withResolvers<void>();
+    const a = await w.replica("a", {}, async (_r, obj) => {
+      if (obj.name === "slow") await gate.promise;
+      return settled();
+    }, { concurrency: 1 });
+    await w.startInTurn(a);
+    await a.bh.client(Thing).create("slow", {});
+    await w.clock.tickAsync(10);
+    // Read while slow's pass runs: the worker's next object.
+    await a.bh.client(Thing).create("next", {});
+    await w.clock.tickAsync(10);
+    assert.deepEqual(a.passes, ["slow"]);
+    a.faulty.faults.fail("leases.renew");
+    a.faulty.faults.fail("leases.acquire");
+    await w.clock.tickAsync(LEASE.leaseDuration + 10);
+    assert.equal(a.bh.isLeader, false);
+    gate.resolve();
+    await w.clock.tickAsync(10);
+    // The term is over: what was read ahead is not passed in it.
+    assert.deepEqual(a.passes, ["slow"]);
+    a.faulty.faults.clear();
+    await w.clock.tickAsync(LEASE.renewInterval);
+    assert.equal(a.bh.isLeader, true);
+    await w.clock.tickAsync(100);
+    assert.ok(a.passes.includes("next"), a.passes.join());
+  });
+});
+
 test("leaderElection: a deposed candidate campaigns again and leads once the lease is free", async () => {
   await withWorld(async (w) => {
     const a = await w.replica("a");

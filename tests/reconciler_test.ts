@@ -406,3 +406,29 @@ test("Reconciler keeps writes made before a failed pass returned", async () => {
     assert.ok((await h.things.getSchedule(obj.id)).nextRequeueAt !== undefined);
   });
 });
+
+test("Reconciler reads the next object while a pass runs, and a change after that read runs one more pass", async () => {
+  await withHarness({ register: { concurrency: 1 } }, async (h) => {
+    const gate = Promise.withResolvers<void>();
+    const seen: [string, number][] = [];
+    h.fallback = async (obj: AnyObject) => {
+      seen.push([obj.name, obj.generation]);
+      if (obj.name === "a") await gate.promise;
+      return settled();
+    };
+    await h.start();
+    await h.things.create("a", {});
+    await h.flush();
+    // b is read while a's pass runs (generation 1), and changed after that read.
+    const b = await h.things.create("b", { v: 1 });
+    await h.flush();
+    await h.things.update(b.id, { v: 2 });
+    await h.flush();
+    assert.deepEqual(seen, [["a", 1]]);
+    gate.resolve();
+    await h.flush();
+    await h.tick(1_000);
+    assert.deepEqual(seen, [["a", 1], ["b", 1], ["b", 2]]);
+    assert.equal((await h.things.get(b.id)).observedGeneration, 2);
+  });
+});

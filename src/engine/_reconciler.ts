@@ -41,6 +41,12 @@ function holds(conditions: readonly { type: string; status: string }[], type: st
   return conditions.some((c) => c.type === type && c.status === "True");
 }
 
+/** An object taken for a pass, with its read when it was read ahead. */
+interface Next {
+  readonly id: ObjectId;
+  readonly load: Promise<ReconcileLoad> | undefined;
+}
+
 interface PassOutcome {
   readonly info: ResultInfo;
   /** The object was collected (or is gone): forget it. */
@@ -104,6 +110,11 @@ export class Reconciler implements KindLoop {
   /** The flush chain: flushes run one at a time. */
   #flushing: Promise<void> = Promise.resolve();
   #running = false;
+  /**
+   * The next object a busy worker took from the queue, its read already
+   * under way (see {@linkcode Reconciler.#readAhead}); undefined when none.
+   */
+  #ahead: Promise<Next | undefined> | undefined;
   /** The term the loop runs in; set by `run`. */
   #term: Term | undefined;
   /** Metrics and traces of this kind's passes; `undefined` when off. */
@@ -377,10 +388,11 @@ export class Reconciler implements KindLoop {
   async #work(): Promise<void> {
     let concluding: Promise<void> | undefined;
     for (;;) {
-      const id = await this.queue.get();
-      if (id === undefined) break;
+      const next = await this.#next();
+      if (next === undefined) break;
       const { promise: reconciled, resolve } = Promise.withResolvers<void>();
-      const finished = this.#dispatch(id, resolve);
+      const finished = this.#dispatch(next.id, resolve, next.load);
+      this.#readAhead();
       await reconciled;
       if (concluding !== undefined) await concluding;
       concluding = finished;
@@ -388,8 +400,57 @@ export class Reconciler implements KindLoop {
     if (concluding !== undefined) await concluding;
   }
 
-  /** Runs one pass over `id` and schedules what follows; calls `reconciled` once its reconcile returned. */
-  async #dispatch(id: ObjectId, reconciled: () => void): Promise<void> {
+  /**
+   * The next object to pass: the one read ahead, if any (a worker that frees
+   * first takes it over, read or not), else the queue's next; undefined once
+   * the loop stops. An object read ahead when the loop stopped is handed back.
+   */
+  async #next(): Promise<Next | undefined> {
+    const ahead = this.#ahead;
+    if (ahead === undefined) {
+      const id = await this.queue.get();
+      return id === undefined ? undefined : { id, load: undefined };
+    }
+    this.#ahead = undefined;
+    const next = await ahead;
+    if (next !== undefined && !this.#running) {
+      this.queue.done(next.id);
+      return undefined;
+    }
+    return next;
+  }
+
+  /**
+   * While a worker's pass runs, takes the queue's next object as soon as
+   * there is one and starts its read, so the pass after needs no round trip
+   * of its own before its reconcile: on a store across the network, its
+   * writes can then share the commit of the writes the pass before it
+   * resolved. The object is the worker's from then on, as though its pass had
+   * begun: a change meanwhile queues another pass, as during any pass. One
+   * object is read ahead at a time; a worker waiting on the queue is served
+   * before it.
+   */
+  #readAhead(): void {
+    if (this.#ahead !== undefined || !this.#running) return;
+    const store = this.#engine.store;
+    this.#ahead = this.queue.get().then((id) => {
+      if (id === undefined) return undefined;
+      const load = store.objects.getForReconcile(id);
+      // Awaited by the pass, which judges a failure.
+      load.catch(() => {});
+      return { id, load };
+    });
+  }
+
+  /**
+   * Runs one pass over `id` (`load`: its read, when it was read ahead) and
+   * schedules what follows; calls `reconciled` once its reconcile returned.
+   */
+  async #dispatch(
+    id: ObjectId,
+    reconciled: () => void,
+    load: Promise<ReconcileLoad> | undefined,
+  ): Promise<void> {
     try {
       const started = Date.now();
       const t = this.#telemetry;
@@ -397,12 +458,12 @@ export class Reconciler implements KindLoop {
       if (t === undefined) {
         // No telemetry: no closure, no span, no extra frame.
         try {
-          outcome = await this.#pass(id, undefined, reconciled);
+          outcome = await this.#pass(id, undefined, reconciled, load);
         } catch (error) {
           outcome = ran(resultInfo(fail(error))!);
         }
       } else {
-        outcome = await t.pass(id, (span) => this.#safePass(id, span, reconciled));
+        outcome = await t.pass(id, (span) => this.#safePass(id, span, reconciled, load));
       }
       this.#engine.log.debug("beehive: pass finished", {
         driver: "reconcile",
@@ -439,9 +500,10 @@ export class Reconciler implements KindLoop {
     id: ObjectId,
     span: PassSpan | undefined,
     reconciled: () => void,
+    load: Promise<ReconcileLoad> | undefined,
   ): Promise<PassOutcome> {
     try {
-      return await this.#pass(id, span, reconciled);
+      return await this.#pass(id, span, reconciled, load);
     } catch (error) {
       return ran(resultInfo(fail(error))!);
     }
@@ -490,11 +552,15 @@ export class Reconciler implements KindLoop {
     }
   }
 
-  /** One pass over `id`; calls `reconciled` once the controller's reconcile returned. */
+  /**
+   * One pass over `id` (`readAhead`: its read, begun before the pass); calls
+   * `reconciled` once the controller's reconcile returned.
+   */
   async #pass(
     id: ObjectId,
     span: PassSpan | undefined,
     reconciled: () => void,
+    readAhead: Promise<ReconcileLoad> | undefined,
   ): Promise<PassOutcome> {
     const engine = this.#engine;
     const store = engine.store;
@@ -502,7 +568,7 @@ export class Reconciler implements KindLoop {
     const log = engine.log;
     let load: ReconcileLoad;
     try {
-      load = await store.objects.getForReconcile(id);
+      load = await (readAhead ?? store.objects.getForReconcile(id));
     } catch (error) {
       if (error instanceof NotFoundError) return GONE;
       return ran(resultInfo(fail(error))!);

@@ -41,6 +41,7 @@ export const MAX_GROUP = 256;
 
 const POLICY: GroupPolicy = {
   window: (start) => queueMicrotask(start),
+  handoff: () => new Promise((resolve) => setImmediate(resolve)),
   cap: MAX_GROUP,
   transactionsJoin: false,
 };

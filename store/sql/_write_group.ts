@@ -49,6 +49,12 @@ export interface GroupPolicy {
   /** The most members one commit takes; the rest form the next group. */
   readonly cap: number;
   /**
+   * Where set, the group after one that committed forms only once this
+   * resolves: the writes that commit resolved queue theirs at once (a
+   * caller's next write, a pass's next step), and they join it.
+   */
+  readonly handoff?: () => Promise<void>;
+  /**
    * Whether an outermost transaction waits for the window like any write.
    * When false, a transaction that finds the writer free and nothing queued
    * takes it at once, alone; one that finds it busy still joins a group.
@@ -136,6 +142,8 @@ export class WriteGroup<Tx> {
   readonly #policy: GroupPolicy;
   readonly #pending: Member<Tx>[] = [];
   #scheduled = false;
+  /** Set from a group's end until its {@linkcode GroupPolicy.handoff} resolves. */
+  #handoff: Promise<void> | undefined;
 
   constructor(tx: GroupTransactions<Tx>, policy: GroupPolicy) {
     this.#tx = tx;
@@ -164,6 +172,7 @@ export class WriteGroup<Tx> {
   async #run(): Promise<void> {
     const lock = this.#tx.lock;
     if (!lock.tryAcquire()) await lock.acquire();
+    if (this.#handoff !== undefined) await this.#handoff;
     // Everything queued by the time the writer is ours goes in this group.
     const group = this.#pending.splice(0, this.#policy.cap);
     this.#scheduled = false;
@@ -178,6 +187,13 @@ export class WriteGroup<Tx> {
   /** Runs `group` with the writer held, then releases it and settles the members. */
   async #runHeld(group: readonly Member<Tx>[]): Promise<void> {
     const failures = group.length === 1 ? await this.#alone(group[0]) : await this.#together(group);
+    const handoff = this.#policy.handoff?.();
+    if (handoff !== undefined) {
+      this.#handoff = handoff;
+      void handoff.then(() => {
+        if (this.#handoff === handoff) this.#handoff = undefined;
+      });
+    }
     this.#tx.lock.release();
     if (failures === undefined) return;
     for (let i = 0; i < group.length; i++) {
