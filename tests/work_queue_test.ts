@@ -128,6 +128,37 @@ test("WorkQueue done requeues a dirty id exactly once", async () => {
   });
 });
 
+test("WorkQueue an id taken ahead reads due until its pass starts, and an add meanwhile marks it dirty", async () => {
+  await withQueue(async ({ clock, t0, make }) => {
+    const q = make(0);
+    q.add(1);
+    assert.equal(await q.getAhead(), 1);
+    assert.equal(q.processing(1), true);
+    assert.equal(due(q, 1), t0);
+    clock.tick(40);
+    q.add(1);
+    assert.equal(due(q, 1), t0);
+    q.start(1);
+    assert.equal(due(q, 1), t0 + 40);
+    q.done(1);
+    assert.equal(await q.get(), 1);
+    assert.equal(due(q, 1), undefined);
+  });
+});
+
+test("WorkQueue an id taken ahead and handed back without a pass schedules nothing", async () => {
+  await withQueue(async ({ make }) => {
+    const q = make(0);
+    const next = track(q.getAhead());
+    q.add(1);
+    await flush();
+    assert.equal(next.value, 1);
+    q.done(1);
+    assert.equal(q.processing(1), false);
+    assert.equal(due(q, 1), undefined);
+  });
+});
+
 test("WorkQueue done without an add meanwhile does not requeue", async () => {
   await withQueue(async ({ make }) => {
     const q = make(0);

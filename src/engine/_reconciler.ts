@@ -413,10 +413,12 @@ export class Reconciler implements KindLoop {
     }
     this.#ahead = undefined;
     const next = await ahead;
-    if (next !== undefined && !this.#running) {
+    if (next === undefined) return undefined;
+    if (!this.#running) {
       this.queue.done(next.id);
       return undefined;
     }
+    this.queue.start(next.id);
     return next;
   }
 
@@ -433,7 +435,7 @@ export class Reconciler implements KindLoop {
   #readAhead(): void {
     if (this.#ahead !== undefined || !this.#running) return;
     const store = this.#engine.store;
-    this.#ahead = this.queue.get().then((id) => {
+    this.#ahead = this.queue.getAhead().then((id) => {
       if (id === undefined) return undefined;
       const load = store.objects.getForReconcile(id);
       // Awaited by the pass, which judges a failure.

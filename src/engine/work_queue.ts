@@ -38,6 +38,12 @@ export const REQUEUE_FLOOR = 1_000;
  */
 export const PUSH_BURST = 5;
 
+/** A worker waiting for the next id; `ahead`: taken ahead of its pass (`getAhead`). */
+interface Waiter {
+  readonly resolve: (id: ObjectId | undefined) => void;
+  readonly ahead: boolean;
+}
+
 /** An object's last dispatch, and the push tokens it left. */
 interface Dispatch {
   readonly at: number;
@@ -64,7 +70,9 @@ export class WorkQueue {
    * the floor window and the budget both start at a dispatch (lazy eviction).
    */
   readonly #recent = new FifoMap<ObjectId, Dispatch>();
-  readonly #waiters: ((id: ObjectId | undefined) => void)[] = [];
+  readonly #waiters: Waiter[] = [];
+  /** Ids taken ahead of their pass (see `getAhead`), each with the instant it became due. */
+  readonly #ahead = new Map<ObjectId, number>();
   readonly #watchers = new Map<ObjectId, Set<(s: Schedule) => void>>();
   readonly #published = new Map<ObjectId, number | undefined>();
   readonly #floor: number;
@@ -136,16 +144,36 @@ export class WorkQueue {
    * id is admitted to the floor window at dispatch.
    */
   get(): Promise<ObjectId | undefined> {
-    const id = this.#take();
+    return this.#get(false);
+  }
+
+  /**
+   * Like `get`, for a worker that takes its next object ahead of the pass
+   * (to read it meanwhile): the id is the worker's as though it were being
+   * processed, but its schedule still reads due from when it became due,
+   * until `start`.
+   */
+  getAhead(): Promise<ObjectId | undefined> {
+    return this.#get(true);
+  }
+
+  /** The pass over `id`, taken with `getAhead`, begins: nothing is scheduled for it meanwhile. */
+  start(id: ObjectId): void {
+    if (this.#ahead.delete(id)) this.#publish(id);
+  }
+
+  #get(ahead: boolean): Promise<ObjectId | undefined> {
+    const id = this.#take(ahead);
     if (id !== undefined || this.#stopped) return Promise.resolve(id);
     const { promise, resolve } = Promise.withResolvers<ObjectId | undefined>();
-    this.#waiters.push(resolve);
+    this.#waiters.push({ resolve, ahead });
     return promise;
   }
 
   /** Ends processing of `id`; queues it again if it was added meanwhile. */
   done(id: ObjectId): void {
     this.#processing.delete(id);
+    this.#ahead.delete(id);
     const dueAt = this.#dirty.get(id);
     if (dueAt !== undefined && !this.#stopped) {
       this.#dirty.delete(id);
@@ -167,6 +195,7 @@ export class WorkQueue {
     this.#dirty.delete(id);
     this.#recent.delete(id);
     this.#processing.delete(id);
+    this.#ahead.delete(id);
     this.#publish(id);
   }
 
@@ -216,7 +245,8 @@ export class WorkQueue {
     this.#alarms.clear();
     this.#queued.clear();
     this.#dirty.clear();
-    for (const w of this.#waiters.splice(0)) w(undefined);
+    this.#ahead.clear();
+    for (const w of this.#waiters.splice(0)) w.resolve(undefined);
     for (const id of [...this.#watchers.keys()]) this.#publish(id);
   }
 
@@ -246,18 +276,16 @@ export class WorkQueue {
   #enqueue(id: ObjectId, dueAt: number): void {
     this.#queued.set(id, dueAt);
     const waiter = this.#waiters.shift();
-    if (waiter !== undefined) {
-      const next = this.#take();
-      waiter(next);
-    }
+    if (waiter !== undefined) waiter.resolve(this.#take(waiter.ahead));
   }
 
-  #take(): ObjectId | undefined {
+  #take(ahead: boolean): ObjectId | undefined {
     const first = this.#queued.first();
     if (first === undefined) return undefined;
-    const id = first[0];
+    const [id, dueAt] = first;
     this.#queued.delete(id);
     this.#processing.add(id);
+    if (ahead) this.#ahead.set(id, dueAt);
     this.#admit(id);
     this.#publish(id);
     return id;
@@ -338,7 +366,8 @@ export class WorkQueue {
   }
 
   #nextAt(id: ObjectId): number | undefined {
-    return this.#queued.get(id) ?? this.#dirty.get(id) ?? this.#alarms.get(id)?.fireAt;
+    return this.#queued.get(id) ?? this.#ahead.get(id) ?? this.#dirty.get(id) ??
+      this.#alarms.get(id)?.fireAt;
   }
 
   #publish(id: ObjectId): void {

@@ -69,6 +69,42 @@ export function namedStatements(): string[] {
 /** Whether `sql` only reads (a plain `SELECT`: no data-modifying `WITH`). */
 const readsOnly = (sql: string) => /^\s*SELECT\b/i.test(sql);
 
+/** A statement sent out of its lane's turn: the group it ran in runs again, one member at a time. */
+export class OutOfTurnError extends Error {
+  constructor() {
+    super("a group member sent a statement after another member's: the group runs again");
+    this.name = "OutOfTurnError";
+  }
+}
+
+/**
+ * The order in which the members of a group run at once (each in a lane of
+ * one connection) send their statements: each lane's must go out together,
+ * none after another lane's, for the members to be serialized as they were
+ * sent. A statement out of turn is refused, and the turns are not kept.
+ */
+export class Turns {
+  #current = -1;
+  readonly #over = new Set<number>();
+  #kept = true;
+
+  /** Whether every lane's statements went out together. */
+  get kept(): boolean {
+    return this.#kept;
+  }
+
+  /** Lane `lane` sends a statement. @throws {OutOfTurnError} its turn is over. */
+  take(lane: number): void {
+    if (lane === this.#current) return;
+    if (this.#over.has(lane)) {
+      this.#kept = false;
+      throw new OutOfTurnError();
+    }
+    if (this.#current !== -1) this.#over.add(this.#current);
+    this.#current = lane;
+  }
+}
+
 /** One connection, as a family sees it: every call is one round trip. */
 export class Db {
   readonly #client: PgClient;
@@ -81,10 +117,20 @@ export class Db {
    */
   #writes = 0;
   #refused = 0;
+  /** The turns and the lane this connection sends in, for a group member run at once. */
+  readonly #turns: Turns | undefined;
+  readonly #lane: number;
 
-  constructor(client: PgClient, origin: number) {
+  constructor(client: PgClient, origin: number, turns?: Turns, lane = -1) {
     this.#client = client;
     this.origin = origin;
+    this.#turns = turns;
+    this.#lane = lane;
+  }
+
+  /** The same connection as lane `lane` of `turns` sees it (see {@linkcode Turns}). */
+  inLane(turns: Turns, lane: number): Db {
+    return new Db(this.#client, this.origin, turns, lane);
   }
 
   /** Where the connection stands: moves with each statement that may write or that failed. */
@@ -93,6 +139,7 @@ export class Db {
   }
 
   #query(sql: string, config: pg.QueryConfig & { rowMode?: "array" }): Promise<pg.QueryResult> {
+    this.#turns?.take(this.#lane);
     if (!readsOnly(sql)) this.#writes++;
     return this.#client.query(config).catch(this.#refuse);
   }
@@ -166,6 +213,7 @@ export class Db {
 
   /** Runs statements that bind nothing (a simple query: several may share one round trip). */
   async exec(sql: string): Promise<unknown> {
+    this.#turns?.take(this.#lane);
     if (!readsOnly(sql)) this.#writes++;
     return await this.#client.query(sql).catch(this.#refuse);
   }
@@ -182,6 +230,9 @@ export const pgTypes = {
 
 /** Takes the counter row's lock as a write transaction begins, and reads the committed counter. */
 const BEGIN_LOCKED = "BEGIN; SELECT value FROM resource_version_seq WHERE id = 1 FOR UPDATE";
+
+/** After a group run at once was not kept, how many groups run one member at a time. */
+const ONE_BY_ONE_AFTER_MISS = 64;
 
 /** After a guess of the counter missed, how many write transactions begin exactly. */
 const EXACT_AFTER_MISS = 64;
@@ -260,6 +311,8 @@ export class Core extends StoreState implements JournalSource {
   #listening = false;
   /** Write transactions left to begin exactly before guessing the counter again. */
   #exactBegins = 0;
+  /** Groups left to run one member at a time before running one at once again. */
+  #oneByOne = 0;
 
   constructor(connections: Connections, open: StoreOpen) {
     super(open);
@@ -356,6 +409,22 @@ export class Core extends StoreState implements JournalSource {
       return undefined;
     }
     return this.#listening ? this.#committed : undefined;
+  }
+
+  /**
+   * Whether the next group of single writes may run its members at once:
+   * not for the {@linkcode ONE_BY_ONE_AFTER_MISS} groups after one that was not kept.
+   */
+  atOnceNow(): boolean {
+    if (this.#oneByOne === 0) return true;
+    this.#oneByOne--;
+    return false;
+  }
+
+  /** Whether a group run at once kept its turns (`kept`); one that did not makes the next groups run one by one. */
+  atOnceKept(kept: boolean): boolean {
+    if (!kept) this.#oneByOne = ONE_BY_ONE_AFTER_MISS;
+    return kept;
   }
 
   /**

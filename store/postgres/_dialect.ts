@@ -32,6 +32,7 @@ import {
   FOREIGN_KEY_VIOLATION,
   type PgClient,
   sqlState,
+  Turns,
   UNIQUE_VIOLATION,
 } from "./_core.ts";
 import { Draws } from "./_write_scope.ts";
@@ -70,6 +71,11 @@ export class PgTx {
    */
   readonly counter: Promise<number> | undefined;
 
+  /** The turns of the members run at once in this transaction, once one runs in a lane. */
+  turns: Turns | undefined;
+  /** Whether this is a member's lane of a group run at once (its versions drawn as peeked). */
+  readonly inLane: boolean = false;
+
   constructor(client: PgClient, db: Db, committed: number, counter?: Promise<number>) {
     this.client = client;
     this.db = db;
@@ -79,6 +85,18 @@ export class PgTx {
     this.savepoint = new MemberSavepoint(db, "bh_member");
     this.mark = this.draws.mark();
   }
+}
+
+/**
+ * The transaction `tx` as member `lane` of a group run at once sees it: the
+ * same transaction, its statements sent in that lane (see {@linkcode Turns}).
+ */
+function inLane(tx: PgTx, lane: number): PgTx {
+  const turns = tx.turns ??= new Turns();
+  const view = Object.create(tx) as PgTx;
+  Object.defineProperty(view, "db", { value: tx.db.inLane(turns, lane) });
+  Object.defineProperty(view, "inLane", { value: true });
+  return view;
 }
 
 function transactions(core: Core): GroupTransactions<PgTx> {
@@ -137,6 +155,13 @@ function transactions(core: Core): GroupTransactions<PgTx> {
       core.journal.committed(published);
     },
     translate: (error) => core.translate(error),
+    // The single writes of a group sent at once, each member's statements behind the one
+    // before: one round trip for a group whose members each send theirs together.
+    atOnce: {
+      tryNow: () => core.atOnceNow(),
+      lane: inLane,
+      kept: (tx: PgTx) => core.atOnceKept(tx.turns?.kept ?? true),
+    },
     // A member up to the group's first transaction runs without a savepoint of its own: one
     // round trip less a member. One that fails having run nothing that writes, and nothing
     // the server refused, left the transaction as it found it and rejects alone; any other

@@ -154,7 +154,7 @@ export class RootSession extends RootSessionBase<Core> implements Session {
       transaction: false,
       async run(tx) {
         try {
-          value = await fn(new Scope(tx.db, tx.draws, core.journal));
+          value = await fn(new Scope(tx.db, tx.draws, core.journal, tx.inLane));
         } catch (error) {
           throw core.translate(error);
         }

@@ -41,11 +41,19 @@ export class Scope implements WriteScope {
   readonly origin: number;
   readonly journal: CommitJournal;
   readonly #draws: Draws;
+  /**
+   * Whether the version a statement is made at is drawn as it is peeked: a
+   * member run at once with others, whose draws interleave with theirs.
+   */
+  readonly #reserving: boolean;
+  /** The version peeked and drawn, not yet taken by a draw (reserving only). */
+  #reserved: number | undefined;
 
-  constructor(db: Db, draws: Draws, journal: CommitJournal) {
+  constructor(db: Db, draws: Draws, journal: CommitJournal, reserving = false) {
     this.db = db;
     this.journal = journal;
     this.#draws = draws;
+    this.#reserving = reserving;
     this.now = Date.now();
     this.origin = db.origin;
   }
@@ -59,6 +67,11 @@ export class Scope implements WriteScope {
 
   // Arrow properties: families destructure the scope.
   draw = (): number => {
+    const reserved = this.#reserved;
+    if (reserved !== undefined) {
+      this.#reserved = undefined;
+      return reserved;
+    }
     const v = this.#draws.next++;
     this.#draws.drawn = v;
     return v;
@@ -71,7 +84,14 @@ export class Scope implements WriteScope {
     return first;
   };
 
+  /**
+   * The version the next draw returns. Reserving, it is drawn now (another
+   * member's draw may come before this one's): a write that made no row at
+   * it leaves a gap, and such a member sends a second statement, which
+   * sends its group back to run one member at a time.
+   */
   peekVersion(): number {
-    return this.#draws.next;
+    if (!this.#reserving) return this.#draws.next;
+    return this.#reserved ??= this.draw();
   }
 }

@@ -172,11 +172,19 @@ export class CommitJournal {
   committed(through: number): void {
     const recipients = this.#recipients;
     if (recipients === undefined) return;
+    const writes = this.#writes;
+    // Members run at once may have logged out of draw order; each batch is handed out ascending.
+    for (let i = 1; i < writes.length; i++) {
+      if (writes[i].resourceVersion < writes[i - 1].resourceVersion) {
+        writes.sort((a, b) => a.resourceVersion - b.resourceVersion);
+        break;
+      }
+    }
     const batch: CommitBatch = {
       from: this.#from,
       through,
       stamp: this.#stamp,
-      writes: this.#writes,
+      writes,
     };
     this.#recipients = undefined;
     this.#writes = [];

@@ -95,6 +95,26 @@ export interface GroupTransactions<Tx> {
   translate(error: unknown): BeehiveError;
   /** Where the dialect can run single writes without a savepoint; see {@linkcode PlainMembers}. */
   readonly plain?: PlainMembers<Tx>;
+  /** Where the dialect can run a group's single writes at once; see {@linkcode AtOnce}. */
+  readonly atOnce?: AtOnce<Tx>;
+}
+
+/**
+ * How a dialect runs the single writes of a group at once: each member in a
+ * lane of the transaction, its statements sent as it makes them without
+ * waiting for the other members' answers. The members are serialized as
+ * they were sent; that holds only while each member's statements went out
+ * together, none after another member's — what {@linkcode AtOnce.kept}
+ * judges. Anything else (a member that failed, a lane out of turn, a guess
+ * that missed) rolls the group back, and it runs again one member at a time.
+ */
+export interface AtOnce<Tx> {
+  /** Whether to try: false after a recent try failed (the dialect backs off). */
+  readonly tryNow: () => boolean;
+  /** The transaction as the group's member `i` runs in it: what it sends goes out in lane `i`. */
+  lane(tx: Tx, i: number): Tx;
+  /** Whether every lane's statements went out together (and the try counts as kept). */
+  kept(tx: Tx): boolean;
 }
 
 /**
@@ -135,6 +155,9 @@ export interface Member<Tx> {
 
 /** A member's failure; undefined for a member whose writes stand. */
 type Failure = { readonly error: unknown } | undefined;
+
+/** A group run at once that was not kept: it runs again, one member at a time. */
+const AGAIN = Symbol("again");
 
 /** The write group of one open store. */
 export class WriteGroup<Tx> {
@@ -321,6 +344,15 @@ export class WriteGroup<Tx> {
     guess = true,
   ): Promise<Failure[] | undefined> {
     const t = this.#tx;
+    if (
+      guess && plain && t.atOnce !== undefined && group.every((m) => !m.transaction) &&
+      t.atOnce.tryNow()
+    ) {
+      const done = await this.#atOnce(group, t.atOnce);
+      // Not kept: rolled back; the group runs again, one member at a time, begun exactly.
+      if (done !== AGAIN) return done;
+      return this.#together(group, plain, false);
+    }
     const opening = this.#begin(group, guess);
     const begun = opening instanceof Promise ? await opening : opening;
     if (begun === undefined) return undefined;
@@ -388,6 +420,63 @@ export class WriteGroup<Tx> {
     if (rerun !== undefined) return await this.#again(tx, group, rerun.without, rerun.error);
     t.finish(tx, drawn);
     return failures;
+  }
+
+  /**
+   * Runs `group` (single writes only) with every member at once, each in its
+   * lane (see {@linkcode AtOnce}), and commits when every member succeeded
+   * member by member; returns {@linkcode AGAIN}, rolled back, when not.
+   */
+  async #atOnce(
+    group: readonly Member<Tx>[],
+    atOnce: AtOnce<Tx>,
+  ): Promise<Failure[] | undefined | typeof AGAIN> {
+    const t = this.#tx;
+    const opening = this.#begin(group, true);
+    const begun = opening instanceof Promise ? await opening : opening;
+    if (begun === undefined) return undefined;
+    const tx = begun.tx;
+    // Started in group order: each member's first statements go out before the next member runs.
+    const runs = group.map((m, i) => this.#inLane(atOnce.lane(tx, i), m));
+    let drawn = 0;
+    let kept = true;
+    for (const outcome of await Promise.allSettled(runs)) {
+      if (outcome.status === "rejected") kept = false;
+      else if (outcome.value > drawn) drawn = outcome.value;
+    }
+    try {
+      const confirmed = this.#confirm(tx);
+      if (!(typeof confirmed === "boolean" ? confirmed : await confirmed)) kept = false;
+    } catch (error) {
+      // The begin failed: so did everything after it.
+      return await this.#lost(tx, group, [], error);
+    }
+    if (!atOnce.kept(tx) || !kept) {
+      await this.#abort(tx);
+      return AGAIN;
+    }
+    try {
+      const done = t.commit(tx, drawn);
+      if (done instanceof Promise) await done;
+    } catch (error) {
+      return await this.#lost(tx, group, [], error);
+    }
+    t.finish(tx, drawn);
+    return group.map(() => undefined);
+  }
+
+  /**
+   * Runs member `m` in its lane `tx`: its fence check sent first and judged
+   * after its writes, so that both go out together; resolves to its highest draw.
+   */
+  async #inLane(tx: Tx, m: Member<Tx>): Promise<number> {
+    const fenced = m.fence === undefined ? undefined : this.#checkFence(tx, m.fence);
+    // Judged below; a rejection meanwhile is not unhandled.
+    fenced?.catch(() => {});
+    const ran = m.run(tx);
+    const drawn = typeof ran === "number" ? ran : await ran;
+    if (fenced !== undefined) await fenced;
+    return drawn;
   }
 
   /**

@@ -1,0 +1,122 @@
+/**
+ * A PostgreSQL group of single writes runs its members at once: each
+ * member's statements go out behind the one before without waiting for its
+ * answer, so the group costs one round trip for its writes. A member that
+ * sends a second statement after another member's (a guarded write that did
+ * not land reads why) sends the group back to run one member at a time, with
+ * no version left unused; the groups after it run one by one for a while.
+ * Needs the test database (`BEEHIVE_TEST_POSTGRES_URL`), under Deno and Node 22.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import pg from "pg";
+import type { Store } from "../../src/store.ts";
+import { test } from "../_test.ts";
+import { openPostgresStore } from "../_postgres.ts";
+
+const Widget = { group: "test.beehive.dev", kind: "Widget" };
+
+const LOCK = /^BEGIN; SELECT value FROM resource_version_seq WHERE id = 1 FOR UPDATE$/;
+
+/** What the store's connections sent while `fn` ran. */
+interface Sent {
+  /** Write transactions begun (the counter lock taken). */
+  begins: number;
+  /** Statements other than the lock sent while another such statement was unanswered. */
+  overlapping: number;
+}
+
+/** Runs `fn`, watching what every `pg` client sends meanwhile. */
+async function watched(fn: () => Promise<void>): Promise<Sent> {
+  const sent: Sent = { begins: 0, overlapping: 0 };
+  const unanswered = new Map<object, number>();
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  proto.query = function (this: object, ...args: unknown[]) {
+    const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string }).text;
+    const result = original.apply(this, args);
+    if (text !== undefined && LOCK.test(text)) {
+      sent.begins++;
+      return result;
+    }
+    const open = unanswered.get(this) ?? 0;
+    if (open > 0) sent.overlapping++;
+    unanswered.set(this, open + 1);
+    const done = () => void unanswered.set(this, unanswered.get(this)! - 1);
+    (result as Promise<unknown>).then(done, done);
+    return result;
+  };
+  try {
+    await fn();
+  } finally {
+    proto.query = original;
+  }
+  return sent;
+}
+
+async function withStore(fn: (store: Store) => Promise<void>): Promise<void> {
+  const store = await openPostgresStore();
+  try {
+    // The first write learns the counter (a fresh open may not guess it yet).
+    await store.objects.create(Widget, { name: "first", spec: "{}" });
+    await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+
+test("PostgreSQL group commit: a group's single writes go out at once, without waiting for each other's answers", async () => {
+  await withStore(async (store) => {
+    let made!: { resourceVersion: number }[];
+    const sent = await watched(async () => {
+      made = await Promise.all(
+        names("w", 8).map((name) => store.objects.create(Widget, { name, spec: "{}" })),
+      );
+    });
+    assert.equal(sent.begins, 1);
+    // Seven inserts sent behind the first, unanswered.
+    assert.ok(sent.overlapping >= 7, `statements sent behind another: ${sent.overlapping}`);
+    const versions = made.map((o) => o.resourceVersion).sort((a, b) => a - b);
+    assert.equal(new Set(versions).size, 8);
+    assert.equal(versions[7] - versions[0], 7);
+    assert.equal(await store.getLatestResourceVersion(), versions[7]);
+  });
+});
+
+test("PostgreSQL group commit: a member that sends a second statement after another's runs the group again one by one, leaving no version unused", async () => {
+  await withStore(async (store) => {
+    const x = await store.objects.create(Widget, { name: "x", spec: "{}" });
+    const ref = { ...Widget, id: x.id };
+    assert.equal(await store.objects.setObservedGeneration(ref, 1), true);
+    let results!: [boolean, { resourceVersion: number }, { resourceVersion: number }];
+    const sent = await watched(async () => {
+      // The settle changes nothing (generation 1 is observed): its guarded write does not land,
+      // and it reads why after the creates went out.
+      results = await Promise.all([
+        store.objects.setObservedGeneration(ref, 1),
+        store.objects.create(Widget, { name: "a", spec: "{}" }),
+        store.objects.create(Widget, { name: "b", spec: "{}" }),
+      ]);
+    });
+    // At once, then one member at a time.
+    assert.equal(sent.begins, 2);
+    const [settled, a, b] = results;
+    assert.equal(settled, false);
+    assert.deepEqual([a.resourceVersion, b.resourceVersion].sort(), [
+      x.resourceVersion + 2,
+      x.resourceVersion + 3,
+    ]);
+    assert.equal(await store.getLatestResourceVersion(), x.resourceVersion + 3);
+    // The groups after it run one member at a time.
+    const next = await watched(async () => {
+      await Promise.all(
+        names("n", 4).map((name) => store.objects.create(Widget, { name, spec: "{}" })),
+      );
+    });
+    assert.equal(next.begins, 1);
+    assert.equal(next.overlapping, 0);
+  });
+});
