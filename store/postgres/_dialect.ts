@@ -3,14 +3,18 @@
  * the statements their bodies yield, and its side of the shared write group
  * (`../sql/_write_group.ts`): its
  * policy — a group waits one microtask for company (callers resumed together
- * submit together), takes up to {@linkcode MAX_GROUP} members, and a
- * transaction that finds the writer free runs at once, alone — and its
+ * submit together), the group after one that committed forms once the writes
+ * that commit resolved have queued theirs (a `setImmediate` handoff), takes
+ * up to {@linkcode MAX_GROUP} members, and a transaction that finds the
+ * writer free runs at once, alone — and its
  * transaction steps on one pooled connection: the counter row locked at
  * `BEGIN` (writers serialize on it anyway, so one group at a time loses no
  * parallelism) — for a group of single writes, without waiting for the
  * lock's answer: begun on a guess of the counter, its statements sent behind
  * the lock, and confirmed before anything is judged — the members up to the
- * first transaction run plainly (judged
+ * first transaction run plainly (a group of single writes first with every
+ * member at once, each in its lane, kept only when each member's statements
+ * went out together; judged
  * by the connection's count of statements that may write or failed) and a
  * savepoint for each after it, kept between members, and the publish, the
  * notification and the `COMMIT` in one round trip.
