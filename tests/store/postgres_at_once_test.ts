@@ -10,50 +10,12 @@
  * @module
  */
 import assert from "node:assert/strict";
-import pg from "pg";
 import type { Store } from "../../src/store.ts";
 import { test } from "../_test.ts";
+import { watched } from "./_pg_sends.ts";
 import { openPostgresStore } from "../_postgres.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
-
-const LOCK = /^BEGIN; SELECT value FROM resource_version_seq WHERE id = 1 FOR UPDATE$/;
-
-/** What the store's connections sent while `fn` ran. */
-interface Sent {
-  /** Write transactions begun (the counter lock taken). */
-  begins: number;
-  /** Statements other than the lock sent while another such statement was unanswered. */
-  overlapping: number;
-}
-
-/** Runs `fn`, watching what every `pg` client sends meanwhile. */
-async function watched(fn: () => Promise<void>): Promise<Sent> {
-  const sent: Sent = { begins: 0, overlapping: 0 };
-  const unanswered = new Map<object, number>();
-  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const original = proto.query;
-  proto.query = function (this: object, ...args: unknown[]) {
-    const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string }).text;
-    const result = original.apply(this, args);
-    if (text !== undefined && LOCK.test(text)) {
-      sent.begins++;
-      return result;
-    }
-    const open = unanswered.get(this) ?? 0;
-    if (open > 0) sent.overlapping++;
-    unanswered.set(this, open + 1);
-    const done = () => void unanswered.set(this, unanswered.get(this)! - 1);
-    (result as Promise<unknown>).then(done, done);
-    return result;
-  };
-  try {
-    await fn();
-  } finally {
-    proto.query = original;
-  }
-  return sent;
-}
 
 async function withStore(fn: (store: Store) => Promise<void>): Promise<void> {
   const store = await openPostgresStore();

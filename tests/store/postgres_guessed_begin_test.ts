@@ -13,45 +13,10 @@ import pg from "pg";
 import { NameTakenError } from "../../src/model/errors.ts";
 import type { Store } from "../../src/store.ts";
 import { test } from "../_test.ts";
+import { watched } from "./_pg_sends.ts";
 import { freshSchema, openPostgresStore, postgresUrl } from "../_postgres.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
-
-const LOCK = /^BEGIN; SELECT value FROM resource_version_seq WHERE id = 1 FOR UPDATE$/;
-
-/** What the store's connections sent while `fn` ran. */
-interface Sent {
-  /** Write transactions begun (the counter lock taken). */
-  begins: number;
-  /** Statements sent on a connection whose counter lock had not yet answered. */
-  behindLock: number;
-}
-
-/** Runs `fn`, watching what every `pg` client sends meanwhile. */
-async function watched(fn: () => Promise<void>): Promise<Sent> {
-  const sent: Sent = { begins: 0, behindLock: 0 };
-  const unanswered = new WeakSet<object>();
-  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const original = proto.query;
-  proto.query = function (this: object, ...args: unknown[]) {
-    const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string }).text;
-    if (unanswered.has(this)) sent.behindLock++;
-    const result = original.apply(this, args);
-    if (text !== undefined && LOCK.test(text)) {
-      sent.begins++;
-      unanswered.add(this);
-      const done = () => void unanswered.delete(this);
-      (result as Promise<unknown>).then(done, done);
-    }
-    return result;
-  };
-  try {
-    await fn();
-  } finally {
-    proto.query = original;
-  }
-  return sent;
-}
 
 /**
  * Commits one write-log entry above the counter from outside the store, as
