@@ -432,3 +432,24 @@ test("Reconciler reads the next object while a pass runs, and a change after tha
     assert.equal((await h.things.get(b.id)).observedGeneration, 2);
   });
 });
+
+test("Reconciler hands a new object to a waiting worker before it reads one ahead for a busy one", async () => {
+  await withHarness({ register: { concurrency: 2 } }, async (h) => {
+    const gate = Promise.withResolvers<void>();
+    const seen: string[] = [];
+    h.fallback = async (obj: AnyObject) => {
+      seen.push(obj.name);
+      if (obj.name === "a") await gate.promise;
+      return settled();
+    };
+    await h.start();
+    await h.things.create("a", {});
+    await h.flush();
+    // One worker is held in a's pass; the other waits, and takes b at once.
+    await h.things.create("b", {});
+    await h.flush();
+    assert.deepEqual(seen, ["a", "b"]);
+    gate.resolve();
+    await h.flush();
+  });
+});

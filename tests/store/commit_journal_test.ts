@@ -66,3 +66,16 @@ test("CommitJournal journals nothing while no reader is subscribed", () => {
   journal.begin(1, 0);
   assert.equal(journal.active, false);
 });
+
+test("CommitJournal hands a batch out ascending though its entries were logged out of version order", () => {
+  const journal = new CommitJournal();
+  const ra = reader(A);
+  journal.subscribe(ra);
+  journal.begin(10, 1);
+  // Members run at once log as their answers come, not as they drew.
+  journal.logged(write(A, 12));
+  journal.logged(write(A, 11));
+  journal.logged(write(A, 13));
+  journal.committed(13);
+  assert.deepEqual(ra.batches[0].writes.map((w) => w.resourceVersion), [11, 12, 13]);
+});
