@@ -19,6 +19,7 @@ import {
   namespaceClient,
   namespaceNotFound,
   type NamespaceObject,
+  storedNamespace,
   storedNamespaces,
   toNamespace,
 } from "./_namespaces.ts";
@@ -115,7 +116,7 @@ export async function createNamespace(
   const { [NAME_LABEL]: _, ...labels } = stringMap(body.labels, name, "metadata.labels");
   const annotations = stringMap(body.annotations, name, "metadata.annotations");
   const details = { kind: "namespaces", group: "", name };
-  if ((await storedNamespaces(ctx)).has(name)) {
+  if (await storedNamespace(ctx, name) !== undefined) {
     throw new KubeApiFailure("AlreadyExists", `namespaces "${name}" already exists`, details);
   }
   try {
@@ -215,10 +216,16 @@ async function drainNamespace(
   }
 }
 
-/** Drains every terminating namespace a step further: held objects may have let go. */
-export async function drainTerminating(ctx: KubeContext): Promise<void> {
-  for (const ns of (await storedNamespaces(ctx)).values()) {
-    if (ns.deletionRequestedAt !== undefined) await drainNamespace(ctx, ns);
+/**
+ * Drains every terminating namespace a step further, or only `name` when
+ * given (a read of one namespace): held objects may have let go.
+ */
+export async function drainTerminating(ctx: KubeContext, name?: string): Promise<void> {
+  const namespaces = name === undefined
+    ? (await storedNamespaces(ctx)).values()
+    : [await storedNamespace(ctx, name)];
+  for (const ns of namespaces) {
+    if (ns?.deletionRequestedAt !== undefined) await drainNamespace(ctx, ns);
   }
 }
 
@@ -249,12 +256,11 @@ export async function updateNamespace(
     throw new KubeApiFailure("UnsupportedMediaType", `${type} is not supported on namespaces`);
   }
   const body = await readJsonBody(request, ctx.body, put ? "Namespace" : "patch");
-  const found = await findNamespace(ctx, name);
-  if (found === undefined) throw namespaceNotFound(name);
+  let ns = await storedNamespace(ctx, name);
+  const current = ns === undefined ? await findNamespace(ctx, name) : toNamespace(name, ns);
+  if (current === undefined) throw namespaceNotFound(name);
   const client = namespaceClient(ctx);
   const details = { kind: "namespaces", group: "", name };
-  let ns: NamespaceObject | undefined = (await storedNamespaces(ctx)).get(name);
-  const current = toNamespace(name, ns);
   const target = put
     ? body
     : type === "application/json-patch+json"

@@ -123,14 +123,32 @@ export async function allNamespaces(ctx: KubeContext): Promise<Record<string, un
     .map((name) => toNamespace(name, stored.get(name)));
 }
 
+/** The stored namespace `name` (one read by name), or `undefined` when none is stored. */
+export async function storedNamespace(
+  ctx: KubeContext,
+  name: string,
+): Promise<NamespaceObject | undefined> {
+  try {
+    return await namespaceClient(ctx).getByName(name);
+  } catch (error) {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  }
+}
+
+/** Whether namespace `name`, not stored, exists as one in use (or as `default`). */
+async function inUse(ctx: KubeContext, name: string): Promise<boolean> {
+  return name === EVENTS_NAMESPACE || (await usedNamespaces(ctx)).has(name);
+}
+
 /** The namespace `name`, or `undefined` when it does not exist. */
 export async function findNamespace(
   ctx: KubeContext,
   name: string,
 ): Promise<Record<string, unknown> | undefined> {
-  const stored = await storedNamespaces(ctx);
-  if (stored.has(name) || name === EVENTS_NAMESPACE) return toNamespace(name, stored.get(name));
-  return (await usedNamespaces(ctx)).has(name) ? toNamespace(name, undefined) : undefined;
+  const stored = await storedNamespace(ctx, name);
+  if (stored !== undefined) return toNamespace(name, stored);
+  return await inUse(ctx, name) ? toNamespace(name, undefined) : undefined;
 }
 
 /** Kubernetes' NotFound for namespace `name`. */
@@ -216,14 +234,8 @@ export async function refuseTerminating(
   ns: string,
   details: StatusDetails,
 ): Promise<void> {
-  let stored: NamespaceObject;
-  try {
-    stored = await namespaceClient(ctx).getByName(ns);
-  } catch (error) {
-    if (error instanceof NotFoundError) return;
-    throw error;
-  }
-  if (stored.deletionRequestedAt === undefined) return;
+  const stored = await storedNamespace(ctx, ns);
+  if (stored?.deletionRequestedAt === undefined) return;
   const what = `${details.kind}${details.group === "" ? "" : `.${details.group}`}`;
   throw new KubeApiFailure(
     "Forbidden",

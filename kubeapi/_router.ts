@@ -217,7 +217,7 @@ async function core(
     if (name === undefined && boolParam(url, "watch")) {
       return await watchNamespaces(ctx, request, url);
     }
-    await drainTerminating(ctx);
+    await drainTerminating(ctx, name);
     return await readNamespaces(ctx, request, url, name);
   }
   readOnly(`/${parts.join("/")}`);

@@ -19,6 +19,7 @@ import { test } from "../_test.ts";
 import {
   call,
   eventsOf,
+  intercept,
   KUBECTL,
   kubectlArgs,
   kubectlEnv,
@@ -84,6 +85,44 @@ test("kubeApiHandler namespace create answers AlreadyExists 409 for a stored one
       assert.equal(bad.body.reason, "Invalid", name);
     }
     assert.deepEqual(namesOf((await call(handle, NAMESPACES)).body), ["a", "default"]);
+  });
+});
+
+test("kubeApiHandler reads, creates and patches one namespace by its name, never listing every namespace", async () => {
+  await withStore(async (raw) => {
+    let lists = 0;
+    const store = intercept(raw, { family: "objects", method: "list" }, (list, gk, ...rest) => {
+      if (gk.kind === "Namespace") lists++;
+      return list(gk, ...rest);
+    });
+    const handle = kubeApiHandler({ store });
+    for (let i = 0; i < 3; i++) {
+      assert.equal(
+        (await call(handle, NAMESPACES, post({ metadata: { name: `n${i}` } }))).status,
+        201,
+      );
+    }
+    assert.equal((await call(handle, `${NAMESPACES}/n1`)).status, 200);
+    assert.equal((await call(handle, `${NAMESPACES}/none`)).status, 404);
+    assert.equal((await call(handle, NAMESPACES, post({ metadata: { name: "n1" } }))).status, 409);
+    const patched = await call(handle, `${NAMESPACES}/n2`, {
+      method: "PATCH",
+      headers: { "content-type": "application/merge-patch+json" },
+      body: JSON.stringify({ metadata: { labels: { tier: "gold" } } }),
+    });
+    assert.equal(patched.status, 200);
+    assert.equal((patched.body.metadata as { labels: Record<string, string> }).labels.tier, "gold");
+    assert.equal(lists, 0);
+    // The list of every namespace still lists them.
+    assert.deepEqual(
+      namesOf((await call(handle, NAMESPACES)).body).filter((n) => n !== "default"),
+      [
+        "n0",
+        "n1",
+        "n2",
+      ],
+    );
+    assert.ok(lists > 0);
   });
 });
 
