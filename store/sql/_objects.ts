@@ -105,13 +105,13 @@ const SETTLE_SQL =
     AND (observed_generation IS NULL OR observed_generation < ?)`;
 
 const INSERT_COLUMNS = `"group", kind, name, spec, spec_version, resource_version,
-  finalizers, created_at, updated_at, labels, annotations, namespace, label_set`;
+  finalizers, created_at, updated_at, labels, annotations, namespace, label_set, managed_fields`;
 /** A create's insert under an id the store drew itself (SQLite's). */
 const INSERT_WITH_ID =
-  `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+  `INSERT INTO objects (id, ${INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 const CREATE_RETURNING = `INSERT INTO objects (${INSERT_COLUMNS})
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
 
 /**
 /**
@@ -125,7 +125,7 @@ function createChained(labelled: boolean): string {
     ? `(SELECT id FROM label_sets WHERE "group" = ? AND kind = ? AND labels = ?)`
     : "?";
   return `WITH o AS (INSERT INTO objects (${INSERT_COLUMNS})
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${set}) RETURNING id, label_set),
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${set}, ?) RETURNING id, label_set),
     ${appendFrom("o", "create")}
     SELECT id, label_set FROM o`;
 }
@@ -659,7 +659,7 @@ function* createBody(
   const chained = id === undefined && d.chainsInserts;
   const labelSet = labelled && !chained ? yield* labelSetOf(d, gk, labels, rv, labelsText) : null;
   let logged = false;
-  // INSERT_COLUMNS' values, in its order, but the set.
+  // INSERT_COLUMNS' values, in its order, but the set and the managed fields.
   const values = [
     group,
     kind,
@@ -676,13 +676,14 @@ function* createBody(
   ];
   try {
     if (id !== undefined) {
-      yield* q.run(INSERT_WITH_ID, id, ...values, labelSet);
+      yield* q.run(INSERT_WITH_ID, id, ...values, labelSet, managedFields);
       scope.takeId("objects");
     } else if (chained) {
       const row = yield* q.row(
         createChained(labelled),
         ...values,
         ...(labelled ? [group, kind, canonicalLabels(labels, labelsText)] : [null]),
+        managedFields,
         ...appendedFromValues(scope, rv, gk),
       );
       id = Number(row![0]);
@@ -693,15 +694,12 @@ function* createBody(
         yield* q.run("UPDATE objects SET label_set = ? WHERE id = ?", made, id);
       }
     } else {
-      const row = yield* q.row(CREATE_RETURNING, ...values, labelSet);
+      const row = yield* q.row(CREATE_RETURNING, ...values, labelSet, managedFields);
       id = Number(row![0]);
     }
   } catch (error) {
     if (d.isUniqueViolation(error)) throw nameTaken(group, kind, input.name, namespace, error);
     throw error;
-  }
-  if (managedFields !== "[]") {
-    yield* q.run("UPDATE objects SET managed_fields = ? WHERE id = ?", managedFields, id);
   }
   // The row is what was just inserted, with the columns' defaults.
   const object: RawObject = {

@@ -82,3 +82,22 @@ test("PostgreSQL group commit: a member that sends a second statement after anot
     assert.equal(next.overlapping, 0);
   });
 });
+
+test("PostgreSQL group commit: creates carrying managed fields go out at once, each one statement", async () => {
+  await withStore(async (store) => {
+    const managedFields = JSON.stringify([{ manager: "kubectl", operation: "Apply" }]);
+    let made!: { id: number }[];
+    const sent = await watched(async () => {
+      made = await Promise.all(
+        names("m", 4).map((name) =>
+          store.objects.create(Widget, { name, spec: "{}", managedFields })
+        ),
+      );
+    });
+    assert.equal(sent.begins, 1);
+    assert.ok(sent.overlapping >= 3, `statements sent behind another: ${sent.overlapping}`);
+    for (const o of made) {
+      assert.equal((await store.objects.get(o.id)).managedFields, managedFields);
+    }
+  });
+});
