@@ -546,26 +546,24 @@ function* updateSpec(
   }
   const rv = scope.draw();
   const generation = specSame ? stored.generation : stored.generation + 1;
-  if (!specSame) {
-    yield* q.run(
-      `UPDATE objects SET spec = ?, spec_version = ?, generation = ?, resource_version = ?,
-         updated_at = ?
-       WHERE id = ?`,
-      spec,
-      version,
-      generation,
-      rv,
-      scope.now,
-      stored.id,
-    );
-  }
+  const specPart = specSame ? undefined : { spec, version, generation };
   if (!metadataSame) {
+    // One UPDATE for both when both changed.
     yield* writeMetadata(
       scope,
       w.d,
       stored,
       { labels, annotations, managedFields, finalizers },
       rv,
+      specPart,
+    );
+  } else if (specPart !== undefined) {
+    yield* q.run(
+      `UPDATE objects SET ${SPEC_SET}, resource_version = ?, updated_at = ? WHERE id = ?`,
+      ...specValues(specPart),
+      rv,
+      scope.now,
+      stored.id,
     );
   }
   const object: RawObject = {
@@ -585,9 +583,22 @@ function* updateSpec(
   return { object, changed: true, specChanged: !specSame };
 }
 
+/** A spec write's columns, as {@linkcode specValues} binds them. */
+const SPEC_SET = "spec = ?, spec_version = ?, generation = ?";
+
+/** A new spec, its version and the generation it makes. */
+interface SpecPart {
+  readonly spec: string;
+  readonly version: number;
+  readonly generation: number;
+}
+
+const specValues = (p: SpecPart) => [p.spec, p.version, p.generation];
+
 /**
- * Writes merged labels and annotations over the stored row at version `rv`,
- * moving the row to its new label set when the labels changed.
+ * Writes merged labels and annotations over the stored row at version `rv`
+ * (with `spec`, a new spec in the same statement), moving the row to its new
+ * label set when the labels changed.
  */
 function* writeMetadata(
   scope: WriteScope,
@@ -600,12 +611,14 @@ function* writeMetadata(
     finalizers: readonly string[];
   },
   rv: number,
+  spec?: SpecPart,
 ): Q<void> {
   const { labels, annotations, managedFields, finalizers } = merged;
   yield* q.run(
-    `UPDATE objects SET labels = ?, annotations = ?, managed_fields = ?, finalizers = ?,
-       resource_version = ?, updated_at = ?
+    `UPDATE objects SET ${spec === undefined ? "" : `${SPEC_SET}, `}labels = ?, annotations = ?,
+       managed_fields = ?, finalizers = ?, resource_version = ?, updated_at = ?
      WHERE id = ?`,
+    ...(spec === undefined ? [] : specValues(spec)),
     JSON.stringify(labels),
     JSON.stringify(annotations),
     managedFields,

@@ -46,3 +46,37 @@ test("PostgreSQL objectWrites.listSinceAll reads a page and its horizon in one r
     await store.close();
   }
 });
+
+test("PostgreSQL objects.updateSpec writes a new spec and new annotations in one UPDATE", async () => {
+  const store = await openPostgresStore();
+  try {
+    const made = await store.objects.create(Widget, { name: "a", spec: '{"v":1}' });
+    const ref = { ...Widget, id: made.id };
+    let updates = 0;
+    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const original = proto.query;
+    proto.query = function (this: unknown, ...args: unknown[]) {
+      const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string }).text;
+      if (text !== undefined && /^\s*UPDATE objects\b/.test(text)) updates++;
+      return original.apply(this, args);
+    };
+    let result;
+    try {
+      result = await store.objects.updateSpec(ref, {
+        spec: '{"v":2}',
+        annotations: { note: "hi" },
+      });
+    } finally {
+      proto.query = original;
+    }
+    assert.equal(updates, 1);
+    assert.equal(result.specChanged, true);
+    const after = await store.objects.get(made.id);
+    assert.equal(after.spec, '{"v":2}');
+    assert.equal(after.generation, 2);
+    assert.deepEqual(after.annotations, { note: "hi" });
+    assert.equal(after.resourceVersion, result.object.resourceVersion);
+  } finally {
+    await store.close();
+  }
+});
