@@ -10,6 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { PermanentError, settled } from "../mod.ts";
+import type { Store } from "../src/store.ts";
 import { test } from "./_test.ts";
 import { type AnyObject, withHarness } from "./_beehive_harness.ts";
 import { stateSummary } from "../cli/_inspect.ts";
@@ -81,5 +82,53 @@ test("Retrying an object no controller has reached reads Pending", async () => {
     await h.start();
     const obj = await h.things.create("idle", {});
     assert.equal(stateSummary(await h.things.get(obj.id)), "Pending");
+  });
+});
+
+test("Retrying a pass that settles an object both stalled and retrying recovers both conditions in one write", async () => {
+  let sets = 0;
+  const wrap = (store: Store): Store =>
+    new Proxy(store, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        if (key !== "conditions") return typeof value === "function" ? value.bind(target) : value;
+        return new Proxy(value as object, {
+          get(family, k) {
+            const method = Reflect.get(family, k, family);
+            if (typeof method !== "function") return method;
+            if (k !== "set") return method.bind(family);
+            return (...args: unknown[]) => {
+              sets++;
+              return method.apply(family, args);
+            };
+          },
+        });
+      },
+    });
+  await withHarness({ wrap }, async (h) => {
+    await h.start();
+    let mode: "permanent" | "transient" | "ok" = "permanent";
+    h.fallback = () => {
+      if (mode === "permanent") throw new PermanentError("bad url", { reason: "BadUrl" });
+      if (mode === "transient") throw new Error("timeout");
+      return settled();
+    };
+    const obj = await h.create("hook", { v: 1 });
+    assert.equal(stateSummary(await h.things.get(obj.id)), "Stalled");
+    // A new generation runs again and fails for now: Retrying=True beside Stalled=True.
+    mode = "transient";
+    await h.things.update(obj.id, { v: 2 });
+    await h.flush();
+    const both = await h.things.get(obj.id);
+    assert.equal(retrying(both)?.status, "True");
+    assert.equal(both.conditions.find((c) => c.type === "Stalled")?.status, "True");
+    mode = "ok";
+    sets = 0;
+    await h.tick(2_000);
+    const got = await h.things.get(obj.id);
+    assert.equal(sets, 1);
+    assert.equal(retrying(got)?.status, "False");
+    assert.equal(got.conditions.find((c) => c.type === "Stalled")?.status, "False");
+    assert.equal(stateSummary(got), "Settled");
   });
 });

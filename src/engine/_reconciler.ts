@@ -11,7 +11,7 @@ import { type Engine, type KindLoop, kindName, type Term } from "./_engine.ts";
 import { isStorableText } from "../model/_text.ts";
 import { sleep } from "./_sleep.ts";
 import { InvalidResultError, NotFoundError, PermanentError } from "../model/errors.ts";
-import { decodeObject } from "../model/object.ts";
+import { type ConditionWrite, decodeObject } from "../model/object.ts";
 import type { ResolvedRegisterOptions } from "./options.ts";
 import { fail, type ResultInfo, resultInfo } from "../model/result.ts";
 import { passClient, StatusBaseline } from "../clients/controller_client.ts";
@@ -755,25 +755,18 @@ export class Reconciler implements KindLoop {
     if (load.stalledGeneration !== undefined) {
       await store.objects.setStalledGeneration(ref, undefined).catch((e) => warn("unstall", e));
     }
-    if (holds(raw.conditions, RETRYING)) {
-      try {
-        await store.conditions.set(ref, [RECOVERED_FROM_RETRY]);
-        this.#engine.writes.kindWritten(ref);
-      } catch (e) {
-        warn("the Retrying condition", e);
-      }
-    }
+    // A recovery from retrying and from a stall is one write of both conditions.
+    const recovered: ConditionWrite[] = [];
+    if (holds(raw.conditions, RETRYING)) recovered.push(RECOVERED_FROM_RETRY);
     if (info.outcome === "settled" && holds(raw.conditions, STALLED)) {
+      recovered.push(RECOVERED_FROM_STALL);
+    }
+    if (recovered.length > 0) {
       try {
-        await store.conditions.set(ref, [{
-          type: STALLED,
-          status: "False",
-          reason: "Recovered",
-          message: "A later pass settled",
-        }]);
+        await store.conditions.set(ref, recovered);
         this.#engine.writes.kindWritten(ref);
       } catch (e) {
-        warn("the Stalled condition", e);
+        warn("the recovered conditions", e);
       }
     }
     if (
@@ -825,6 +818,14 @@ const RECOVERED_FROM_RETRY = Object.freeze({
   status: "False" as const,
   reason: "Recovered",
   message: "A later pass did not fail",
+});
+
+/** What a pass that settles sets over a `Stalled=True`. */
+const RECOVERED_FROM_STALL = Object.freeze({
+  type: STALLED,
+  status: "False" as const,
+  reason: "Recovered",
+  message: "A later pass settled",
 });
 
 function describe(value: unknown): string {
