@@ -14,7 +14,7 @@ import { namespaceProblem } from "../src/model/namespace.ts";
 import type { BodyLimits, KubeContext } from "./_context.ts";
 import { EVENTS_NAMESPACE } from "./_events.ts";
 import {
-  findNamespace,
+  lookupNamespace,
   NAMESPACE_KIND,
   namespaceClient,
   namespaceNotFound,
@@ -149,18 +149,12 @@ export async function deleteNamespace(
       details,
     );
   }
-  const found = await findNamespace(ctx, name);
+  const found = await lookupNamespace(ctx, name);
   if (found === undefined) throw namespaceNotFound(name);
-  if (dryRun) return jsonResponse(200, found);
+  if (dryRun) return jsonResponse(200, found.namespace);
   const client = namespaceClient(ctx);
-  let ns: NamespaceObject;
-  try {
-    ns = await client.getByName(name);
-  } catch (error) {
-    if (!(error instanceof NotFoundError)) throw error;
-    // Only in use: stored now, so that it can be Terminating while it drains.
-    ns = await client.create(name, {});
-  }
+  // Only in use: stored now, so that it can be Terminating while it drains.
+  const ns = found.stored ?? await client.create(name, {});
   if (ns.deletionRequestedAt === undefined) {
     try {
       await ctx.store.objects.addFinalizer({ ...NAMESPACE_KIND, id: ns.id }, FINALIZER);
@@ -256,9 +250,10 @@ export async function updateNamespace(
     throw new KubeApiFailure("UnsupportedMediaType", `${type} is not supported on namespaces`);
   }
   const body = await readJsonBody(request, ctx.body, put ? "Namespace" : "patch");
-  let ns = await storedNamespace(ctx, name);
-  const current = ns === undefined ? await findNamespace(ctx, name) : toNamespace(name, ns);
-  if (current === undefined) throw namespaceNotFound(name);
+  const found = await lookupNamespace(ctx, name);
+  if (found === undefined) throw namespaceNotFound(name);
+  let ns = found.stored;
+  const current = found.namespace;
   const client = namespaceClient(ctx);
   const details = { kind: "namespaces", group: "", name };
   const target = put

@@ -141,14 +141,29 @@ async function inUse(ctx: KubeContext, name: string): Promise<boolean> {
   return name === EVENTS_NAMESPACE || (await usedNamespaces(ctx)).has(name);
 }
 
-/** The namespace `name`, or `undefined` when it does not exist. */
+/** A namespace that exists: the stored one (none when it is only in use), and as the API answers it. */
+export interface FoundNamespace {
+  readonly stored: NamespaceObject | undefined;
+  readonly namespace: Record<string, unknown>;
+}
+
+/** The namespace `name` (one read by name), or `undefined` when it does not exist. */
+export async function lookupNamespace(
+  ctx: KubeContext,
+  name: string,
+): Promise<FoundNamespace | undefined> {
+  const stored = await storedNamespace(ctx, name);
+  if (stored !== undefined) return { stored, namespace: toNamespace(name, stored) };
+  if (!await inUse(ctx, name)) return undefined;
+  return { stored: undefined, namespace: toNamespace(name, undefined) };
+}
+
+/** The namespace `name` as the API answers it, or `undefined` when it does not exist. */
 export async function findNamespace(
   ctx: KubeContext,
   name: string,
 ): Promise<Record<string, unknown> | undefined> {
-  const stored = await storedNamespace(ctx, name);
-  if (stored !== undefined) return toNamespace(name, stored);
-  return await inUse(ctx, name) ? toNamespace(name, undefined) : undefined;
+  return (await lookupNamespace(ctx, name))?.namespace;
 }
 
 /** Kubernetes' NotFound for namespace `name`. */
