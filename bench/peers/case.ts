@@ -29,7 +29,13 @@ import { DatabaseSync } from "node:sqlite";
 import { Beehive, settled } from "../../mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
-import { floor, FLOOR_KIND, FLOOR_SPEC, minimalFloor, tempFile } from "../_floor.ts";
+import {
+  floor,
+  FLOOR_KIND,
+  FLOOR_SPEC,
+  minimalFloor,
+  tempFile,
+} from "../_floor.ts";
 
 const arg = (name: string, fallback: string): string =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(
@@ -81,7 +87,11 @@ async function beehive(n: number): Promise<number> {
     const stop = await bh.start();
     const client = bh.client<typeof FLOOR_SPEC, typeof RESULT>(FLOOR_KIND);
     const t0 = performance.now();
-    await callers(n, CALLERS, (i) => client.create(`item-${i}`, FLOOR_SPEC, LABELS));
+    await callers(
+      n,
+      CALLERS,
+      (i) => client.create(`item-${i}`, FLOOR_SPEC, LABELS),
+    );
     await all.promise;
     await stop(); // drains the last pass's settle handshake
     const rate = n / ((performance.now() - t0) / 1000);
@@ -251,7 +261,8 @@ interface Kv {
 async function denokv(
   n: number,
 ): Promise<{ rate: number; journalMode: unknown }> {
-  const deno = (globalThis as { Deno?: { openKv?: (path: string) => Promise<Kv> } }).Deno;
+  const deno =
+    (globalThis as { Deno?: { openKv?: (path: string) => Promise<Kv> } }).Deno;
   if (deno?.openKv === undefined) {
     throw new Error("Deno KV needs Deno with --unstable-kv");
   }

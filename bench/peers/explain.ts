@@ -54,7 +54,12 @@ function statementKey(sql: string): string {
 type Seen = Map<string, { calls: number; ms: number }>;
 
 /** Runs `call`, counting it and its time into `seen` under `key`; returns what it returned. */
-function timed<R>(seen: Seen, key: string, call: () => R, took?: (ms: number) => void): R {
+function timed<R>(
+  seen: Seen,
+  key: string,
+  call: () => R,
+  took?: (ms: number) => void,
+): R {
   const entry = seen.get(key) ?? { calls: 0, ms: 0 };
   seen.set(key, entry);
   const t = performance.now();
@@ -69,7 +74,11 @@ function timed<R>(seen: Seen, key: string, call: () => R, took?: (ms: number) =>
 }
 
 /** Times every `run`, `get` and `all` call of `statement` into `seen` under `key`. */
-function tapStatement<S extends object>(statement: S, key: string, seen: Seen): S {
+function tapStatement<S extends object>(
+  statement: S,
+  key: string,
+  seen: Seen,
+): S {
   for (const method of ["run", "get", "all"] as const) {
     const original = (statement as Record<string, unknown>)[method];
     if (typeof original !== "function") continue;
@@ -97,7 +106,9 @@ function tapExec(): Seen {
     const exec = conn.exec.bind(conn);
     (conn as { exec: typeof exec }).exec = (sql) => {
       const key = sql.trim().split(/\s+/).slice(0, 2).join(" ");
-      const took = key === "COMMIT" ? (ms: number) => void commitTimes.push(ms) : undefined;
+      const took = key === "COMMIT"
+        ? (ms: number) => void commitTimes.push(ms)
+        : undefined;
       return timed(seen, key, () => exec(sql), took);
     };
     return conn;
@@ -202,7 +213,9 @@ const { ms } = await beehive(UNITS, () => {
 });
 console.log(
   `beehive on ${runtime}, ${CALLERS} caller(s), concurrency ${WORKERS}: ` +
-    `${(ms * 1000 / UNITS).toFixed(0)} µs a unit; transaction statements per unit:`,
+    `${
+      (ms * 1000 / UNITS).toFixed(0)
+    } µs a unit; transaction statements per unit:`,
 );
 for (const [key, { calls, ms: spent }] of seen) {
   console.log(
@@ -212,12 +225,17 @@ for (const [key, { calls, ms: spent }] of seen) {
   );
 }
 const sorted = [...commitTimes].sort((a, b) => a - b);
-const at = (q: number) => (sorted[Math.floor(q * (sorted.length - 1))] * 1000).toFixed(0);
+const at = (q: number) =>
+  (sorted[Math.floor(q * (sorted.length - 1))] * 1000).toFixed(0);
 const total = sorted.reduce((a, b) => a + b, 0);
 const slow = sorted.filter((t) => t > 0.5);
 console.log(
-  `COMMIT: p50 ${at(0.5)} µs, p99 ${at(0.99)} µs, max ${at(1)} µs; ${slow.length} over 0.5 ms, ` +
-    `${(100 * slow.reduce((a, b) => a + b, 0) / total).toFixed(0)}% of all COMMIT time` +
+  `COMMIT: p50 ${at(0.5)} µs, p99 ${at(0.99)} µs, max ${
+    at(1)
+  } µs; ${slow.length} over 0.5 ms, ` +
+    `${
+      (100 * slow.reduce((a, b) => a + b, 0) / total).toFixed(0)
+    }% of all COMMIT time` +
     (NO_CHECKPOINTER ? " (no background checkpointer)" : ""),
 );
 const { pages } = await beehive(WAL_UNITS);
@@ -226,6 +244,8 @@ console.log(
 );
 if (runtime === "Node") {
   console.log(
-    `WAL pages appended per unit: plainjob ${(await plainjobPages(WAL_UNITS)).toFixed(1)}`,
+    `WAL pages appended per unit: plainjob ${
+      (await plainjobPages(WAL_UNITS)).toFixed(1)
+    }`,
   );
 }

@@ -16,9 +16,9 @@
  */
 import process from "node:process";
 import pg from "../_pg.ts";
-import { Beehive, settled } from "../../mod.ts";
 import { openPostgresStore } from "../../store/postgres/mod.ts";
-import { FLOOR_KIND, FLOOR_SPEC } from "../_floor.ts";
+import { FLOOR_SPEC } from "../_floor.ts";
+import { startPeersBeehive } from "./_pg_beehive.ts";
 
 const arg = (name: string, fallback: string): string =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(
@@ -67,7 +67,9 @@ proto.query = function (this: object, ...args: unknown[]) {
     return result;
   }
   const t0 = performance.now();
-  const statements = typeof q === "string" ? text.split(";").filter((s) => s.trim()).length : 1;
+  const statements = typeof q === "string"
+    ? text.split(";").filter((s) => s.trim()).length
+    : 1;
   const key = label(text);
   const open = unanswered.get(this) ?? 0;
   unanswered.set(this, open + 1);
@@ -86,7 +88,9 @@ proto.query = function (this: object, ...args: unknown[]) {
   });
 };
 
-const schema = `explain_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+const schema = `explain_${
+  crypto.randomUUID().replaceAll("-", "").slice(0, 12)
+}`;
 const admin = new pg.Client({ connectionString: URL_ });
 await admin.connect();
 const statStatements = await admin.query(
@@ -96,22 +100,14 @@ const statStatements = await admin.query(
 const store = await openPostgresStore(URL_, { schema });
 let notified = 0;
 const stopWatching = store.watchCommits(() => notified++);
-const bh = new Beehive(store, { concurrency: WORKERS });
-let processed = 0;
-const all = Promise.withResolvers<void>();
-bh.register<typeof FLOOR_SPEC, { done: boolean }>(FLOOR_KIND, {
-  async reconcile(_obj, cc) {
-    await cc.updateStatus({ done: true });
-    if (++processed === UNITS) all.resolve();
-    return settled();
-  },
-});
-const stop = await bh.start();
-const client = bh.client<typeof FLOOR_SPEC, { done: boolean }>(FLOOR_KIND);
+const { client, stop, passes, reached } = await startPeersBeehive(
+  store,
+  WORKERS,
+);
 // Warm-up: the statements are named and planned before the count starts.
 for (let i = 0; i < 50; i++) await client.create(`warm-${i}`, FLOOR_SPEC);
-while (processed < 50) await new Promise((r) => setTimeout(r, 10));
-processed = 0;
+await reached(50);
+const warm = passes();
 if (statStatements) await admin.query("SELECT pg_stat_statements_reset()");
 counting = true;
 notified = 0;
@@ -120,7 +116,7 @@ let next = 0;
 await Promise.all(Array.from({ length: CALLERS }, async () => {
   while (next < UNITS) await client.create(`item-${next++}`, FLOOR_SPEC);
 }));
-await all.promise;
+await reached(warm + UNITS);
 const ms = performance.now() - t0;
 counting = false;
 await stop();
@@ -142,7 +138,9 @@ console.log(
     (UNITS / (ms / 1000)).toFixed(0)
   } units/s; a unit: ${per(roundTrips)} round trips, ${per(queries)} queries, ${
     per(statements)
-  } statements, ${per(commits)} commits; ${per(notified)} commit notifications heard`,
+  } statements, ${per(commits)} commits; ${
+    per(notified)
+  } commit notifications heard`,
 );
 console.log("");
 console.log(
@@ -151,7 +149,9 @@ console.log(
 console.log("| --- | ---: | ---: | ---: |");
 for (const [text, e] of [...trips].sort((a, b) => b[1].n - a[1].n)) {
   console.log(
-    `| \`${text}\` | ${per(e.n)} | ${per(e.behind)} | ${(e.ms / e.n).toFixed(2)} |`,
+    `| \`${text}\` | ${per(e.n)} | ${per(e.behind)} | ${
+      (e.ms / e.n).toFixed(2)
+    } |`,
   );
 }
 if (statStatements) {
@@ -165,7 +165,9 @@ if (statStatements) {
   for (const r of rows) total += Number(r.ms);
   console.log("");
   console.log(
-    `server execution time a unit (pg_stat_statements): ${(total / UNITS).toFixed(3)} ms`,
+    `server execution time a unit (pg_stat_statements): ${
+      (total / UNITS).toFixed(3)
+    } ms`,
   );
   console.log("");
   console.log(

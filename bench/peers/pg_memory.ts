@@ -12,9 +12,9 @@
  */
 import process from "node:process";
 import pg from "../_pg.ts";
-import { Beehive, settled } from "../../mod.ts";
 import { openPostgresStore } from "../../store/postgres/mod.ts";
-import { FLOOR_KIND, FLOOR_SPEC } from "../_floor.ts";
+import { FLOOR_SPEC } from "../_floor.ts";
+import { startPeersBeehive } from "./_pg_beehive.ts";
 
 const arg = (name: string, fallback: string): string =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(
@@ -30,19 +30,7 @@ const gc = (globalThis as { gc?: () => void }).gc;
 
 const schema = `memory_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
 const store = await openPostgresStore(URL_, { schema });
-const bh = new Beehive(store, { concurrency: WORKERS });
-let processed = 0;
-let target = 0;
-let reached = Promise.withResolvers<void>();
-bh.register<typeof FLOOR_SPEC, { done: boolean }>(FLOOR_KIND, {
-  async reconcile(_obj, cc) {
-    await cc.updateStatus({ done: true });
-    if (++processed === target) reached.resolve();
-    return settled();
-  },
-});
-const stop = await bh.start();
-const client = bh.client<typeof FLOOR_SPEC, { done: boolean }>(FLOOR_KIND);
+const { client, stop, reached } = await startPeersBeehive(store, WORKERS);
 const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 console.log(
   "| units | units/s in the step | RSS MB | heap used MB | external MB |",
@@ -50,18 +38,19 @@ console.log(
 console.log("| ---: | ---: | ---: | ---: | ---: |");
 let next = 0;
 for (let done = 0; done < UNITS; done += STEP) {
-  target = done + STEP;
-  reached = Promise.withResolvers<void>();
+  const target = done + STEP;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: CALLERS }, async () => {
     while (next < target) await client.create(`item-${next++}`, FLOOR_SPEC);
   }));
-  await reached.promise;
+  await reached(target);
   const rate = STEP / ((performance.now() - t0) / 1000);
   gc?.();
   const m = process.memoryUsage();
   console.log(
-    `| ${target} | ${rate.toFixed(0)} | ${mb(m.rss)} | ${mb(m.heapUsed)} | ${mb(m.external)} |`,
+    `| ${target} | ${rate.toFixed(0)} | ${mb(m.rss)} | ${mb(m.heapUsed)} | ${
+      mb(m.external)
+    } |`,
   );
 }
 await stop();
