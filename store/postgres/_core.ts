@@ -231,11 +231,31 @@ export const pgTypes = {
 /** Takes the counter row's lock as a write transaction begins, and reads the committed counter. */
 const BEGIN_LOCKED = "BEGIN; SELECT value FROM resource_version_seq WHERE id = 1 FOR UPDATE";
 
-/** After a group run at once was not kept, how many groups run one member at a time. */
-const ONE_BY_ONE_AFTER_MISS = 64;
+/** The committed counter in the answer to {@linkcode BEGIN_LOCKED}. */
+const lockedCounter = (results: unknown) => Number((results as pg.QueryResult[])[1].rows[0].value);
 
-/** After a guess of the counter missed, how many write transactions begin exactly. */
-const EXACT_AFTER_MISS = 64;
+/**
+ * A shortcut that can miss (the counter guessed, a group's members run at
+ * once): after a miss, the next {@linkcode MISS_PAUSE} chances go without it.
+ */
+class Shortcut {
+  #paused = 0;
+
+  /** Whether to take the shortcut this time (each refusal counts down the pause). */
+  take(): boolean {
+    if (this.#paused === 0) return true;
+    this.#paused--;
+    return false;
+  }
+
+  /** The shortcut missed: the next chances go without it. */
+  missed(): void {
+    this.#paused = MISS_PAUSE;
+  }
+}
+
+/** After a shortcut missed, how many chances go without it. */
+const MISS_PAUSE = 64;
 
 /** SQLSTATE codes the adapter branches on. */
 export const UNIQUE_VIOLATION = "23505";
@@ -309,10 +329,10 @@ export class Core extends StoreState implements JournalSource {
   /** Moves whenever a notification may have been missed; `#listening`: whether the listener is. */
   #stamp = 0;
   #listening = false;
-  /** Write transactions left to begin exactly before guessing the counter again. */
-  #exactBegins = 0;
-  /** Groups left to run one member at a time before running one at once again. */
-  #oneByOne = 0;
+  /** Beginning a write transaction on a guess of the counter. */
+  readonly #guessing = new Shortcut();
+  /** Running a group's single writes at once. */
+  readonly #atOnce = new Shortcut();
 
   constructor(connections: Connections, open: StoreOpen) {
     super(open);
@@ -389,8 +409,7 @@ export class Core extends StoreState implements JournalSource {
    * committed counter.
    */
   async begin(db: Db, fence: Fence | undefined): Promise<number> {
-    const results = await db.exec(BEGIN_LOCKED) as pg.QueryResult[];
-    const committed = Number(results[1].rows[0].value);
+    const committed = lockedCounter(await db.exec(BEGIN_LOCKED));
     this.sawCommit(committed);
     if (fence !== undefined) await this.checkFence(db, fence);
     return committed;
@@ -400,30 +419,25 @@ export class Core extends StoreState implements JournalSource {
    * The committed counter a write transaction may begin on without waiting
    * for its lock's answer: the newest this open knows of, while its commit
    * listener listens (another open's commit is then announced to it) and no
-   * guess missed in the last {@linkcode EXACT_AFTER_MISS} begins; else
-   * undefined (begin exactly).
+   * guess missed in the last {@linkcode MISS_PAUSE} begins; else undefined
+   * (begin exactly).
    */
   guess(): number | undefined {
-    if (this.#exactBegins > 0) {
-      this.#exactBegins--;
-      return undefined;
-    }
+    if (!this.#guessing.take()) return undefined;
     return this.#listening ? this.#committed : undefined;
   }
 
   /**
    * Whether the next group of single writes may run its members at once:
-   * not for the {@linkcode ONE_BY_ONE_AFTER_MISS} groups after one that was not kept.
+   * not for the {@linkcode MISS_PAUSE} groups after one that was not kept.
    */
   atOnceNow(): boolean {
-    if (this.#oneByOne === 0) return true;
-    this.#oneByOne--;
-    return false;
+    return this.#atOnce.take();
   }
 
   /** Whether a group run at once kept its turns (`kept`); one that did not makes the next groups run one by one. */
   atOnceKept(kept: boolean): boolean {
-    if (!kept) this.#oneByOne = ONE_BY_ONE_AFTER_MISS;
+    if (!kept) this.#atOnce.missed();
     return kept;
   }
 
@@ -436,9 +450,7 @@ export class Core extends StoreState implements JournalSource {
    */
   beginOnGuess(db: Db): Promise<number> {
     db.pipelined(true);
-    const counter = db.exec(BEGIN_LOCKED).then((results) =>
-      Number((results as pg.QueryResult[])[1].rows[0].value)
-    );
+    const counter = db.exec(BEGIN_LOCKED).then(lockedCounter);
     // Judged where the guess is confirmed; a begin that failed fails what followed it too.
     counter.catch(() => {});
     return counter;
@@ -451,7 +463,7 @@ export class Core extends StoreState implements JournalSource {
   confirmGuess(guess: number, counter: number): boolean {
     this.sawCommit(counter);
     if (counter === guess) return true;
-    this.#exactBegins = EXACT_AFTER_MISS;
+    this.#guessing.missed();
     return false;
   }
 
