@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { PermanentError, settled } from "../mod.ts";
 import type { Store } from "../src/store.ts";
 import { test } from "./_test.ts";
+import { intercept } from "./_intercept.ts";
 import { type AnyObject, withHarness } from "./_beehive_harness.ts";
 import { stateSummary } from "../cli/_inspect.ts";
 
@@ -87,23 +88,10 @@ test("Retrying an object no controller has reached reads Pending", async () => {
 
 test("Retrying a pass that settles an object both stalled and retrying recovers both conditions in one write", async () => {
   let sets = 0;
-  const wrap = (store: Store): Store =>
-    new Proxy(store, {
-      get(target, key) {
-        const value = Reflect.get(target, key, target);
-        if (key !== "conditions") return typeof value === "function" ? value.bind(target) : value;
-        return new Proxy(value as object, {
-          get(family, k) {
-            const method = Reflect.get(family, k, family);
-            if (typeof method !== "function") return method;
-            if (k !== "set") return method.bind(family);
-            return (...args: unknown[]) => {
-              sets++;
-              return method.apply(family, args);
-            };
-          },
-        });
-      },
+  const wrap = (store: Store) =>
+    intercept(store, { family: "conditions", method: "set" }, (set, ...args) => {
+      sets++;
+      return set(...args);
     });
   await withHarness({ wrap }, async (h) => {
     await h.start();

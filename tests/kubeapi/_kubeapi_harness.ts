@@ -15,6 +15,8 @@ import type { Store } from "../../store/mod.ts";
 import { type KubeApiHandler, serveKubeApi } from "../../kubeapi/mod.ts";
 import { openTestStore, type TestStore } from "../_sqlite_driver.ts";
 
+export { intercept } from "../_intercept.ts";
+
 export const Cluster = { group: "kstack.sh", kind: "Cluster" };
 export const Node = { group: "kstack.sh", kind: "Node" };
 export const TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -30,33 +32,6 @@ export async function withStore(
   } finally {
     await store.close();
   }
-}
-
-/**
- * `store` with `family.method` replaced by `around`, which receives the
- * original (bound) and the call's arguments; everything else passes through.
- */
-export function intercept<F extends keyof Store>(
-  store: Store,
-  target: { family: F; method: string },
-  // deno-lint-ignore no-explicit-any
-  around: (original: (...args: any[]) => Promise<any>, ...args: any[]) => Promise<unknown>,
-): Store {
-  const bound = (owner: object, key: PropertyKey) => {
-    const value = Reflect.get(owner, key, owner);
-    return typeof value === "function" ? value.bind(owner) : value;
-  };
-  return new Proxy(store, {
-    get(s, key) {
-      if (key !== target.family) return bound(s, key);
-      return new Proxy(s[target.family] as object, {
-        get(family, k) {
-          const value = bound(family, k);
-          return k === target.method ? (...args: unknown[]) => around(value, ...args) : value;
-        },
-      });
-    },
-  });
 }
 
 /** A response read whole. */
