@@ -29,13 +29,7 @@ import { DatabaseSync } from "node:sqlite";
 import { Beehive, settled } from "../../mod.ts";
 import { openSqliteStore } from "../../store/sqlite/mod.ts";
 import { nodeSqliteDriver } from "../../store/sqlite/_node_sqlite.ts";
-import {
-  floor,
-  FLOOR_KIND,
-  FLOOR_SPEC,
-  minimalFloor,
-  tempFile,
-} from "../_floor.ts";
+import { floor, FLOOR_KIND, FLOOR_SPEC, minimalFloor, tempFile } from "../_floor.ts";
 
 const arg = (name: string, fallback: string): string =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(
@@ -261,8 +255,7 @@ interface Kv {
 async function denokv(
   n: number,
 ): Promise<{ rate: number; journalMode: unknown }> {
-  const deno =
-    (globalThis as { Deno?: { openKv?: (path: string) => Promise<Kv> } }).Deno;
+  const deno = (globalThis as { Deno?: { openKv?: (path: string) => Promise<Kv> } }).Deno;
   if (deno?.openKv === undefined) {
     throw new Error("Deno KV needs Deno with --unstable-kv");
   }

@@ -106,9 +106,7 @@ function tapExec(): Seen {
     const exec = conn.exec.bind(conn);
     (conn as { exec: typeof exec }).exec = (sql) => {
       const key = sql.trim().split(/\s+/).slice(0, 2).join(" ");
-      const took = key === "COMMIT"
-        ? (ms: number) => void commitTimes.push(ms)
-        : undefined;
+      const took = key === "COMMIT" ? (ms: number) => void commitTimes.push(ms) : undefined;
       return timed(seen, key, () => exec(sql), took);
     };
     return conn;
@@ -213,9 +211,7 @@ const { ms } = await beehive(UNITS, () => {
 });
 console.log(
   `beehive on ${runtime}, ${CALLERS} caller(s), concurrency ${WORKERS}: ` +
-    `${
-      (ms * 1000 / UNITS).toFixed(0)
-    } µs a unit; transaction statements per unit:`,
+    `${(ms * 1000 / UNITS).toFixed(0)} µs a unit; transaction statements per unit:`,
 );
 for (const [key, { calls, ms: spent }] of seen) {
   console.log(
@@ -225,17 +221,12 @@ for (const [key, { calls, ms: spent }] of seen) {
   );
 }
 const sorted = [...commitTimes].sort((a, b) => a - b);
-const at = (q: number) =>
-  (sorted[Math.floor(q * (sorted.length - 1))] * 1000).toFixed(0);
+const at = (q: number) => (sorted[Math.floor(q * (sorted.length - 1))] * 1000).toFixed(0);
 const total = sorted.reduce((a, b) => a + b, 0);
 const slow = sorted.filter((t) => t > 0.5);
 console.log(
-  `COMMIT: p50 ${at(0.5)} µs, p99 ${at(0.99)} µs, max ${
-    at(1)
-  } µs; ${slow.length} over 0.5 ms, ` +
-    `${
-      (100 * slow.reduce((a, b) => a + b, 0) / total).toFixed(0)
-    }% of all COMMIT time` +
+  `COMMIT: p50 ${at(0.5)} µs, p99 ${at(0.99)} µs, max ${at(1)} µs; ${slow.length} over 0.5 ms, ` +
+    `${(100 * slow.reduce((a, b) => a + b, 0) / total).toFixed(0)}% of all COMMIT time` +
     (NO_CHECKPOINTER ? " (no background checkpointer)" : ""),
 );
 const { pages } = await beehive(WAL_UNITS);
@@ -244,8 +235,6 @@ console.log(
 );
 if (runtime === "Node") {
   console.log(
-    `WAL pages appended per unit: plainjob ${
-      (await plainjobPages(WAL_UNITS)).toFixed(1)
-    }`,
+    `WAL pages appended per unit: plainjob ${(await plainjobPages(WAL_UNITS)).toFixed(1)}`,
   );
 }

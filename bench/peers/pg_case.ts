@@ -64,8 +64,7 @@ async function callers(
   }));
 }
 
-const freshSchema = () =>
-  `peers_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+const freshSchema = () => `peers_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
 
 /** Clock ticks a second, as `/proc/<pid>/stat` counts CPU time. */
 const TICKS = 100;
@@ -208,9 +207,7 @@ async function beehive(): Promise<Measured & { passes: number }> {
       return () => Promise.resolve();
     });
     const unsettled = await store.objects.listUnsettledIds(FLOOR_KIND);
-    const done = (await store.objects.list(FLOOR_KIND)).filter((o) =>
-      o.status === '{"done":true}'
-    );
+    const done = (await store.objects.list(FLOOR_KIND)).filter((o) => o.status === '{"done":true}');
     // A unit's result is its status, one row whatever the passes; a pass more than one a unit
     // (level-triggered: a requeue may run one again) is reported, not a double result.
     if (unsettled.length !== 0 || done.length !== UNITS || calls < UNITS) {
@@ -244,9 +241,7 @@ async function checkResults(system: string, schema: string): Promise<void> {
     );
     if (Number(rows[0].n) !== UNITS || Number(rows[0].units) !== UNITS) {
       throw new Error(
-        `${system}: ${rows[0].n} result rows for ${
-          rows[0].units
-        } of ${UNITS} units`,
+        `${system}: ${rows[0].n} result rows for ${rows[0].units} of ${UNITS} units`,
       );
     }
   } finally {

@@ -67,9 +67,7 @@ proto.query = function (this: object, ...args: unknown[]) {
     return result;
   }
   const t0 = performance.now();
-  const statements = typeof q === "string"
-    ? text.split(";").filter((s) => s.trim()).length
-    : 1;
+  const statements = typeof q === "string" ? text.split(";").filter((s) => s.trim()).length : 1;
   const key = label(text);
   const open = unanswered.get(this) ?? 0;
   unanswered.set(this, open + 1);
@@ -88,9 +86,7 @@ proto.query = function (this: object, ...args: unknown[]) {
   });
 };
 
-const schema = `explain_${
-  crypto.randomUUID().replaceAll("-", "").slice(0, 12)
-}`;
+const schema = `explain_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
 const admin = new pg.Client({ connectionString: URL_ });
 await admin.connect();
 const statStatements = await admin.query(
@@ -138,9 +134,7 @@ console.log(
     (UNITS / (ms / 1000)).toFixed(0)
   } units/s; a unit: ${per(roundTrips)} round trips, ${per(queries)} queries, ${
     per(statements)
-  } statements, ${per(commits)} commits; ${
-    per(notified)
-  } commit notifications heard`,
+  } statements, ${per(commits)} commits; ${per(notified)} commit notifications heard`,
 );
 console.log("");
 console.log(
@@ -149,9 +143,7 @@ console.log(
 console.log("| --- | ---: | ---: | ---: |");
 for (const [text, e] of [...trips].sort((a, b) => b[1].n - a[1].n)) {
   console.log(
-    `| \`${text}\` | ${per(e.n)} | ${per(e.behind)} | ${
-      (e.ms / e.n).toFixed(2)
-    } |`,
+    `| \`${text}\` | ${per(e.n)} | ${per(e.behind)} | ${(e.ms / e.n).toFixed(2)} |`,
   );
 }
 if (statStatements) {
@@ -165,9 +157,7 @@ if (statStatements) {
   for (const r of rows) total += Number(r.ms);
   console.log("");
   console.log(
-    `server execution time a unit (pg_stat_statements): ${
-      (total / UNITS).toFixed(3)
-    } ms`,
+    `server execution time a unit (pg_stat_statements): ${(total / UNITS).toFixed(3)} ms`,
   );
   console.log("");
   console.log(

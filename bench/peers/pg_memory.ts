@@ -48,9 +48,7 @@ for (let done = 0; done < UNITS; done += STEP) {
   gc?.();
   const m = process.memoryUsage();
   console.log(
-    `| ${target} | ${rate.toFixed(0)} | ${mb(m.rss)} | ${mb(m.heapUsed)} | ${
-      mb(m.external)
-    } |`,
+    `| ${target} | ${rate.toFixed(0)} | ${mb(m.rss)} | ${mb(m.heapUsed)} | ${mb(m.external)} |`,
   );
 }
 await stop();
