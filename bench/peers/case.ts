@@ -81,11 +81,7 @@ async function beehive(n: number): Promise<number> {
     const stop = await bh.start();
     const client = bh.client<typeof FLOOR_SPEC, typeof RESULT>(FLOOR_KIND);
     const t0 = performance.now();
-    await callers(
-      n,
-      CALLERS,
-      (i) => client.create(`item-${i}`, FLOOR_SPEC, LABELS),
-    );
+    await callers(n, CALLERS, (i) => client.create(`item-${i}`, FLOOR_SPEC, LABELS));
     await all.promise;
     await stop(); // drains the last pass's settle handshake
     const rate = n / ((performance.now() - t0) / 1000);

@@ -54,12 +54,7 @@ function statementKey(sql: string): string {
 type Seen = Map<string, { calls: number; ms: number }>;
 
 /** Runs `call`, counting it and its time into `seen` under `key`; returns what it returned. */
-function timed<R>(
-  seen: Seen,
-  key: string,
-  call: () => R,
-  took?: (ms: number) => void,
-): R {
+function timed<R>(seen: Seen, key: string, call: () => R, took?: (ms: number) => void): R {
   const entry = seen.get(key) ?? { calls: 0, ms: 0 };
   seen.set(key, entry);
   const t = performance.now();
@@ -74,11 +69,7 @@ function timed<R>(
 }
 
 /** Times every `run`, `get` and `all` call of `statement` into `seen` under `key`. */
-function tapStatement<S extends object>(
-  statement: S,
-  key: string,
-  seen: Seen,
-): S {
+function tapStatement<S extends object>(statement: S, key: string, seen: Seen): S {
   for (const method of ["run", "get", "all"] as const) {
     const original = (statement as Record<string, unknown>)[method];
     if (typeof original !== "function") continue;
