@@ -96,10 +96,7 @@ const statStatements = await admin.query(
 const store = await openPostgresStore(URL_, { schema });
 let notified = 0;
 const stopWatching = store.watchCommits(() => notified++);
-const { client, stop, passes, reached } = await startPeersBeehive(
-  store,
-  WORKERS,
-);
+const { client, stop, passes, reached } = await startPeersBeehive(store, WORKERS);
 // Warm-up: the statements are named and planned before the count starts.
 for (let i = 0; i < 50; i++) await client.create(`warm-${i}`, FLOOR_SPEC);
 await reached(50);
