@@ -14,13 +14,17 @@ import { test } from "../_test.ts";
 
 const Widget = { group: "test.beehive.dev", kind: "Widget" };
 
-/** Runs `fn` counting the queries every `pg` client sends meanwhile. */
-async function counted<T>(fn: () => Promise<T>): Promise<{ value: T; queries: number }> {
+/** Runs `fn` counting the queries every `pg` client sends meanwhile (those `matching`, when given). */
+async function counted<T>(
+  fn: () => Promise<T>,
+  matching?: RegExp,
+): Promise<{ value: T; queries: number }> {
   let queries = 0;
   const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
   const original = proto.query;
   proto.query = function (this: unknown, ...args: unknown[]) {
-    queries++;
+    const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string }).text;
+    if (matching === undefined || (text !== undefined && matching.test(text))) queries++;
     return original.apply(this, args);
   };
   try {
@@ -52,23 +56,10 @@ test("PostgreSQL objects.updateSpec writes a new spec and new annotations in one
   try {
     const made = await store.objects.create(Widget, { name: "a", spec: '{"v":1}' });
     const ref = { ...Widget, id: made.id };
-    let updates = 0;
-    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-    const original = proto.query;
-    proto.query = function (this: unknown, ...args: unknown[]) {
-      const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string }).text;
-      if (text !== undefined && /^\s*UPDATE objects\b/.test(text)) updates++;
-      return original.apply(this, args);
-    };
-    let result;
-    try {
-      result = await store.objects.updateSpec(ref, {
-        spec: '{"v":2}',
-        annotations: { note: "hi" },
-      });
-    } finally {
-      proto.query = original;
-    }
+    const { value: result, queries: updates } = await counted(
+      () => store.objects.updateSpec(ref, { spec: '{"v":2}', annotations: { note: "hi" } }),
+      /^\s*UPDATE objects\b/,
+    );
     assert.equal(updates, 1);
     assert.equal(result.specChanged, true);
     const after = await store.objects.get(made.id);
