@@ -8,7 +8,7 @@
  */
 import { Beehive, type Client, settled, type StopFunction } from "../../mod.ts";
 import type { PostgresStore } from "../../store/postgres/mod.ts";
-import { FLOOR_KIND, FLOOR_SPEC } from "../_floor.ts";
+import { FLOOR_KIND, type FLOOR_SPEC } from "../_floor.ts";
 
 /** The started Beehive's client, its stop, and its passes. */
 export interface PeersBeehive {
